@@ -1,0 +1,206 @@
+//! The validated config model: what every spelling (INI, TOML, YAML) turns into.
+//!
+//! Values keep the reference's raw meaning where the stepper interprets them
+//! (`loop`, `ammo_limit`, schedule strings, header strings): the plan crate owns
+//! those semantics, so the config crate only checks types and presence.
+
+use std::path::PathBuf;
+
+/// Which spelling a config file used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigFormat {
+    /// yandex-tank's `load.ini` (Python ConfigParser rules).
+    Ini,
+    /// The same sections and keys in TOML.
+    Toml,
+    /// yandex-tank 2's `load.yaml`.
+    Yaml,
+}
+
+/// A whole test: every queue plus the run-level sections.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestConfig {
+    /// The file it was read from (as given on the command line).
+    pub path: PathBuf,
+    /// The spelling of that file.
+    pub format: ConfigFormat,
+    /// `[phantom]` first, then each `[phantom-*]` (YAML: `phantom.multi[i]`) in file order.
+    /// Every extra queue already inherits the `[phantom]` options it does not set.
+    pub queues: Vec<QueueConfig>,
+    /// `[autostop]`.
+    pub autostop: AutostopConfig,
+    /// `[tank]` / `core:`.
+    pub core: CoreConfig,
+    /// `[rcassert]`.
+    pub rcassert: RcAssertConfig,
+    /// `[console]`.
+    pub console: ConsoleConfig,
+}
+
+/// One request queue: a `[phantom]`-style section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueConfig {
+    /// Section name as written (`phantom`, `phantom-1`; YAML `phantom.multi[0]` or its `name`).
+    pub name: String,
+    /// `address`: `host[:port]`, `[ipv6]:port`, or a host name. Required.
+    pub address: String,
+    /// `port`: overrides the port in `address` when set (digits only).
+    pub port: Option<u16>,
+    /// `rps_schedule` / `instances_schedule` / `stpd_file` (YAML `load_profile`).
+    pub load_profile: LoadProfile,
+    /// `ammofile` (+ `ammo_type`) or `uris`: exactly one of them.
+    pub ammo: AmmoSource,
+    /// `headers`: each item as `Name: value`, with `[` / `]` stripped from both ends.
+    pub headers: Vec<String>,
+    /// `header_http`: the HTTP version written in built requests (default `1.0`).
+    pub header_http: String,
+    /// `autocases`.
+    pub autocases: Autocases,
+    /// `enum_ammo`.
+    pub enum_ammo: bool,
+    /// `chosen_cases`, split on ASCII whitespace.
+    pub chosen_cases: Vec<Vec<u8>>,
+    /// `loop` as written (`-1` = not set). The plan applies the reference's rules.
+    pub loop_count: i64,
+    /// `ammo_limit` as written (`-1` = not set). The plan applies the reference's rules.
+    pub ammo_limit: i64,
+    /// `instances`: the instance pool size (default 1000).
+    pub instances: u32,
+    /// `timeout` as written (stepper duration syntax, default `11s`).
+    pub timeout: String,
+    /// `ssl`.
+    pub ssl: bool,
+    /// `tank_type`.
+    pub tank_type: TankType,
+    /// `writelog`.
+    pub writelog: WriteLog,
+    /// `phantom_http_line` as written (`1K`).
+    pub phantom_http_line: String,
+    /// `phantom_http_field` as written (`8K`).
+    pub phantom_http_field: String,
+    /// `phantom_http_field_num`.
+    pub phantom_http_field_num: u32,
+    /// `phantom_http_entity` as written (`8M`).
+    pub phantom_http_entity: String,
+    /// `gatling_ip`: source addresses, whitespace separated.
+    pub gatling_ip: String,
+    /// `client_certificate` (path, empty = none).
+    pub client_certificate: String,
+    /// `client_key` (path, empty = none).
+    pub client_key: String,
+    /// `client_cipher_suites` (colon separated, empty = library default).
+    pub client_cipher_suites: String,
+    /// `connection_test`.
+    pub connection_test: bool,
+    /// `buffered_seconds`.
+    pub buffered_seconds: u32,
+    /// `file_cache`: write buffer size in bytes.
+    pub file_cache: usize,
+}
+
+/// How a queue's shots are timed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadProfile {
+    /// Open model: `rps_schedule`, the schedule string as written.
+    Rps(String),
+    /// Closed model: `instances_schedule`, the schedule string as written.
+    Instances(String),
+    /// A ready stpd file (`stpd_file`), resolved against the working directory.
+    StpdFile(PathBuf),
+}
+
+/// Where requests come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AmmoSource {
+    /// `ammofile`, read in `ammo_type` format (gzip is detected by content).
+    File {
+        /// The path, `~` expanded, relative to the working directory.
+        path: PathBuf,
+        /// `ammo_type`.
+        ammo_type: AmmoType,
+    },
+    /// `uris`: GET requests cycled in order (never empty).
+    Uris(Vec<String>),
+}
+
+/// `ammo_type` values the reference accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AmmoType {
+    /// Request-style: `<size> [tag]` then raw bytes (sniffed as `uri` when not starting with a digit).
+    Phantom,
+    /// One URI per line, `[Header: value]` lines.
+    Uri,
+    /// `<size> <uri> [tag]` then a POST body.
+    UriPost,
+    /// A web server's access log (GET lines only).
+    Access,
+}
+
+/// `autocases`: how untagged missiles get a marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Autocases {
+    /// `0`: empty marker.
+    Off,
+    /// `N`: the first N+1 `/`-pieces of the URI path joined with `_` (Python slice rules for odd N).
+    Depth(i64),
+    /// `uri`: all pieces of the URI path joined with `_`.
+    Uri,
+    /// `uniq`: a random 32-hex uuid per missile.
+    Uniq,
+}
+
+/// `tank_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TankType {
+    /// HTTP/1.x gun (responses parsed).
+    Http,
+    /// Plain TCP (`none`): bytes out, bytes in, no parsing.
+    None,
+}
+
+/// `writelog`: which shots get their request and response written to the answers log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteLog {
+    /// `0` / `false`: none.
+    Off,
+    /// `all` / `1` / `true`.
+    All,
+    /// `proto_warning`: 4xx, 5xx and network errors.
+    ProtoWarning,
+    /// `proto_error`: 5xx and network errors.
+    ProtoError,
+}
+
+/// `[autostop]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AutostopConfig {
+    /// Criteria as written, one `name(params)` each.
+    pub criteria: Vec<String>,
+    /// `report_file` (default `autostop_report.txt`).
+    pub report_file: String,
+}
+
+/// `[tank]` / `core:`: run-level options.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CoreConfig {
+    /// `artifacts_base_dir` (default `logs`).
+    pub artifacts_base_dir: String,
+    /// `artifacts_dir`: a fixed directory instead of a new one per run.
+    pub artifacts_dir: Option<String>,
+}
+
+/// `[rcassert]`: exit code remapping.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RcAssertConfig {
+    /// `pass`: codes that become 0.
+    pub pass: Vec<i32>,
+    /// `fail_code`: replaces any other non-zero code when `pass` is set (default 10).
+    pub fail_code: i32,
+}
+
+/// `[console]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsoleConfig {
+    /// `short_only`: one plain line per second instead of the full screen.
+    pub short_only: bool,
+}
