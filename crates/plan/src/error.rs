@@ -1,0 +1,55 @@
+//! Plan errors: each names what was wrong, where (schedule step, file and byte
+//! offset) and what was expected. The CLI prefixes the config file and section.
+
+use std::path::PathBuf;
+
+/// Everything that can stop a plan from being built or streamed.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// A schedule string that the stepper rejects.
+    #[error("{key}: step `{step}`: {message}")]
+    Schedule {
+        /// `rps_schedule` or `instances_schedule`.
+        key: &'static str,
+        /// The step as split from the schedule (e.g. `const(2 ,2s)`).
+        step: String,
+        /// What was wrong and what was expected.
+        message: String,
+    },
+    /// A schedule that is empty, or a config combination the stepper cannot plan.
+    #[error("{0}")]
+    Config(String),
+    /// Malformed ammo: names the file, the byte offset (in the decompressed
+    /// stream for gzip files) and what was expected there.
+    #[error("{}: byte {offset}: {message}", path.display())]
+    Ammo {
+        /// The ammo file.
+        path: PathBuf,
+        /// Offset of the reader when the problem was found.
+        offset: u64,
+        /// What was wrong and what was expected.
+        message: String,
+    },
+    /// An ammo or stpd file that cannot be opened or read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl PlanError {
+    pub(crate) fn schedule(key: &'static str, step: &str, message: impl Into<String>) -> Self {
+        PlanError::Schedule {
+            key,
+            step: step.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Shorthand for plan results.
+pub type Result<T, E = PlanError> = std::result::Result<T, E>;

@@ -1,0 +1,413 @@
+//! Open-model schedules (`rps_schedule`): `const`, `line`, `step`, played one after another.
+//!
+//! Each step is closed-form: `len()` and `offset(i)` are computed, never listed,
+//! so a 10-hour plan costs the same memory as a 10-second one. The arithmetic
+//! repeats the reference's float operations in the same order, because the
+//! truncated millisecond values (and so the stpd bytes) depend on it.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use crate::duration::parse_duration_ms;
+use crate::error::{PlanError, Result};
+use crate::pynum::{py_float, py_trunc};
+
+const KEY: &str = "rps_schedule";
+
+/// One step of an rps schedule.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RpsStep {
+    /// `const(rps, duration)`: evenly spaced shots.
+    Const {
+        /// Requests per second.
+        rps: f64,
+        /// Step duration, ms.
+        duration_ms: i64,
+    },
+    /// `line(from, to, duration)`: rate grows (or falls) linearly.
+    Line {
+        /// Starting rate.
+        from: f64,
+        /// Final rate.
+        to: f64,
+        /// Step duration in seconds (`ms / 1000.0`, as the reference keeps it).
+        duration_s: f64,
+        /// `(to - from) / duration_s`.
+        slope: f64,
+    },
+}
+
+impl RpsStep {
+    fn constant(rps: f64, duration_ms: i64) -> Self {
+        RpsStep::Const { rps, duration_ms }
+    }
+
+    fn line(from: f64, to: f64, duration_ms: i64, step: &str) -> Result<Self> {
+        let duration_s = duration_ms as f64 / 1000.0;
+        if duration_s == 0.0 {
+            return Err(PlanError::schedule(
+                KEY,
+                step,
+                "a line needs a non-zero duration (the rate's slope divides by it)",
+            ));
+        }
+        Ok(RpsStep::Line {
+            from,
+            to,
+            duration_s,
+            slope: (to - from) / duration_s,
+        })
+    }
+
+    /// Number of shots in this step.
+    pub fn len(&self) -> u64 {
+        let count = match *self {
+            RpsStep::Const { rps, duration_ms } if rps != 0.0 => rps * duration_ms as f64 / 1000.0,
+            RpsStep::Const { .. } => 0.0,
+            RpsStep::Line {
+                from,
+                to,
+                duration_s,
+                ..
+            } => (to + from) / 2.0 * duration_s,
+        };
+        // Saturates: an absurd count is caught by the caller's overflow check.
+        py_trunc(count).map_or(u64::MAX, |n| n.max(0) as u64)
+    }
+
+    /// Whether the step fires no shots (it still takes its duration).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Offset of shot `i` (0-based, `i < len()`) from the step's start, ms.
+    pub fn offset_ms(&self, i: u64) -> i64 {
+        let i = i as f64;
+        let at = match *self {
+            RpsStep::Const { rps, .. } => i * (1000.0 / rps),
+            RpsStep::Line { from, slope, .. } => {
+                // The larger root of (slope/2)·x² + from·x − i = 0, computed as the
+                // reference's solve_quadratic does; a flat line divides instead.
+                let a = slope / 2.0;
+                let seconds = if a == 0.0 {
+                    i / from
+                } else {
+                    let (b, c) = (from, -i);
+                    let disc = (b * b - 4.0 * a * c).sqrt();
+                    (-b + disc) / (2.0 * a)
+                };
+                seconds * 1000.0
+            }
+        };
+        py_trunc(at).unwrap_or(i64::MAX)
+    }
+
+    /// How far this step moves the steps after it, ms.
+    pub fn duration_ms(&self) -> i64 {
+        match *self {
+            RpsStep::Const { duration_ms, .. } => duration_ms,
+            // int(T * 1000) with T = ms / 1000.0: 1001 ms gives 1000, as in the reference.
+            RpsStep::Line { duration_s, .. } => py_trunc(duration_s * 1000.0).unwrap_or(i64::MAX),
+        }
+    }
+
+    /// Planned rate at the step's start and end (for summaries).
+    pub fn rates(&self) -> (f64, f64) {
+        match *self {
+            RpsStep::Const { rps, .. } => (rps, rps),
+            RpsStep::Line { from, to, .. } => (from, to),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Segment {
+    step: RpsStep,
+    /// Shots before this step.
+    first: u64,
+    /// Start of this step, ms from the start of the test.
+    base_ms: i64,
+}
+
+/// A whole rps schedule: its steps with their starting offsets and shot indices.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpsSchedule {
+    segments: Vec<Segment>,
+    len: u64,
+    duration_ms: i64,
+}
+
+impl RpsSchedule {
+    /// Parse the steps (already split by [`super::split_steps`]).
+    pub fn parse(steps: &[String]) -> Result<Self> {
+        let mut parsed = Vec::with_capacity(steps.len());
+        for step in steps {
+            parse_step(step, &mut parsed)?;
+        }
+        Self::from_steps(parsed)
+    }
+
+    /// Lay the steps end to end.
+    pub fn from_steps(steps: Vec<RpsStep>) -> Result<Self> {
+        let mut segments = Vec::with_capacity(steps.len());
+        let (mut first, mut base_ms) = (0u64, 0i64);
+        for step in steps {
+            let len = step.len();
+            let duration = step.duration_ms();
+            segments.push(Segment {
+                step,
+                first,
+                base_ms,
+            });
+            first = first
+                .checked_add(len)
+                .ok_or_else(|| PlanError::Config(format!("{KEY}: too many shots")))?;
+            base_ms = base_ms
+                .checked_add(duration)
+                .ok_or_else(|| PlanError::Config(format!("{KEY}: the schedule is too long")))?;
+        }
+        Ok(RpsSchedule {
+            segments,
+            len: first,
+            duration_ms: base_ms,
+        })
+    }
+
+    /// Total number of shots.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the schedule fires nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Total duration, ms (the sum of the steps' durations).
+    pub fn duration_ms(&self) -> i64 {
+        self.duration_ms
+    }
+
+    /// The steps in order.
+    pub fn steps(&self) -> impl Iterator<Item = &RpsStep> {
+        self.segments.iter().map(|s| &s.step)
+    }
+
+    /// Due time of shot `i` in ms from the start, or `None` past the end.
+    pub fn offset_ms(&self, i: u64) -> Option<i64> {
+        if i >= self.len {
+            return None;
+        }
+        // The last segment whose first index is <= i and that has shots.
+        let at = self.segments.partition_point(|s| s.first <= i) - 1;
+        let segment = &self.segments[at];
+        Some(
+            segment
+                .base_ms
+                .saturating_add(segment.step.offset_ms(i - segment.first)),
+        )
+    }
+}
+
+fn number_re() -> &'static [Regex; 3] {
+    static RES: OnceLock<[Regex; 3]> = OnceLock::new();
+    RES.get_or_init(|| {
+        // The reference's patterns, searched (not anchored) in the text after `(`.
+        let duration = r"((?:[0-9.]+d)?(?:[0-9.]+h)?(?:[0-9.]+m)?(?:[0-9.]+s?)?)";
+        let build = |pattern: String| Regex::new(&pattern).expect("static regex");
+        [
+            build(format!(r"([0-9.]+),\s*{duration}\)")),
+            build(format!(r"([0-9.]+),\s*([0-9.]+),\s*{duration}\)")),
+            build(format!(
+                r"([0-9.]+),\s*([0-9.]+),\s*([0-9.]+),\s*{duration}\)"
+            )),
+        ]
+    })
+}
+
+fn parse_step(step: &str, out: &mut Vec<RpsStep>) -> Result<()> {
+    let (name, params) = super::split_call(KEY, step)?;
+    let (pattern, usage) = match name {
+        "const" => (&number_re()[0], "const(rps, duration)"),
+        "line" => (&number_re()[1], "line(from_rps, to_rps, duration)"),
+        "step" => (
+            &number_re()[2],
+            "step(from_rps, to_rps, increment, duration)",
+        ),
+        other => {
+            return Err(PlanError::schedule(
+                KEY,
+                step,
+                format!("no such load type `{other}`: expected const, line or step"),
+            ))
+        }
+    };
+    let caps = pattern.captures(params).ok_or_else(|| {
+        PlanError::schedule(
+            KEY,
+            step,
+            format!(
+                "expected `{usage}`: numbers like 10 or 2.5, each followed directly by a comma, \
+                 and a duration like 30s, 1m30s or 0.5h"
+            ),
+        )
+    })?;
+    let groups = caps.len() - 1;
+    let mut numbers = [0.0f64; 3];
+    for (slot, index) in numbers.iter_mut().zip(1..groups) {
+        let text = &caps[index];
+        *slot = py_float(text)
+            .ok_or_else(|| PlanError::schedule(KEY, step, format!("`{text}` is not a number")))?;
+    }
+    let duration_ms = parse_duration_ms(&caps[groups])
+        .map_err(|message| PlanError::schedule(KEY, step, message))?;
+    match name {
+        "const" => out.push(RpsStep::constant(numbers[0], duration_ms)),
+        "line" => out.push(RpsStep::line(numbers[0], numbers[1], duration_ms, step)?),
+        _ => stairway(numbers[0], numbers[1], numbers[2], duration_ms, step, out)?,
+    }
+    Ok(())
+}
+
+/// `step(from, to, increment, duration)`: const stairs from `from` toward `to`,
+/// plus a last stair at exactly `to` when the increment does not land on it.
+fn stairway(
+    from: f64,
+    to: f64,
+    increment: f64,
+    duration_ms: i64,
+    step: &str,
+    out: &mut Vec<RpsStep>,
+) -> Result<()> {
+    let increment = if to < from { -increment } else { increment };
+    if increment == 0.0 {
+        return Err(PlanError::schedule(
+            KEY,
+            step,
+            "the increment must not be 0",
+        ));
+    }
+    let stairs = py_trunc((to - from) / increment)
+        .filter(|n| (0..=10_000_000).contains(n))
+        .ok_or_else(|| PlanError::schedule(KEY, step, "too many stairs (at most 10,000,000)"))?;
+    for i in 0..=stairs {
+        out.push(RpsStep::constant(from + i as f64 * increment, duration_ms));
+    }
+    let last = from + stairs as f64 * increment;
+    if (increment > 0.0 && last < to) || (increment < 0.0 && last > to) {
+        out.push(RpsStep::constant(to, duration_ms));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::split_steps;
+    use proptest::prelude::*;
+
+    fn offsets(schedule: &str) -> Vec<i64> {
+        let plan = RpsSchedule::parse(&split_steps(schedule)).expect("valid schedule");
+        (0..plan.len())
+            .map(|i| plan.offset_ms(i).expect("in range"))
+            .collect()
+    }
+
+    #[test]
+    fn const_spaces_shots_by_truncated_interval() {
+        assert_eq!(offsets("const(3,2s)"), [0, 333, 666, 1000, 1333, 1666]);
+        assert_eq!(offsets("const(0.5,10s)"), [0, 2000, 4000, 6000, 8000]);
+    }
+
+    #[test]
+    fn line_follows_the_quadratic_root() {
+        let all = offsets("line(1,10,7s)");
+        assert_eq!(all.len(), 38);
+        assert_eq!(&all[..4], [0, 692, 1149, 1518]);
+    }
+
+    #[test]
+    fn flat_line_divides() {
+        assert_eq!(offsets("line(2,2,2s)"), [0, 500, 1000, 1500]);
+    }
+
+    #[test]
+    fn steps_are_shifted_by_earlier_durations_even_when_empty() {
+        assert_eq!(offsets("const(0,5s) const(1,2s)"), [5000, 6000]);
+    }
+
+    #[test]
+    fn stairway_adds_a_last_stair_at_the_target() {
+        let plan = RpsSchedule::parse(&split_steps("step(1,4,2,1s)")).expect("valid");
+        let rates: Vec<f64> = plan.steps().map(|s| s.rates().0).collect();
+        assert_eq!(rates, [1.0, 3.0, 4.0]);
+        let down = RpsSchedule::parse(&split_steps("step(5,1,2,1s)")).expect("valid");
+        let rates: Vec<f64> = down.steps().map(|s| s.rates().0).collect();
+        assert_eq!(rates, [5.0, 3.0, 1.0]);
+    }
+
+    #[test]
+    fn line_duration_truncates_like_the_reference() {
+        let plan = RpsSchedule::parse(&split_steps("line(1,2,1.001s) const(1,1s)")).expect("valid");
+        assert_eq!(plan.duration_ms(), 1000 + 1000);
+    }
+
+    #[test]
+    fn whitespace_before_comma_is_rejected() {
+        assert!(RpsSchedule::parse(&split_steps("const(2 ,2s)")).is_err());
+    }
+
+    #[test]
+    fn search_finds_numbers_after_leading_junk() {
+        assert_eq!(offsets("const( 2,1s)"), [0, 500]);
+    }
+
+    #[test]
+    fn unknown_step_and_zero_line_are_errors() {
+        assert!(RpsSchedule::parse(&split_steps("ramp(1,1s)")).is_err());
+        assert!(RpsSchedule::parse(&split_steps("line(1,2,0s)")).is_err());
+        assert!(RpsSchedule::parse(&split_steps("step(1,2,0,1s)")).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn const_count_and_bounds(rps in 0u32..2000, secs in 0u32..20) {
+            let plan = RpsSchedule::parse(&split_steps(&format!("const({rps},{secs}s)"))).unwrap();
+            prop_assert_eq!(plan.len(), u64::from(rps) * u64::from(secs));
+            let mut last = 0;
+            for i in 0..plan.len() {
+                let at = plan.offset_ms(i).unwrap();
+                prop_assert!(at >= last && at < i64::from(secs) * 1000);
+                last = at;
+            }
+            prop_assert_eq!(plan.offset_ms(plan.len()), None);
+        }
+
+        #[test]
+        fn line_offsets_are_monotonic_and_inside_the_step(a in 0u32..300, b in 0u32..300, secs in 1u32..30) {
+            let plan = RpsSchedule::parse(&split_steps(&format!("line({a},{b},{secs}s)"))).unwrap();
+            let mut last = 0;
+            for i in 0..plan.len() {
+                let at = plan.offset_ms(i).unwrap();
+                prop_assert!(at >= last, "shot {} at {} before {}", i, at, last);
+                prop_assert!(at <= i64::from(secs) * 1000);
+                last = at;
+            }
+        }
+
+        #[test]
+        fn composition_shifts_each_step(r1 in 1u32..50, s1 in 1u32..5, r2 in 1u32..50, s2 in 1u32..5) {
+            let first = RpsSchedule::parse(&split_steps(&format!("const({r1},{s1}s)"))).unwrap();
+            let second = RpsSchedule::parse(&split_steps(&format!("const({r2},{s2}s)"))).unwrap();
+            let both = RpsSchedule::parse(&split_steps(&format!("const({r1},{s1}s) const({r2},{s2}s)"))).unwrap();
+            prop_assert_eq!(both.len(), first.len() + second.len());
+            for i in 0..second.len() {
+                prop_assert_eq!(
+                    both.offset_ms(first.len() + i).unwrap(),
+                    second.offset_ms(i).unwrap() + i64::from(s1) * 1000
+                );
+            }
+        }
+    }
+}
