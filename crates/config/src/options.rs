@@ -1,0 +1,206 @@
+//! The options each understood section accepts, with their value kinds.
+//!
+//! Every option yandex-tank's Phantom schema knows is accepted, including the
+//! ones tank does not act on (they still get their type checked, as the
+//! reference's converter would), so a yandex-tank config loads unchanged and a
+//! typo is caught with a suggestion instead of being silently ignored.
+
+/// How an option's value is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Any string (numbers are taken as their text).
+    Str,
+    /// An integer (Python `int()` for strings).
+    Int,
+    /// A boolean (yandex-tank's `to_bool` for strings).
+    Bool,
+    /// A list (whitespace-split for strings).
+    List,
+    /// `headers`: `[...]` groups for strings.
+    Headers,
+    /// `autocases`: an integer, `uri` or `uniq`.
+    Autocases,
+    /// `rps_schedule` / `instances_schedule` / `stpd_file` / `load_profile.*`.
+    LoadProfile,
+    /// Accepted and not read (`package`, `multi` handled elsewhere, nullable strings...).
+    Any,
+}
+
+/// `[phantom]` options (yandex-tank's Phantom schema, the INI schedule
+/// shorthands, `load_profile.*`, and the plugin meta keys).
+pub(crate) const PHANTOM: &[(&str, Kind)] = &[
+    ("additional_libs", Kind::List),
+    ("address", Kind::Str),
+    ("affinity", Kind::Str),
+    ("ammo_limit", Kind::Int),
+    ("ammo_type", Kind::Str),
+    ("ammofile", Kind::Str),
+    ("autocases", Kind::Autocases),
+    ("buffered_seconds", Kind::Int),
+    ("cache_dir", Kind::Any),
+    ("chosen_cases", Kind::Str),
+    ("client_certificate", Kind::Str),
+    ("client_cipher_suites", Kind::Str),
+    ("client_key", Kind::Str),
+    ("config", Kind::Str),
+    ("connection_test", Kind::Bool),
+    ("enabled", Kind::Bool),
+    ("enum_ammo", Kind::Bool),
+    ("file_cache", Kind::Int),
+    ("force_stepping", Kind::Int),
+    ("gatling_ip", Kind::Str),
+    ("header_http", Kind::Str),
+    ("headers", Kind::Headers),
+    ("instances", Kind::Int),
+    ("instances_schedule", Kind::LoadProfile),
+    ("load_profile.load_type", Kind::LoadProfile),
+    ("load_profile.schedule", Kind::LoadProfile),
+    ("loop", Kind::Int),
+    ("method_options", Kind::Str),
+    ("method_prefix", Kind::Str),
+    ("multi", Kind::Any),
+    ("name", Kind::Str),
+    ("package", Kind::Any),
+    ("phantom_http_entity", Kind::Str),
+    ("phantom_http_field", Kind::Str),
+    ("phantom_http_field_num", Kind::Int),
+    ("phantom_http_line", Kind::Str),
+    ("phantom_modules_path", Kind::Str),
+    ("phantom_path", Kind::Str),
+    ("phout_file", Kind::Str),
+    ("port", Kind::Str),
+    ("rps_schedule", Kind::LoadProfile),
+    ("source_log_prefix", Kind::Str),
+    ("ssl", Kind::Bool),
+    ("stpd_file", Kind::LoadProfile),
+    ("tank_type", Kind::Str),
+    ("threads", Kind::Int),
+    ("timeout", Kind::Str),
+    ("uris", Kind::List),
+    ("use_caching", Kind::Bool),
+    ("writelog", Kind::Any),
+];
+
+/// The INI shorthands for `load_profile`; at most one per section.
+pub(crate) const SCHEDULE_KEYS: &[&str] = &["rps_schedule", "instances_schedule", "stpd_file"];
+
+/// `[autostop]` options.
+pub(crate) const AUTOSTOP: &[(&str, Kind)] = &[
+    ("autostop", Kind::Any),
+    ("enabled", Kind::Bool),
+    ("package", Kind::Any),
+    ("report_file", Kind::Str),
+];
+
+/// `[rcassert]` options.
+pub(crate) const RCASSERT: &[(&str, Kind)] = &[
+    ("enabled", Kind::Bool),
+    ("fail_code", Kind::Int),
+    ("package", Kind::Any),
+    ("pass", Kind::Any),
+];
+
+/// `[console]` options (yandex-tank's Console plugin; tank reads `short_only`).
+pub(crate) const CONSOLE: &[(&str, Kind)] = &[
+    ("cases_max_spark", Kind::Any),
+    ("cases_sort_by", Kind::Any),
+    ("colors", Kind::Any),
+    ("disable_all_colors", Kind::Any),
+    ("disable_colors", Kind::Any),
+    ("enabled", Kind::Bool),
+    ("info_panel_width", Kind::Any),
+    ("max_case_len", Kind::Any),
+    ("package", Kind::Any),
+    ("short_only", Kind::Bool),
+    ("sizes_max_spark", Kind::Any),
+    ("times_max_spark", Kind::Any),
+];
+
+/// `[tank]` / `core:` options (yandex-tank's core schema); `plugin_*` keys are also accepted.
+pub(crate) const CORE: &[(&str, Kind)] = &[
+    ("affinity", Kind::Any),
+    ("aggregator_max_termination_timeout", Kind::Any),
+    ("aggregator_max_wait", Kind::Any),
+    ("api_jobno", Kind::Any),
+    ("artifacts_base_dir", Kind::Str),
+    ("artifacts_dir", Kind::Str),
+    ("cmdline", Kind::Any),
+    ("debug", Kind::Any),
+    ("exitcode", Kind::Any),
+    ("flush_config_to", Kind::Any),
+    ("ignore_lock", Kind::Any),
+    ("ignore_locks", Kind::Any),
+    ("lock_dir", Kind::Any),
+    ("message", Kind::Any),
+    ("operator", Kind::Any),
+    ("pid", Kind::Any),
+    ("skip_generator_check", Kind::Any),
+    ("taskset_path", Kind::Any),
+    ("uuid", Kind::Any),
+];
+
+/// The kind of `key` in `table`, if it is known.
+pub(crate) fn kind_of(table: &[(&str, Kind)], key: &str) -> Option<Kind> {
+    table
+        .iter()
+        .find(|(name, _)| *name == key)
+        .map(|(_, kind)| *kind)
+}
+
+/// The known name closest to `unknown`, if one is close enough to be a likely typo.
+pub(crate) fn suggest<'a>(
+    unknown: &str,
+    known: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    known
+        .into_iter()
+        .map(|name| (strsim::jaro_winkler(unknown, name), name))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, name)| name)
+}
+
+/// "unknown option" with a suggestion when one is close.
+pub(crate) fn unknown_option_message(key: &str, table: &[(&str, Kind)]) -> String {
+    match suggest(key, table.iter().map(|(name, _)| *name)) {
+        Some(name) => format!("unknown option (did you mean `{name}`?)"),
+        None => {
+            let names: Vec<&str> = table.iter().map(|(name, _)| *name).collect();
+            format!("unknown option (expected one of: {})", names.join(", "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_typo_gets_the_closest_option() {
+        let names = PHANTOM.iter().map(|(n, _)| *n);
+        assert_eq!(suggest("rps_schedul", names.clone()), Some("rps_schedule"));
+        assert_eq!(suggest("ammo_file", names.clone()), Some("ammofile"));
+        assert_eq!(suggest("instance", names.clone()), Some("instances"));
+        assert_eq!(suggest("zzzz", names), None);
+    }
+
+    #[test]
+    fn unknown_option_message_lists_options_when_nothing_is_close() {
+        let message = unknown_option_message("zzzz", RCASSERT);
+        assert_eq!(
+            message,
+            "unknown option (expected one of: enabled, fail_code, package, pass)"
+        );
+    }
+
+    #[test]
+    fn tables_are_sorted_and_unique() {
+        for table in [PHANTOM, AUTOSTOP, RCASSERT, CONSOLE, CORE] {
+            let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
+            let mut sorted = names.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(names, sorted);
+        }
+    }
+}

@@ -1,0 +1,382 @@
+//! One queue: a `[phantom]`-style section, with what it inherits, into a [`QueueConfig`].
+//!
+//! An extra queue (`[phantom-N]`, YAML `phantom.multi[i]`) starts from every
+//! option of `[phantom]` and replaces the ones it sets itself, shallowly as the
+//! reference's `dict(main, **extra)` does: setting any spelling of the load
+//! profile replaces the whole profile, setting `headers` replaces the list.
+
+use crate::convert::{self, Converted};
+use crate::error::{ConfigError, Place};
+use crate::model::{AmmoSource, AmmoType, Autocases, LoadProfile, QueueConfig, TankType, WriteLog};
+use crate::options::SCHEDULE_KEYS;
+use crate::raw::{RawEntry, RawSection, RawValue};
+
+/// The options one queue sees: its own entries over the ones it inherits.
+pub(crate) struct Layered<'a> {
+    /// The queue's name (its section, or a multi entry's name).
+    name: &'a str,
+    /// Where the queue's own section starts.
+    place: Place,
+    /// Each option with the section it was written in.
+    entries: Vec<(&'a str, &'a RawEntry)>,
+}
+
+/// Options that group together when inherited: any spelling of the load profile.
+fn group(key: &str) -> &str {
+    if SCHEDULE_KEYS.contains(&key) || key.starts_with("load_profile.") {
+        "load_profile"
+    } else {
+        key
+    }
+}
+
+impl<'a> Layered<'a> {
+    /// The main queue: only its own options.
+    pub fn main(section: &'a RawSection) -> Self {
+        Layered {
+            name: &section.name,
+            place: section.place,
+            entries: section
+                .entries
+                .iter()
+                .map(|e| (section.name.as_str(), e))
+                .collect(),
+        }
+    }
+
+    /// An extra queue: the main queue's options, shallowly replaced by its own.
+    pub fn extra(main: &'a RawSection, extra: &'a RawSection) -> Self {
+        let own: Vec<&str> = extra.entries.iter().map(|e| group(&e.key)).collect();
+        let inherited = main
+            .entries
+            .iter()
+            .filter(|e| !own.contains(&group(&e.key)))
+            .map(|e| (main.name.as_str(), e));
+        let entries = inherited
+            .chain(extra.entries.iter().map(|e| (extra.name.as_str(), e)))
+            .collect();
+        Layered {
+            name: &extra.name,
+            place: extra.place,
+            entries,
+        }
+    }
+
+    fn entry(&self, key: &str) -> Option<(&'a str, &'a RawEntry)> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|(_, e)| e.key == key)
+            .copied()
+    }
+
+    /// An error about the queue as a whole.
+    fn error(&self, message: impl Into<String>) -> ConfigError {
+        ConfigError::new(message)
+            .at(self.place)
+            .in_section(self.name)
+    }
+
+    /// The option `key` read by `convert`; errors name where it was written.
+    fn get<T>(
+        &self,
+        key: &str,
+        convert: fn(&RawValue) -> Converted<T>,
+    ) -> Result<Option<T>, ConfigError> {
+        let Some((section, entry)) = self.entry(key) else {
+            return Ok(None);
+        };
+        convert(&entry.value).map_err(|message| entry_error(section, entry, message))
+    }
+
+    /// The option `key` as a string, then checked by `parse`.
+    fn parsed<T>(
+        &self,
+        key: &str,
+        default: T,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<T, ConfigError> {
+        let Some((section, entry)) = self.entry(key) else {
+            return Ok(default);
+        };
+        match convert::string(&entry.value) {
+            Ok(Some(text)) => parse(&text).map_err(|m| entry_error(section, entry, m)),
+            Ok(None) => Ok(default),
+            Err(m) => Err(entry_error(section, entry, m)),
+        }
+    }
+}
+
+/// An error about one entry: where it was written, its section and key.
+pub(crate) fn entry_error(
+    section: &str,
+    entry: &RawEntry,
+    message: impl Into<String>,
+) -> ConfigError {
+    ConfigError::new(message)
+        .at(entry.place)
+        .in_section(section)
+        .for_key(&entry.key)
+}
+
+/// Builds and checks one queue.
+pub(crate) fn build(q: &Layered<'_>) -> Result<QueueConfig, ConfigError> {
+    let address = q.get("address", convert::string)?.unwrap_or_default();
+    if address.trim().is_empty() {
+        return Err(q.error("`address` is required (host[:port], [ipv6]:port or a host name)"));
+    }
+    let instances = q.get("instances", convert::integer)?.unwrap_or(1000);
+    let instances = positive_u32(q, "instances", instances)?;
+    Ok(QueueConfig {
+        name: q.name.to_owned(),
+        address,
+        port: q.parsed("port", None, port)?,
+        load_profile: load_profile(q)?,
+        ammo: ammo(q)?,
+        headers: q.get("headers", convert::headers)?.unwrap_or_default(),
+        header_http: q
+            .get("header_http", convert::string)?
+            .unwrap_or_else(|| "1.0".into()),
+        autocases: autocases(q)?,
+        enum_ammo: q.get("enum_ammo", convert::boolean)?.unwrap_or(false),
+        chosen_cases: convert::split_ascii_whitespace(
+            &q.get("chosen_cases", convert::string)?.unwrap_or_default(),
+        ),
+        loop_count: q.get("loop", convert::integer)?.unwrap_or(-1),
+        ammo_limit: q.get("ammo_limit", convert::integer)?.unwrap_or(-1),
+        instances,
+        timeout: q
+            .get("timeout", convert::string)?
+            .unwrap_or_else(|| "11s".into()),
+        ssl: q.get("ssl", convert::boolean)?.unwrap_or(false),
+        tank_type: q.parsed("tank_type", TankType::Http, tank_type)?,
+        writelog: writelog(q)?,
+        phantom_http_line: q
+            .get("phantom_http_line", convert::string)?
+            .unwrap_or_else(|| "1K".into()),
+        phantom_http_field: q
+            .get("phantom_http_field", convert::string)?
+            .unwrap_or_else(|| "8K".into()),
+        phantom_http_field_num: {
+            let n = q
+                .get("phantom_http_field_num", convert::integer)?
+                .unwrap_or(128);
+            non_negative(q, "phantom_http_field_num", n)?
+        },
+        phantom_http_entity: q
+            .get("phantom_http_entity", convert::string)?
+            .unwrap_or_else(|| "8M".into()),
+        gatling_ip: q
+            .get("gatling_ip", convert::string)?
+            .unwrap_or_default()
+            .replace('\n', " "),
+        client_certificate: q
+            .get("client_certificate", convert::string)?
+            .unwrap_or_default(),
+        client_key: q.get("client_key", convert::string)?.unwrap_or_default(),
+        client_cipher_suites: q
+            .get("client_cipher_suites", convert::string)?
+            .unwrap_or_default(),
+        connection_test: q.get("connection_test", convert::boolean)?.unwrap_or(true),
+        buffered_seconds: {
+            let n = q.get("buffered_seconds", convert::integer)?.unwrap_or(2);
+            non_negative(q, "buffered_seconds", n)?
+        },
+        file_cache: {
+            let n = q.get("file_cache", convert::integer)?.unwrap_or(8192);
+            usize::try_from(n)
+                .map_err(|_| range_error(q, "file_cache", n, "a size in bytes, 0 or more"))?
+        },
+    })
+}
+
+fn range_error(q: &Layered<'_>, key: &str, value: i64, expected: &str) -> ConfigError {
+    match q.entry(key) {
+        Some((section, entry)) => entry_error(
+            section,
+            entry,
+            format!("{value} is out of range; expected {expected}"),
+        ),
+        None => q.error(format!("{key}: {value} is out of range")),
+    }
+}
+
+fn positive_u32(q: &Layered<'_>, key: &str, value: i64) -> Result<u32, ConfigError> {
+    u32::try_from(value)
+        .ok()
+        .filter(|&n| n >= 1)
+        .ok_or_else(|| range_error(q, key, value, "an integer from 1 to 4294967295"))
+}
+
+fn non_negative(q: &Layered<'_>, key: &str, value: i64) -> Result<u32, ConfigError> {
+    u32::try_from(value).map_err(|_| range_error(q, key, value, "an integer from 0 to 4294967295"))
+}
+
+fn port(text: &str) -> Result<Option<u16>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    if !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "expected a port number (digits only), found `{text}`"
+        ));
+    }
+    text.parse::<u16>()
+        .map(Some)
+        .map_err(|_| format!("port {text} is out of range; expected 0 to 65535"))
+}
+
+fn tank_type(text: &str) -> Result<TankType, String> {
+    match text {
+        "http" => Ok(TankType::Http),
+        "none" => Ok(TankType::None),
+        other => Err(format!("expected `http` or `none`, found `{other}`")),
+    }
+}
+
+fn ammo_type(text: &str) -> Result<AmmoType, String> {
+    match text {
+        "phantom" => Ok(AmmoType::Phantom),
+        "uri" => Ok(AmmoType::Uri),
+        "uripost" => Ok(AmmoType::UriPost),
+        "access" => Ok(AmmoType::Access),
+        other => Err(format!(
+            "expected one of `phantom`, `uri`, `uripost`, `access`, found `{other}`"
+        )),
+    }
+}
+
+fn writelog(q: &Layered<'_>) -> Result<WriteLog, ConfigError> {
+    let Some((section, entry)) = q.entry("writelog") else {
+        return Ok(WriteLog::Off);
+    };
+    let text = match &entry.value {
+        RawValue::Bool(b) => return Ok(if *b { WriteLog::All } else { WriteLog::Off }),
+        RawValue::Null => return Ok(WriteLog::Off),
+        other => convert::string(other)
+            .map_err(|m| entry_error(section, entry, m))?
+            .unwrap_or_default(),
+    };
+    match text.trim().to_lowercase().as_str() {
+        "" | "0" | "false" => Ok(WriteLog::Off),
+        "1" | "true" | "all" => Ok(WriteLog::All),
+        "proto_warning" => Ok(WriteLog::ProtoWarning),
+        "proto_error" => Ok(WriteLog::ProtoError),
+        _ => Err(entry_error(
+            section,
+            entry,
+            format!("expected one of `0`, `all`, `proto_warning`, `proto_error`, found `{text}`"),
+        )),
+    }
+}
+
+/// `autocases` from an entry: an integer (0 = off), `uri` or `uniq`.
+pub(crate) fn autocases_value(value: &RawValue) -> Converted<Autocases> {
+    let depth = |n: i64| {
+        if n == 0 {
+            Autocases::Off
+        } else {
+            Autocases::Depth(n)
+        }
+    };
+    match value {
+        RawValue::Int(n) => Ok(Some(depth(*n))),
+        RawValue::Str(s) if s.trim() == "uri" => Ok(Some(Autocases::Uri)),
+        RawValue::Str(s) if s.trim() == "uniq" => Ok(Some(Autocases::Uniq)),
+        RawValue::Str(s) => match convert::python_int(s) {
+            Some(n) => Ok(Some(depth(n))),
+            None => Err(format!("expected an integer, `uri` or `uniq`, found `{s}`")),
+        },
+        RawValue::Null => Ok(None),
+        other => Err(format!(
+            "expected an integer, `uri` or `uniq`, found {}",
+            other.type_name()
+        )),
+    }
+}
+
+fn autocases(q: &Layered<'_>) -> Result<Autocases, ConfigError> {
+    Ok(q.get("autocases", autocases_value)?
+        .unwrap_or(Autocases::Off))
+}
+
+fn ammo(q: &Layered<'_>) -> Result<AmmoSource, ConfigError> {
+    let uris: Vec<String> = q
+        .get("uris", convert::list)?
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|u| !u.is_empty())
+        .collect();
+    let ammofile = q.get("ammofile", convert::string)?.unwrap_or_default();
+    let ammo_type = q.parsed("ammo_type", AmmoType::Phantom, ammo_type)?;
+    match (uris.is_empty(), ammofile.is_empty()) {
+        (false, true) => Ok(AmmoSource::Uris(uris)),
+        (true, false) => Ok(AmmoSource::File {
+            path: convert::expand_user(&ammofile),
+            ammo_type,
+        }),
+        (both_empty, _) => {
+            let found = if both_empty { "neither" } else { "both" };
+            Err(q.error(format!(
+                "exactly one of `uris` and `ammofile` must be set (found: {found})"
+            )))
+        }
+    }
+}
+
+fn load_profile(q: &Layered<'_>) -> Result<LoadProfile, ConfigError> {
+    for key in SCHEDULE_KEYS {
+        if let Some((section, entry)) = q.entry(key) {
+            let schedule = schedule_text(section, entry)?;
+            return Ok(match *key {
+                "rps_schedule" => LoadProfile::Rps(schedule),
+                "instances_schedule" => LoadProfile::Instances(schedule),
+                _ => LoadProfile::StpdFile(convert::expand_user(&schedule)),
+            });
+        }
+    }
+    let load_type = q.entry("load_profile.load_type");
+    let schedule = q.entry("load_profile.schedule");
+    let (Some((type_section, type_entry)), Some((section, entry))) = (load_type, schedule) else {
+        let message = match (load_type, schedule) {
+            (None, None) => {
+                "no load profile: set rps_schedule, instances_schedule or stpd_file \
+                             (YAML: load_profile: {load_type: rps, schedule: ...})"
+            }
+            (Some(_), None) => "load_profile has a load_type but no schedule",
+            _ => "load_profile has a schedule but no load_type (rps, instances or stpd_file)",
+        };
+        return Err(q.error(message));
+    };
+    let schedule = schedule_text(section, entry)?;
+    let load_type = convert::string(&type_entry.value)
+        .map_err(|m| entry_error(type_section, type_entry, m))?
+        .unwrap_or_default();
+    match load_type.as_str() {
+        "rps" => Ok(LoadProfile::Rps(schedule)),
+        "instances" => Ok(LoadProfile::Instances(schedule)),
+        "stpd_file" => Ok(LoadProfile::StpdFile(convert::expand_user(&schedule))),
+        other => Err(entry_error(
+            type_section,
+            type_entry,
+            format!("expected `rps`, `instances` or `stpd_file`, found `{other}`"),
+        )),
+    }
+}
+
+fn schedule_text(section: &str, entry: &RawEntry) -> Result<String, ConfigError> {
+    match &entry.value {
+        RawValue::Str(s) if !s.trim().is_empty() => Ok(s.clone()),
+        RawValue::Str(_) | RawValue::Null => Err(entry_error(
+            section,
+            entry,
+            "empty schedule; expected e.g. line(1,10,10s) or a path to an stpd file",
+        )),
+        other => Err(entry_error(
+            section,
+            entry,
+            format!("expected a schedule string, found {}", other.type_name()),
+        )),
+    }
+}

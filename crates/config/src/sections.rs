@@ -1,0 +1,144 @@
+//! Which yandex-tank plugin a section name belongs to.
+//!
+//! yandex-tank picks the plugin by `re.match` of the lower-cased name against
+//! a list of patterns, so a pattern only has to match a prefix: `phantom-1`,
+//! `phantom_2` and `phantomx` are all Phantom sections (extra queues), `tank2`
+//! is the core. tank acts on Phantom, Autostop, RCAssert, Console and the core;
+//! every other yandex-tank plugin's section is accepted and ignored, so a
+//! `load.ini` written for yandex-tank loads unchanged.
+
+use regex::Regex;
+use std::sync::OnceLock;
+
+/// What tank does with a section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SectionKind {
+    /// `[phantom]`: the main queue.
+    Phantom,
+    /// `[phantom-*]` (or a YAML `phantom.multi` entry): an extra queue.
+    ExtraQueue,
+    /// `[tank]` / `[core]`.
+    Core,
+    /// `[autostop]`.
+    Autostop,
+    /// `[rcassert]`.
+    RcAssert,
+    /// `[console]`.
+    Console,
+    /// Another yandex-tank plugin's section: accepted, not acted on.
+    Ignored,
+}
+
+/// yandex-tank's plugin patterns, in its order (the first match wins), with what tank does.
+const PATTERNS: &[(&str, SectionKind)] = &[
+    ("tank|core", SectionKind::Core),
+    ("lunaport", SectionKind::Ignored),
+    ("aggregator", SectionKind::Ignored),
+    ("android", SectionKind::Ignored),
+    ("appium", SectionKind::Ignored),
+    ("autostop", SectionKind::Autostop),
+    ("battery_historian", SectionKind::Ignored),
+    (
+        "bfg|ultimate_gun|http_gun|custom_gun|scenario_gun",
+        SectionKind::Ignored,
+    ),
+    ("phantom", SectionKind::ExtraQueue),
+    ("meta|overload|uploader|datauploader", SectionKind::Ignored),
+    ("telegraf|monitoring", SectionKind::Ignored),
+    ("jmeter", SectionKind::Ignored),
+    ("rcheck", SectionKind::Ignored),
+    ("shell_?exec", SectionKind::Ignored),
+    ("shoot_?exec", SectionKind::Ignored),
+    ("console", SectionKind::Console),
+    ("tips", SectionKind::Ignored),
+    ("rcassert", SectionKind::RcAssert),
+    ("json_report|jsonreport", SectionKind::Ignored),
+    ("pandora", SectionKind::Ignored),
+    ("influx", SectionKind::Ignored),
+    ("opentsdb", SectionKind::Ignored),
+];
+
+/// The known section names, for "unrecognized section" messages.
+pub(crate) const KNOWN: &str = "phantom, phantom-*, autostop, rcassert, console, tank/core \
+    (and, ignored: aggregator, android, appium, battery_historian, bfg, meta, overload, \
+    uploader, datauploader, telegraf, monitoring, jmeter, rcheck, shellexec, shootexec, tips, \
+    json_report, pandora, influx, opentsdb)";
+
+fn compiled() -> &'static [(Regex, SectionKind)] {
+    static COMPILED: OnceLock<Vec<(Regex, SectionKind)>> = OnceLock::new();
+    COMPILED.get_or_init(|| {
+        PATTERNS
+            .iter()
+            .map(|(pattern, kind)| {
+                let re = Regex::new(&format!("^(?:{pattern})")).expect("valid pattern");
+                (re, *kind)
+            })
+            .collect()
+    })
+}
+
+/// The kind of section `name` (already lower-cased), or `None` if no plugin claims it.
+///
+/// Autostop, RCAssert and Console are acted on only under their exact names: a
+/// second instance (`[autostop2]`) is not something tank can run, so it is not
+/// recognized rather than silently dropped.
+pub(crate) fn classify(name: &str) -> Option<SectionKind> {
+    let kind = compiled()
+        .iter()
+        .find(|(re, _)| re.is_match(name))
+        .map(|(_, kind)| *kind)?;
+    match kind {
+        SectionKind::ExtraQueue if name == "phantom" => Some(SectionKind::Phantom),
+        SectionKind::Autostop if name != "autostop" => None,
+        SectionKind::RcAssert if name != "rcassert" => None,
+        SectionKind::Console if name != "console" => None,
+        kind => Some(kind),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phantom_prefixes_are_extra_queues() {
+        assert_eq!(classify("phantom"), Some(SectionKind::Phantom));
+        assert_eq!(classify("phantom-1"), Some(SectionKind::ExtraQueue));
+        assert_eq!(classify("phantom-anything"), Some(SectionKind::ExtraQueue));
+        assert_eq!(classify("phantom_2"), Some(SectionKind::ExtraQueue));
+    }
+
+    #[test]
+    fn core_matches_tank_and_core_prefixes() {
+        assert_eq!(classify("tank"), Some(SectionKind::Core));
+        assert_eq!(classify("core"), Some(SectionKind::Core));
+    }
+
+    #[test]
+    fn other_plugins_are_ignored_and_unknown_names_are_not_recognized() {
+        for name in [
+            "overload",
+            "meta",
+            "telegraf",
+            "monitoring",
+            "shellexec",
+            "shell_exec",
+            "jsonreport",
+            "bfg",
+            "lunaport",
+            "aggregator",
+        ] {
+            assert_eq!(classify(name), Some(SectionKind::Ignored), "{name}");
+        }
+        assert_eq!(classify("phantm"), None);
+        assert_eq!(classify("autostop2"), None);
+        assert_eq!(classify("default"), None);
+    }
+
+    #[test]
+    fn understood_sections() {
+        assert_eq!(classify("autostop"), Some(SectionKind::Autostop));
+        assert_eq!(classify("rcassert"), Some(SectionKind::RcAssert));
+        assert_eq!(classify("console"), Some(SectionKind::Console));
+    }
+}

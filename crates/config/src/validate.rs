@@ -1,0 +1,301 @@
+//! Raw form → [`TestConfig`]: section kinds, known keys, types, required options.
+//!
+//! Checks run section by section, before anything is inherited, so an error
+//! names the section and line where the bad value was written. Then the
+//! queues are built ([`crate::queue`]) and the run-level sections read.
+
+use std::path::Path;
+
+use crate::convert;
+use crate::error::ConfigError;
+use crate::model::{
+    AutostopConfig, ConfigFormat, ConsoleConfig, CoreConfig, RcAssertConfig, TestConfig,
+};
+use crate::options::{self, Kind, SCHEDULE_KEYS};
+use crate::queue::{self, entry_error, Layered};
+use crate::raw::{RawConfig, RawEntry, RawSection, RawValue};
+use crate::sections::{self, SectionKind};
+
+/// Validates `raw` (read from `path` in `format`) into a [`TestConfig`].
+pub(crate) fn validate(
+    raw: &RawConfig,
+    path: &Path,
+    format: ConfigFormat,
+) -> Result<TestConfig, ConfigError> {
+    let mut kinds = Vec::with_capacity(raw.sections.len());
+    for section in &raw.sections {
+        let kind = section_kind(section)?;
+        check_keys(section, kind)?;
+        kinds.push(kind);
+    }
+    let disabled = disabled_by_core(raw, &kinds)?;
+    let enabled = |section: &RawSection| -> Result<bool, ConfigError> {
+        if disabled.contains(&section.name) {
+            return Ok(false);
+        }
+        match section.get("enabled") {
+            Some(entry) => Ok(convert::boolean(&entry.value)
+                .map_err(|m| entry_error(&section.name, entry, m))?
+                .unwrap_or(true)),
+            None => Ok(true),
+        }
+    };
+
+    let mut main = None;
+    let mut extras = Vec::new();
+    let mut config = TestConfig {
+        path: path.to_path_buf(),
+        format,
+        queues: Vec::new(),
+        autostop: AutostopConfig {
+            criteria: Vec::new(),
+            report_file: "autostop_report.txt".into(),
+        },
+        core: CoreConfig {
+            artifacts_base_dir: "logs".into(),
+            artifacts_dir: None,
+        },
+        rcassert: RcAssertConfig {
+            pass: Vec::new(),
+            fail_code: 10,
+        },
+        console: ConsoleConfig::default(),
+    };
+    for (section, kind) in raw.sections.iter().zip(&kinds) {
+        match kind {
+            SectionKind::Phantom => {
+                if !enabled(section)? {
+                    return Err(ConfigError::new("phantom is disabled: nothing to run")
+                        .at(section.place)
+                        .in_section(&section.name));
+                }
+                main = Some(section);
+            }
+            SectionKind::ExtraQueue => {
+                if enabled(section)? {
+                    extras.push(section);
+                }
+            }
+            SectionKind::Core => read_core(section, &mut config.core)?,
+            SectionKind::Autostop if enabled(section)? => {
+                read_autostop(section, &mut config.autostop)?
+            }
+            SectionKind::RcAssert if enabled(section)? => {
+                read_rcassert(section, &mut config.rcassert)?
+            }
+            SectionKind::Console if enabled(section)? => {
+                read_console(section, &mut config.console)?
+            }
+            _ => {}
+        }
+    }
+
+    let Some(main) = main else {
+        return Err(match extras.first() {
+            Some(extra) => ConfigError::new(
+                "extra queue without a [phantom] section: extra queues inherit their \
+                 options from [phantom], so it must be there",
+            )
+            .at(extra.place)
+            .in_section(&extra.name),
+            None => ConfigError::new("no [phantom] section (YAML: phantom:): nothing to run"),
+        });
+    };
+    config.queues.push(queue::build(&Layered::main(main))?);
+    for extra in extras {
+        config
+            .queues
+            .push(queue::build(&Layered::extra(main, extra))?);
+    }
+    Ok(config)
+}
+
+fn section_kind(section: &RawSection) -> Result<SectionKind, ConfigError> {
+    if section.multi_index.is_some() {
+        return Ok(SectionKind::ExtraQueue);
+    }
+    sections::classify(&section.name).ok_or_else(|| {
+        let close = options::suggest(
+            &section.name,
+            ["phantom", "autostop", "rcassert", "console", "tank", "core"],
+        );
+        let hint = close.map_or(String::new(), |c| format!("did you mean [{c}]? "));
+        ConfigError::new(format!(
+            "unrecognized section ({hint}tank knows: {})",
+            sections::KNOWN
+        ))
+        .at(section.place)
+        .in_section(&section.name)
+    })
+}
+
+/// Every key of `section` must be known for its kind and hold a value of its type.
+fn check_keys(section: &RawSection, kind: SectionKind) -> Result<(), ConfigError> {
+    let table = match kind {
+        SectionKind::Phantom | SectionKind::ExtraQueue => options::PHANTOM,
+        SectionKind::Core => options::CORE,
+        SectionKind::Autostop => options::AUTOSTOP,
+        SectionKind::RcAssert => options::RCASSERT,
+        SectionKind::Console => options::CONSOLE,
+        SectionKind::Ignored => return Ok(()),
+    };
+    for entry in &section.entries {
+        let known = options::kind_of(table, &entry.key);
+        let kind_of_key = match known {
+            Some(k) => k,
+            None if kind == SectionKind::Core && entry.key.starts_with("plugin_") => Kind::Any,
+            None => {
+                let message = options::unknown_option_message(&entry.key, table);
+                return Err(entry_error(&section.name, entry, message));
+            }
+        };
+        check_type(section, entry, kind_of_key)?;
+    }
+    if matches!(kind, SectionKind::Phantom | SectionKind::ExtraQueue) {
+        check_schedule_conflict(section)?;
+    }
+    Ok(())
+}
+
+fn check_type(section: &RawSection, entry: &RawEntry, kind: Kind) -> Result<(), ConfigError> {
+    let result = match kind {
+        Kind::Str => convert::string(&entry.value).map(drop),
+        Kind::Int => convert::integer(&entry.value).map(drop),
+        Kind::Bool => convert::boolean(&entry.value).map(drop),
+        Kind::List => convert::list(&entry.value).map(drop),
+        Kind::Headers => convert::headers(&entry.value).map(drop),
+        Kind::Autocases => queue::autocases_value(&entry.value).map(drop),
+        Kind::LoadProfile | Kind::Any => Ok(()),
+    };
+    result.map_err(|m| entry_error(&section.name, entry, m))
+}
+
+/// At most one spelling of the load profile per section.
+fn check_schedule_conflict(section: &RawSection) -> Result<(), ConfigError> {
+    let mut found: Vec<&RawEntry> = Vec::new();
+    for key in SCHEDULE_KEYS {
+        found.extend(section.get(key));
+    }
+    let dotted = section
+        .entries
+        .iter()
+        .find(|e| e.key.starts_with("load_profile."));
+    if found.len() > 1 || (!found.is_empty() && dotted.is_some()) {
+        let mut names: Vec<&str> = found.iter().map(|e| e.key.as_str()).collect();
+        if dotted.is_some() {
+            names.push("load_profile");
+        }
+        let last = found.last().copied().or(dotted);
+        let message = format!(
+            "conflicting options: {} (set only one load profile)",
+            names.join(", ")
+        );
+        let error = match last {
+            Some(entry) => entry_error(&section.name, entry, message),
+            None => ConfigError::new(message).in_section(&section.name),
+        };
+        return Err(error);
+    }
+    Ok(())
+}
+
+/// Sections switched off by an empty `plugin_<name> =` in `[tank]`, as yandex-tank does.
+fn disabled_by_core(raw: &RawConfig, kinds: &[SectionKind]) -> Result<Vec<String>, ConfigError> {
+    let mut disabled = Vec::new();
+    for (section, kind) in raw.sections.iter().zip(kinds) {
+        if *kind != SectionKind::Core {
+            continue;
+        }
+        for entry in &section.entries {
+            let Some(rest) = entry.key.strip_prefix("plugin_") else {
+                continue;
+            };
+            let is_empty = matches!(&entry.value, RawValue::Str(s) if s.trim().is_empty())
+                || entry.value == RawValue::Null;
+            if is_empty {
+                let name = rest.split('_').next().unwrap_or(rest);
+                disabled.push(name.to_owned());
+            }
+        }
+    }
+    Ok(disabled)
+}
+
+fn read_core(section: &RawSection, core: &mut CoreConfig) -> Result<(), ConfigError> {
+    let string = |key: &str| -> Result<Option<String>, ConfigError> {
+        match section.get(key) {
+            Some(entry) => {
+                convert::string(&entry.value).map_err(|m| entry_error(&section.name, entry, m))
+            }
+            None => Ok(None),
+        }
+    };
+    if let Some(dir) = string("artifacts_base_dir")?.filter(|d| !d.is_empty()) {
+        core.artifacts_base_dir = dir;
+    }
+    if let Some(dir) = string("artifacts_dir")? {
+        core.artifacts_dir = Some(dir).filter(|d| !d.is_empty());
+    }
+    Ok(())
+}
+
+fn read_autostop(section: &RawSection, autostop: &mut AutostopConfig) -> Result<(), ConfigError> {
+    if let Some(entry) = section.get("autostop") {
+        let criteria =
+            convert::criteria(&entry.value).map_err(|m| entry_error(&section.name, entry, m))?;
+        autostop.criteria = criteria.unwrap_or_default();
+    }
+    if let Some(entry) = section.get("report_file") {
+        if let Some(file) =
+            convert::string(&entry.value).map_err(|m| entry_error(&section.name, entry, m))?
+        {
+            autostop.report_file = file;
+        }
+    }
+    Ok(())
+}
+
+fn read_rcassert(section: &RawSection, rcassert: &mut RcAssertConfig) -> Result<(), ConfigError> {
+    if let Some(entry) = section.get("pass") {
+        let codes = match &entry.value {
+            RawValue::Int(code) => vec![code.to_string()],
+            RawValue::Null => Vec::new(),
+            other => convert::list(other)
+                .map_err(|m| entry_error(&section.name, entry, m))?
+                .unwrap_or_default(),
+        };
+        rcassert.pass = codes
+            .iter()
+            .map(|code| exit_code(code).map_err(|m| entry_error(&section.name, entry, m)))
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(entry) = section.get("fail_code") {
+        if let Some(code) =
+            convert::integer(&entry.value).map_err(|m| entry_error(&section.name, entry, m))?
+        {
+            rcassert.fail_code = i32::try_from(code).map_err(|_| {
+                entry_error(
+                    &section.name,
+                    entry,
+                    format!("exit code {code} is out of range"),
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn exit_code(text: &str) -> Result<i32, String> {
+    convert::python_int(text)
+        .and_then(|code| i32::try_from(code).ok())
+        .ok_or_else(|| format!("expected exit codes separated by spaces, found `{text}`"))
+}
+
+fn read_console(section: &RawSection, console: &mut ConsoleConfig) -> Result<(), ConfigError> {
+    if let Some(entry) = section.get("short_only") {
+        let short =
+            convert::boolean(&entry.value).map_err(|m| entry_error(&section.name, entry, m))?;
+        console.short_only = short.unwrap_or(false);
+    }
+    Ok(())
+}
