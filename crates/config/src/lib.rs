@@ -125,3 +125,6 @@ pub fn sniff_format(text: &str) -> Option<ConfigFormat> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod load_tests;

@@ -316,8 +316,8 @@ fn ammo(q: &Layered<'_>) -> Result<AmmoSource, ConfigError> {
             path: convert::expand_user(&ammofile),
             ammo_type,
         }),
-        (both_empty, _) => {
-            let found = if both_empty { "neither" } else { "both" };
+        (no_uris, _) => {
+            let found = if no_uris { "neither" } else { "both" };
             Err(q.error(format!(
                 "exactly one of `uris` and `ammofile` must be set (found: {found})"
             )))

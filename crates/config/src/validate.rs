@@ -28,7 +28,7 @@ pub(crate) fn validate(
         check_keys(section, kind)?;
         kinds.push(kind);
     }
-    let disabled = disabled_by_core(raw, &kinds)?;
+    let disabled = disabled_by_core(raw, &kinds);
     let enabled = |section: &RawSection| -> Result<bool, ConfigError> {
         if disabled.contains(&section.name) {
             return Ok(false);
@@ -71,11 +71,7 @@ pub(crate) fn validate(
                 }
                 main = Some(section);
             }
-            SectionKind::ExtraQueue => {
-                if enabled(section)? {
-                    extras.push(section);
-                }
-            }
+            SectionKind::ExtraQueue if enabled(section)? => extras.push(section),
             SectionKind::Core => read_core(section, &mut config.core)?,
             SectionKind::Autostop if enabled(section)? => {
                 read_autostop(section, &mut config.autostop)?
@@ -200,7 +196,7 @@ fn check_schedule_conflict(section: &RawSection) -> Result<(), ConfigError> {
 }
 
 /// Sections switched off by an empty `plugin_<name> =` in `[tank]`, as yandex-tank does.
-fn disabled_by_core(raw: &RawConfig, kinds: &[SectionKind]) -> Result<Vec<String>, ConfigError> {
+fn disabled_by_core(raw: &RawConfig, kinds: &[SectionKind]) -> Vec<String> {
     let mut disabled = Vec::new();
     for (section, kind) in raw.sections.iter().zip(kinds) {
         if *kind != SectionKind::Core {
@@ -218,7 +214,7 @@ fn disabled_by_core(raw: &RawConfig, kinds: &[SectionKind]) -> Result<Vec<String
             }
         }
     }
-    Ok(disabled)
+    disabled
 }
 
 fn read_core(section: &RawSection, core: &mut CoreConfig) -> Result<(), ConfigError> {

@@ -121,9 +121,8 @@ impl MarkedEventReceiver for Builder {
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
-                let value = if style != TScalarStyle::Plain {
-                    RawValue::Str(text)
-                } else if tag.as_ref().is_some_and(|t| t.suffix == "str") {
+                let is_str_tagged = tag.as_ref().is_some_and(|t| t.suffix == "str");
+                let value = if style != TScalarStyle::Plain || is_str_tagged {
                     RawValue::Str(text)
                 } else {
                     typed_scalar(&text)

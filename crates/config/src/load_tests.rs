@@ -1,0 +1,669 @@
+//! Whole-config tests: text in, [`TestConfig`] (or a located error) out.
+
+use std::path::{Path, PathBuf};
+
+use crate::{
+    load_str, sniff_format, AmmoSource, AmmoType, Autocases, ConfigFormat, LoadProfile, Override,
+    QueueConfig, TankType, TestConfig, WriteLog,
+};
+
+fn ini(text: &str) -> TestConfig {
+    load_str(text, ConfigFormat::Ini, Path::new("load.ini"), &[]).unwrap()
+}
+
+fn ini_err(text: &str) -> crate::ConfigError {
+    load_str(text, ConfigFormat::Ini, Path::new("load.ini"), &[]).unwrap_err()
+}
+
+fn toml(text: &str) -> TestConfig {
+    load_str(text, ConfigFormat::Toml, Path::new("load.toml"), &[]).unwrap()
+}
+
+fn yaml(text: &str) -> TestConfig {
+    load_str(text, ConfigFormat::Yaml, Path::new("load.yaml"), &[]).unwrap()
+}
+
+fn with(text: &str, overrides: &[&str]) -> Result<TestConfig, crate::ConfigError> {
+    let overrides: Vec<Override> = overrides.iter().map(|o| o.parse().unwrap()).collect();
+    load_str(text, ConfigFormat::Ini, Path::new("load.ini"), &overrides)
+}
+
+const MINIMAL: &str =
+    "[phantom]\naddress = 127.0.0.1:8080\nrps_schedule = const(1,1s)\nammofile = ammo.txt\n";
+
+#[test]
+fn minimal_ini_gets_the_schema_defaults() {
+    let c = ini(MINIMAL);
+    assert_eq!(c.path, PathBuf::from("load.ini"));
+    assert_eq!(c.format, ConfigFormat::Ini);
+    assert_eq!(
+        c.queues,
+        vec![QueueConfig {
+            name: "phantom".into(),
+            address: "127.0.0.1:8080".into(),
+            port: None,
+            load_profile: LoadProfile::Rps("const(1,1s)".into()),
+            ammo: AmmoSource::File {
+                path: "ammo.txt".into(),
+                ammo_type: AmmoType::Phantom
+            },
+            headers: vec![],
+            header_http: "1.0".into(),
+            autocases: Autocases::Off,
+            enum_ammo: false,
+            chosen_cases: vec![],
+            loop_count: -1,
+            ammo_limit: -1,
+            instances: 1000,
+            timeout: "11s".into(),
+            ssl: false,
+            tank_type: TankType::Http,
+            writelog: WriteLog::Off,
+            phantom_http_line: "1K".into(),
+            phantom_http_field: "8K".into(),
+            phantom_http_field_num: 128,
+            phantom_http_entity: "8M".into(),
+            gatling_ip: "".into(),
+            client_certificate: "".into(),
+            client_key: "".into(),
+            client_cipher_suites: "".into(),
+            connection_test: true,
+            buffered_seconds: 2,
+            file_cache: 8192,
+        }]
+    );
+    assert_eq!(c.autostop.criteria, Vec::<String>::new());
+    assert_eq!(c.autostop.report_file, "autostop_report.txt");
+    assert_eq!(c.core.artifacts_base_dir, "logs");
+    assert_eq!(c.core.artifacts_dir, None);
+    assert_eq!(c.rcassert.pass, Vec::<i32>::new());
+    assert_eq!(c.rcassert.fail_code, 10);
+    assert!(!c.console.short_only);
+}
+
+/// The same file yandex-tank's `convert_ini` turns into
+/// headers `['Host: x', 'Accept: */*', 'Y: z']`, loop 10, instances 5, ...
+#[test]
+fn ini_values_are_converted_as_yandex_tank_converts_them() {
+    let c = ini(
+        "[phantom]\naddress = 127.0.0.1:8080\nrps_schedule = line(1,10,10s)\n  const(10,5s)\n\
+         headers = [Host: x] [Accept: */*]\n  [Y: z]\nuris = /a\n   /b\nloop = 1_0\nssl = TRUE\n\
+         enum_ammo = 2\ninstances = +5\n\
+         [autostop]\nautostop = time(1s,10s)\n  http(5xx,10%,3s) net(xx,1,5)\n\
+         [tank]\nartifacts_base_dir = out\n[rcassert]\npass = 21 22\n",
+    );
+    let q = &c.queues[0];
+    assert_eq!(
+        q.load_profile,
+        LoadProfile::Rps("line(1,10,10s)\nconst(10,5s)".into())
+    );
+    assert_eq!(q.headers, ["Host: x", "Accept: */*", "Y: z"]);
+    assert_eq!(q.ammo, AmmoSource::Uris(vec!["/a".into(), "/b".into()]));
+    assert_eq!(
+        (q.loop_count, q.instances, q.ssl, q.enum_ammo),
+        (10, 5, true, true)
+    );
+    assert_eq!(
+        c.autostop.criteria,
+        ["time(1s,10s)", "http(5xx,10%,3s)", "net(xx,1,5)"]
+    );
+    assert_eq!(c.core.artifacts_base_dir, "out");
+    assert_eq!(c.rcassert.pass, [21, 22]);
+}
+
+#[test]
+fn booleans_follow_to_bool() {
+    for (text, expected) in [
+        ("1", true),
+        ("0", false),
+        ("-1", true),
+        ("true", true),
+        ("True", true),
+        ("yes", false),
+        ("on", false),
+    ] {
+        let c = ini(&format!("{MINIMAL}ssl = {text}\n"));
+        assert_eq!(c.queues[0].ssl, expected, "ssl = {text}");
+    }
+}
+
+#[test]
+fn an_empty_typed_value_is_an_error_naming_the_key() {
+    let e = ini_err(&format!("{MINIMAL}loop =\n"));
+    assert_eq!(
+        (e.line(), e.section(), e.key()),
+        (Some(5), Some("phantom"), Some("loop"))
+    );
+    assert!(e.message().contains("empty value"), "{e}");
+    let e = ini_err(&format!("{MINIMAL}ssl =\n"));
+    assert_eq!(e.key(), Some("ssl"));
+}
+
+#[test]
+fn a_non_integer_is_an_error_with_file_line_section_key() {
+    let e = ini_err(&format!("{MINIMAL}instances = many\n"));
+    assert_eq!(
+        e.to_string(),
+        "load.ini:5: [phantom] instances: expected an integer, found `many`"
+    );
+}
+
+#[test]
+fn instances_must_be_positive() {
+    let e = ini_err(&format!("{MINIMAL}instances = 0\n"));
+    assert_eq!(e.key(), Some("instances"));
+    assert!(e.message().contains("out of range"), "{e}");
+}
+
+#[test]
+fn unknown_key_suggests_the_closest() {
+    let e = ini_err("[phantom]\naddress = h\nrps_schedul = const(1,1s)\n");
+    assert_eq!(
+        e.to_string(),
+        "load.ini:3: [phantom] rps_schedul: unknown option (did you mean `rps_schedule`?)"
+    );
+}
+
+#[test]
+fn unknown_keys_in_understood_sections_are_errors() {
+    let e = ini_err(&format!("{MINIMAL}[autostop]\nautostp = time(1s,1s)\n"));
+    assert_eq!((e.section(), e.key()), (Some("autostop"), Some("autostp")));
+    assert!(e.message().contains("did you mean `autostop`"), "{e}");
+    let e = ini_err(&format!("{MINIMAL}[tank]\nartifact_dir = x\n"));
+    assert_eq!(e.section(), Some("tank"));
+}
+
+#[test]
+fn core_accepts_its_keys_and_plugin_keys() {
+    let c = ini(&format!(
+        "{MINIMAL}[tank]\nartifacts_dir = out/1\nplugin_uploader = yandextank.plugins.DataUploader\nlock_dir = /tmp\n"
+    ));
+    assert_eq!(c.core.artifacts_dir.as_deref(), Some("out/1"));
+    let c = ini(&format!("{MINIMAL}[core]\nartifacts_base_dir = base\n"));
+    assert_eq!(c.core.artifacts_base_dir, "base");
+}
+
+#[test]
+fn other_plugin_sections_are_ignored_and_unknown_ones_are_errors() {
+    let c = ini(&format!(
+        "{MINIMAL}[overload]\ntoken_file = t\n[telegraf]\nconfig = m.xml\n[shellexec]\nprepare = x\n[aggregator]\nfoo = 1\n"
+    ));
+    assert_eq!(c.queues.len(), 1);
+    let e = ini_err(&format!("{MINIMAL}[autostp]\nautostop = time(1s,1s)\n"));
+    assert_eq!(
+        (e.line(), e.section(), e.key()),
+        (Some(5), Some("autostp"), None)
+    );
+    assert!(
+        e.message()
+            .starts_with("unrecognized section (did you mean [autostop]?"),
+        "{e}"
+    );
+}
+
+#[test]
+fn conflicting_schedules_are_an_error() {
+    let e = ini_err(&format!("{MINIMAL}instances_schedule = const(1,1s)\n"));
+    assert!(
+        e.message()
+            .starts_with("conflicting options: rps_schedule, instances_schedule"),
+        "{e}"
+    );
+}
+
+#[test]
+fn exactly_one_of_uris_and_ammofile() {
+    let e = ini_err("[phantom]\naddress = h\nrps_schedule = const(1,1s)\n");
+    assert_eq!(
+        e.to_string(),
+        "load.ini:1: [phantom]: exactly one of `uris` and `ammofile` must be set (found: neither)"
+    );
+    let e = ini_err(&format!("{MINIMAL}uris = /a\n"));
+    assert!(e.message().ends_with("(found: both)"), "{e}");
+    let c = ini("[phantom]\naddress = h\nrps_schedule = const(1,1s)\nuris = /a\nammofile =\n");
+    assert_eq!(c.queues[0].ammo, AmmoSource::Uris(vec!["/a".into()]));
+}
+
+#[test]
+fn missing_address_or_profile_are_errors() {
+    let e = ini_err("[phantom]\nrps_schedule = const(1,1s)\nuris = /\n");
+    assert!(e.message().contains("`address` is required"), "{e}");
+    let e = ini_err("[phantom]\naddress = h\nuris = /\n");
+    assert!(e.message().starts_with("no load profile"), "{e}");
+    let e = ini_err("[phantom]\naddress = h\nuris = /\nrps_schedule =\n");
+    assert!(e.message().starts_with("empty schedule"), "{e}");
+}
+
+#[test]
+fn typed_options_are_read() {
+    let c = ini(&format!(
+        "{MINIMAL}ammo_type = uripost\nport = 8081\nautocases = 2\nchosen_cases = a  b\x0bc\n\
+         writelog = Proto_Warning\ntank_type = none\nheader_http = 1.1\ntimeout = 5s\n\
+         gatling_ip = 10.0.0.1\n  10.0.0.2\nammo_limit = 7\nfile_cache = 100\nconnection_test = 0\n"
+    ));
+    let q = &c.queues[0];
+    assert_eq!(
+        q.ammo,
+        AmmoSource::File {
+            path: "ammo.txt".into(),
+            ammo_type: AmmoType::UriPost
+        }
+    );
+    assert_eq!(q.port, Some(8081));
+    assert_eq!(q.autocases, Autocases::Depth(2));
+    assert_eq!(
+        q.chosen_cases,
+        vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]
+    );
+    assert_eq!(q.writelog, WriteLog::ProtoWarning);
+    assert_eq!(q.tank_type, TankType::None);
+    assert_eq!((q.header_http.as_str(), q.timeout.as_str()), ("1.1", "5s"));
+    assert_eq!(q.gatling_ip, "10.0.0.1 10.0.0.2");
+    assert_eq!(
+        (q.ammo_limit, q.file_cache, q.connection_test),
+        (7, 100, false)
+    );
+}
+
+#[test]
+fn autocases_accepts_uri_and_uniq_and_rejects_other_words() {
+    assert_eq!(
+        ini(&format!("{MINIMAL}autocases = uri\n")).queues[0].autocases,
+        Autocases::Uri
+    );
+    assert_eq!(
+        ini(&format!("{MINIMAL}autocases = uniq\n")).queues[0].autocases,
+        Autocases::Uniq
+    );
+    assert_eq!(
+        ini(&format!("{MINIMAL}autocases = 0\n")).queues[0].autocases,
+        Autocases::Off
+    );
+    let e = ini_err(&format!("{MINIMAL}autocases = path\n"));
+    assert_eq!(
+        e.message(),
+        "expected an integer, `uri` or `uniq`, found `path`"
+    );
+}
+
+#[test]
+fn writelog_spellings() {
+    for (text, expected) in [
+        ("0", WriteLog::Off),
+        ("false", WriteLog::Off),
+        ("1", WriteLog::All),
+        ("TRUE", WriteLog::All),
+        ("all", WriteLog::All),
+        ("proto_error", WriteLog::ProtoError),
+    ] {
+        assert_eq!(
+            ini(&format!("{MINIMAL}writelog = {text}\n")).queues[0].writelog,
+            expected,
+            "{text}"
+        );
+    }
+    assert!(ini_err(&format!("{MINIMAL}writelog = some\n"))
+        .message()
+        .starts_with("expected one of"));
+}
+
+#[test]
+fn bad_enumerations_are_errors() {
+    assert!(ini_err(&format!("{MINIMAL}ammo_type = json\n"))
+        .message()
+        .contains("`uripost`"));
+    assert!(ini_err(&format!("{MINIMAL}tank_type = udp\n"))
+        .message()
+        .contains("`http` or `none`"));
+    assert!(ini_err(&format!("{MINIMAL}port = 8o\n"))
+        .message()
+        .contains("digits only"));
+    assert!(ini_err(&format!("{MINIMAL}port = 70000\n"))
+        .message()
+        .contains("out of range"));
+}
+
+#[test]
+fn ignored_phantom_options_are_accepted_but_type_checked() {
+    let c = ini(&format!(
+        "{MINIMAL}threads = 4\naffinity = 0-3\nphantom_path = /bin/phantom\nadditional_libs = a b\n\
+         method_prefix = m\nuse_caching = 0\ncache_dir = /tmp\nforce_stepping = 1\nconfig =\nphout_file =\n"
+    ));
+    assert_eq!(c.queues.len(), 1);
+    let e = ini_err(&format!("{MINIMAL}threads = all\n"));
+    assert_eq!(e.key(), Some("threads"));
+}
+
+#[test]
+fn load_profile_dotted_keys_are_accepted_in_ini() {
+    let c = ini("[phantom]\naddress = h\nuris = /\nload_profile.load_type = instances\nload_profile.schedule = line(1,5,5s)\n");
+    assert_eq!(
+        c.queues[0].load_profile,
+        LoadProfile::Instances("line(1,5,5s)".into())
+    );
+    let c = ini("[phantom]\naddress = h\nuris = /\nstpd_file = ~/x.stpd\n");
+    let home = std::env::var("HOME").unwrap_or_default();
+    if !home.is_empty() {
+        assert_eq!(
+            c.queues[0].load_profile,
+            LoadProfile::StpdFile(PathBuf::from(home).join("x.stpd"))
+        );
+    }
+    let e = ini_err("[phantom]\naddress = h\nuris = /\nload_profile.load_type = bursts\nload_profile.schedule = x\n");
+    assert_eq!(e.key(), Some("load_profile.load_type"));
+}
+
+#[test]
+fn extra_queues_inherit_main_options_shallowly_in_file_order() {
+    let c = ini(
+        "[phantom]\naddress = main:80\nrps_schedule = const(1,1s)\nammofile = a.ammo\n\
+         headers = [A: 1] [B: 2]\ninstances = 10\n\
+         [phantom-2]\naddress = two:80\nheaders = [C: 3]\n\
+         [autostop]\nautostop = time(1s,1s)\n\
+         [phantom-1]\ninstances_schedule = line(1,5,5s)\nuris = /x\nammofile =\n",
+    );
+    let names: Vec<_> = c.queues.iter().map(|q| q.name.as_str()).collect();
+    assert_eq!(names, ["phantom", "phantom-2", "phantom-1"]);
+    let two = &c.queues[1];
+    assert_eq!(two.address, "two:80");
+    assert_eq!(two.headers, ["C: 3"]);
+    assert_eq!(two.instances, 10);
+    assert_eq!(two.load_profile, LoadProfile::Rps("const(1,1s)".into()));
+    let one = &c.queues[2];
+    assert_eq!(one.address, "main:80");
+    assert_eq!(one.headers, ["A: 1", "B: 2"]);
+    assert_eq!(
+        one.load_profile,
+        LoadProfile::Instances("line(1,5,5s)".into())
+    );
+    assert_eq!(one.ammo, AmmoSource::Uris(vec!["/x".into()]));
+}
+
+#[test]
+fn an_extra_queue_setting_uris_over_an_inherited_ammofile_is_an_error() {
+    let e = ini_err(&format!("{MINIMAL}[phantom-1]\nuris = /x\n"));
+    assert_eq!(e.section(), Some("phantom-1"));
+    assert!(e.message().ends_with("(found: both)"), "{e}");
+}
+
+#[test]
+fn an_error_in_an_inherited_option_names_the_section_it_was_written_in() {
+    let e = ini_err("[phantom-1]\naddress = x\n[phantom]\naddress = h\nuris = /\nrps_schedule = const(1,1s)\ntank_type = udp\n");
+    assert_eq!((e.line(), e.section()), (Some(7), Some("phantom")));
+}
+
+#[test]
+fn extra_queues_need_phantom() {
+    let e = ini_err("[phantom-1]\naddress = h\nrps_schedule = const(1,1s)\nuris = /\n");
+    assert_eq!(e.section(), Some("phantom-1"));
+    assert!(
+        e.message()
+            .starts_with("extra queue without a [phantom] section"),
+        "{e}"
+    );
+    let e = ini_err("[autostop]\nautostop = time(1s,1s)\n");
+    assert_eq!(
+        e.to_string(),
+        "load.ini: no [phantom] section (YAML: phantom:): nothing to run"
+    );
+}
+
+#[test]
+fn disabled_sections() {
+    let e = ini_err(&format!("{MINIMAL}enabled = 0\n"));
+    assert_eq!(e.message(), "phantom is disabled: nothing to run");
+    let c = ini(&format!("{MINIMAL}[phantom-1]\nenabled = false\naddress = x\n[autostop]\nenabled = 0\nautostop = time(1s,1s)\n"));
+    assert_eq!(c.queues.len(), 1);
+    assert!(c.autostop.criteria.is_empty());
+    let c = ini(&format!(
+        "{MINIMAL}[autostop]\nautostop = time(1s,1s)\n[tank]\nplugin_autostop =\n"
+    ));
+    assert!(c.autostop.criteria.is_empty());
+}
+
+#[test]
+fn default_section_keys_are_dropped_everywhere() {
+    let c = ini(&format!("[DEFAULT]\nloop = 5\n{MINIMAL}loop = 3\n"));
+    assert_eq!(c.queues[0].loop_count, -1);
+}
+
+#[test]
+fn rcassert_and_console() {
+    let c = ini(&format!("{MINIMAL}[rcassert]\npass = 0 21\nfail_code = 3\n[console]\nshort_only = 1\ninfo_panel_width = 30\n"));
+    assert_eq!(
+        (c.rcassert.pass.clone(), c.rcassert.fail_code),
+        (vec![0, 21], 3)
+    );
+    assert!(c.console.short_only);
+    let e = ini_err(&format!("{MINIMAL}[rcassert]\npass = 0 x\n"));
+    assert_eq!(e.key(), Some("pass"));
+}
+
+#[test]
+fn overrides_apply_before_validation_like_ini_values() {
+    let c = with(
+        MINIMAL,
+        &[
+            "phantom.instances=7",
+            "phantom.rps_schedule=line(1,2,3s)",
+            "autostop.autostop=time(1s,2s)",
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.queues[0].instances, 7);
+    assert_eq!(
+        c.queues[0].load_profile,
+        LoadProfile::Rps("line(1,2,3s)".into())
+    );
+    assert_eq!(c.autostop.criteria, ["time(1s,2s)"]);
+    let c = with(MINIMAL, &["phantom.instances_schedule=const(2,2s)"]).unwrap();
+    assert_eq!(
+        c.queues[0].load_profile,
+        LoadProfile::Instances("const(2,2s)".into())
+    );
+    let c = with(MINIMAL, &["phantom.load_profile.schedule=const(3,3s)"]).unwrap();
+    assert_eq!(
+        c.queues[0].load_profile,
+        LoadProfile::Rps("const(3,3s)".into())
+    );
+}
+
+#[test]
+fn a_bad_override_names_the_override() {
+    let e = with(MINIMAL, &["phantom.instances=x"]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "load.ini: -o phantom.instances: expected an integer, found `x`"
+    );
+    let e = with(MINIMAL, &["phantom.instancs=1"]).unwrap_err();
+    assert!(e.message().contains("did you mean `instances`"), "{e}");
+}
+
+const EQUIVALENT_INI: &str = "[phantom]\naddress = 127.0.0.1:8080\nrps_schedule = line(1,10,10s)\n\
+    headers = [Host: x] [Accept: */*]\nuris = /1 /2\nloop = 3\nheader_http = 1.1\nssl = 1\n\
+    instances = 50\nautocases = 1\n\
+    [phantom-1]\naddress = 127.0.0.1:8081\ninstances_schedule = const(5,10s)\nammofile = a.ammo\nuris =\n\
+    ammo_type = uri\n\
+    [autostop]\nautostop = time(1s,10s) http(5xx,10%,3s)\n[tank]\nartifacts_base_dir = out\n";
+
+#[test]
+fn toml_spelling_gives_the_same_config() {
+    let t = toml("[phantom]\naddress = \"127.0.0.1:8080\"\nrps_schedule = \"line(1,10,10s)\"\n\
+        headers = [\"Host: x\", \"[Accept: */*]\"]\nuris = [\"/1\", \"/2\"]\nloop = 3\nheader_http = 1.1\n\
+        ssl = true\ninstances = \"50\"\nautocases = 1\n\
+        [phantom-1]\naddress = \"127.0.0.1:8081\"\ninstances_schedule = \"const(5,10s)\"\n\
+        ammofile = \"a.ammo\"\nuris = []\nammo_type = \"uri\"\n\
+        [autostop]\nautostop = [\"time(1s,10s)\", \"http(5xx,10%,3s)\"]\n[tank]\nartifacts_base_dir = \"out\"\n");
+    let i = ini(EQUIVALENT_INI);
+    assert_eq!(t.queues, i.queues);
+    assert_eq!(t.autostop, i.autostop);
+    assert_eq!(t.core, i.core);
+}
+
+#[test]
+fn yaml_spelling_gives_the_same_config() {
+    let y = yaml("phantom:\n  enabled: true\n  package: yandextank.plugins.Phantom\n  address: 127.0.0.1:8080\n  \
+        load_profile: {load_type: rps, schedule: 'line(1,10,10s)'}\n  headers: ['Host: x', '[Accept: */*]']\n  \
+        uris: [/1, /2]\n  loop: 3\n  header_http: '1.1'\n  ssl: true\n  instances: 50\n  autocases: 1\n  \
+        multi:\n    - name: phantom-1\n      address: 127.0.0.1:8081\n      \
+        load_profile: {load_type: instances, schedule: 'const(5,10s)'}\n      ammofile: a.ammo\n      uris: []\n      ammo_type: uri\n\
+        autostop:\n  enabled: true\n  package: yandextank.plugins.Autostop\n  autostop: ['time(1s,10s)', 'http(5xx,10%,3s)']\n\
+        core: {artifacts_base_dir: out}\nuploader: {enabled: false, api_address: 'https://x'}\n");
+    let i = ini(EQUIVALENT_INI);
+    assert_eq!(y.queues, i.queues);
+    assert_eq!(y.autostop, i.autostop);
+    assert_eq!(y.core, i.core);
+}
+
+#[test]
+fn yaml_multi_entries_are_named_by_index_and_replace_load_profile_whole() {
+    let y = yaml("phantom:\n  address: h\n  uris: [/]\n  load_profile: {load_type: rps, schedule: 'const(1,1s)'}\n  \
+        multi:\n  - address: a\n  - address: b\n    load_profile: {load_type: instances, schedule: 'const(2,2s)'}\n");
+    let names: Vec<_> = y.queues.iter().map(|q| q.name.as_str()).collect();
+    assert_eq!(names, ["phantom", "phantom-multi-0", "phantom-multi-1"]);
+    assert_eq!(
+        y.queues[1].load_profile,
+        LoadProfile::Rps("const(1,1s)".into())
+    );
+    assert_eq!(
+        y.queues[2].load_profile,
+        LoadProfile::Instances("const(2,2s)".into())
+    );
+}
+
+#[test]
+fn yaml_disabled_phantom_and_errors_with_lines() {
+    let e = load_str(
+        "phantom:\n  enabled: false\n",
+        ConfigFormat::Yaml,
+        Path::new("l.yaml"),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(e.message(), "phantom is disabled: nothing to run");
+    let e = load_str(
+        "phantom:\n  address: h\n  adress: h\n",
+        ConfigFormat::Yaml,
+        Path::new("l.yaml"),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "l.yaml:3: [phantom] adress: unknown option (did you mean `address`?)"
+    );
+}
+
+#[test]
+fn yaml_native_and_string_scalars_mean_the_same() {
+    let a = yaml("phantom:\n  address: h\n  uris: '/a /b'\n  load_profile: {load_type: rps, schedule: 'const(1,1s)'}\n  loop: '3'\n  ssl: 'true'\n  headers: '[A: b]'\n  port: 81\n");
+    let b = yaml("phantom:\n  address: h\n  uris: [/a, /b]\n  load_profile: {load_type: rps, schedule: 'const(1,1s)'}\n  loop: 3\n  ssl: true\n  headers: ['A: b']\n  port: '81'\n");
+    assert_eq!(a.queues, b.queues);
+    assert_eq!(a.queues[0].port, Some(81));
+}
+
+#[test]
+fn toml_float_header_http_keeps_a_fraction() {
+    let t = toml("[phantom]\naddress = \"h\"\nuris = \"/a\"\nrps_schedule = \"const(1,1s)\"\nheader_http = 1.0\n");
+    assert_eq!(t.queues[0].header_http, "1.0");
+    assert_eq!(t.queues[0].ammo, AmmoSource::Uris(vec!["/a".into()]));
+}
+
+#[test]
+fn toml_multi_tables_are_extra_queues() {
+    let t = toml(
+        "[phantom]\naddress = \"h\"\nuris = \"/a\"\nrps_schedule = \"const(1,1s)\"\n\
+        [[phantom.multi]]\nname = \"api\"\naddress = \"x\"\n",
+    );
+    assert_eq!(t.queues[1].name, "api");
+    assert_eq!(t.queues[1].address, "x");
+}
+
+#[test]
+fn sniffing_decides_by_first_meaningful_line() {
+    assert_eq!(sniff_format(MINIMAL), Some(ConfigFormat::Ini));
+    assert_eq!(
+        sniff_format("# c\n[phantom]\naddress = \"h\"\n"),
+        Some(ConfigFormat::Toml)
+    );
+    assert_eq!(
+        sniff_format("phantom:\n  address: h\n"),
+        Some(ConfigFormat::Yaml)
+    );
+    assert_eq!(sniff_format("just words\n"), None);
+    assert_eq!(sniff_format(""), None);
+}
+
+#[test]
+fn load_reads_files_by_extension_and_sniffs_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("load.conf");
+    std::fs::write(&path, MINIMAL).unwrap();
+    assert_eq!(crate::load(&path, &[]).unwrap().format, ConfigFormat::Ini);
+    let path = dir.path().join("load.txt");
+    std::fs::write(&path, "phantom:\n  address: h\n  uris: [/]\n  load_profile: {load_type: rps, schedule: 'const(1,1s)'}\n").unwrap();
+    assert_eq!(crate::load(&path, &[]).unwrap().format, ConfigFormat::Yaml);
+    let path = dir.path().join("load.txt");
+    std::fs::write(&path, "words\n").unwrap();
+    assert!(crate::load(&path, &[])
+        .unwrap_err()
+        .message()
+        .starts_with("cannot tell the config format"));
+    let missing = dir.path().join("missing.ini");
+    let e = crate::load(&missing, &[]).unwrap_err();
+    assert_eq!(e.file(), missing.as_path());
+    assert!(e.message().starts_with("cannot read the config"));
+    let path = dir.path().join("bad.ini");
+    std::fs::write(&path, b"[phantom]\naddress = \xff\n").unwrap();
+    assert_eq!(crate::load(&path, &[]).unwrap_err().line(), Some(2));
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn ini_reader_never_panics(text in "\\PC*") {
+            let _ = crate::ini::read(&text);
+            let _ = load_str(&text, ConfigFormat::Ini, Path::new("x.ini"), &[]);
+        }
+
+        #[test]
+        fn ini_reader_never_panics_on_line_soup(lines in proptest::collection::vec("[ \t]{0,3}[\\[\\]=:#;a-z0-9 ]{0,12}", 0..20)) {
+            let text = lines.join("\n");
+            let _ = load_str(&text, ConfigFormat::Ini, Path::new("x.ini"), &[]);
+        }
+
+        #[test]
+        fn toml_reader_never_panics(text in "\\PC*") {
+            let _ = load_str(&text, ConfigFormat::Toml, Path::new("x.toml"), &[]);
+        }
+
+        #[test]
+        fn yaml_reader_never_panics(text in "\\PC*") {
+            let _ = load_str(&text, ConfigFormat::Yaml, Path::new("x.yaml"), &[]);
+        }
+
+        #[test]
+        fn yaml_reader_never_panics_on_structure_soup(lines in proptest::collection::vec("[ ]{0,4}[-:{}\\[\\],&*!'\"a-z0-9 ]{0,12}", 0..20)) {
+            let _ = load_str(&lines.join("\n"), ConfigFormat::Yaml, Path::new("x.yaml"), &[]);
+        }
+
+        #[test]
+        fn ini_round_trips_generated_keys_and_values(
+            entries in proptest::collection::btree_map("[a-z][a-z0-9_]{0,8}", "[!-~]([ -~]{0,20}[!-~])?", 1..10)
+        ) {
+            let mut text = String::from("[section]\n");
+            for (key, value) in &entries {
+                text.push_str(&format!("{key} = {value}\n"));
+            }
+            let raw = crate::ini::read(&text).unwrap();
+            let section = raw.section("section").unwrap();
+            prop_assert_eq!(section.entries.len(), entries.len());
+            for (key, value) in &entries {
+                prop_assert_eq!(&section.get(key).unwrap().value, &crate::raw::RawValue::Str(value.clone()));
+            }
+        }
+    }
+}
