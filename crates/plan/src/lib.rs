@@ -2,14 +2,25 @@
 //! stream of shots (when, which tag, which bytes) that yandex-tank 2.0.11 would
 //! fire, lazily, and reads and writes the stepped-ammo (stpd) format.
 //!
-//! Nothing here does I/O on the network or keeps the plan in memory: schedules
-//! are closed-form and ammo is read as a stream, so a 1 GB ammo file or a
-//! 10-hour schedule is planned with memory that does not grow with them.
+//! Data flows one way: [`schedule`] says when, [`ammo`] says what, [`marker`]
+//! tags it, [`stepper`] pairs them under `loop` / `ammo_limit` / `chosen_cases`,
+//! and [`plan::Plan`] is what later stages consume. Nothing is kept per shot:
+//! schedules are closed-form and ammo is streamed (files up to 16 MiB are held
+//! in memory to make loops cheap), so memory does not grow with the plan.
 
+pub mod ammo;
 pub mod duration;
 pub mod error;
+pub mod marker;
+pub mod plan;
 mod pynum;
 pub mod schedule;
+pub mod stepper;
+pub mod stpd;
+pub mod summary;
 
 pub use error::{PlanError, Result};
+pub use plan::Plan;
 pub use schedule::Schedule;
+pub use stepper::ShotRef;
+pub use summary::Summary;

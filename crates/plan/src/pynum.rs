@@ -48,7 +48,7 @@ pub fn py_float(text: &str) -> Option<f64> {
 pub fn py_trunc(value: f64) -> Option<i64> {
     // 2^63 as f64 is exact; anything at or beyond it does not fit.
     const LIMIT: f64 = 9_223_372_036_854_775_808.0;
-    if value.is_nan() || value >= LIMIT || value < -LIMIT {
+    if value.is_nan() || !(-LIMIT..LIMIT).contains(&value) {
         return None;
     }
     Some(value.trunc() as i64)

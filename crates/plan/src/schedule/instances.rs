@@ -220,13 +220,15 @@ impl InstancesSchedule {
             ),
             "wait" => (&step_re()[3], "wait(duration)"),
             "start" => (&step_re()[4], "start(instances)"),
-            other => return Err(PlanError::schedule(
-                KEY,
-                step,
-                format!(
+            other => {
+                return Err(PlanError::schedule(
+                    KEY,
+                    step,
+                    format!(
                     "no such load type `{other}`: expected ramp, const, line, step, wait or start"
                 ),
-            )),
+                ))
+            }
         };
         let caps = pattern.captures(params).ok_or_else(|| {
             PlanError::schedule(

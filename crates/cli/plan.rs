@@ -1,0 +1,276 @@
+//! `tank plan`: stream each queue's plan once, printing a summary and
+//! optionally writing the stpd.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use tank_config::{AmmoSource, LoadProfile, Override, QueueConfig, TestConfig};
+use tank_plan::schedule::RpsStep;
+use tank_plan::{stpd, Plan, Schedule, Summary};
+
+const STPD_BUFFER: usize = 1 << 20;
+
+/// Run `tank plan`.
+pub fn run(
+    config_path: &Path,
+    section: Option<&str>,
+    stpd_out: Option<&Path>,
+    overrides: &[Override],
+) -> Result<()> {
+    let config = tank_config::load(config_path, overrides)?;
+    let queues = select_queues(&config, section)?;
+    if stpd_out.is_some() && queues.len() > 1 {
+        let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
+        bail!(
+            "{}: --stpd writes one queue, and this config has {} ({}); choose one with --section",
+            config_path.display(),
+            names.len(),
+            names.join(", ")
+        );
+    }
+    let mut report = String::new();
+    for queue in queues {
+        let context = || format!("{} [{}]", config_path.display(), queue.name);
+        let summary = plan_queue(queue, stpd_out).with_context(context)?;
+        describe(&mut report, queue, &summary, stpd_out);
+    }
+    // With the stpd on stdout, the summary goes to stderr so the stpd stays clean.
+    if stpd_out == Some(Path::new("-")) {
+        eprint!("{report}");
+    } else {
+        print!("{report}");
+    }
+    Ok(())
+}
+
+fn select_queues<'a>(
+    config: &'a TestConfig,
+    section: Option<&str>,
+) -> Result<Vec<&'a QueueConfig>> {
+    let Some(name) = section else {
+        return Ok(config.queues.iter().collect());
+    };
+    match config.queues.iter().find(|q| q.name == name) {
+        Some(queue) => Ok(vec![queue]),
+        None => {
+            let names: Vec<&str> = config.queues.iter().map(|q| q.name.as_str()).collect();
+            bail!(
+                "{}: no queue `{name}`; the config has: {}",
+                config.path.display(),
+                names.join(", ")
+            )
+        }
+    }
+}
+
+struct QueueSummary {
+    totals: Summary,
+    format: &'static str,
+    passes: u64,
+    schedule: Option<Schedule>,
+}
+
+fn plan_queue(queue: &QueueConfig, stpd_out: Option<&Path>) -> Result<QueueSummary> {
+    let mut plan = Plan::new(queue)?;
+    let mut out: Option<Box<dyn Write>> = match stpd_out {
+        None => None,
+        Some(path) if path == Path::new("-") => Some(Box::new(BufWriter::with_capacity(
+            STPD_BUFFER,
+            io::stdout().lock(),
+        ))),
+        Some(path) => {
+            let file =
+                File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+            Some(Box::new(BufWriter::with_capacity(STPD_BUFFER, file)))
+        }
+    };
+    let mut totals = Summary::default();
+    while let Some(shot) = plan.next_shot()? {
+        if let Some(out) = out.as_mut() {
+            stpd::write_record(out, shot.due_ms, shot.marker, shot.missile)
+                .context("writing the stpd")?;
+        }
+        totals.observe(&shot);
+    }
+    if let Some(mut out) = out {
+        out.flush().context("writing the stpd")?;
+    }
+    Ok(QueueSummary {
+        totals,
+        format: plan.ammo_format(),
+        passes: plan.passes(),
+        schedule: plan.schedule().cloned(),
+    })
+}
+
+fn describe(
+    report: &mut String,
+    queue: &QueueConfig,
+    summary: &QueueSummary,
+    stpd_out: Option<&Path>,
+) {
+    let totals = &summary.totals;
+    let _ = writeln!(report, "[{}]", queue.name);
+    match &queue.load_profile {
+        LoadProfile::Rps(text) => {
+            let _ = writeln!(report, "  rps_schedule   {}", one_line(text));
+        }
+        LoadProfile::Instances(text) => {
+            let _ = writeln!(report, "  instances      {}", one_line(text));
+        }
+        LoadProfile::StpdFile(path) => {
+            let _ = writeln!(report, "  stpd_file      {}", path.display());
+        }
+    }
+    match &summary.schedule {
+        Some(Schedule::Rps(rps)) => {
+            let _ = writeln!(report, "  duration       {}", human_ms(rps.duration_ms()));
+            let steps: Vec<String> = rps.steps().map(describe_step).collect();
+            let _ = writeln!(report, "  steps          {}", compact(&steps));
+        }
+        Some(Schedule::Instances(instances)) => {
+            let _ = writeln!(
+                report,
+                "  ramp-up        {} instances over {} (then each instance fires back to back)",
+                instances.instances(),
+                human_ms(instances.duration_ms())
+            );
+        }
+        None => {}
+    }
+    let source = match &queue.ammo {
+        AmmoSource::File { path, .. } => path.display().to_string(),
+        AmmoSource::Uris(uris) => format!("{} uris", uris.len()),
+    };
+    let _ = writeln!(
+        report,
+        "  ammo           {} ({}), {} full passes",
+        source, summary.format, summary.passes
+    );
+    let span = match (totals.first_due_ms, totals.last_due_ms) {
+        (Some(first), Some(last)) => {
+            format!(", due from {} to {}", human_ms(first), human_ms(last))
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(report, "  shots          {}{span}", totals.shots);
+    if let Some(average) = totals.bytes.checked_div(totals.shots) {
+        let _ = writeln!(
+            report,
+            "  request bytes  {} (average {average})",
+            totals.bytes
+        );
+    }
+    let mut tags: Vec<String> = totals
+        .tags_by_count()
+        .iter()
+        .take(10)
+        .map(|(tag, n)| {
+            format!(
+                "{} {n}",
+                if tag.is_empty() {
+                    "(none)".into()
+                } else {
+                    String::from_utf8_lossy(tag).into_owned()
+                }
+            )
+        })
+        .collect();
+    let distinct = totals.tags.len();
+    if distinct > 10 || totals.other_tags > 0 {
+        tags.push(format!(
+            "… {} distinct",
+            if totals.other_tags > 0 {
+                format!("over {distinct}")
+            } else {
+                distinct.to_string()
+            }
+        ));
+    }
+    if !tags.is_empty() {
+        let _ = writeln!(report, "  tags           {}", tags.join(", "));
+    }
+    if let Some(path) = stpd_out {
+        let _ = writeln!(
+            report,
+            "  stpd           {}",
+            if path == Path::new("-") {
+                "stdout".into()
+            } else {
+                path.display().to_string()
+            }
+        );
+    }
+}
+
+fn describe_step(step: &RpsStep) -> String {
+    match *step {
+        RpsStep::Const { rps, duration_ms } => {
+            format!("const {} rps for {}", num(rps), human_ms(duration_ms))
+        }
+        RpsStep::Line { from, to, .. } => format!(
+            "line {}→{} rps over {}",
+            num(from),
+            num(to),
+            human_ms(step.duration_ms())
+        ),
+    }
+}
+
+/// At most 6 steps shown; the rest counted.
+fn compact(steps: &[String]) -> String {
+    if steps.len() <= 6 {
+        return steps.join("; ");
+    }
+    format!("{}; … {} more", steps[..5].join("; "), steps.len() - 5)
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn num(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{}", value as i64)
+    } else {
+        format!("{value}")
+    }
+}
+
+/// `1h2m3.5s` style.
+fn human_ms(ms: i64) -> String {
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let (h, m, s, rest) = (ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000);
+    let mut out = String::new();
+    if h > 0 {
+        let _ = write!(out, "{h}h");
+    }
+    if m > 0 {
+        let _ = write!(out, "{m}m");
+    }
+    if s > 0 || rest > 0 {
+        let _ = if rest > 0 {
+            write!(out, "{s}.{rest:03}s")
+        } else {
+            write!(out, "{s}s")
+        };
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human_ms(500), "500ms");
+        assert_eq!(human_ms(65_000), "1m5s");
+        assert_eq!(human_ms(3_600_300), "1h0.300s");
+    }
+}

@@ -1,0 +1,96 @@
+//! Access-log ammo: the GET requests of a web server's access log, replayed
+//! with the config's headers and each line's own HTTP version. Lines that are
+//! not `"GET <uri> <proto>/<ver>"` requests are skipped, as in the reference.
+
+use super::passes::ReadState;
+use super::pybytes::is_str_space;
+use super::request::HeaderSet;
+use super::source::AmmoFile;
+use super::Slot;
+use crate::error::{PlanError, Result};
+
+/// Reader of access logs.
+pub struct AccessReader {
+    file: AmmoFile,
+    headers: HeaderSet,
+    line: Vec<u8>,
+    yielded: bool,
+    done: bool,
+}
+
+impl AccessReader {
+    /// Read `file`; `headers` are the config's, used verbatim.
+    pub fn new(file: AmmoFile, headers: &[String]) -> Self {
+        let headers = HeaderSet::new(headers.iter().map(|h| h.as_bytes().to_vec()));
+        AccessReader {
+            file,
+            headers,
+            line: Vec::new(),
+            yielded: false,
+            done: false,
+        }
+    }
+
+    /// Advance to the next missile; `false` when reading has ended.
+    pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
+        while !self.done {
+            if !self.file.read_line(&mut self.line)? {
+                self.file.rewind()?;
+                let yielded = std::mem::replace(&mut self.yielded, false);
+                self.done = !st
+                    .passes
+                    .finish(yielded, &self.file.path().display().to_string())?;
+                continue;
+            }
+            let text = std::str::from_utf8(&self.line).map_err(|e| PlanError::Ammo {
+                path: self.file.path().to_path_buf(),
+                offset: self.file.offset() - self.line.len() as u64 + e.valid_up_to() as u64,
+                message: "access log line is not valid UTF-8".into(),
+            })?;
+            if let Some((uri, version)) = get_request(text) {
+                slot.set_tag(None);
+                slot.missile.clear();
+                self.headers.write_request(
+                    &mut slot.missile,
+                    b"GET",
+                    uri.as_bytes(),
+                    version.as_bytes(),
+                    b"",
+                );
+                self.yielded = true;
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// `(uri, version)` of a GET line: the text after the first `"` (up to the next
+/// one) must be exactly `METHOD URI PROTO`, with the version between PROTO's
+/// first and second `/`.
+fn get_request(line: &str) -> Option<(&str, &str)> {
+    let request = line.split('"').nth(1)?;
+    let mut fields = request.split(is_str_space).filter(|f| !f.is_empty());
+    let (method, uri, proto) = (fields.next()?, fields.next()?, fields.next()?);
+    if fields.next().is_some() || method != "GET" {
+        return None;
+    }
+    let version = proto.split('/').nth(1)?;
+    Some((uri, version))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_well_formed_get_lines_are_requests() {
+        let line = "1.2.3.4 - - [x] \"GET /a?b=1 HTTP/1.1\" 200 5 \"-\" \"curl\"\n";
+        assert_eq!(get_request(line), Some(("/a?b=1", "1.1")));
+        assert_eq!(get_request("\"POST /a HTTP/1.1\""), None);
+        assert_eq!(get_request("\"GET /a\""), None);
+        assert_eq!(get_request("\"GET /a HTTP\""), None);
+        assert_eq!(get_request("no quotes"), None);
+        assert_eq!(get_request("x \"GET /a HTTP/1.0"), Some(("/a", "1.0")));
+    }
+}

@@ -1,0 +1,146 @@
+//! Ammo readers: each format turns its source into a stream of missiles
+//! (request bytes plus an optional tag from the file), pass after pass.
+//!
+//! Readers are "lending": a missile lives in a reused [`Slot`] until the next
+//! one is read, so reading allocates nothing per shot.
+
+mod access;
+mod headers;
+mod passes;
+mod phantom;
+mod pybytes;
+pub mod request;
+pub mod source;
+mod uri;
+mod uripost;
+mod uris;
+
+use std::path::Path;
+
+use tank_config::{AmmoSource, AmmoType, QueueConfig};
+
+use crate::error::{PlanError, Result};
+pub use passes::{Passes, ReadState};
+pub(crate) use pybytes::show;
+use source::AmmoFile;
+
+/// The current missile of a reader.
+#[derive(Debug, Default)]
+pub struct Slot {
+    /// The request bytes, sent verbatim.
+    pub missile: Vec<u8>,
+    tag: Vec<u8>,
+    has_tag: bool,
+}
+
+impl Slot {
+    /// The tag written in the ammo file, if any.
+    pub fn tag(&self) -> Option<&[u8]> {
+        self.has_tag.then_some(self.tag.as_slice())
+    }
+
+    fn set_tag(&mut self, tag: Option<&[u8]>) {
+        self.tag.clear();
+        self.has_tag = tag.is_some();
+        if let Some(tag) = tag {
+            self.tag.extend_from_slice(tag);
+        }
+    }
+}
+
+/// A reader of any supported ammo source.
+pub enum AmmoReader {
+    /// Request-style file.
+    Phantom(phantom::PhantomReader),
+    /// URI-per-line file.
+    Uri(uri::UriReader),
+    /// URI+POST file.
+    UriPost(uripost::UriPostReader),
+    /// Access log.
+    Access(access::AccessReader),
+    /// The `uris` option.
+    Uris(uris::UrisReader),
+}
+
+impl AmmoReader {
+    /// Open the queue's ammo source. `ammo_type = phantom` files whose first
+    /// line does not start with a digit are read as uri ammo, as the reference does.
+    pub fn open(queue: &QueueConfig) -> Result<Self> {
+        let http_ver = queue.header_http.as_str();
+        let (path, ammo_type) = match &queue.ammo {
+            AmmoSource::Uris(uris) => {
+                return Ok(AmmoReader::Uris(uris::UrisReader::new(
+                    uris,
+                    &queue.headers,
+                    http_ver,
+                )))
+            }
+            AmmoSource::File { path, ammo_type } => (path.as_path(), *ammo_type),
+        };
+        let mut file = AmmoFile::open(path)?;
+        let ammo_type = match ammo_type {
+            AmmoType::Phantom => sniff(&mut file, path)?,
+            other => other,
+        };
+        let header_map =
+            || headers::HeaderMap::from_config(&queue.headers).map_err(PlanError::Config);
+        Ok(match ammo_type {
+            AmmoType::Phantom => AmmoReader::Phantom(phantom::PhantomReader::new(file)),
+            AmmoType::Uri => AmmoReader::Uri(uri::UriReader::new(file, header_map()?, http_ver)),
+            AmmoType::UriPost => {
+                AmmoReader::UriPost(uripost::UriPostReader::new(file, header_map()?, http_ver))
+            }
+            AmmoType::Access => AmmoReader::Access(access::AccessReader::new(file, &queue.headers)),
+        })
+    }
+
+    /// The format being read (after sniffing), for summaries.
+    pub fn format(&self) -> &'static str {
+        match self {
+            AmmoReader::Phantom(_) => "phantom",
+            AmmoReader::Uri(_) => "uri",
+            AmmoReader::UriPost(_) => "uripost",
+            AmmoReader::Access(_) => "access",
+            AmmoReader::Uris(_) => "uris",
+        }
+    }
+
+    /// Read the next missile into `slot`; `false` when the source has ended.
+    pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
+        match self {
+            AmmoReader::Phantom(r) => r.advance(st, slot),
+            AmmoReader::Uri(r) => r.advance(st, slot),
+            AmmoReader::UriPost(r) => r.advance(st, slot),
+            AmmoReader::Access(r) => r.advance(st, slot),
+            AmmoReader::Uris(r) => r.advance(st, slot),
+        }
+    }
+}
+
+/// Phantom or uri, by the first character of the first line (decoded as UTF-8).
+fn sniff(file: &mut AmmoFile, path: &Path) -> Result<AmmoType> {
+    let mut line = Vec::new();
+    if !file.read_line(&mut line)? {
+        return Err(PlanError::Ammo {
+            path: path.to_path_buf(),
+            offset: 0,
+            message:
+                "the ammo file is empty: expected request-style chunks `<size> [tag]` or uri lines"
+                    .into(),
+        });
+    }
+    let text = std::str::from_utf8(&line).map_err(|e| PlanError::Ammo {
+        path: path.to_path_buf(),
+        offset: e.valid_up_to() as u64,
+        message: "the first line is not valid UTF-8: expected a chunk header `<size> [tag]` or a uri line".into(),
+    })?;
+    file.rewind()?;
+    let first = text.chars().next().unwrap_or('\n');
+    // Python's str.isdigit(): ASCII digits, and other Unicode digits too.
+    let digit = first.is_ascii_digit() || (!first.is_ascii() && first.is_numeric());
+    Ok(if digit {
+        AmmoType::Phantom
+    } else {
+        AmmoType::Uri
+    })
+}

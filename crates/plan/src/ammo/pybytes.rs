@@ -1,0 +1,63 @@
+//! Python `bytes`/`str` splitting and stripping rules the readers depend on.
+
+/// Python's ASCII whitespace for `bytes.split()` / `bytes.strip()` (includes `\x0b`).
+pub fn is_space(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c')
+}
+
+/// Python `str.isspace()` for one character (Unicode whitespace plus the
+/// separators `\x1c`..`\x1f`, which Python treats as whitespace).
+pub fn is_str_space(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+}
+
+/// Python `bytes.split()`: runs of whitespace separate fields; no empty fields.
+pub fn split_fields(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes
+        .split(|b| is_space(*b))
+        .filter(|field| !field.is_empty())
+}
+
+/// Python `bytes.strip(chars)`.
+pub fn strip_set<'a>(bytes: &'a [u8], chars: &[u8]) -> &'a [u8] {
+    let start = bytes
+        .iter()
+        .position(|b| !chars.contains(b))
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !chars.contains(b))
+        .map_or(start, |i| i + 1);
+    &bytes[start..end.max(start)]
+}
+
+/// Python `bytes.strip()`.
+pub fn strip_space(bytes: &[u8]) -> &[u8] {
+    strip_set(bytes, b" \t\n\r\x0b\x0c")
+}
+
+/// Show bytes in a message: lossy UTF-8, control characters escaped, cut at 80 chars.
+pub fn show(bytes: &[u8]) -> String {
+    let text: String = String::from_utf8_lossy(bytes)
+        .chars()
+        .flat_map(char::escape_debug)
+        .collect();
+    match text.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_and_strip_like_python() {
+        let fields: Vec<&[u8]> = split_fields(b" 12\x0btag  x\r\n").collect();
+        assert_eq!(fields, [&b"12"[..], b"tag", b"x"]);
+        assert_eq!(strip_set(b"[Host: x]\r\n", b"\r\n[]\t "), b"Host: x");
+        assert_eq!(strip_set(b"\r\n", b"\r\n"), b"");
+        assert_eq!(show(b"a\tb"), "a\\tb");
+    }
+}

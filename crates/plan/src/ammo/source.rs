@@ -1,0 +1,210 @@
+//! A rewindable byte source over an ammo file, gzip or plain (told apart by
+//! the magic bytes, as the reference does), with Python file semantics:
+//! `readline` keeps the `\n`, `read(n)` returns fewer bytes only at the end.
+//!
+//! Files up to [`IN_MEMORY_LIMIT`] (decompressed) are held in memory, so
+//! looping over a small file costs no system calls; larger ones are streamed
+//! and reopened on rewind, so memory never depends on the file's size.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Cursor, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use flate2::read::MultiGzDecoder;
+
+use crate::error::{PlanError, Result};
+
+/// Files (decompressed) up to this size are kept in memory.
+pub const IN_MEMORY_LIMIT: u64 = 16 << 20;
+const STREAM_BUFFER: usize = 256 << 10;
+
+enum Inner {
+    Memory(Cursor<Arc<[u8]>>),
+    Plain(BufReader<File>),
+    Gzip(Box<BufReader<MultiGzDecoder<File>>>),
+}
+
+/// An open ammo file positioned somewhere in its (decompressed) bytes.
+pub struct AmmoFile {
+    path: PathBuf,
+    inner: Inner,
+    offset: u64,
+}
+
+impl AmmoFile {
+    /// Open `path`, detecting gzip by its first two bytes.
+    pub fn open(path: &Path) -> Result<Self> {
+        let io_err = |source| PlanError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = File::open(path).map_err(io_err)?;
+        let mut magic = [0u8; 2];
+        let sniffed = read_full(&mut file, &mut magic).map_err(io_err)?;
+        file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+        let gzip = sniffed == 2 && magic == [0x1f, 0x8b];
+        let inner = if gzip {
+            let mut decoder = MultiGzDecoder::new(file);
+            let mut data = Vec::new();
+            (&mut decoder)
+                .take(IN_MEMORY_LIMIT + 1)
+                .read_to_end(&mut data)
+                .map_err(io_err)?;
+            if data.len() as u64 <= IN_MEMORY_LIMIT {
+                Inner::Memory(Cursor::new(data.into()))
+            } else {
+                Inner::Gzip(Box::new(BufReader::with_capacity(
+                    STREAM_BUFFER,
+                    MultiGzDecoder::new(File::open(path).map_err(io_err)?),
+                )))
+            }
+        } else if file.metadata().map_err(io_err)?.len() <= IN_MEMORY_LIMIT {
+            let mut data = Vec::new();
+            file.read_to_end(&mut data).map_err(io_err)?;
+            Inner::Memory(Cursor::new(data.into()))
+        } else {
+            Inner::Plain(BufReader::with_capacity(STREAM_BUFFER, file))
+        };
+        Ok(AmmoFile {
+            path: path.to_path_buf(),
+            inner,
+            offset: 0,
+        })
+    }
+
+    /// The file's path, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes consumed so far (in the decompressed stream for gzip).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    fn reader(&mut self) -> &mut dyn BufRead {
+        match &mut self.inner {
+            Inner::Memory(cursor) => cursor,
+            Inner::Plain(reader) => reader,
+            Inner::Gzip(reader) => reader.as_mut(),
+        }
+    }
+
+    fn io_error(&self, source: io::Error) -> PlanError {
+        PlanError::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Python `readline()`: replaces `line` with the next line including its
+    /// `\n` (none on the last line). Returns `false` at the end of the file.
+    pub fn read_line(&mut self, line: &mut Vec<u8>) -> Result<bool> {
+        line.clear();
+        let read = self
+            .reader()
+            .read_until(b'\n', line)
+            .map_err(|e| self.io_error(e))?;
+        self.offset += read as u64;
+        Ok(read > 0)
+    }
+
+    /// Python `read(n)`: replaces `out` with up to `n` bytes (fewer only at the end).
+    pub fn read_up_to(&mut self, n: u64, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
+        let read = self
+            .reader()
+            .take(n)
+            .read_to_end(out)
+            .map_err(|e| self.io_error(e))?;
+        self.offset += read as u64;
+        Ok(())
+    }
+
+    /// Python `read()`: replaces `out` with the rest of the file.
+    pub fn read_rest(&mut self, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
+        let read = self
+            .reader()
+            .read_to_end(out)
+            .map_err(|e| self.io_error(e))?;
+        self.offset += read as u64;
+        Ok(())
+    }
+
+    /// Python `seek(0)`: start the file over.
+    pub fn rewind(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        let io_err = |source| PlanError::Io {
+            path: path.clone(),
+            source,
+        };
+        match &mut self.inner {
+            Inner::Memory(cursor) => cursor.set_position(0),
+            Inner::Plain(reader) => {
+                reader.seek(SeekFrom::Start(0)).map_err(io_err)?;
+            }
+            Inner::Gzip(reader) => {
+                let file = File::open(&path).map_err(io_err)?;
+                **reader = BufReader::with_capacity(STREAM_BUFFER, MultiGzDecoder::new(file));
+            }
+        }
+        self.offset = 0;
+        Ok(())
+    }
+}
+
+fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(data).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    #[test]
+    fn reads_lines_like_python_and_rewinds() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, bytes) in [("plain", b"ab\ncd".to_vec()), ("gz", gzip(b"ab\ncd"))] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let mut file = AmmoFile::open(&path).unwrap();
+            let mut line = Vec::new();
+            assert!(file.read_line(&mut line).unwrap());
+            assert_eq!(line, b"ab\n");
+            assert_eq!(file.offset(), 3);
+            file.read_up_to(10, &mut line).unwrap();
+            assert_eq!(line, b"cd");
+            assert!(!file.read_line(&mut line).unwrap());
+            file.rewind().unwrap();
+            file.read_rest(&mut line).unwrap();
+            assert_eq!(line, b"ab\ncd");
+        }
+    }
+
+    #[test]
+    fn missing_file_names_the_path() {
+        let error = AmmoFile::open(Path::new("/nonexistent/ammo.txt"))
+            .err()
+            .unwrap();
+        assert!(
+            error.to_string().contains("/nonexistent/ammo.txt"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,61 @@
+//! A queue's plan: stepped from its schedule and ammo, or read from a ready
+//! stpd file. Either way, a lazy stream of shots.
+
+use tank_config::{LoadProfile, QueueConfig};
+
+use crate::error::Result;
+use crate::schedule::Schedule;
+use crate::stepper::{ShotRef, Stepper};
+use crate::stpd::StpdReader;
+
+/// The shots of one queue.
+pub enum Plan {
+    /// Stepped from `rps_schedule` / `instances_schedule` and the ammo.
+    Stepped(Box<Stepper>),
+    /// Read from `stpd_file`, as written.
+    Stpd(StpdReader),
+}
+
+impl Plan {
+    /// Build the plan of `queue`: parse its schedule and open its ammo.
+    pub fn new(queue: &QueueConfig) -> Result<Self> {
+        let schedule = match &queue.load_profile {
+            LoadProfile::Rps(text) => Schedule::rps(text)?,
+            LoadProfile::Instances(text) => Schedule::instances(text)?,
+            LoadProfile::StpdFile(path) => return Ok(Plan::Stpd(StpdReader::open(path)?)),
+        };
+        Ok(Plan::Stepped(Box::new(Stepper::new(queue, schedule)?)))
+    }
+
+    /// The schedule, when the plan is stepped.
+    pub fn schedule(&self) -> Option<&Schedule> {
+        match self {
+            Plan::Stepped(stepper) => Some(stepper.schedule()),
+            Plan::Stpd(_) => None,
+        }
+    }
+
+    /// The ammo format being read (`stpd` for a ready stpd file).
+    pub fn ammo_format(&self) -> &'static str {
+        match self {
+            Plan::Stepped(stepper) => stepper.ammo_format(),
+            Plan::Stpd(_) => "stpd",
+        }
+    }
+
+    /// Passes over the ammo finished so far (0 for a ready stpd file).
+    pub fn passes(&self) -> u64 {
+        match self {
+            Plan::Stepped(stepper) => stepper.passes(),
+            Plan::Stpd(_) => 0,
+        }
+    }
+
+    /// The next shot, or `None` at the end.
+    pub fn next_shot(&mut self) -> Result<Option<ShotRef<'_>>> {
+        match self {
+            Plan::Stepped(stepper) => stepper.next_shot(),
+            Plan::Stpd(reader) => reader.next_shot(),
+        }
+    }
+}

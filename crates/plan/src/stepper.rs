@@ -1,0 +1,226 @@
+//! The stepper: pairs a schedule's due times with the ammo stream, applying
+//! markers, `chosen_cases`, `loop` and `ammo_limit` exactly as the reference's
+//! stepper does (section 3 of SEMANTICS.md), with two departures on purpose:
+//! `ammo_limit = M` gives exactly M shots, and inputs on which the reference
+//! would loop forever are errors.
+
+use tank_config::{AmmoSource, QueueConfig};
+
+use crate::ammo::{show, AmmoReader, Passes, ReadState, Slot};
+use crate::error::{PlanError, Result};
+use crate::marker::Marker;
+use crate::schedule::Schedule;
+
+/// One planned shot, borrowed from the stepper until the next one is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShotRef<'a> {
+    /// 0-based index of the shot in its queue.
+    pub seq: u64,
+    /// When it is due, ms from the start of the test.
+    pub due_ms: i64,
+    /// Its marker (tag): from the file, or computed; may be empty.
+    pub marker: &'a [u8],
+    /// The request bytes, sent verbatim.
+    pub missile: &'a [u8],
+}
+
+/// When the shot count runs out, besides the schedule and the ammo.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Limit {
+    None,
+    /// The user's `ammo_limit`: exactly this many shots.
+    Exact(u64),
+    /// A limit the reference derives itself (from `uris` × `loop`, or from the
+    /// first pass under an instances schedule): it stops once the count
+    /// exceeds it, as the reference does.
+    Over(i64),
+}
+
+/// Streams the shots of one queue.
+pub struct Stepper {
+    schedule: Schedule,
+    reader: AmmoReader,
+    slot: Slot,
+    marker: Marker,
+    chosen: Vec<Vec<u8>>,
+    state: ReadState,
+    limit: Limit,
+    loop_limit: Option<i64>,
+    first_pass_checked: bool,
+    last_accept_pass: Option<u64>,
+    tag: Vec<u8>,
+    seq: u64,
+    stopped: bool,
+}
+
+impl Stepper {
+    /// Plan `queue` with `schedule` (an rps or instances schedule).
+    pub fn new(queue: &QueueConfig, schedule: Schedule) -> Result<Self> {
+        let rps = matches!(schedule, Schedule::Rps(_));
+        let mut loop_limit = (queue.loop_count != -1).then_some(queue.loop_count);
+        let user_limit = (queue.ammo_limit != -1).then_some(queue.ammo_limit);
+        if loop_limit.is_none() && user_limit.is_none() && !rps {
+            // An instances schedule has no end of its own: one pass over the ammo.
+            loop_limit = Some(1);
+        }
+        let mut limit = match user_limit {
+            None | Some(0) => Limit::None,
+            Some(m) if m > 0 => Limit::Exact(m as u64),
+            Some(m) => {
+                return Err(PlanError::Config(format!(
+                    "ammo_limit = {m}: expected a positive number of shots, or -1 for no limit"
+                )))
+            }
+        };
+        let loops_end = loop_limit.is_some_and(|l| l != 0);
+        if let (AmmoSource::Uris(uris), Some(loops)) = (&queue.ammo, loop_limit.filter(|l| *l != 0))
+        {
+            limit = Limit::Over((uris.len() as i64).saturating_mul(loops));
+        }
+        if !rps && limit == Limit::None && !loops_end {
+            return Err(PlanError::Config(
+                "an instances_schedule has no end of its own, and neither `loop` nor `ammo_limit` ends the ammo: \
+                 expected `loop` = N passes or `ammo_limit` = N shots"
+                    .into(),
+            ));
+        }
+        Ok(Stepper {
+            schedule,
+            reader: AmmoReader::open(queue)?,
+            slot: Slot::default(),
+            marker: Marker::new(queue.autocases, queue.enum_ammo),
+            chosen: queue.chosen_cases.clone(),
+            state: ReadState {
+                passes: Passes::new(loop_limit),
+                written: 0,
+            },
+            limit,
+            loop_limit,
+            first_pass_checked: false,
+            last_accept_pass: None,
+            tag: Vec::new(),
+            seq: 0,
+            stopped: false,
+        })
+    }
+
+    /// The schedule being followed.
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// The ammo format being read (after the phantom/uri sniff).
+    pub fn ammo_format(&self) -> &'static str {
+        self.reader.format()
+    }
+
+    /// Passes over the ammo finished so far.
+    pub fn passes(&self) -> u64 {
+        self.state.passes.done()
+    }
+
+    /// The next shot, or `None` when the plan has ended.
+    pub fn next_shot(&mut self) -> Result<Option<ShotRef<'_>>> {
+        if self.stopped {
+            return Ok(None);
+        }
+        if let Limit::Exact(max) = self.limit {
+            if self.state.written >= max {
+                self.stopped = true;
+                // The reference reads (and writes) one shot more before it stops; read it
+                // too, so that a malformed chunk right there fails here as it does there.
+                if self.schedule.offset_ms(self.seq).is_some() {
+                    self.pull()?;
+                }
+                return Ok(None);
+            }
+        }
+        let Some(due_ms) = self.schedule.offset_ms(self.seq) else {
+            self.stopped = true;
+            return Ok(None);
+        };
+        if !self.pull()? {
+            self.stopped = true;
+            return Ok(None);
+        }
+        self.state.written += 1;
+        let seq = self.seq;
+        self.seq += 1;
+        match self.limit {
+            Limit::Over(limit) if limit != 0 && self.state.written as i64 > limit => {
+                self.stopped = true
+            }
+            _ => self.check_first_pass(),
+        }
+        Ok(Some(ShotRef {
+            seq,
+            due_ms,
+            marker: &self.tag,
+            missile: &self.slot.missile,
+        }))
+    }
+
+    /// After the first pass under an instances schedule with no ammo limit, the
+    /// reference limits the shots to `loop` × (shots so far).
+    fn check_first_pass(&mut self) {
+        if self.first_pass_checked || self.state.passes.done() != 1 {
+            return;
+        }
+        self.first_pass_checked = true;
+        if self.schedule.len().is_none() && self.limit == Limit::None {
+            let loops = self.loop_limit.unwrap_or(0);
+            self.limit = Limit::Over(loops.saturating_mul(self.state.written as i64));
+        }
+    }
+
+    /// Read missiles until one passes `chosen_cases`; its marker goes to `self.tag`.
+    fn pull(&mut self) -> Result<bool> {
+        loop {
+            if !self.reader.advance(&mut self.state, &mut self.slot)? {
+                return Ok(false);
+            }
+            match self.slot.tag() {
+                Some(tag) => {
+                    self.tag.clear();
+                    self.tag.extend_from_slice(tag);
+                }
+                None => self
+                    .marker
+                    .mark(&self.slot.missile, &mut self.tag)
+                    .map_err(PlanError::Config)?,
+            }
+            let done = self.state.passes.done();
+            if self.chosen.is_empty() || self.chosen.contains(&self.tag) {
+                self.last_accept_pass = Some(done);
+                return Ok(true);
+            }
+            let quiet_pass = match self.last_accept_pass {
+                None => done >= 1,
+                Some(pass) => done >= pass + 2,
+            };
+            if quiet_pass && self.state.passes.unlimited() && !self.may_match_later() {
+                let chosen: Vec<String> = self.chosen.iter().map(|c| show(c)).collect();
+                return Err(PlanError::Config(format!(
+                    "chosen_cases `{}` matched no request in a whole pass over the ammo, and with no `loop` \
+                     limit it would be searched forever; expected tags that occur in the ammo",
+                    chosen.join(" ")
+                )));
+            }
+        }
+    }
+
+    /// With `enum_ammo` the markers change every pass: a chosen `…#N` may still come.
+    fn may_match_later(&self) -> bool {
+        if self.marker.is_repeatable() {
+            return false;
+        }
+        let next = self.marker.next_index();
+        self.chosen.iter().any(|case| {
+            case.rsplit(|b| *b == b'#')
+                .next()
+                .filter(|_| case.contains(&b'#'))
+                .and_then(|n| std::str::from_utf8(n).ok()?.parse::<u64>().ok())
+                .is_some_and(|n| n >= next)
+        })
+    }
+}
