@@ -128,3 +128,6 @@ pub fn sniff_format(text: &str) -> Option<ConfigFormat> {
 
 #[cfg(test)]
 mod load_tests;
+
+#[cfg(test)]
+mod proptests;

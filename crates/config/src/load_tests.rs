@@ -618,52 +618,29 @@ fn load_reads_files_by_extension_and_sniffs_others() {
     assert_eq!(crate::load(&path, &[]).unwrap_err().line(), Some(2));
 }
 
-mod properties {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn ini_reader_never_panics(text in "\\PC*") {
-            let _ = crate::ini::read(&text);
-            let _ = load_str(&text, ConfigFormat::Ini, Path::new("x.ini"), &[]);
-        }
-
-        #[test]
-        fn ini_reader_never_panics_on_line_soup(lines in proptest::collection::vec("[ \t]{0,3}[\\[\\]=:#;a-z0-9 ]{0,12}", 0..20)) {
-            let text = lines.join("\n");
-            let _ = load_str(&text, ConfigFormat::Ini, Path::new("x.ini"), &[]);
-        }
-
-        #[test]
-        fn toml_reader_never_panics(text in "\\PC*") {
-            let _ = load_str(&text, ConfigFormat::Toml, Path::new("x.toml"), &[]);
-        }
-
-        #[test]
-        fn yaml_reader_never_panics(text in "\\PC*") {
-            let _ = load_str(&text, ConfigFormat::Yaml, Path::new("x.yaml"), &[]);
-        }
-
-        #[test]
-        fn yaml_reader_never_panics_on_structure_soup(lines in proptest::collection::vec("[ ]{0,4}[-:{}\\[\\],&*!'\"a-z0-9 ]{0,12}", 0..20)) {
-            let _ = load_str(&lines.join("\n"), ConfigFormat::Yaml, Path::new("x.yaml"), &[]);
-        }
-
-        #[test]
-        fn ini_round_trips_generated_keys_and_values(
-            entries in proptest::collection::btree_map("[a-z][a-z0-9_]{0,8}", "[!-~]([ -~]{0,20}[!-~])?", 1..10)
-        ) {
-            let mut text = String::from("[section]\n");
-            for (key, value) in &entries {
-                text.push_str(&format!("{key} = {value}\n"));
-            }
-            let raw = crate::ini::read(&text).unwrap();
-            let section = raw.section("section").unwrap();
-            prop_assert_eq!(section.entries.len(), entries.len());
-            for (key, value) in &entries {
-                prop_assert_eq!(&section.get(key).unwrap().value, &crate::raw::RawValue::Str(value.clone()));
-            }
-        }
-    }
+#[test]
+fn yaml_sections_with_custom_names_are_identified_by_package() {
+    let base = "phantom:\n  address: h\n  uris: [/]\n  load_profile: {load_type: rps, schedule: 'const(1,1s)'}\n";
+    let c = yaml(&format!(
+        "{base}my_uploader:\n  package: yandextank.plugins.DataUploader\n  token: x\n"
+    ));
+    assert_eq!(c.queues.len(), 1);
+    let e = load_str(
+        &format!(
+            "{base}stops:\n  package: yandextank.plugins.Autostop\n  autostop: [time(1s,1s)]\n"
+        ),
+        ConfigFormat::Yaml,
+        Path::new("l.yaml"),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!((e.section(), e.key()), (Some("stops"), Some("package")));
+    let e = load_str(
+        &format!("{base}whatever:\n  a: 1\n"),
+        ConfigFormat::Yaml,
+        Path::new("l.yaml"),
+        &[],
+    )
+    .unwrap_err();
+    assert!(e.message().starts_with("unrecognized section"), "{e}");
 }

@@ -110,19 +110,46 @@ fn section_kind(section: &RawSection) -> Result<SectionKind, ConfigError> {
     if section.multi_index.is_some() {
         return Ok(SectionKind::ExtraQueue);
     }
-    sections::classify(&section.name).ok_or_else(|| {
-        let close = options::suggest(
-            &section.name,
-            ["phantom", "autostop", "rcassert", "console", "tank", "core"],
-        );
-        let hint = close.map_or(String::new(), |c| format!("did you mean [{c}]? "));
-        ConfigError::new(format!(
-            "unrecognized section ({hint}tank knows: {})",
-            sections::KNOWN
-        ))
+    if let Some(kind) = sections::classify(&section.name) {
+        return Ok(kind);
+    }
+    if let Some(kind) = kind_from_package(section)? {
+        return Ok(kind);
+    }
+    let close = options::suggest(
+        &section.name,
+        ["phantom", "autostop", "rcassert", "console", "tank", "core"],
+    );
+    let hint = close.map_or(String::new(), |c| format!("did you mean [{c}]? "));
+    let message = format!(
+        "unrecognized section ({hint}tank knows: {})",
+        sections::KNOWN
+    );
+    Err(ConfigError::new(message)
         .at(section.place)
-        .in_section(&section.name)
-    })
+        .in_section(&section.name))
+}
+
+/// A yandex-tank 2 section with a custom name is identified by its `package`
+/// (`yandextank.plugins.DataUploader`): other plugins' sections are ignored;
+/// the plugins tank runs itself must use their own section names.
+fn kind_from_package(section: &RawSection) -> Result<Option<SectionKind>, ConfigError> {
+    let Some(entry) = section.get("package") else {
+        return Ok(None);
+    };
+    let RawValue::Str(package) = &entry.value else {
+        return Ok(None);
+    };
+    let plugin = package.rsplit('.').next().unwrap_or_default();
+    let own_name = match plugin {
+        "Phantom" => "phantom (extra queues go in phantom.multi)",
+        "Autostop" => "autostop",
+        "RCAssert" => "rcassert",
+        "Console" => "console",
+        _ => return Ok(Some(SectionKind::Ignored)),
+    };
+    let message = format!("tank reads the {plugin} plugin only from the section named {own_name}");
+    Err(entry_error(&section.name, entry, message))
 }
 
 /// Every key of `section` must be known for its kind and hold a value of its type.
