@@ -1,1 +1,1 @@
-
+mod differential;
