@@ -20,8 +20,8 @@ is missing, or None and not nullable, gets its default). The validator itself is
 tank follows the stepper, which accepts more (fractional durations, for one).
 
 SECTION picks the queue: `phantom` is the main one; extra queues are named by their INI /
-TOML section (`phantom-1`), by `multi[i]` / `phantom.multi[i]`, or by a multi entry's
-`name`. An extra queue is `dict(main, **entry)`, as `PhantomConfig.multi` builds it.
+TOML section (`phantom-1`), by `phantom-multi-<i>` (tank's name for YAML `multi` entries),
+`multi[i]` / `phantom.multi[i]`, or by a multi entry's `name`. An extra queue is `dict(main, **entry)`, as `PhantomConfig.multi` builds it.
 
 The stepper arguments are then prepared as `StepperWrapper.read_config` and
 `__make_stpd_file` prepare them, and `Stepper(...).write(f)` writes OUT. The working
@@ -165,11 +165,11 @@ def select_queue(main, extra_names, name):
     if name == 'phantom':
         return main
     index = None
-    m = re.fullmatch(r'(?:phantom\.)?multi\[(\d+)\]', name)
-    if m:
-        index = int(m.group(1))
-    elif name.lower() in extra_names:
+    m = re.fullmatch(r'(?:phantom\.)?multi\[(\d+)\]|phantom-multi-(\d+)', name)
+    if name.lower() in extra_names:
         index = extra_names.index(name.lower())
+    elif m:
+        index = int(m.group(1) or m.group(2))
     else:
         for i, entry in enumerate(multi):
             if isinstance(entry, dict) and entry.get('name') == name:
