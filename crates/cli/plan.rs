@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use tank_config::{AmmoSource, LoadProfile, Override, QueueConfig, TestConfig};
-use tank_plan::schedule::RpsStep;
+use tank_plan::schedule::{self, RpsStep};
 use tank_plan::{stpd, Plan, Schedule, Summary};
 
 const STPD_BUFFER: usize = 1 << 20;
@@ -34,6 +34,15 @@ pub fn run(
     let mut report = String::new();
     for queue in queues {
         let context = || format!("{} [{}]", config_path.display(), queue.name);
+        if let LoadProfile::Rps(text) | LoadProfile::Instances(text) = &queue.load_profile {
+            if schedule::is_blank(text) {
+                eprintln!(
+                    "tank: warning: {}: the schedule is empty; as yandex-tank does, every shot is due at 0 \
+                     and the ammo is read once",
+                    context()
+                );
+            }
+        }
         let summary = plan_queue(queue, stpd_out).with_context(context)?;
         describe(&mut report, queue, &summary, stpd_out);
     }
@@ -142,8 +151,9 @@ fn describe(
         None => {}
     }
     let source = match &queue.ammo {
-        AmmoSource::File { path, .. } => path.display().to_string(),
-        AmmoSource::Uris(uris) => format!("{} uris", uris.len()),
+        Some(AmmoSource::File { path, .. }) => path.display().to_string(),
+        Some(AmmoSource::Uris(uris)) => format!("{} uris", uris.len()),
+        None => "in the stpd file".to_string(),
     };
     let _ = writeln!(
         report,

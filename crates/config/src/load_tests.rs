@@ -43,10 +43,10 @@ fn minimal_ini_gets_the_schema_defaults() {
             address: "127.0.0.1:8080".into(),
             port: None,
             load_profile: LoadProfile::Rps("const(1,1s)".into()),
-            ammo: AmmoSource::File {
+            ammo: Some(AmmoSource::File {
                 path: "ammo.txt".into(),
                 ammo_type: AmmoType::Phantom
-            },
+            }),
             headers: vec![],
             header_http: "1.0".into(),
             autocases: Autocases::Off,
@@ -98,7 +98,10 @@ fn ini_values_are_converted_as_yandex_tank_converts_them() {
         LoadProfile::Rps("line(1,10,10s)\nconst(10,5s)".into())
     );
     assert_eq!(q.headers, ["Host: x", "Accept: */*", "Y: z"]);
-    assert_eq!(q.ammo, AmmoSource::Uris(vec!["/a".into(), "/b".into()]));
+    assert_eq!(
+        q.ammo,
+        Some(AmmoSource::Uris(vec!["/a".into(), "/b".into()]))
+    );
     assert_eq!(
         (q.loop_count, q.instances, q.ssl, q.enum_ammo),
         (10, 5, true, true)
@@ -221,7 +224,7 @@ fn exactly_one_of_uris_and_ammofile() {
     let e = ini_err(&format!("{MINIMAL}uris = /a\n"));
     assert!(e.message().ends_with("(found: both)"), "{e}");
     let c = ini("[phantom]\naddress = h\nrps_schedule = const(1,1s)\nuris = /a\nammofile =\n");
-    assert_eq!(c.queues[0].ammo, AmmoSource::Uris(vec!["/a".into()]));
+    assert_eq!(c.queues[0].ammo, Some(AmmoSource::Uris(vec!["/a".into()])));
 }
 
 #[test]
@@ -230,8 +233,16 @@ fn missing_address_or_profile_are_errors() {
     assert!(e.message().contains("`address` is required"), "{e}");
     let e = ini_err("[phantom]\naddress = h\nuris = /\n");
     assert!(e.message().starts_with("no load profile"), "{e}");
-    let e = ini_err("[phantom]\naddress = h\nuris = /\nrps_schedule =\n");
+    let e = ini_err("[phantom]\naddress = h\nuris = /\nstpd_file =\n");
     assert!(e.message().starts_with("empty schedule"), "{e}");
+}
+
+#[test]
+fn blank_rps_schedule_is_kept_for_the_stepper_and_stpd_file_needs_no_ammo() {
+    let c = ini("[phantom]\naddress = h\nuris = /\nrps_schedule =\n");
+    assert_eq!(c.queues[0].load_profile, LoadProfile::Rps(String::new()));
+    let c = ini("[phantom]\naddress = h\nstpd_file = a.stpd\n");
+    assert_eq!(c.queues[0].ammo, None);
 }
 
 #[test]
@@ -244,10 +255,10 @@ fn typed_options_are_read() {
     let q = &c.queues[0];
     assert_eq!(
         q.ammo,
-        AmmoSource::File {
+        Some(AmmoSource::File {
             path: "ammo.txt".into(),
             ammo_type: AmmoType::UriPost
-        }
+        })
     );
     assert_eq!(q.port, Some(8081));
     assert_eq!(q.autocases, Autocases::Depth(2));
@@ -376,7 +387,7 @@ fn extra_queues_inherit_main_options_shallowly_in_file_order() {
         one.load_profile,
         LoadProfile::Instances("line(1,5,5s)".into())
     );
-    assert_eq!(one.ammo, AmmoSource::Uris(vec!["/x".into()]));
+    assert_eq!(one.ammo, Some(AmmoSource::Uris(vec!["/x".into()])));
 }
 
 #[test]
@@ -566,7 +577,7 @@ fn yaml_native_and_string_scalars_mean_the_same() {
 fn toml_float_header_http_keeps_a_fraction() {
     let t = toml("[phantom]\naddress = \"h\"\nuris = \"/a\"\nrps_schedule = \"const(1,1s)\"\nheader_http = 1.0\n");
     assert_eq!(t.queues[0].header_http, "1.0");
-    assert_eq!(t.queues[0].ammo, AmmoSource::Uris(vec!["/a".into()]));
+    assert_eq!(t.queues[0].ammo, Some(AmmoSource::Uris(vec!["/a".into()])));
 }
 
 #[test]

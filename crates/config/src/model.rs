@@ -48,8 +48,9 @@ pub struct QueueConfig {
     pub port: Option<u16>,
     /// `rps_schedule` / `instances_schedule` / `stpd_file` (YAML `load_profile`).
     pub load_profile: LoadProfile,
-    /// `ammofile` (+ `ammo_type`) or `uris`: exactly one of them.
-    pub ammo: AmmoSource,
+    /// `ammofile` (+ `ammo_type`) or `uris`: exactly one of them. `None` only
+    /// for a `stpd_file` queue that names neither (its stpd holds the requests).
+    pub ammo: Option<AmmoSource>,
     /// `headers`: each item as `Name: value`, with `[` / `]` stripped from both ends.
     pub headers: Vec<String>,
     /// `header_http`: the HTTP version written in built requests (default `1.0`).

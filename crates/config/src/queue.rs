@@ -127,12 +127,18 @@ pub(crate) fn build(q: &Layered<'_>) -> Result<QueueConfig, ConfigError> {
     }
     let instances = q.get("instances", convert::integer)?.unwrap_or(1000);
     let instances = positive_u32(q, "instances", instances)?;
+    let load_profile = load_profile(q)?;
+    let ammo = match load_profile {
+        // A ready stpd file carries its own requests: an ammo source is optional and unused.
+        LoadProfile::StpdFile(_) => ammo(q).ok(),
+        _ => Some(ammo(q)?),
+    };
     Ok(QueueConfig {
         name: q.name.to_owned(),
         address,
         port: q.parsed("port", None, port)?,
-        load_profile: load_profile(q)?,
-        ammo: ammo(q)?,
+        load_profile,
+        ammo,
         headers: q.get("headers", convert::headers)?.unwrap_or_default(),
         header_http: q
             .get("header_http", convert::string)?
@@ -328,7 +334,7 @@ fn ammo(q: &Layered<'_>) -> Result<AmmoSource, ConfigError> {
 fn load_profile(q: &Layered<'_>) -> Result<LoadProfile, ConfigError> {
     for key in SCHEDULE_KEYS {
         if let Some((section, entry)) = q.entry(key) {
-            let schedule = schedule_text(section, entry)?;
+            let schedule = schedule_text(section, entry, *key != "stpd_file")?;
             return Ok(match *key {
                 "rps_schedule" => LoadProfile::Rps(schedule),
                 "instances_schedule" => LoadProfile::Instances(schedule),
@@ -349,10 +355,10 @@ fn load_profile(q: &Layered<'_>) -> Result<LoadProfile, ConfigError> {
         };
         return Err(q.error(message));
     };
-    let schedule = schedule_text(section, entry)?;
     let load_type = convert::string(&type_entry.value)
         .map_err(|m| entry_error(type_section, type_entry, m))?
         .unwrap_or_default();
+    let schedule = schedule_text(section, entry, load_type != "stpd_file")?;
     match load_type.as_str() {
         "rps" => Ok(LoadProfile::Rps(schedule)),
         "instances" => Ok(LoadProfile::Instances(schedule)),
@@ -365,9 +371,12 @@ fn load_profile(q: &Layered<'_>) -> Result<LoadProfile, ConfigError> {
     }
 }
 
-fn schedule_text(section: &str, entry: &RawEntry) -> Result<String, ConfigError> {
+/// The schedule string. A blank schedule is allowed where `blank_ok` (rps and
+/// instances: the reference stepper then fires every shot at 0, and the plan
+/// warns); a blank stpd path is an error.
+fn schedule_text(section: &str, entry: &RawEntry, blank_ok: bool) -> Result<String, ConfigError> {
     match &entry.value {
-        RawValue::Str(s) if !s.trim().is_empty() => Ok(s.clone()),
+        RawValue::Str(s) if blank_ok || !s.trim().is_empty() => Ok(s.clone()),
         RawValue::Str(_) | RawValue::Null => Err(entry_error(
             section,
             entry,

@@ -35,7 +35,7 @@ fn example_ammo_paths_exist_relative_to_the_repository_root() {
             continue;
         };
         for queue in &config.queues {
-            if let AmmoSource::File { path: ammo, .. } = &queue.ammo {
+            if let Some(AmmoSource::File { path: ammo, .. }) = &queue.ammo {
                 assert!(
                     root.join(ammo).is_file(),
                     "{}: {}",

@@ -3,7 +3,7 @@
 
 use tank_config::{LoadProfile, QueueConfig};
 
-use crate::error::Result;
+use crate::error::{PlanError, Result};
 use crate::schedule::Schedule;
 use crate::stepper::{ShotRef, Stepper};
 use crate::stpd::StpdReader;
@@ -24,7 +24,14 @@ impl Plan {
             LoadProfile::Instances(text) => Schedule::instances(text)?,
             LoadProfile::StpdFile(path) => return Ok(Plan::Stpd(StpdReader::open(path)?)),
         };
-        Ok(Plan::Stepped(Box::new(Stepper::new(queue, schedule)?)))
+        let ammo = queue.ammo.as_ref().ok_or_else(|| {
+            PlanError::Config(
+                "no ammo: expected `ammofile` or `uris` (only `stpd_file` needs neither)".into(),
+            )
+        })?;
+        Ok(Plan::Stepped(Box::new(Stepper::new(
+            queue, schedule, ammo,
+        )?)))
     }
 
     /// The schedule, when the plan is stepped.

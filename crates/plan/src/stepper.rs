@@ -54,8 +54,8 @@ pub struct Stepper {
 }
 
 impl Stepper {
-    /// Plan `queue` with `schedule` (an rps or instances schedule).
-    pub fn new(queue: &QueueConfig, schedule: Schedule) -> Result<Self> {
+    /// Plan `queue` with `schedule` (an rps or instances schedule) over `ammo`.
+    pub fn new(queue: &QueueConfig, schedule: Schedule, ammo: &AmmoSource) -> Result<Self> {
         let rps = matches!(schedule, Schedule::Rps(_));
         let mut loop_limit = (queue.loop_count != -1).then_some(queue.loop_count);
         let user_limit = (queue.ammo_limit != -1).then_some(queue.ammo_limit);
@@ -63,20 +63,21 @@ impl Stepper {
             // An instances schedule has no end of its own: one pass over the ammo.
             loop_limit = Some(1);
         }
-        let mut limit = match user_limit {
-            None | Some(0) => Limit::None,
-            Some(m) if m > 0 => Limit::Exact(m as u64),
-            Some(m) => {
+        let loops_end = loop_limit.is_some_and(|l| l != 0);
+        let limit = match (ammo, loop_limit.filter(|l| *l != 0), user_limit) {
+            // With `uris` and a loop limit the reference replaces any ammo_limit by len × loop.
+            (AmmoSource::Uris(uris), Some(loops), _) => {
+                Limit::Over((uris.len() as i64).saturating_mul(loops))
+            }
+            (_, _, None) => Limit::None,
+            (_, _, Some(m)) if m > 0 => Limit::Exact(m as u64),
+            // The reference fails on 0 too (a division by zero, or "Ammo limit should be specified").
+            (_, _, Some(m)) => {
                 return Err(PlanError::Config(format!(
                     "ammo_limit = {m}: expected a positive number of shots, or -1 for no limit"
                 )))
             }
         };
-        let loops_end = loop_limit.is_some_and(|l| l != 0);
-        if let (AmmoSource::Uris(uris), Some(loops)) = (&queue.ammo, loop_limit.filter(|l| *l != 0))
-        {
-            limit = Limit::Over((uris.len() as i64).saturating_mul(loops));
-        }
         if !rps && limit == Limit::None && !loops_end {
             return Err(PlanError::Config(
                 "an instances_schedule has no end of its own, and neither `loop` nor `ammo_limit` ends the ammo: \
@@ -86,7 +87,7 @@ impl Stepper {
         }
         Ok(Stepper {
             schedule,
-            reader: AmmoReader::open(queue)?,
+            reader: AmmoReader::open(queue, ammo)?,
             slot: Slot::default(),
             marker: Marker::new(queue.autocases, queue.enum_ammo),
             chosen: queue.chosen_cases.clone(),

@@ -65,9 +65,9 @@ pub enum AmmoReader {
 impl AmmoReader {
     /// Open the queue's ammo source. `ammo_type = phantom` files whose first
     /// line does not start with a digit are read as uri ammo, as the reference does.
-    pub fn open(queue: &QueueConfig) -> Result<Self> {
+    pub fn open(queue: &QueueConfig, source: &AmmoSource) -> Result<Self> {
         let http_ver = queue.header_http.as_str();
-        let (path, ammo_type) = match &queue.ammo {
+        let (path, ammo_type) = match source {
             AmmoSource::Uris(uris) => {
                 return Ok(AmmoReader::Uris(uris::UrisReader::new(
                     uris,

@@ -46,20 +46,22 @@ pub enum Schedule {
 }
 
 impl Schedule {
-    /// Parse an `rps_schedule` string.
+    /// Parse an `rps_schedule` string. A blank one is, as in the reference
+    /// stepper, an instances schedule with no steps: every shot is due at 0 and
+    /// the ammo is read once (see [`is_blank`]).
     pub fn rps(text: &str) -> Result<Self> {
-        Ok(Schedule::Rps(RpsSchedule::parse(&non_empty(
-            "rps_schedule",
-            text,
-        )?)?))
+        let steps = split_steps(text);
+        if steps.is_empty() {
+            return Ok(Schedule::Instances(InstancesSchedule::default()));
+        }
+        Ok(Schedule::Rps(RpsSchedule::parse(&steps)?))
     }
 
-    /// Parse an `instances_schedule` string.
+    /// Parse an `instances_schedule` string (blank: no starts, every shot due at 0).
     pub fn instances(text: &str) -> Result<Self> {
-        Ok(Schedule::Instances(InstancesSchedule::parse(&non_empty(
-            "instances_schedule",
-            text,
-        )?)?))
+        Ok(Schedule::Instances(InstancesSchedule::parse(
+            &split_steps(text),
+        )?))
     }
 
     /// Due time of shot `i`, ms from the start; `None` once an rps schedule has ended.
@@ -92,14 +94,10 @@ impl Schedule {
     }
 }
 
-fn non_empty(key: &'static str, text: &str) -> Result<Vec<String>> {
-    let steps = split_steps(text);
-    if steps.is_empty() {
-        return Err(PlanError::Config(format!(
-            "{key} is empty: expected steps such as `line(1, 100, 1m) const(100, 5m)`"
-        )));
-    }
-    Ok(steps)
+/// Whether a schedule string has no steps at all (the reference then fires
+/// every shot at 0 and reads the ammo once; callers should warn about it).
+pub fn is_blank(text: &str) -> bool {
+    split_steps(text).is_empty()
 }
 
 #[cfg(test)]
@@ -124,7 +122,11 @@ mod tests {
     fn a_step_needs_exactly_one_paren() {
         assert!(Schedule::rps("const 5").is_err());
         assert!(Schedule::rps("const((5,1s)").is_err());
-        assert!(Schedule::rps("").is_err());
+        assert_eq!(
+            Schedule::rps(" \n").unwrap(),
+            Schedule::Instances(InstancesSchedule::default())
+        );
+        assert!(is_blank(" \n "));
     }
 
     proptest! {
