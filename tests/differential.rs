@@ -543,7 +543,10 @@ fn compare(want: &[u8], got: &[u8], what: &str) -> Result<(), String> {
     let place = if at >= want.len() {
         format!("where the {what} ends")
     } else {
-        format!("in record {} of the {what}", starts.iter().rposition(|&s| s <= at).unwrap_or(0))
+        format!(
+            "in record {} of the {what}",
+            starts.iter().rposition(|&s| s <= at).unwrap_or(0)
+        )
     };
     let mut msg = format!(
         "first difference at byte {at} ({place}); {what} has {} bytes / {} records, tank {} bytes / {} records",
