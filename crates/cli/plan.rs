@@ -84,18 +84,18 @@ struct QueueSummary {
 
 fn plan_queue(queue: &QueueConfig, stpd_out: Option<&Path>) -> Result<QueueSummary> {
     let mut plan = Plan::new(queue)?;
-    let mut out: Option<Box<dyn Write>> = match stpd_out {
+    // The buffer sits outside the box: per-record writes are static calls into
+    // it, and only a full buffer crosses the dynamic boundary.
+    let sink: Option<Box<dyn Write>> = match stpd_out {
         None => None,
-        Some(path) if path == Path::new("-") => Some(Box::new(BufWriter::with_capacity(
-            STPD_BUFFER,
-            io::stdout().lock(),
-        ))),
+        Some(path) if path == Path::new("-") => Some(Box::new(io::stdout().lock())),
         Some(path) => {
             let file =
                 File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-            Some(Box::new(BufWriter::with_capacity(STPD_BUFFER, file)))
+            Some(Box::new(file))
         }
     };
+    let mut out = sink.map(|sink| BufWriter::with_capacity(STPD_BUFFER, sink));
     let mut totals = Summary::default();
     while let Some(shot) = plan.next_shot()? {
         if let Some(out) = out.as_mut() {
@@ -189,7 +189,7 @@ fn describe(
             )
         })
         .collect();
-    let distinct = totals.tags.len();
+    let distinct = totals.distinct_tags();
     if distinct > 10 || totals.other_tags > 0 {
         tags.push(format!(
             "… {} distinct",

@@ -5,6 +5,10 @@
 /// Python would raise `ValueError`, or when the value does not fit in an `i64`
 /// (Python would fail later, reading or allocating that many bytes).
 pub fn py_int(text: &[u8]) -> Option<i64> {
+    // Fast path: plain digits that surely fit (the usual chunk size).
+    if !text.is_empty() && text.len() <= 18 && text.iter().all(u8::is_ascii_digit) {
+        return Some(text.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')));
+    }
     let text = text.trim_ascii();
     let (negative, digits) = match text.first()? {
         b'-' => (true, &text[1..]),

@@ -48,8 +48,9 @@ pub struct Stepper {
     loop_limit: Option<i64>,
     first_pass_checked: bool,
     last_accept_pass: Option<u64>,
-    tag: Vec<u8>,
     seq: u64,
+    /// The schedule step of the previous shot (shots are looked up in order).
+    step_hint: usize,
     stopped: bool,
 }
 
@@ -99,8 +100,8 @@ impl Stepper {
             loop_limit,
             first_pass_checked: false,
             last_accept_pass: None,
-            tag: Vec::new(),
             seq: 0,
+            step_hint: 0,
             stopped: false,
         })
     }
@@ -130,13 +131,17 @@ impl Stepper {
                 self.stopped = true;
                 // The reference reads (and writes) one shot more before it stops; read it
                 // too, so that a malformed chunk right there fails here as it does there.
-                if self.schedule.offset_ms(self.seq).is_some() {
+                if self
+                    .schedule
+                    .offset_ms_near(self.seq, &mut self.step_hint)
+                    .is_some()
+                {
                     self.pull()?;
                 }
                 return Ok(None);
             }
         }
-        let Some(due_ms) = self.schedule.offset_ms(self.seq) else {
+        let Some(due_ms) = self.schedule.offset_ms_near(self.seq, &mut self.step_hint) else {
             self.stopped = true;
             return Ok(None);
         };
@@ -156,7 +161,7 @@ impl Stepper {
         Ok(Some(ShotRef {
             seq,
             due_ms,
-            marker: &self.tag,
+            marker: self.slot.marker(),
             missile: &self.slot.missile,
         }))
     }
@@ -174,24 +179,22 @@ impl Stepper {
         }
     }
 
-    /// Read missiles until one passes `chosen_cases`; its marker goes to `self.tag`.
+    /// Read missiles until one passes `chosen_cases`, with its marker in the slot.
     fn pull(&mut self) -> Result<bool> {
         loop {
             if !self.reader.advance(&mut self.state, &mut self.slot)? {
                 return Ok(false);
             }
-            match self.slot.tag() {
-                Some(tag) => {
-                    self.tag.clear();
-                    self.tag.extend_from_slice(tag);
-                }
-                None => self
-                    .marker
-                    .mark(&self.slot.missile, &mut self.tag)
-                    .map_err(PlanError::Config)?,
-            }
+            self.slot
+                .mark_untagged(&mut self.marker)
+                .map_err(PlanError::Config)?;
             let done = self.state.passes.done();
-            if self.chosen.is_empty() || self.chosen.contains(&self.tag) {
+            if self.chosen.is_empty()
+                || self
+                    .chosen
+                    .iter()
+                    .any(|c| c.as_slice() == self.slot.marker())
+            {
                 self.last_accept_pass = Some(done);
                 return Ok(true);
             }

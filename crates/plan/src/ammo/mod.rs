@@ -20,6 +20,7 @@ use std::path::Path;
 use tank_config::{AmmoSource, AmmoType, QueueConfig};
 
 use crate::error::{PlanError, Result};
+use crate::marker::Marker;
 pub use passes::{Passes, ReadState};
 pub(crate) use pybytes::show;
 use source::AmmoFile;
@@ -34,9 +35,17 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// The tag written in the ammo file, if any.
-    pub fn tag(&self) -> Option<&[u8]> {
-        self.has_tag.then_some(self.tag.as_slice())
+    /// The marker: the file's tag, or what [`Slot::mark_untagged`] computed.
+    pub fn marker(&self) -> &[u8] {
+        &self.tag
+    }
+
+    /// Give an untagged missile its computed marker (a file tag is kept as is).
+    pub fn mark_untagged(&mut self, marker: &mut Marker) -> Result<(), String> {
+        if !self.has_tag {
+            marker.mark(&self.missile, &mut self.tag)?;
+        }
+        Ok(())
     }
 
     fn set_tag(&mut self, tag: Option<&[u8]>) {

@@ -6,7 +6,7 @@
 //! file as one request (the reference's quirk, kept).
 
 use super::passes::ReadState;
-use super::pybytes::{show, split_fields, strip_set};
+use super::pybytes::{is_space, show, strip_set};
 use super::source::AmmoFile;
 use super::Slot;
 use crate::error::{PlanError, Result};
@@ -16,8 +16,8 @@ use crate::pynum::py_int;
 enum State {
     /// Nothing read yet: read the first header.
     Start,
-    /// A header (possibly none, at the end of the file) is in `line`.
-    Header(bool),
+    /// A header was read: its size (its tag is in the slot), or `None` at the end of the file.
+    Header(Option<i64>),
     /// A missile was just returned: read the next header, rewinding at the end.
     AfterMissile,
     Done,
@@ -26,8 +26,6 @@ enum State {
 /// Reader of request-style ammo.
 pub struct PhantomReader {
     file: AmmoFile,
-    line: Vec<u8>,
-    header: (usize, usize),
     state: State,
     yielded: bool,
 }
@@ -37,25 +35,36 @@ impl PhantomReader {
     pub fn new(file: AmmoFile) -> Self {
         PhantomReader {
             file,
-            line: Vec::new(),
-            header: (0, 0),
             state: State::Start,
             yielded: false,
         }
     }
 
-    /// The reference's `read_chunk_header`: the next line that is not empty
-    /// once `\r`/`\n` are stripped from its ends; `false` at the end of the file.
-    fn read_header(&mut self) -> Result<bool> {
-        while self.file.read_line(&mut self.line)? {
-            let stripped = strip_set(&self.line, b"\r\n");
-            if !stripped.is_empty() {
-                let start = stripped.as_ptr() as usize - self.line.as_ptr() as usize;
-                self.header = (start, start + stripped.len());
-                return Ok(true);
+    /// The reference's `read_chunk_header`, parsed: the size of the next chunk
+    /// (its tag goes to `slot`), or `None` at the end of the file.
+    fn read_header(&mut self, slot: &mut Slot) -> Result<Option<i64>> {
+        // Blank lines hold only \r and \n, and those are stripped from a
+        // header's ends anyway: skipping them first gives the same header.
+        self.file.skip_line_breaks()?;
+        let parsed = self.file.with_line(|line| {
+            let header = strip_set(line, b"\r\n");
+            let (size, tag) = two_fields(header);
+            match size.and_then(py_int) {
+                Some(size) => {
+                    slot.set_tag(tag);
+                    Ok(size)
+                }
+                None => Err(format!(
+                    "bad chunk header `{}`: expected `<size> [tag]` with a whole number size",
+                    show(header)
+                )),
             }
+        })?;
+        match parsed {
+            None => Ok(None),
+            Some(Ok(size)) => Ok(Some(size)),
+            Some(Err(message)) => Err(self.error(message)),
         }
-        Ok(false)
     }
 
     /// Start the next pass; `false` when the `loop` limit ends the reading.
@@ -77,52 +86,29 @@ impl PhantomReader {
     /// Advance to the next missile; `false` when reading has ended.
     pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
         loop {
-            let has_header = match self.state {
+            let header = match self.state {
                 State::Done => return Ok(false),
-                State::Start => self.read_header()?,
-                State::Header(has) => has,
-                State::AfterMissile => {
-                    if self.read_header()? {
-                        true
-                    } else if self.next_pass(st)? {
-                        self.read_header()?
-                    } else {
-                        false
-                    }
-                }
+                State::Start => self.read_header(slot)?,
+                State::Header(header) => header,
+                State::AfterMissile => match self.read_header(slot)? {
+                    Some(size) => Some(size),
+                    None if self.next_pass(st)? => self.read_header(slot)?,
+                    None => None,
+                },
             };
-            if !has_header {
+            let Some(size) = header else {
                 self.state = State::Done;
                 return Ok(false);
-            }
-            let (size, tag) = {
-                let header = &self.line[self.header.0..self.header.1];
-                let mut fields = split_fields(header);
-                let size = fields.next().and_then(py_int).ok_or_else(|| {
-                    self.error(format!(
-                        "bad chunk header `{}`: expected `<size> [tag]` with a whole number size",
-                        show(header)
-                    ))
-                })?;
-                let base = self.line.as_ptr() as usize;
-                let tag = fields.next().map(|t| {
-                    (
-                        t.as_ptr() as usize - base,
-                        t.as_ptr() as usize - base + t.len(),
-                    )
-                });
-                (size, tag)
             };
             if size == 0 {
                 // A zero-size chunk ends the pass.
                 self.state = if self.next_pass(st)? {
-                    State::Header(self.read_header()?)
+                    State::Header(self.read_header(slot)?)
                 } else {
                     State::Done
                 };
                 continue;
             }
-            slot.set_tag(tag.map(|(start, end)| &self.line[start..end]));
             if size < 0 {
                 self.file.read_rest(&mut slot.missile)?;
             } else {
@@ -130,9 +116,8 @@ impl PhantomReader {
                 self.file.read_up_to(wanted, &mut slot.missile)?;
                 if (slot.missile.len() as u64) < wanted {
                     return Err(self.error(format!(
-                        "unexpected end of file: read {} bytes instead of {wanted} for the chunk `{}`",
-                        slot.missile.len(),
-                        show(&self.line[self.header.0..self.header.1])
+                        "unexpected end of file: read {} bytes instead of {wanted}",
+                        slot.missile.len()
                     )));
                 }
             }
@@ -140,5 +125,37 @@ impl PhantomReader {
             self.state = State::AfterMissile;
             return Ok(true);
         }
+    }
+}
+
+/// The first two whitespace-separated fields of a chunk header (Python's
+/// `split()[0]` and `[1]`), without building an iterator per shot.
+fn two_fields(header: &[u8]) -> (Option<&[u8]>, Option<&[u8]>) {
+    let field = |from: usize| -> Option<(usize, usize)> {
+        let start = from + header.get(from..)?.iter().position(|b| !is_space(*b))?;
+        let end = header[start..]
+            .iter()
+            .position(|b| is_space(*b))
+            .map_or(header.len(), |n| start + n);
+        Some((start, end))
+    };
+    let Some((a, b)) = field(0) else {
+        return (None, None);
+    };
+    (Some(&header[a..b]), field(b).map(|(c, d)| &header[c..d]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::two_fields;
+
+    #[test]
+    fn two_fields_split_like_python() {
+        assert_eq!(two_fields(b"12"), (Some(&b"12"[..]), None));
+        assert_eq!(
+            two_fields(b" 12 \x0btag  x"),
+            (Some(&b"12"[..]), Some(&b"tag"[..]))
+        );
+        assert_eq!(two_fields(b" \t "), (None, None));
     }
 }

@@ -30,6 +30,8 @@ pub struct AmmoFile {
     path: PathBuf,
     inner: Inner,
     offset: u64,
+    /// Line buffer for [`AmmoFile::with_line`] on streamed files.
+    spare: Vec<u8>,
 }
 
 impl AmmoFile {
@@ -70,6 +72,7 @@ impl AmmoFile {
             path: path.to_path_buf(),
             inner,
             offset: 0,
+            spare: Vec::new(),
         })
     }
 
@@ -83,54 +86,147 @@ impl AmmoFile {
         self.offset
     }
 
-    fn reader(&mut self) -> &mut dyn BufRead {
-        match &mut self.inner {
+    /// The path (for errors) and the reader, borrowed apart.
+    fn parts(&mut self) -> (&Path, &mut dyn BufRead) {
+        let reader: &mut dyn BufRead = match &mut self.inner {
             Inner::Memory(cursor) => cursor,
             Inner::Plain(reader) => reader,
             Inner::Gzip(reader) => reader.as_mut(),
-        }
-    }
-
-    fn io_error(&self, source: io::Error) -> PlanError {
-        PlanError::Io {
-            path: self.path.clone(),
-            source,
-        }
+        };
+        (&self.path, reader)
     }
 
     /// Python `readline()`: replaces `line` with the next line including its
     /// `\n` (none on the last line). Returns `false` at the end of the file.
     pub fn read_line(&mut self, line: &mut Vec<u8>) -> Result<bool> {
         line.clear();
-        let read = self
-            .reader()
-            .read_until(b'\n', line)
-            .map_err(|e| self.io_error(e))?;
+        let read = match &mut self.inner {
+            // In memory: one memchr and one copy, no buffered-reader machinery.
+            Inner::Memory(cursor) => {
+                let rest = remaining(cursor);
+                let len = line_len(rest);
+                line.extend_from_slice(&rest[..len]);
+                cursor.set_position(cursor.position() + len as u64);
+                len
+            }
+            _ => {
+                let (path, reader) = self.parts();
+                reader
+                    .read_until(b'\n', line)
+                    .map_err(|e| io_error(path, e))?
+            }
+        };
         self.offset += read as u64;
         Ok(read > 0)
+    }
+
+    /// Skip any run of `\r` / `\n` bytes. A line made only of them is empty
+    /// once stripped, and stripping a header line removes them from its start
+    /// anyway, so readers looking for the next non-blank header may skip them
+    /// without reading blank lines one by one.
+    pub fn skip_line_breaks(&mut self) -> Result<()> {
+        let skipped = match &mut self.inner {
+            Inner::Memory(cursor) => {
+                let n = remaining(cursor)
+                    .iter()
+                    .take_while(|b| matches!(b, b'\r' | b'\n'))
+                    .count();
+                cursor.set_position(cursor.position() + n as u64);
+                n
+            }
+            _ => {
+                let (path, reader) = self.parts();
+                let mut total = 0;
+                loop {
+                    let chunk = match reader.fill_buf() {
+                        Ok(chunk) => chunk,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(io_error(path, e)),
+                    };
+                    let n = chunk
+                        .iter()
+                        .take_while(|b| matches!(b, b'\r' | b'\n'))
+                        .count();
+                    let more = n == chunk.len() && n > 0;
+                    reader.consume(n);
+                    total += n;
+                    if !more {
+                        break total;
+                    }
+                }
+            }
+        };
+        self.offset += skipped as u64;
+        Ok(())
+    }
+
+    /// Read the next line (with its `\n`) and hand it to `parse` without
+    /// copying it when the file is in memory; `None` at the end of the file.
+    pub fn with_line<R>(&mut self, parse: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        match &mut self.inner {
+            Inner::Memory(cursor) => {
+                let start = usize::try_from(cursor.position()).unwrap_or(usize::MAX);
+                let data: &[u8] = cursor.get_ref();
+                let rest = data.get(start..).unwrap_or_default();
+                if rest.is_empty() {
+                    return Ok(None);
+                }
+                let len = line_len(rest);
+                let result = parse(&rest[..len]);
+                cursor.set_position((start + len) as u64);
+                self.offset += len as u64;
+                Ok(Some(result))
+            }
+            _ => {
+                let mut line = std::mem::take(&mut self.spare);
+                let found = self.read_line(&mut line)?;
+                let result = found.then(|| parse(&line));
+                self.spare = line;
+                Ok(result)
+            }
+        }
     }
 
     /// Python `read(n)`: replaces `out` with up to `n` bytes (fewer only at the end).
     pub fn read_up_to(&mut self, n: u64, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
-        let read = self
-            .reader()
-            .take(n)
-            .read_to_end(out)
-            .map_err(|e| self.io_error(e))?;
+        let read = match &mut self.inner {
+            Inner::Memory(cursor) => {
+                let rest = remaining(cursor);
+                let len = usize::try_from(n).map_or(rest.len(), |n| n.min(rest.len()));
+                out.extend_from_slice(&rest[..len]);
+                cursor.set_position(cursor.position() + len as u64);
+                len
+            }
+            _ => {
+                let mut left = n;
+                let (path, reader) = self.parts();
+                let mut read = 0usize;
+                while left > 0 {
+                    let chunk = match reader.fill_buf() {
+                        Ok(chunk) => chunk,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(io_error(path, e)),
+                    };
+                    if chunk.is_empty() {
+                        break;
+                    }
+                    let take = usize::try_from(left).map_or(chunk.len(), |l| l.min(chunk.len()));
+                    out.extend_from_slice(&chunk[..take]);
+                    reader.consume(take);
+                    left -= take as u64;
+                    read += take;
+                }
+                read
+            }
+        };
         self.offset += read as u64;
         Ok(())
     }
 
     /// Python `read()`: replaces `out` with the rest of the file.
     pub fn read_rest(&mut self, out: &mut Vec<u8>) -> Result<()> {
-        out.clear();
-        let read = self
-            .reader()
-            .read_to_end(out)
-            .map_err(|e| self.io_error(e))?;
-        self.offset += read as u64;
-        Ok(())
+        self.read_up_to(u64::MAX, out)
     }
 
     /// Python `seek(0)`: start the file over.
@@ -153,6 +249,32 @@ impl AmmoFile {
         self.offset = 0;
         Ok(())
     }
+}
+
+/// Length of the first line of `bytes`, with its `\n`. Headers are short:
+/// a plain scan of the first bytes beats setting up a vectorised search.
+fn line_len(bytes: &[u8]) -> usize {
+    let head = &bytes[..bytes.len().min(32)];
+    match head.iter().position(|b| *b == b'\n') {
+        Some(at) => at + 1,
+        None if head.len() == bytes.len() => bytes.len(),
+        None => memchr::memchr(b'\n', &bytes[head.len()..])
+            .map_or(bytes.len(), |at| head.len() + at + 1),
+    }
+}
+
+fn io_error(path: &Path, source: io::Error) -> PlanError {
+    PlanError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The unread part of an in-memory file.
+fn remaining(cursor: &Cursor<Arc<[u8]>>) -> &[u8] {
+    let data: &[u8] = cursor.get_ref();
+    let at = usize::try_from(cursor.position()).map_or(data.len(), |p| p.min(data.len()));
+    &data[at..]
 }
 
 fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {

@@ -66,8 +66,13 @@ impl Schedule {
 
     /// Due time of shot `i`, ms from the start; `None` once an rps schedule has ended.
     pub fn offset_ms(&self, i: u64) -> Option<i64> {
+        self.offset_ms_near(i, &mut 0)
+    }
+
+    /// [`Self::offset_ms`] for in-order walks: `hint` keeps the last step found.
+    pub fn offset_ms_near(&self, i: u64, hint: &mut usize) -> Option<i64> {
         match self {
-            Schedule::Rps(plan) => plan.offset_ms(i),
+            Schedule::Rps(plan) => plan.offset_ms_near(i, hint),
             Schedule::Instances(plan) => Some(plan.offset_ms(i)),
         }
     }

@@ -126,6 +126,8 @@ struct Segment {
     step: RpsStep,
     /// Shots before this step.
     first: u64,
+    /// Shots in this step.
+    len: u64,
     /// Start of this step, ms from the start of the test.
     base_ms: i64,
 }
@@ -158,6 +160,7 @@ impl RpsSchedule {
             segments.push(Segment {
                 step,
                 first,
+                len,
                 base_ms,
             });
             first = first
@@ -196,12 +199,25 @@ impl RpsSchedule {
 
     /// Due time of shot `i` in ms from the start, or `None` past the end.
     pub fn offset_ms(&self, i: u64) -> Option<i64> {
+        self.offset_ms_near(i, &mut 0)
+    }
+
+    /// [`Self::offset_ms`] for callers that walk the shots in order: `hint`
+    /// remembers the step of the previous lookup, so the usual case costs no search.
+    pub fn offset_ms_near(&self, i: u64, hint: &mut usize) -> Option<i64> {
         if i >= self.len {
             return None;
         }
-        // The last segment whose first index is <= i and that has shots.
-        let at = self.segments.partition_point(|s| s.first <= i) - 1;
-        let segment = &self.segments[at];
+        let covers = |at: usize| {
+            self.segments
+                .get(at)
+                .is_some_and(|s| s.first <= i && i - s.first < s.len)
+        };
+        if !covers(*hint) {
+            // The last segment whose first index is <= i (it has shots, since i < len).
+            *hint = self.segments.partition_point(|s| s.first <= i) - 1;
+        }
+        let segment = &self.segments[*hint];
         Some(
             segment
                 .base_ms

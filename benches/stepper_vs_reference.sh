@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Side by side: `tank plan --stpd` vs yandex-tank 2.0.11's stepper on the same
+# 1,000,000-shot plan, in the same run on the same machine. Prints wall time,
+# CPU time and peak RSS of each, the speed ratio, and checks that both wrote
+# the same bytes.
+#
+#   benches/stepper_vs_reference.sh [SHOTS]      (default 1000000)
+#
+# Needs the reference venv (scripts/reference-venv.sh makes it) and /usr/bin/time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+shots=${1:-1000000}
+python=$(scripts/reference-venv.sh)
+cargo build --release --quiet
+tank=$PWD/target/release/tank
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# 1000 request-style chunks with tags, looped as needed.
+"$python" - "$work/ammo.txt" <<'PY'
+import sys
+with open(sys.argv[1], 'wb') as f:
+    for i in range(1000):
+        req = b"GET /api/v1/items/%d?fields=all HTTP/1.1\r\nHost: example.org\r\nUser-Agent: tank\r\n\r\n" % i
+        f.write(b"%d tag%d\n%s\n" % (len(req), i % 7, req))
+PY
+seconds=$(( shots / 10000 ))
+cat > "$work/load.ini" <<INI
+[phantom]
+address = 127.0.0.1:8080
+rps_schedule = line(1, 10000, ${seconds}s) const(10000, ${seconds}s)
+ammofile = ammo.txt
+INI
+# line(1,10000,T) gives ~5000·T shots and const gives 10000·T: cap at exactly $shots.
+echo "ammo_limit = $shots" >> "$work/load.ini"
+
+measure() { # name, command...
+    local name=$1; shift
+    /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" "$@" > /dev/null 2> "$work/$name.err" || {
+        echo "$name failed:"; cat "$work/$name.err"; exit 1; }
+    read -r wall user sys rss_kb < "$work/$name.time"
+    printf '| %-22s | %8.2f | %8.2f | %9d |\n' "$name" "$wall" "$(echo "$user + $sys" | bc)" "$((rss_kb / 1024))"
+    eval "${name//[^a-z]/_}_wall=$wall"
+}
+
+cd "$work"
+echo "plan: $shots shots, $(grep rps_schedule load.ini | cut -d= -f2-)"
+echo
+echo '| tool                   | wall, s  | CPU, s   | RSS, MiB  |'
+echo '|------------------------|----------|----------|-----------|'
+measure tank "$tank" plan -c load.ini --stpd tank.stpd
+# The reference writes M + 1 records for ammo_limit = M (tank departs: exactly M);
+# give it M - 1 so that both write M.
+sed -i "s/^ammo_limit = .*/ammo_limit = $((shots - 1))/" load.ini
+measure yandex_tank_stepper "$python" "$OLDPWD/tests/reference/ref_stepper.py" load.ini phantom ref.stpd
+echo
+ratio=$(echo "scale=1; $yandex_tank_stepper_wall / $tank_wall" | bc)
+echo "tank is ${ratio}x faster (wall time), $(stat -c %s tank.stpd) bytes of stpd"
+if cmp -s tank.stpd ref.stpd; then echo "outputs: identical"; else echo "outputs: DIFFER"; cmp tank.stpd ref.stpd | head -1; exit 1; fi
