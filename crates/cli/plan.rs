@@ -3,15 +3,14 @@
 
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use tank_config::{AmmoSource, LoadProfile, Override, QueueConfig, TestConfig};
 use tank_plan::schedule::{self, RpsStep};
+use tank_plan::writer::OffThreadWriter;
 use tank_plan::{stpd, Plan, Schedule, Summary};
-
-const STPD_BUFFER: usize = 1 << 20;
 
 /// Run `tank plan`.
 pub fn run(
@@ -84,28 +83,26 @@ struct QueueSummary {
 
 fn plan_queue(queue: &QueueConfig, stpd_out: Option<&Path>) -> Result<QueueSummary> {
     let mut plan = Plan::new(queue)?;
-    // The buffer sits outside the box: per-record writes are static calls into
-    // it, and only a full buffer crosses the dynamic boundary.
-    let sink: Option<Box<dyn Write>> = match stpd_out {
+    // Disk writes happen on their own thread, overlapping the planning.
+    let mut out = match stpd_out {
         None => None,
-        Some(path) if path == Path::new("-") => Some(Box::new(io::stdout().lock())),
+        Some(path) if path == Path::new("-") => Some(OffThreadWriter::new(io::stdout())),
         Some(path) => {
             let file =
                 File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-            Some(Box::new(file))
+            Some(OffThreadWriter::new(file))
         }
     };
-    let mut out = sink.map(|sink| BufWriter::with_capacity(STPD_BUFFER, sink));
     let mut totals = Summary::default();
     while let Some(shot) = plan.next_shot()? {
         if let Some(out) = out.as_mut() {
-            stpd::write_record(out, shot.due_ms, shot.marker, shot.missile)
-                .context("writing the stpd")?;
+            stpd::push_record(out.buffer(), shot.due_ms, shot.marker, shot.missile);
+            out.commit().context("writing the stpd")?;
         }
         totals.observe(&shot);
     }
     if let Some(mut out) = out {
-        out.flush().context("writing the stpd")?;
+        out.finish().context("writing the stpd")?;
     }
     Ok(QueueSummary {
         totals,

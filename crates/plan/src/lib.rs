@@ -18,6 +18,7 @@ pub mod schedule;
 pub mod stepper;
 pub mod stpd;
 pub mod summary;
+pub mod writer;
 
 pub use error::{PlanError, Result};
 pub use plan::Plan;

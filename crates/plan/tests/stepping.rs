@@ -52,7 +52,7 @@ fn stpd_of(queue: &QueueConfig) -> Vec<u8> {
     let mut plan = Plan::new(queue).expect("plan");
     let mut out = Vec::new();
     while let Some(shot) = plan.next_shot().expect("shot") {
-        stpd::write_record(&mut out, shot.due_ms, shot.marker, shot.missile).expect("write");
+        stpd::push_record(&mut out, shot.due_ms, shot.marker, shot.missile);
     }
     out
 }

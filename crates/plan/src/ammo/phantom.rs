@@ -47,6 +47,10 @@ impl PhantomReader {
         // header's ends anyway: skipping them first gives the same header.
         self.file.skip_line_breaks()?;
         let parsed = self.file.with_line(|line| {
+            if let Some((size, tag)) = quick_header(line) {
+                slot.set_tag(tag);
+                return Ok(size);
+            }
             let header = strip_set(line, b"\r\n");
             let (size, tag) = two_fields(header);
             match size.and_then(py_int) {
@@ -128,6 +132,50 @@ impl PhantomReader {
     }
 }
 
+/// The usual header, `<digits>[ <tag>[ …]]` ending in `\n` or `\r\n`, in one
+/// scan. Anything less plain (a sign, `_`, tabs, a bare `\r`, a missing `\n`)
+/// returns `None`, and the general Python-rules path decides.
+fn quick_header(line: &[u8]) -> Option<(i64, Option<&[u8]>)> {
+    let mut size: i64 = 0;
+    let mut at = 0;
+    while let Some(&digit @ b'0'..=b'9') = line.get(at) {
+        if at == 18 {
+            return None;
+        }
+        size = size * 10 + i64::from(digit - b'0');
+        at += 1;
+    }
+    if at == 0 {
+        return None;
+    }
+    let end = match line.last() {
+        Some(b'\n') if line.len() >= 2 && line[line.len() - 2] == b'\r' => line.len() - 2,
+        Some(b'\n') => line.len() - 1,
+        _ => return None,
+    };
+    let rest = &line[at..end];
+    if rest.is_empty() {
+        return Some((size, None));
+    }
+    let tag = rest.strip_prefix(b" ")?;
+    // The tag runs to the next space; any other whitespace in it needs Python's rules.
+    let mut tag_end = tag.len();
+    for (i, &byte) in tag.iter().enumerate() {
+        if byte == b' ' {
+            tag_end = i;
+            break;
+        }
+        if is_space(byte) {
+            return None;
+        }
+    }
+    let tag = &tag[..tag_end];
+    if tag.is_empty() {
+        return None;
+    }
+    Some((size, Some(tag)))
+}
+
 /// The first two whitespace-separated fields of a chunk header (Python's
 /// `split()[0]` and `[1]`), without building an iterator per shot.
 fn two_fields(header: &[u8]) -> (Option<&[u8]>, Option<&[u8]>) {
@@ -147,7 +195,45 @@ fn two_fields(header: &[u8]) -> (Option<&[u8]>, Option<&[u8]>) {
 
 #[cfg(test)]
 mod tests {
-    use super::two_fields;
+    use super::{quick_header, two_fields};
+    use crate::ammo::pybytes::strip_set;
+    use crate::pynum::py_int;
+
+    #[test]
+    fn quick_header_takes_only_plain_headers() {
+        assert_eq!(quick_header(b"123 tag\n"), Some((123, Some(&b"tag"[..]))));
+        assert_eq!(quick_header(b"5\r\n"), Some((5, None)));
+        assert_eq!(quick_header(b"5 a b c\n"), Some((5, Some(&b"a"[..]))));
+        for unusual in [
+            &b"5 tag"[..],
+            b"+5\n",
+            b"1_0\n",
+            b"5\ttag\n",
+            b"5  tag\n",
+            b"5 \n",
+            b"5 a\rb\n",
+            b"x\n",
+        ] {
+            assert_eq!(
+                quick_header(unusual),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(unusual)
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn quick_header_agrees_with_the_general_rules(line in "[0-9]{0,4}[ \t_+a-z\r]{0,3}[a-z]{0,3}[ \r]{0,2}\n?") {
+            if let Some((size, tag)) = quick_header(line.as_bytes()) {
+                let header = strip_set(line.as_bytes(), b"\r\n");
+                let (general_size, general_tag) = two_fields(header);
+                proptest::prop_assert_eq!(Some(size), general_size.and_then(py_int));
+                proptest::prop_assert_eq!(tag, general_tag);
+            }
+        }
+    }
 
     #[test]
     fn two_fields_split_like_python() {
