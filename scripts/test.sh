@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# tank's test command: the one the README gives a newcomer, and the one CI runs.
+#
+# Checks formatting and lints, then runs every test of the workspace, including
+# the differential test against yandex-tank 2.0.11's stepper (its venv is made
+# on the first run by scripts/reference-venv.sh; later runs reuse it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TANK_REFERENCE_PYTHON="$(scripts/reference-venv.sh)"
+export TANK_REFERENCE_PYTHON
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked
