@@ -1,0 +1,1 @@
+//! tank-origin: the origin simulator.

@@ -1,0 +1,1 @@
+//! tank-report: what a person reads after (and during) a run.

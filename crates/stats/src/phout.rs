@@ -1,0 +1,307 @@
+//! The phout log: one line per shot, 12 tab-separated fields, `\n` ended,
+//! exactly as phantom writes it (see SEMANTICS.md section 5):
+//!
+//! ```text
+//! send_ts  tag  interval_real  connect  send  latency  receive  interval_event  size_out  size_in  net_code  proto_code
+//! ```
+//! `send_ts` is unix seconds with exactly three decimals (milliseconds,
+//! truncated); every other field is an integer (µs or bytes or a code).
+
+use crate::sample::{NetCode, Sample};
+
+/// Append one phout line for `sample` to `out`, without allocating.
+///
+/// Tabs and line breaks in a tag would break the columns, so they are written
+/// as `_` (file tags cannot contain them; a computed URI tag could).
+pub fn push_line(out: &mut Vec<u8>, sample: &Sample) {
+    let mut number = itoa::Buffer::new();
+    let seconds = sample.start_unix_us / 1_000_000;
+    let millis = (sample.start_unix_us / 1000 % 1000) as u16;
+    out.extend_from_slice(number.format(seconds).as_bytes());
+    out.push(b'.');
+    out.extend_from_slice(&[
+        b'0' + (millis / 100) as u8,
+        b'0' + (millis / 10 % 10) as u8,
+        b'0' + (millis % 10) as u8,
+    ]);
+    out.push(b'\t');
+    for &byte in sample.tag.iter() {
+        out.push(if matches!(byte, b'\t' | b'\n' | b'\r') {
+            b'_'
+        } else {
+            byte
+        });
+    }
+    for value in [
+        sample.interval_real_us,
+        sample.connect_us,
+        sample.send_us,
+        sample.latency_us,
+        sample.receive_us,
+        sample.interval_event_us,
+        sample.size_out,
+        sample.size_in,
+        u64::from(sample.net_code.0),
+        u64::from(sample.proto_code),
+    ] {
+        out.push(b'\t');
+        out.extend_from_slice(number.format(value).as_bytes());
+    }
+    out.push(b'\n');
+}
+
+/// One phout line as read back: tank's, phantom's or pandora's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record<'a> {
+    /// `send_ts`, ms since the Unix epoch (the log keeps milliseconds).
+    pub send_ms: u64,
+    /// The tag as written (readers that group by case cut it at the last `#`).
+    pub tag: &'a [u8],
+    /// `interval_real`, µs.
+    pub interval_real_us: u64,
+    /// `connect_time`, µs.
+    pub connect_us: u64,
+    /// `send_time`, µs.
+    pub send_us: u64,
+    /// `latency`, µs.
+    pub latency_us: u64,
+    /// `receive_time`, µs.
+    pub receive_us: u64,
+    /// `interval_event`, µs.
+    pub interval_event_us: u64,
+    /// `size_out`, bytes.
+    pub size_out: u64,
+    /// `size_in`, bytes.
+    pub size_in: u64,
+    /// `net_code`.
+    pub net_code: NetCode,
+    /// `proto_code`.
+    pub proto_code: u16,
+}
+
+impl Record<'_> {
+    /// The second this shot is counted in, as yandex-tank counts it:
+    /// `int(send_ts + interval_real / 1e6)`, the second its response ended.
+    pub fn receive_second(&self) -> u64 {
+        (self.send_ms * 1000 + self.interval_real_us) / 1_000_000
+    }
+
+    /// The tag with a trailing `#N` (from `enum_ammo`) cut off, as yandex-tank's readers do.
+    pub fn case(&self) -> &[u8] {
+        match self.tag.iter().rposition(|b| *b == b'#') {
+            Some(at) => &self.tag[..at],
+            None => self.tag,
+        }
+    }
+}
+
+/// Why a phout line could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("phout field {field} ({name}): {problem}")]
+pub struct ParseError {
+    /// 1-based field number.
+    pub field: usize,
+    /// The field's name.
+    pub name: &'static str,
+    /// What was wrong and what was expected.
+    pub problem: String,
+}
+
+const NAMES: [&str; 12] = [
+    "send_ts",
+    "tag",
+    "interval_real",
+    "connect_time",
+    "send_time",
+    "latency",
+    "receive_time",
+    "interval_event",
+    "size_out",
+    "size_in",
+    "net_code",
+    "proto_code",
+];
+
+/// Read one phout line (without its `\n`; a trailing `\r` is tolerated).
+pub fn parse_line(line: &[u8]) -> Result<Record<'_>, ParseError> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut fields = line.split(|b| *b == b'\t');
+    let mut next = |index: usize| {
+        fields.next().ok_or_else(|| ParseError {
+            field: index + 1,
+            name: NAMES[index],
+            problem: format!(
+                "missing: a phout line has 12 tab-separated fields, this one has {index}"
+            ),
+        })
+    };
+    let send_ms = parse_seconds(next(0)?)?;
+    let tag = next(1)?;
+    let mut numbers = [0u64; 10];
+    for (i, slot) in numbers.iter_mut().enumerate() {
+        let index = i + 2;
+        let text = next(index)?;
+        *slot = parse_u64(text).ok_or_else(|| ParseError {
+            field: index + 1,
+            name: NAMES[index],
+            problem: format!(
+                "`{}` is not a non-negative integer",
+                String::from_utf8_lossy(text)
+            ),
+        })?;
+    }
+    let code = |value: u64, index: usize| {
+        u16::try_from(value).map_err(|_| ParseError {
+            field: index + 1,
+            name: NAMES[index],
+            problem: format!("{value} is not a code (0..=65535)"),
+        })
+    };
+    Ok(Record {
+        send_ms,
+        tag,
+        interval_real_us: numbers[0],
+        connect_us: numbers[1],
+        send_us: numbers[2],
+        latency_us: numbers[3],
+        receive_us: numbers[4],
+        interval_event_us: numbers[5],
+        size_out: numbers[6],
+        size_in: numbers[7],
+        net_code: NetCode(code(numbers[8], 10)?),
+        proto_code: code(numbers[9], 11)?,
+    })
+}
+
+fn parse_u64(text: &[u8]) -> Option<u64> {
+    if text.is_empty() || text.len() > 19 {
+        return None;
+    }
+    text.iter().try_fold(0u64, |n, b| {
+        b.is_ascii_digit().then(|| n * 10 + u64::from(b - b'0'))
+    })
+}
+
+/// `1700000000.123` → ms. Fewer decimals are accepted (`.5` is 500 ms); more are truncated.
+fn parse_seconds(text: &[u8]) -> Result<u64, ParseError> {
+    let bad = || ParseError {
+        field: 1,
+        name: NAMES[0],
+        problem: format!(
+            "`{}` is not unix seconds like 1700000000.123",
+            String::from_utf8_lossy(text)
+        ),
+    };
+    let (whole, fraction) = match text.iter().position(|b| *b == b'.') {
+        Some(at) => (&text[..at], &text[at + 1..]),
+        None => (text, &b""[..]),
+    };
+    let seconds = parse_u64(whole).ok_or_else(bad)?;
+    if !fraction.iter().all(u8::is_ascii_digit) {
+        return Err(bad());
+    }
+    let mut millis = 0u64;
+    for i in 0..3 {
+        millis = millis * 10 + fraction.get(i).map_or(0, |d| u64::from(d - b'0'));
+    }
+    seconds
+        .checked_mul(1000)
+        .and_then(|ms| ms.checked_add(millis))
+        .ok_or_else(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample(tag: &[u8]) -> Sample {
+        Sample {
+            start_unix_us: 1_700_000_000_123_456,
+            lag_us: 7,
+            tag: tag.into(),
+            interval_real_us: 1500,
+            connect_us: 100,
+            send_us: 20,
+            latency_us: 1300,
+            receive_us: 80,
+            interval_event_us: 1400,
+            size_out: 74,
+            size_in: 230,
+            net_code: NetCode::OK,
+            proto_code: 200,
+        }
+    }
+
+    #[test]
+    fn line_has_phantoms_twelve_columns() {
+        let mut out = Vec::new();
+        push_line(&mut out, &sample(b"search"));
+        assert_eq!(
+            out,
+            b"1700000000.123\tsearch\t1500\t100\t20\t1300\t80\t1400\t74\t230\t0\t200\n"
+        );
+    }
+
+    #[test]
+    fn milliseconds_keep_leading_zeros_and_tabs_in_tags_are_replaced() {
+        let mut s = sample(b"a\tb");
+        s.start_unix_us = 1_700_000_000_004_999;
+        let mut out = Vec::new();
+        push_line(&mut out, &s);
+        assert!(
+            out.starts_with(b"1700000000.004\ta_b\t"),
+            "{}",
+            String::from_utf8_lossy(&out)
+        );
+    }
+
+    #[test]
+    fn reading_gives_back_what_was_written() {
+        let mut out = Vec::new();
+        push_line(&mut out, &sample(b"case#12"));
+        let record = parse_line(out.strip_suffix(b"\n").unwrap()).unwrap();
+        assert_eq!(record.send_ms, 1_700_000_000_123);
+        assert_eq!(record.case(), b"case");
+        assert_eq!(record.receive_second(), 1_700_000_000);
+        assert_eq!(
+            (record.interval_real_us, record.size_in, record.proto_code),
+            (1500, 230, 200)
+        );
+    }
+
+    #[test]
+    fn short_or_bad_lines_name_the_field() {
+        let error = parse_line(b"1700000000.123\ttag\t1").unwrap_err();
+        assert_eq!((error.field, error.name), (4, "connect_time"));
+        let error = parse_line(b"x\ttag\t1\t2\t3\t4\t5\t6\t7\t8\t9\t10").unwrap_err();
+        assert_eq!(error.field, 1);
+        let error = parse_line(b"1.0\ttag\t1\t2\t3\t-4\t5\t6\t7\t8\t9\t10").unwrap_err();
+        assert_eq!(error.name, "latency");
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(start in 0u64..4_000_000_000_000_000, parts in proptest::array::uniform4(0u64..10_000_000), sizes in proptest::array::uniform2(0u64..1 << 40), net in 0u16..200, proto in 0u16..600, tag in "[a-z_#0-9]{0,12}") {
+            let mut s = sample(tag.as_bytes());
+            s.start_unix_us = start;
+            [s.connect_us, s.send_us, s.latency_us, s.receive_us] = parts;
+            s.interval_real_us = parts.iter().sum();
+            [s.size_out, s.size_in] = sizes;
+            s.net_code = NetCode(net);
+            s.proto_code = proto;
+            let mut out = Vec::new();
+            push_line(&mut out, &s);
+            let record = parse_line(&out[..out.len() - 1]).unwrap();
+            prop_assert_eq!(record.send_ms, start / 1000);
+            prop_assert_eq!(record.tag, tag.as_bytes());
+            prop_assert_eq!(record.connect_us + record.send_us + record.latency_us + record.receive_us, record.interval_real_us);
+            prop_assert_eq!((record.size_out, record.size_in, record.net_code, record.proto_code), (s.size_out, s.size_in, s.net_code, s.proto_code));
+        }
+
+        #[test]
+        fn parser_never_panics(line in proptest::collection::vec(any::<u8>(), 0..120)) {
+            let _ = parse_line(&line);
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The per-shot measurement.
+
+use std::sync::Arc;
+
+/// A shot's tag (marker), shared: a queue has few distinct tags, so samples
+/// point at one copy instead of allocating per shot.
+pub type Tag = Arc<[u8]>;
+
+/// A network outcome as phantom reports it: 0 for success, otherwise an errno
+/// (110 timed out, 111 refused, 104 reset, 71 protocol error, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct NetCode(pub u16);
+
+impl NetCode {
+    /// Success.
+    pub const OK: NetCode = NetCode(0);
+    /// ETIMEDOUT: tank's own `timeout`, or the kernel's connect timeout.
+    pub const TIMED_OUT: NetCode = NetCode(110);
+    /// ECONNREFUSED.
+    pub const REFUSED: NetCode = NetCode(111);
+    /// ECONNRESET.
+    pub const RESET: NetCode = NetCode(104);
+    /// EPIPE.
+    pub const BROKEN_PIPE: NetCode = NetCode(32);
+    /// EPROTO: a reply that cannot be parsed, or a transport/TLS failure with no errno.
+    pub const PROTOCOL: NetCode = NetCode(71);
+
+    /// The usual name of the code, for people (`110` → `timed out`).
+    pub fn describe(self) -> &'static str {
+        match self.0 {
+            0 => "ok",
+            24 => "too many open files",
+            32 => "broken pipe",
+            71 => "protocol error",
+            99 => "cannot assign requested address",
+            101 => "network unreachable",
+            103 => "connection aborted",
+            104 => "connection reset by peer",
+            110 => "timed out",
+            111 => "connection refused",
+            113 => "no route to host",
+            _ => "error",
+        }
+    }
+}
+
+/// One shot, measured. Times are in microseconds; `connect + send + latency +
+/// receive == interval_real` on every sample (the engine fills the phases a
+/// failed shot never reached, as phantom does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    /// When the shot actually started (after waiting for its due time), µs since the Unix epoch.
+    pub start_unix_us: u64,
+    /// How late that start was against the plan, µs (start − due; 0 when on time).
+    pub lag_us: u64,
+    /// The shot's tag.
+    pub tag: Tag,
+    /// Total time of the shot.
+    pub interval_real_us: u64,
+    /// Connecting (0 on a reused keep-alive connection; includes the TLS handshake).
+    pub connect_us: u64,
+    /// Writing the request.
+    pub send_us: u64,
+    /// From the request written to the first byte of the response.
+    pub latency_us: u64,
+    /// From the first byte to the last byte of the response.
+    pub receive_us: u64,
+    /// Time spent waiting on I/O inside the timeout budget (the timeout itself on a timeout).
+    pub interval_event_us: u64,
+    /// Bytes sent.
+    pub size_out: u64,
+    /// Bytes received.
+    pub size_in: u64,
+    /// Network outcome.
+    pub net_code: NetCode,
+    /// HTTP status, 0 when there was a network error (or for the plain TCP gun).
+    pub proto_code: u16,
+}
+
+impl Sample {
+    /// When the shot finished, µs since the Unix epoch (its aggregation second is this / 1e6).
+    pub fn end_unix_us(&self) -> u64 {
+        self.start_unix_us + self.interval_real_us
+    }
+}
