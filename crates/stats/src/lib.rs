@@ -3,8 +3,19 @@
 //! [`Sample`] is the one record the engine emits per shot; [`phout`] writes
 //! and reads yandex-tank's phout log (12 tab-separated columns, as phantom
 //! writes them) so existing tools read tank's results and tank reads theirs.
+//! [`aggregate`] turns responses into finished seconds and run totals with flat
+//! memory; [`json`] writes those seconds in yandex-tank's JSON report shape;
+//! [`autostop`] watches the seconds and says when (and why) a run must stop.
 
+pub mod aggregate;
+pub mod autostop;
+pub mod group;
+pub mod json;
 pub mod phout;
+pub mod quantile;
 pub mod sample;
 
+pub use aggregate::{Aggregator, Quantiles, SecondStats, TotalStats};
+pub use group::{CodeCounts, Field, FieldStats, GroupStats};
+pub use quantile::QUANTILES;
 pub use sample::{NetCode, Sample, Tag};

@@ -1,0 +1,389 @@
+//! What one group of responses (one second, or the whole run; overall or one tag) amounts to:
+//! the accumulator fed per response, and the finished, plain-data [`GroupStats`] it becomes.
+//!
+//! The accumulator keeps an hdrhistogram of `interval_real` (3 significant digits, so quantiles
+//! are within 0.1% of the exact value), exact totals/min/max per phout column, the exact
+//! yandex-tank histogram bins, and code counters. Its size does not depend on how many
+//! responses it saw, which is what keeps a run's memory flat.
+
+use hdrhistogram::Histogram;
+
+use crate::quantile::{quantiles_of, QUANTILES};
+
+/// The phout columns that get `{total, min, max, len}`, in yandex-tank's order and spelling.
+pub const FIELD_NAMES: [&str; 8] = [
+    "interval_real",
+    "connect_time",
+    "send_time",
+    "latency",
+    "receive_time",
+    "interval_event",
+    "size_out",
+    "size_in",
+];
+
+/// One of the columns of [`FIELD_NAMES`], as an index into [`GroupStats::fields`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// Total time of the shot, µs.
+    IntervalReal = 0,
+    /// Connecting, µs.
+    Connect = 1,
+    /// Writing the request, µs.
+    Send = 2,
+    /// Request written → first response byte, µs.
+    Latency = 3,
+    /// First → last response byte, µs.
+    Receive = 4,
+    /// Time waiting on I/O, µs.
+    IntervalEvent = 5,
+    /// Bytes sent.
+    SizeOut = 6,
+    /// Bytes received.
+    SizeIn = 7,
+}
+
+/// Upper edges (µs) of yandex-tank's response-time histogram bins: 0–9 ms by 1 ms, 10–90 ms
+/// by 10, 100–950 ms by 50 (with 550 missing, as in the reference), 1–10 s by 0.5 s,
+/// 11–15 s by 1 s, 20–60 s by 5 s. Bin `i` holds `[EDGES[i], EDGES[i+1])`; the last one also
+/// holds its upper edge; values of 60 s and more are in no bin (numpy's `histogram` rules).
+pub const BIN_EDGES_MS: [u64; 69] = [
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 200, 250, 300, 350,
+    400, 450, 500, 600, 650, 700, 750, 800, 850, 900, 950, 1000, 1500, 2000, 2500, 3000, 3500,
+    4000, 4500, 5000, 5500, 6000, 6500, 7000, 7500, 8000, 8500, 9000, 9500, 10000, 11000, 12000,
+    13000, 14000, 15000, 20000, 25000, 30000, 35000, 40000, 45000, 50000, 55000, 60000,
+];
+const BINS: usize = BIN_EDGES_MS.len() - 1;
+
+/// The bin of a response time, or `None` past the last edge.
+fn bin_of(us: u64) -> Option<usize> {
+    let last = BIN_EDGES_MS[BINS] * 1000;
+    if us > last {
+        return None;
+    }
+    if us == last {
+        return Some(BINS - 1);
+    }
+    // The first edge greater than `us`, minus one.
+    Some(BIN_EDGES_MS.partition_point(|edge| edge * 1000 <= us) - 1)
+}
+
+/// `{total, min, max, len}` of one column. `min` and `max` are 0 when `len` is 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FieldStats {
+    /// Sum of the values.
+    pub total: u64,
+    /// Smallest value.
+    pub min: u64,
+    /// Largest value.
+    pub max: u64,
+    /// How many values.
+    pub len: u64,
+}
+
+impl FieldStats {
+    fn add(&mut self, value: u64) {
+        if self.len == 0 || value < self.min {
+            self.min = value;
+        }
+        self.max = self.max.max(value);
+        self.total = self.total.saturating_add(value);
+        self.len += 1;
+    }
+
+    fn merge(&mut self, other: &FieldStats) {
+        if other.len == 0 {
+            return;
+        }
+        if self.len == 0 || other.min < self.min {
+            self.min = other.min;
+        }
+        self.max = self.max.max(other.max);
+        self.total = self.total.saturating_add(other.total);
+        self.len += other.len;
+    }
+
+    /// The mean, 0 when empty.
+    pub fn mean(&self) -> f64 {
+        if self.len == 0 {
+            0.0
+        } else {
+            self.total as f64 / self.len as f64
+        }
+    }
+}
+
+/// Counts per code (net or HTTP), sorted by code. A run sees few distinct codes, so a sorted
+/// vector beats a map.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CodeCounts(Vec<(u16, u64)>);
+
+impl CodeCounts {
+    /// Count `n` more of `code`.
+    pub fn add(&mut self, code: u16, n: u64) {
+        match self.0.binary_search_by_key(&code, |(c, _)| *c) {
+            Ok(at) => self.0[at].1 += n,
+            Err(at) => self.0.insert(at, (code, n)),
+        }
+    }
+
+    /// Add every count of `other`.
+    pub fn merge(&mut self, other: &CodeCounts) {
+        for &(code, n) in &other.0 {
+            self.add(code, n);
+        }
+    }
+
+    /// How many of `code`.
+    pub fn get(&self, code: u16) -> u64 {
+        self.0
+            .binary_search_by_key(&code, |(c, _)| *c)
+            .map_or(0, |at| self.0[at].1)
+    }
+
+    /// `(code, count)` pairs in code order.
+    pub fn iter(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// The sum of all counts.
+    pub fn total(&self) -> u64 {
+        self.0.iter().map(|(_, n)| n).sum()
+    }
+
+    /// True when nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl FromIterator<(u16, u64)> for CodeCounts {
+    fn from_iter<I: IntoIterator<Item = (u16, u64)>>(iter: I) -> Self {
+        let mut counts = CodeCounts::default();
+        for (code, n) in iter {
+            counts.add(code, n);
+        }
+        counts
+    }
+}
+
+/// One response, as the accumulators see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Response {
+    /// The eight [`FIELD_NAMES`] columns, in order.
+    pub fields: [u64; 8],
+    /// Net code (0 = success).
+    pub net_code: u16,
+    /// HTTP status (0 after a network error).
+    pub proto_code: u16,
+}
+
+/// A new empty histogram of µs values: 3 significant digits, growing as needed.
+pub(crate) fn new_histogram() -> Histogram<u64> {
+    // 3 significant digits is within the crate's limits, so this cannot fail.
+    Histogram::new(3).expect("3 significant digits is a valid hdrhistogram precision")
+}
+
+/// Record `value`, growing the histogram as needed; a value beyond what any histogram can
+/// track (near `u64::MAX`) is clamped.
+pub(crate) fn record(histogram: &mut Histogram<u64>, value: u64) {
+    if histogram.record(value).is_err() {
+        histogram.saturating_record(value);
+    }
+}
+
+/// Accumulates one group of responses.
+#[derive(Debug, Clone)]
+pub(crate) struct GroupAcc {
+    times: Histogram<u64>,
+    fields: [FieldStats; 8],
+    bins: [u64; BINS],
+    net: CodeCounts,
+    proto: CodeCounts,
+}
+
+impl GroupAcc {
+    pub(crate) fn new() -> GroupAcc {
+        GroupAcc {
+            times: new_histogram(),
+            fields: [FieldStats::default(); 8],
+            bins: [0; BINS],
+            net: CodeCounts::default(),
+            proto: CodeCounts::default(),
+        }
+    }
+
+    pub(crate) fn add(&mut self, response: &Response) {
+        let interval_real = response.fields[0];
+        record(&mut self.times, interval_real);
+        for (stats, &value) in self.fields.iter_mut().zip(&response.fields) {
+            stats.add(value);
+        }
+        if let Some(bin) = bin_of(interval_real) {
+            self.bins[bin] += 1;
+        }
+        self.net.add(response.net_code, 1);
+        self.proto.add(response.proto_code, 1);
+    }
+
+    pub(crate) fn merge(&mut self, other: &GroupAcc) {
+        // Both histograms auto-resize, so adding cannot run out of range.
+        let _ = self.times.add(&other.times);
+        for (mine, theirs) in self.fields.iter_mut().zip(&other.fields) {
+            mine.merge(theirs);
+        }
+        for (mine, theirs) in self.bins.iter_mut().zip(&other.bins) {
+            *mine += theirs;
+        }
+        self.net.merge(&other.net);
+        self.proto.merge(&other.proto);
+    }
+
+    /// How many responses.
+    pub(crate) fn len(&self) -> u64 {
+        self.fields[0].len
+    }
+
+    /// The `interval_real` quantiles, with the exact extremes.
+    pub(crate) fn quantiles_us(&self) -> [f64; QUANTILES.len()] {
+        quantiles_of(&self.times, self.fields[0].min, self.fields[0].max)
+    }
+
+    pub(crate) fn stats(&self) -> GroupStats {
+        GroupStats {
+            fields: self.fields,
+            quantiles_us: self.quantiles_us(),
+            hist: self
+                .bins
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(i, n)| (BIN_EDGES_MS[i + 1] * 1000, *n))
+                .collect(),
+            net_codes: self.net.clone(),
+            proto_codes: self.proto.clone(),
+        }
+    }
+}
+
+/// A finished group: plain numbers, cheap to keep, serialise and compare.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GroupStats {
+    /// `{total, min, max, len}` per column of [`FIELD_NAMES`] (index with [`Field`]).
+    pub fields: [FieldStats; 8],
+    /// `interval_real` quantiles (µs) at [`QUANTILES`], interpolated between neighbouring
+    /// values as numpy's `percentile` does; 0 when empty.
+    pub quantiles_us: [f64; QUANTILES.len()],
+    /// Non-empty yandex-tank histogram bins: (upper edge µs, count).
+    pub hist: Vec<(u64, u64)>,
+    /// Net codes.
+    pub net_codes: CodeCounts,
+    /// HTTP codes.
+    pub proto_codes: CodeCounts,
+}
+
+impl GroupStats {
+    /// One column's stats.
+    pub fn field(&self, field: Field) -> &FieldStats {
+        &self.fields[field as usize]
+    }
+
+    /// Number of responses.
+    pub fn len(&self) -> u64 {
+        self.fields[0].len
+    }
+
+    /// True when there were no responses.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Responses that failed: a non-zero net code, or an HTTP status of 400 and up.
+    pub fn errors(&self) -> u64 {
+        let net = self.net_codes.total() - self.net_codes.get(0);
+        let http = self
+            .proto_codes
+            .iter()
+            .filter(|(code, _)| *code >= 400)
+            .map(|(_, n)| n)
+            .sum::<u64>();
+        net + http
+    }
+
+    /// The quantile at `per_mille` (one of [`QUANTILES`]), µs.
+    pub fn quantile_us(&self, per_mille: u16) -> Option<f64> {
+        QUANTILES
+            .iter()
+            .position(|q| *q == per_mille)
+            .map(|at| self.quantiles_us[at])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(us: u64, net: u16, proto: u16) -> Response {
+        Response {
+            fields: [us, 1, 2, us - 3, 0, us, 50, 100],
+            net_code: net,
+            proto_code: proto,
+        }
+    }
+
+    #[test]
+    fn bins_follow_numpy_histogram_edges() {
+        assert_eq!(bin_of(0), Some(0));
+        assert_eq!(bin_of(999), Some(0));
+        assert_eq!(bin_of(1000), Some(1));
+        assert_eq!(bin_of(10_000), Some(10));
+        assert_eq!(bin_of(59_999_999), Some(BINS - 1));
+        assert_eq!(bin_of(60_000_000), Some(BINS - 1));
+        assert_eq!(bin_of(60_000_001), None);
+    }
+
+    #[test]
+    fn group_counts_fields_codes_and_bins() {
+        let mut acc = GroupAcc::new();
+        acc.add(&response(1500, 0, 200));
+        acc.add(&response(2500, 0, 503));
+        acc.add(&response(11_000_000, 110, 0));
+        let stats = acc.stats();
+        assert_eq!(stats.len(), 3);
+        assert_eq!(
+            *stats.field(Field::IntervalReal),
+            FieldStats {
+                total: 11_004_000,
+                min: 1500,
+                max: 11_000_000,
+                len: 3
+            }
+        );
+        assert_eq!(stats.field(Field::SizeIn).total, 300);
+        assert_eq!(stats.hist, vec![(2000, 1), (3000, 1), (12_000_000, 1)]);
+        assert_eq!(stats.net_codes.get(110), 1);
+        assert_eq!(
+            stats.proto_codes.iter().collect::<Vec<_>>(),
+            vec![(0, 1), (200, 1), (503, 1)]
+        );
+        assert_eq!(stats.errors(), 2);
+        assert_eq!(stats.quantile_us(1000), Some(11_000_000.0));
+        // 2500 µs is kept to 3 significant digits: within 0.1%.
+        let median = stats.quantile_us(500).unwrap();
+        assert!((median - 2500.0).abs() <= 2.5, "{median}");
+    }
+
+    #[test]
+    fn merging_equals_adding_everything_to_one() {
+        let mut a = GroupAcc::new();
+        let mut b = GroupAcc::new();
+        let mut all = GroupAcc::new();
+        for (i, us) in [100u64, 5000, 70_000, 300, 42].into_iter().enumerate() {
+            let r = response(us + 3, (i % 2) as u16 * 104, 200);
+            if i % 2 == 0 { &mut a } else { &mut b }.add(&r);
+            all.add(&r);
+        }
+        a.merge(&b);
+        assert_eq!(a.stats(), all.stats());
+    }
+}
