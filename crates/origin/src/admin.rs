@@ -1,0 +1,136 @@
+//! The admin API under `/_admin/`, as OriginSimulator has it.
+//!
+//! | route | does |
+//! |---|---|
+//! | `GET /_admin/status` | `ok!` |
+//! | `POST /_admin/add_recipe` | adds recipes (one object or a list), replacing those of the same routes; 201 with the current recipes, 400 with the error |
+//! | `GET /_admin/current_recipe` | the recipes as posted (JSON list), or a note that none is set |
+//! | `GET /_admin/restart` | removes every recipe |
+//! | `GET /_admin/routes` | one route per line |
+//! | `GET /_admin/routes_status` | per line: route, current status, latency (and fault, CPU time) |
+//!
+//! Everything is plain text or JSON so `curl` is the only client needed.
+
+use std::fmt::Write;
+use std::time::Instant;
+
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::Value;
+
+use crate::handler::{text, Shared, NO_RECIPE};
+use crate::recipe::Recipe;
+use crate::response_body::OriginBody;
+use crate::simulation;
+
+/// Paths under this prefix are the admin API's.
+pub(crate) const PREFIX: &str = "/_admin/";
+
+/// The largest recipe document accepted (bodies are usually generated, not posted).
+const MAX_RECIPE_BYTES: usize = 64 << 20;
+
+/// Answers one admin request.
+pub(crate) async fn handle(shared: &Shared, request: Request<Incoming>) -> Response<OriginBody> {
+    let name = request
+        .uri()
+        .path()
+        .strip_prefix(PREFIX)
+        .unwrap_or_default()
+        .trim_end_matches('/')
+        .to_owned();
+    let simulation = &shared.simulation;
+    match name.as_str() {
+        "status" => text(StatusCode::OK, "ok!"),
+        "add_recipe" if request.method() == Method::POST => add_recipe(shared, request).await,
+        "add_recipe" => text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "POST a recipe (JSON: one object or a list) to /_admin/add_recipe",
+        ),
+        "current_recipe" => {
+            let recipes = simulation.recipes_json();
+            match recipes.as_array() {
+                Some(list) if !list.is_empty() => json(StatusCode::OK, &recipes),
+                _ => json(StatusCode::OK, &Value::String(NO_RECIPE.into())),
+            }
+        }
+        "restart" => {
+            simulation.restart();
+            text(StatusCode::OK, "ok!")
+        }
+        "routes" => {
+            let routes: Vec<String> = simulation
+                .snapshot()
+                .iter()
+                .map(|l| l.recipe.route.to_string())
+                .collect();
+            text(StatusCode::OK, routes.join("\n"))
+        }
+        "routes_status" => text(StatusCode::OK, routes_status(shared)),
+        _ => text(
+            StatusCode::NOT_FOUND,
+            "admin routes: /_admin/status, /_admin/add_recipe (POST), /_admin/current_recipe, \
+             /_admin/restart, /_admin/routes, /_admin/routes_status",
+        ),
+    }
+}
+
+async fn add_recipe(shared: &Shared, request: Request<Incoming>) -> Response<OriginBody> {
+    let body = match Limited::new(request.into_body(), MAX_RECIPE_BYTES)
+        .collect()
+        .await
+    {
+        Ok(body) => body.to_bytes(),
+        Err(e) => return text(StatusCode::BAD_REQUEST, format!("reading the recipe: {e}")),
+    };
+    let Ok(document) = std::str::from_utf8(&body) else {
+        return text(StatusCode::BAD_REQUEST, "recipe: not UTF-8 text");
+    };
+    let recipes = match Recipe::from_json(document) {
+        Ok(recipes) => recipes,
+        Err(e) => return text(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    match simulation::load_all(recipes).await {
+        Ok(loaded) => {
+            shared.simulation.add(loaded);
+            json(StatusCode::CREATED, &shared.simulation.recipes_json())
+        }
+        Err(e) => text(StatusCode::BAD_REQUEST, e.to_string()),
+    }
+}
+
+/// One line per route: `route status latency`, then ` fault` and ` cpu=TIME` when set.
+fn routes_status(shared: &Shared) -> String {
+    let now = Instant::now();
+    let mut out = String::new();
+    for loaded in shared.simulation.snapshot() {
+        let stage = loaded.stage_at(now);
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let _ = write!(
+            out,
+            "{} {} {}",
+            loaded.recipe.route,
+            stage.status.as_u16(),
+            stage.latency
+        );
+        if let Some(fault) = stage.fault {
+            let _ = write!(out, " {fault}");
+        }
+        if !stage.cpu.is_zero() {
+            let _ = write!(out, " cpu={:?}", stage.cpu);
+        }
+    }
+    out
+}
+
+fn json(status: StatusCode, value: &Value) -> Response<OriginBody> {
+    let mut response = Response::new(OriginBody::text(value.to_string()));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}

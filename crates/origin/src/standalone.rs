@@ -1,0 +1,35 @@
+//! Running the simulator as its own process (`tank origin`): a runtime sized to
+//! the machine, serving until Ctrl-C.
+//!
+//! This lives in the library so the command line stays thin wiring and the
+//! runtime is sized in one place: one worker per core, as a dedicated server
+//! should have.
+
+use std::net::SocketAddr;
+
+use crate::error::StartError;
+use crate::recipe::Recipe;
+use crate::server::Server;
+
+/// Starts a [`Server`] on a new multi-thread runtime (one worker per core), calls
+/// `on_ready` with the address it listens on, and serves until Ctrl-C (SIGINT),
+/// then shuts down gracefully.
+pub fn run_until_interrupted(
+    listen: SocketAddr,
+    recipes: Vec<Recipe>,
+    on_ready: impl FnOnce(SocketAddr),
+) -> Result<(), StartError> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .map_err(StartError::Runtime)?;
+    runtime.block_on(async {
+        let server = Server::start(listen, recipes).await?;
+        on_ready(server.local_addr());
+        let interrupted = tokio::signal::ctrl_c().await;
+        server.shutdown().await;
+        interrupted.map_err(StartError::Runtime)
+    })
+}
