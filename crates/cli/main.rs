@@ -3,7 +3,9 @@
 //! This file is thin wiring: parse the command line, run the subcommand, and
 //! map any error to a message on stderr and a non-zero exit code, once.
 
+mod origin;
 mod plan;
+mod shoot;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,17 +17,40 @@ use tank_config::Override;
 /// TOML, load.yaml) and ammo, plans shots exactly as yandex-tank's stepper does.
 #[derive(Debug, Parser)]
 #[command(name = "tank", version, about, long_about = None, propagate_version = true)]
+#[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    /// `tank -c FILE` is `tank shoot -c FILE`.
+    #[command(flatten)]
+    shoot: ShootArgs,
+}
+
+/// Arguments of `tank shoot` (and of plain `tank -c FILE`).
+#[derive(Debug, clap::Args)]
+struct ShootArgs {
+    /// The config to run: load.ini (yandex-tank INI), .toml, or load.yaml (yandex-tank 2).
+    #[arg(short, long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Override an option: `-o phantom.rps_schedule='const(10,1m)'` (repeatable).
+    #[arg(short = 'o', long = "option", value_name = "SECTION.KEY=VALUE")]
+    overrides: Vec<Override>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a test: fire every queue's plan at its target, write phout.log and a
+    /// summary into a new artifacts directory (logs/<time>_<id>/ by default).
+    /// Ctrl-C stops firing and waits for shots in flight; a second Ctrl-C stops at once.
+    Shoot(ShootArgs),
     /// Plan a test without firing: print each queue's schedule, ammo, shot
     /// count and tags, and optionally write the stepped ammo (stpd) that
     /// yandex-tank's stepper would write for the same config, byte for byte.
     Plan(PlanArgs),
+    /// Run the origin simulator: a target whose status, latency, body and
+    /// faults follow a JSON recipe over time (OriginSimulator's format, plus
+    /// latency distributions, CPU work and faults). Admin API under /_admin/.
+    Origin(origin::OriginArgs),
 }
 
 /// Arguments of `tank plan`.
@@ -48,15 +73,30 @@ struct PlanArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Plan(args) => plan::run(
+        None | Some(Command::Shoot(_)) => {
+            let args = match cli.command {
+                Some(Command::Shoot(args)) => args,
+                _ => cli.shoot,
+            };
+            match args.config {
+                Some(config) => shoot::run(&config, &args.overrides),
+                None => {
+                    eprintln!("tank: nothing to do: run a test with `tank -c load.ini`, or see `tank --help`");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        Some(Command::Plan(args)) => plan::run(
             &args.config,
             args.section.as_deref(),
             args.stpd.as_deref(),
             &args.overrides,
-        ),
+        )
+        .map(|()| ExitCode::SUCCESS),
+        Some(Command::Origin(args)) => origin::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(error) => {
             eprintln!("tank: error: {error:#}");
             ExitCode::FAILURE

@@ -1,1 +1,381 @@
 //! tank-engine: fires each queue of a test on time and measures every shot.
+//!
+//! [`Engine::prepare`] does everything that can fail on bad input before a
+//! shot is fired (resolving targets, opening plans and ammo, TLS files,
+//! limits); [`Engine::run`] then runs every queue side by side on the current
+//! tokio runtime. Each queue has a feeder thread running its plan ([`feed`])
+//! and a pool of instances ([`queue`]) firing through a [`gun::Gun`].
+//! Samples leave through a [`SampleSink`]; the only thing flowing back in is
+//! [`Control`]: stop (finish shots in flight) and abort (drop them).
+
+mod feed;
+pub mod gun;
+pub mod http;
+pub mod netcode;
+mod queue;
+mod sink;
+pub mod target;
+pub mod tls;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tank_config::{LoadProfile, QueueConfig, TankType, TestConfig, WriteLog};
+use tank_plan::duration::parse_duration_ms;
+use tank_plan::{Plan, PlanError, Schedule};
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+pub use sink::{Answer, AnswerSink, SampleSink};
+
+/// The address value that points a queue at the in-process origin simulator.
+pub const ORIGIN_ADDRESS: &str = "origin";
+
+/// Why a test cannot start, or a queue failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A queue's plan or ammo.
+    #[error("[{queue}] {source}")]
+    Plan {
+        /// The queue.
+        queue: String,
+        /// What went wrong.
+        #[source]
+        source: PlanError,
+    },
+    /// A queue option the engine acts on.
+    #[error("[{queue}] {message}")]
+    Queue {
+        /// The queue.
+        queue: String,
+        /// What was wrong and what was expected.
+        message: String,
+    },
+}
+
+/// The run's time origin, in both clocks, so every sample's start converts to
+/// unix time the same way.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    /// The test's start (monotonic).
+    pub start: Instant,
+    /// The same moment, µs since the Unix epoch.
+    pub start_unix_us: u64,
+}
+
+impl Clock {
+    /// Now.
+    pub fn now() -> Self {
+        let start_unix_us = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        Clock {
+            start: Instant::now(),
+            start_unix_us,
+        }
+    }
+
+    /// `at` as µs since the Unix epoch.
+    pub fn unix_us(&self, at: Instant) -> u64 {
+        let since =
+            u64::try_from(at.saturating_duration_since(self.start).as_micros()).unwrap_or(u64::MAX);
+        self.start_unix_us.saturating_add(since)
+    }
+}
+
+/// How the caller steers a run.
+#[derive(Debug, Clone, Default)]
+pub struct Control {
+    /// Stop firing; shots in flight finish (within `timeout`) and are logged.
+    pub stop: CancellationToken,
+    /// Stop at once; shots in flight are dropped, not logged.
+    pub abort: CancellationToken,
+}
+
+/// A queue ready to run.
+pub struct PreparedQueue {
+    name: String,
+    plan: Plan,
+    gun: Arc<gun::Gun>,
+    pool: usize,
+    schedule_ms: Option<u64>,
+    planned_at_most: Option<u64>,
+    writelog: WriteLog,
+    active: Arc<AtomicUsize>,
+}
+
+impl PreparedQueue {
+    /// The section name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Instances this queue runs.
+    pub fn pool(&self) -> usize {
+        self.pool
+    }
+
+    /// The open model's schedule length (the queue ends there), if any.
+    pub fn schedule_duration(&self) -> Option<Duration> {
+        self.schedule_ms.map(Duration::from_millis)
+    }
+
+    /// At most this many shots (the rps schedule's count; the ammo may end sooner).
+    pub fn planned_at_most(&self) -> Option<u64> {
+        self.planned_at_most
+    }
+
+    /// Instances firing right now (a live counter for the console and autostop).
+    pub fn active(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.active)
+    }
+}
+
+/// Every queue of a test, prepared.
+pub struct Engine {
+    queues: Vec<PreparedQueue>,
+}
+
+/// How one queue went.
+#[derive(Debug)]
+pub struct QueueReport {
+    /// The section name.
+    pub name: String,
+    /// Shots the plan produced, when it was walked to its end.
+    pub planned: Option<u64>,
+    /// Shots fired (each one logged).
+    pub fired: u64,
+    /// Shots the plan had but that were not fired (late at the schedule's end, or stopped).
+    pub unsent: u64,
+    /// A plan or ammo error met during the run (the queue stopped there).
+    pub error: Option<EngineError>,
+}
+
+/// How the run went.
+#[derive(Debug)]
+pub struct RunReport {
+    /// Per queue, in config order.
+    pub queues: Vec<QueueReport>,
+    /// From the first shot's start to the last shot's end.
+    pub elapsed: Duration,
+    /// Samples the results thread could not take in time (dropped, counted).
+    pub samples_dropped: u64,
+}
+
+impl Engine {
+    /// Prepare every queue of `config`. Queues whose address is `origin` shoot
+    /// at `origin` (the in-process simulator's address).
+    pub fn prepare(config: &TestConfig, origin: Option<SocketAddr>) -> Result<Engine, EngineError> {
+        let queues = config
+            .queues
+            .iter()
+            .map(|queue| prepare_queue(queue, origin))
+            .collect::<Result<_, _>>()?;
+        Ok(Engine { queues })
+    }
+
+    /// The queues, in config order.
+    pub fn queues(&self) -> &[PreparedQueue] {
+        &self.queues
+    }
+
+    /// Instances over all queues (each holds a connection: a file descriptor).
+    pub fn total_instances(&self) -> usize {
+        self.queues.iter().map(|q| q.pool).sum()
+    }
+
+    /// Run every queue side by side until each has ended, or `control` stops the run.
+    pub async fn run(
+        self,
+        clock: Clock,
+        samples: SampleSink,
+        answers: Option<AnswerSink>,
+        control: Control,
+    ) -> RunReport {
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut feeders = Vec::new();
+        for (index, queue) in self.queues.into_iter().enumerate() {
+            let count_rest = Arc::new(AtomicBool::new(false));
+            let (feed, feeder) =
+                match feed::spawn(queue.plan, queue.name.clone(), Arc::clone(&count_rest)) {
+                    Ok(started) => started,
+                    Err(error) => {
+                        feeders.push((queue.name.clone(), None, Some(error.to_string())));
+                        continue;
+                    }
+                };
+            let shared = Arc::new(queue::Shared {
+                clock,
+                gun: queue.gun,
+                deadline: queue
+                    .schedule_ms
+                    .map(|ms| clock.start + Duration::from_millis(ms)),
+                feed: Mutex::new(feed),
+                samples: samples.clone(),
+                answers: answers
+                    .clone()
+                    .map(|sink| (sink, queue.writelog))
+                    .filter(|(_, level)| *level != WriteLog::Off),
+                stop: control.stop.clone(),
+                abort: control.abort.clone(),
+                ended: CancellationToken::new(),
+                active: queue.active,
+                fired: Default::default(),
+                unsent: Default::default(),
+                count_rest,
+            });
+            feeders.push((
+                queue.name.clone(),
+                Some((feeder, Arc::clone(&shared))),
+                None,
+            ));
+            tasks.spawn(async move { (index, queue::run(shared, queue.pool).await) });
+        }
+        while tasks.join_next().await.is_some() {}
+        let elapsed = clock.start.elapsed();
+        let samples_dropped = samples.dropped();
+        drop(samples);
+        let mut reports = Vec::new();
+        for (name, running, start_error) in feeders {
+            let Some((feeder, shared)) = running else {
+                let message = start_error.unwrap_or_default();
+                reports.push(QueueReport {
+                    name: name.clone(),
+                    planned: None,
+                    fired: 0,
+                    unsent: 0,
+                    error: Some(EngineError::Queue {
+                        queue: name,
+                        message,
+                    }),
+                });
+                continue;
+            };
+            // Dropping the queue's receiver lets a blocked feeder see the end.
+            drop(shared.feed.try_lock().map(|mut feed| feed.close()));
+            let fired = shared.fired.load(Ordering::Relaxed);
+            let unsent = shared.unsent.load(Ordering::Relaxed);
+            let feed = tokio::task::spawn_blocking(move || feeder.join()).await;
+            let (planned, error) = match feed {
+                Ok(Ok(Ok(report))) => (report.complete.then_some(report.planned), None),
+                Ok(Ok(Err(source))) => (
+                    None,
+                    Some(EngineError::Plan {
+                        queue: name.clone(),
+                        source,
+                    }),
+                ),
+                _ => (
+                    None,
+                    Some(EngineError::Queue {
+                        queue: name.clone(),
+                        message: "the feeder thread failed".into(),
+                    }),
+                ),
+            };
+            let unsent = planned.map_or(unsent, |planned| planned.saturating_sub(fired));
+            reports.push(QueueReport {
+                name,
+                planned,
+                fired,
+                unsent,
+                error,
+            });
+        }
+        RunReport {
+            queues: reports,
+            elapsed,
+            samples_dropped,
+        }
+    }
+}
+
+fn prepare_queue(
+    queue: &QueueConfig,
+    origin: Option<SocketAddr>,
+) -> Result<PreparedQueue, EngineError> {
+    let fail = |message: String| EngineError::Queue {
+        queue: queue.name.clone(),
+        message,
+    };
+    let plan = Plan::new(queue).map_err(|source| EngineError::Plan {
+        queue: queue.name.clone(),
+        source,
+    })?;
+    let target = if queue.address.trim() == ORIGIN_ADDRESS {
+        let addr =
+            origin.ok_or_else(|| fail("address = origin needs an [origin] section".into()))?;
+        target::Target {
+            addr,
+            host: addr.ip().to_string(),
+        }
+    } else {
+        target::resolve(&queue.address, queue.port, queue.ssl).map_err(fail)?
+    };
+    let timeout_ms =
+        parse_duration_ms(&queue.timeout).map_err(|e| fail(format!("timeout: {e}")))?;
+    if timeout_ms <= 0 {
+        return Err(fail(format!(
+            "timeout = `{}`: expected a positive duration like 11s",
+            queue.timeout
+        )));
+    }
+    let limits = http::Limits::from_queue(queue).map_err(fail)?;
+    let tls = if queue.ssl {
+        let options = tls::TlsOptions {
+            verify: false,
+            client_certificate: queue.client_certificate.clone(),
+            client_key: queue.client_key.clone(),
+            cipher_suites: queue.client_cipher_suites.clone(),
+        };
+        Some(tls::client_config(&options).map_err(fail)?)
+    } else {
+        None
+    };
+    let sources = queue
+        .gatling_ip
+        .split_whitespace()
+        .map(|ip| {
+            ip.parse::<IpAddr>()
+                .map_err(|_| fail(format!("gatling_ip: `{ip}` is not an IP address")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let (pool, schedule_ms, planned_at_most) = match (&queue.load_profile, plan.schedule()) {
+        (LoadProfile::Instances(_), Some(Schedule::Instances(schedule)))
+            if schedule.instances() > 0 =>
+        {
+            (
+                usize::try_from(schedule.instances()).unwrap_or(usize::MAX),
+                None,
+                None,
+            )
+        }
+        (_, Some(Schedule::Rps(rps))) => (
+            queue.instances as usize,
+            Some(u64::try_from(rps.duration_ms()).unwrap_or(0)),
+            Some(rps.len()),
+        ),
+        _ => (queue.instances as usize, None, None),
+    };
+    let gun = gun::Gun::new(
+        target,
+        tls,
+        queue.tank_type == TankType::Http,
+        limits,
+        Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0)),
+        sources,
+    );
+    Ok(PreparedQueue {
+        name: queue.name.clone(),
+        plan,
+        gun: Arc::new(gun),
+        pool,
+        schedule_ms,
+        planned_at_most,
+        writelog: queue.writelog,
+        active: Arc::default(),
+    })
+}

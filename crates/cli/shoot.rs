@@ -1,0 +1,156 @@
+//! `tank -c FILE` / `tank shoot -c FILE`: run a test.
+//!
+//! Wiring only: load the config, prepare the engine (every input error shows
+//! before a shot is fired), start the results threads, run, summarise. The
+//! first Ctrl-C stops firing and waits for shots in flight (up to `timeout`);
+//! a second one stops at once. Either way phout is flushed and the exit code is 1.
+
+mod answers;
+mod artifacts;
+mod collector;
+mod summary;
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Context, Result};
+use tank_config::{Override, WriteLog};
+use tank_engine::{AnswerSink, Clock, Control, Engine, SampleSink};
+
+use artifacts::Artifacts;
+
+/// Samples buffered between the shooters and the results thread.
+const SAMPLE_QUEUE: usize = 1 << 18;
+/// File descriptors kept free beyond one per instance (logs, ammo, runtime).
+const SPARE_FILES: u64 = 64;
+
+/// Run the test in `config_path`.
+pub fn run(config_path: &Path, overrides: &[Override]) -> Result<ExitCode> {
+    let config = tank_config::load(config_path, overrides)?;
+    let engine = Engine::prepare(&config, None)?;
+    let needed = engine.total_instances() as u64 + SPARE_FILES;
+    raise_file_limit(needed)?;
+    let artifacts = Artifacts::create(&config, overrides)?;
+    artifacts.log(&format!(
+        "config {} with {} queue(s)",
+        config.path.display(),
+        engine.queues().len()
+    ));
+    for queue in engine.queues() {
+        artifacts.log(&format!("[{}] {} instances", queue.name(), queue.pool()));
+    }
+
+    let (samples, sample_rx) = SampleSink::new(SAMPLE_QUEUE);
+    let phout = artifacts
+        .create_file("phout.log")
+        .context("creating phout.log")?;
+    let collector = collector::spawn(sample_rx, phout).context("starting the results thread")?;
+    let answers = if config.queues.iter().any(|q| q.writelog != WriteLog::Off) {
+        let (sink, rx) = AnswerSink::new(4096);
+        let file = artifacts
+            .create_file("answ.log")
+            .context("creating answ.log")?;
+        Some((
+            sink,
+            answers::spawn(rx, file).context("starting the answers thread")?,
+        ))
+    } else {
+        None
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("tank-shoot")
+        .build()
+        .context("starting the runtime")?;
+    let control = Control::default();
+    let report = runtime.block_on(async {
+        let signals = tokio::spawn(watch_ctrl_c(control.clone()));
+        let clock = Clock::now();
+        let report = engine
+            .run(
+                clock,
+                samples,
+                answers.as_ref().map(|(sink, _)| sink.clone()),
+                control.clone(),
+            )
+            .await;
+        signals.abort();
+        report
+    });
+    let totals = collector
+        .join()
+        .map_err(|_| anyhow!("the results thread failed"))?
+        .context("writing phout.log")?;
+    if let Some((sink, thread)) = answers {
+        drop(sink);
+        let written = thread
+            .join()
+            .map_err(|_| anyhow!("the answers thread failed"))?
+            .context("writing answ.log")?;
+        artifacts.log(&format!("answ.log: {written} entries"));
+    }
+    let summary = summary::render(&report, &totals, artifacts.dir(), report.samples_dropped);
+    print!("{summary}");
+    artifacts.log(&format!("finished\n{summary}"));
+    let errors: Vec<String> = report
+        .queues
+        .iter()
+        .filter_map(|q| q.error.as_ref().map(ToString::to_string))
+        .collect();
+    if !errors.is_empty() {
+        bail!("{}: {}", config.path.display(), errors.join("; "));
+    }
+    if control.stop.is_cancelled() {
+        artifacts.log("interrupted");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// First Ctrl-C: stop firing and let shots in flight finish. Second: stop now.
+async fn watch_ctrl_c(control: Control) {
+    if tokio::signal::ctrl_c().await.is_err() {
+        return;
+    }
+    eprintln!("tank: stopping: waiting for shots in flight (Ctrl-C again to stop now)");
+    control.stop.cancel();
+    if tokio::signal::ctrl_c().await.is_ok() {
+        eprintln!("tank: stopping now");
+        control.abort.cancel();
+    }
+}
+
+/// Raise the open-files limit to what the run needs (up to the hard limit).
+fn raise_file_limit(needed: u64) -> Result<()> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Ok(());
+    }
+    if limit.rlim_cur >= needed {
+        return Ok(());
+    }
+    if limit.rlim_max < needed {
+        bail!(
+            "the test needs {needed} open files (one per instance, plus {SPARE_FILES}), but the hard limit is {}: \
+             lower `instances` or raise the limit (ulimit -Hn)",
+            limit.rlim_max
+        );
+    }
+    let raised = libc::rlimit {
+        rlim_cur: needed.max(limit.rlim_cur).min(limit.rlim_max),
+        rlim_max: limit.rlim_max,
+    };
+    // SAFETY: setrlimit reads the struct we own.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+        bail!(
+            "cannot raise the open-files limit to {needed}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! The answers log (`writelog`): request and reply of the shots it selects.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::sync::mpsc::Receiver;
+use std::thread::JoinHandle;
+
+use tank_engine::Answer;
+
+/// Start the thread writing answers to `file`.
+pub fn spawn(
+    answers: Receiver<Answer>,
+    file: File,
+) -> std::io::Result<JoinHandle<std::io::Result<u64>>> {
+    std::thread::Builder::new().name("answers".into()).spawn(move || {
+        let mut out = BufWriter::new(file);
+        let mut written = 0;
+        for answer in answers {
+            let s = &answer.sample;
+            writeln!(
+                out,
+                "---- {}.{:03} tag={} net_code={} proto_code={} interval_real={}us size_out={} size_in={}",
+                s.start_unix_us / 1_000_000,
+                s.start_unix_us / 1000 % 1000,
+                String::from_utf8_lossy(&s.tag),
+                s.net_code.0,
+                s.proto_code,
+                s.interval_real_us,
+                s.size_out,
+                s.size_in
+            )?;
+            writeln!(out, ">>> request ({} bytes)", answer.request.len())?;
+            out.write_all(&answer.request)?;
+            writeln!(out, "\n<<< reply ({} of {} bytes)", answer.reply.len(), s.size_in)?;
+            out.write_all(&answer.reply)?;
+            out.write_all(b"\n")?;
+            written += 1;
+        }
+        out.flush()?;
+        Ok(written)
+    })
+}

@@ -1,0 +1,126 @@
+//! The run's artifacts directory: `logs/<UTC time>_<id>/` by default, holding
+//! phout.log, answ.log, the config as run, and tank.log.
+
+use std::fmt::Write as _;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use tank_config::{Override, TestConfig};
+
+/// The artifacts of one run.
+pub struct Artifacts {
+    dir: PathBuf,
+    log: Mutex<File>,
+}
+
+impl Artifacts {
+    /// Create the directory (`artifacts_dir`, or a new one under `artifacts_base_dir`),
+    /// copy the config into it with the overrides noted, and open tank.log.
+    pub fn create(config: &TestConfig, overrides: &[Override]) -> Result<Artifacts> {
+        let dir = match &config.core.artifacts_dir {
+            Some(dir) => PathBuf::from(dir),
+            None => Path::new(&config.core.artifacts_base_dir).join(run_id(SystemTime::now())),
+        };
+        fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create the artifacts directory {}", dir.display()))?;
+        let mut text = fs::read_to_string(&config.path)
+            .with_context(|| format!("cannot read {} again", config.path.display()))?;
+        if !overrides.is_empty() {
+            text.push_str("\n# overridden on the command line:\n");
+            for o in overrides {
+                let _ = writeln!(text, "# -o {}.{}={}", o.section, o.key, o.value);
+            }
+        }
+        let name = config
+            .path
+            .file_name()
+            .map_or_else(|| "config".into(), |n| n.to_string_lossy().into_owned());
+        fs::write(dir.join(name), text).context("writing the config copy")?;
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("tank.log"))
+            .context("creating tank.log")?;
+        Ok(Artifacts {
+            dir,
+            log: Mutex::new(log),
+        })
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A file in the directory.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// Append a timestamped line to tank.log (best effort: logging never stops a run).
+    pub fn log(&self, message: &str) {
+        if let Ok(mut log) = self.log.lock() {
+            let _ = writeln!(log, "{} {message}", utc(SystemTime::now(), '-', ':'));
+        }
+    }
+
+    /// Create a file in the directory.
+    pub fn create_file(&self, name: &str) -> io::Result<File> {
+        File::create(self.file(name))
+    }
+}
+
+/// `2026-11-21_19-39-11_4f2a9c`: sortable, and unique enough for two runs in one second.
+fn run_id(now: SystemTime) -> String {
+    let nanos = now
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let id = (u64::from(nanos) ^ u64::from(std::process::id()).rotate_left(20)) & 0xff_ffff;
+    format!("{}_{id:06x}", utc(now, '_', '-'))
+}
+
+/// `YYYY-MM-DD<sep>HH<time_sep>MM<time_sep>SS` in UTC.
+fn utc(at: SystemTime, sep: char, time_sep: char) -> String {
+    let secs = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(days as i64);
+    format!(
+        "{year:04}-{month:02}-{day:02}{sep}{:02}{time_sep}{:02}{time_sep}{:02}",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+/// Days since 1970-01-01 to a (year, month, day) date (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_413), (2025, 11, 21));
+        let at = UNIX_EPOCH + Duration::from_secs(1_763_753_951);
+        assert_eq!(utc(at, '_', '-'), "2025-11-21_19-39-11");
+        assert!(run_id(at).starts_with("2025-11-21_19-39-11_"));
+    }
+}

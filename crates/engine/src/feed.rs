@@ -1,0 +1,89 @@
+//! The feeder: runs a queue's plan on its own thread (reading ammo is
+//! blocking file I/O) and hands owned shots to the instances through a
+//! bounded channel, in order.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tank_plan::{Plan, PlanError};
+use tank_stats::Tag;
+use tokio::sync::mpsc;
+
+/// Shots buffered ahead of the instances.
+const AHEAD: usize = 4096;
+/// Distinct tags interned; beyond this each shot gets its own copy.
+const MAX_INTERNED_TAGS: usize = 4096;
+
+/// A shot ready to fire.
+#[derive(Debug, Clone)]
+pub struct Shot {
+    /// When it is due, from the start of the test.
+    pub due: Duration,
+    /// Its tag.
+    pub tag: Tag,
+    /// The request bytes, sent verbatim.
+    pub request: Arc<[u8]>,
+}
+
+/// What the feeder did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FeedReport {
+    /// Shots the plan produced (including ones counted after the instances stopped).
+    pub planned: u64,
+    /// Whether the whole plan was walked (false when the run stopped it early).
+    pub complete: bool,
+}
+
+/// The feeder thread: its result says how much of the plan it walked.
+pub type Feeder = JoinHandle<Result<FeedReport, PlanError>>;
+
+/// Start the feeder of `plan`. When the instances go away before the plan
+/// ends, the rest is still counted when `count_rest` allows it (the open
+/// model reports those shots as unsent), without building them.
+pub fn spawn(
+    mut plan: Plan,
+    name: String,
+    count_rest: Arc<std::sync::atomic::AtomicBool>,
+) -> std::io::Result<(mpsc::Receiver<Shot>, Feeder)> {
+    let (tx, rx) = mpsc::channel(AHEAD);
+    let handle = std::thread::Builder::new()
+        .name(format!("feed-{name}"))
+        .spawn(move || {
+            let mut tags: HashMap<Vec<u8>, Tag> = HashMap::new();
+            let mut report = FeedReport::default();
+            while let Some(shot) = plan.next_shot()? {
+                report.planned += 1;
+                let tag = match tags.get(shot.marker) {
+                    Some(tag) => Arc::clone(tag),
+                    None => {
+                        let tag: Tag = shot.marker.into();
+                        if tags.len() < MAX_INTERNED_TAGS {
+                            tags.insert(shot.marker.to_vec(), Arc::clone(&tag));
+                        }
+                        tag
+                    }
+                };
+                let due = Duration::from_millis(u64::try_from(shot.due_ms).unwrap_or(0));
+                let owned = Shot {
+                    due,
+                    tag,
+                    request: shot.missile.into(),
+                };
+                if tx.blocking_send(owned).is_err() {
+                    // The instances stopped: count the rest if asked, else stop here.
+                    if !count_rest.load(std::sync::atomic::Ordering::Acquire) {
+                        return Ok(report);
+                    }
+                    while plan.next_shot()?.is_some() {
+                        report.planned += 1;
+                    }
+                    break;
+                }
+            }
+            report.complete = true;
+            Ok(report)
+        })?;
+    Ok((rx, handle))
+}

@@ -1,0 +1,523 @@
+//! An incremental HTTP/1.x response reader: fed bytes as they arrive, it says
+//! when the response is complete, how it ended and whether the connection may
+//! be reused. Bodies are counted, never kept.
+//!
+//! Framing follows RFC 9112: 1xx responses are skipped; HEAD requests and 204
+//! and 304 responses have no body; then `Transfer-Encoding: chunked`, then
+//! `Content-Length`, else the body runs to the end of the connection.
+
+use super::limits::Limits;
+
+/// Why a reply is broken (phantom reports these as net code 71, EPROTO).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    /// The status line or headers do not parse.
+    #[error("malformed reply head: {0}")]
+    Head(String),
+    /// A limit from [`Limits`] was exceeded.
+    #[error("reply exceeds {0}")]
+    TooLarge(&'static str),
+    /// A chunked body that does not parse.
+    #[error("malformed chunked body: {0}")]
+    Chunked(String),
+    /// The connection ended before the reply did.
+    #[error("connection closed in the middle of the reply")]
+    Truncated,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Body {
+    /// `n` more bytes.
+    Length(u64),
+    /// Chunked, in the given step.
+    Chunked(Chunk),
+    /// Until the connection closes.
+    UntilClose,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// Reading a size line (the bytes so far are in `line`).
+    Size,
+    /// `n` bytes of chunk data left.
+    Data(u64),
+    /// The CRLF after chunk data (`n` bytes of it seen).
+    DataEnd(u8),
+    /// Trailer lines after the last chunk, up to an empty line.
+    Trailers,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    Head,
+    Body(Body),
+    Done,
+}
+
+/// What a response amounted to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    /// The final status code.
+    pub status: u16,
+    /// Whether the connection may carry the next request.
+    pub keep_alive: bool,
+}
+
+/// Reads one response (after any 1xx ones).
+#[derive(Debug)]
+pub struct ResponseReader {
+    limits: Limits,
+    head_request: bool,
+    head: Vec<u8>,
+    line: Vec<u8>,
+    state: State,
+    status: u16,
+    keep_alive: bool,
+    body_seen: u64,
+}
+
+impl ResponseReader {
+    /// A reader for the reply to a request; `head_request` when the request
+    /// was `HEAD` (its reply has no body).
+    pub fn new(limits: Limits, head_request: bool) -> Self {
+        ResponseReader {
+            limits,
+            head_request,
+            head: Vec::new(),
+            line: Vec::new(),
+            state: State::Head,
+            status: 0,
+            keep_alive: false,
+            body_seen: 0,
+        }
+    }
+
+    /// The reply, once [`Self::feed`] or [`Self::finish_at_eof`] said it is complete.
+    pub fn reply(&self) -> Option<Reply> {
+        (self.state == State::Done).then_some(Reply {
+            status: self.status,
+            keep_alive: self.keep_alive,
+        })
+    }
+
+    /// Feed the next bytes. Returns `Some(n)` when the reply completed after
+    /// `n` of them (bytes after that are not part of it), `None` when more are needed.
+    pub fn feed(&mut self, mut data: &[u8]) -> Result<Option<usize>, ReplyError> {
+        let total = data.len();
+        loop {
+            match self.state {
+                State::Done => return Ok(Some(total - data.len())),
+                State::Head => {
+                    let used = self.feed_head(data)?;
+                    data = &data[used..];
+                    if self.state == State::Head {
+                        return Ok(None);
+                    }
+                }
+                State::Body(body) => {
+                    let used = self.feed_body(body, data)?;
+                    data = &data[used..];
+                    if matches!(self.state, State::Body(_)) && data.is_empty() {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The connection closed: a body that runs to the close is complete; anything else is truncated.
+    pub fn finish_at_eof(&mut self) -> Result<Reply, ReplyError> {
+        if self.state == State::Body(Body::UntilClose) {
+            self.state = State::Done;
+        }
+        self.reply().ok_or(ReplyError::Truncated)
+    }
+
+    /// Accumulate head bytes until the blank line; returns bytes used.
+    fn feed_head(&mut self, data: &[u8]) -> Result<usize, ReplyError> {
+        let start = self.head.len();
+        self.head.extend_from_slice(data);
+        // Look for the end of the head from a little before the new bytes.
+        let search_from = start.saturating_sub(3);
+        let Some(end) = find_head_end(&self.head[search_from..]).map(|e| e + search_from) else {
+            self.check_partial_head()?;
+            return Ok(data.len());
+        };
+        let used = end - start;
+        self.head.truncate(end);
+        self.parse_head()?;
+        self.head.clear();
+        Ok(used)
+    }
+
+    /// Fail early on a head that already breaks a limit.
+    fn check_partial_head(&self) -> Result<(), ReplyError> {
+        let mut lines = self.head.split(|b| *b == b'\n');
+        if let Some(first) = lines.next() {
+            if first.len() > self.limits.line {
+                return Err(ReplyError::TooLarge("phantom_http_line"));
+            }
+        }
+        let mut count = 0;
+        for line in lines {
+            if line.len() > self.limits.field {
+                return Err(ReplyError::TooLarge("phantom_http_field"));
+            }
+            count += 1;
+        }
+        if count > self.limits.field_num + 1 {
+            return Err(ReplyError::TooLarge("phantom_http_field_num"));
+        }
+        Ok(())
+    }
+
+    fn parse_head(&mut self) -> Result<(), ReplyError> {
+        self.check_partial_head()?;
+        let mut headers = vec![httparse::EMPTY_HEADER; self.limits.field_num];
+        let mut response = httparse::Response::new(&mut headers);
+        match response.parse(&self.head) {
+            Ok(httparse::Status::Complete(_)) => {}
+            Ok(httparse::Status::Partial) => {
+                return Err(ReplyError::Head("incomplete head".into()))
+            }
+            Err(httparse::Error::TooManyHeaders) => {
+                return Err(ReplyError::TooLarge("phantom_http_field_num"))
+            }
+            Err(error) => return Err(ReplyError::Head(error.to_string())),
+        }
+        let status = response.code.unwrap_or(0);
+        let version = response.version.unwrap_or(0);
+        let mut close = false;
+        let mut keep_alive_header = false;
+        let mut chunked = false;
+        let mut length: Option<u64> = None;
+        for header in response.headers.iter() {
+            let name = header.name;
+            if name.eq_ignore_ascii_case("connection") {
+                for token in header.value.split(|b| *b == b',') {
+                    let token = token.trim_ascii();
+                    close |= token.eq_ignore_ascii_case(b"close");
+                    keep_alive_header |= token.eq_ignore_ascii_case(b"keep-alive");
+                }
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                let last = header
+                    .value
+                    .rsplit(|b| *b == b',')
+                    .next()
+                    .unwrap_or_default();
+                chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
+            } else if name.eq_ignore_ascii_case("content-length") {
+                let value = std::str::from_utf8(header.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .ok_or_else(|| ReplyError::Head("bad Content-Length".into()))?;
+                if length.is_some_and(|l| l != value) {
+                    return Err(ReplyError::Head(
+                        "conflicting Content-Length headers".into(),
+                    ));
+                }
+                length = Some(value);
+            }
+        }
+        if (100..200).contains(&status) && status != 101 {
+            // An interim response: the real one follows.
+            return Ok(());
+        }
+        self.status = status;
+        self.keep_alive = !close && (version == 1 || keep_alive_header);
+        let no_body = self.head_request || status == 204 || status == 304 || status == 101;
+        self.state = if no_body {
+            State::Done
+        } else if chunked {
+            State::Body(Body::Chunked(Chunk::Size))
+        } else if let Some(length) = length {
+            if length > self.limits.entity {
+                return Err(ReplyError::TooLarge("phantom_http_entity"));
+            }
+            if length == 0 {
+                State::Done
+            } else {
+                State::Body(Body::Length(length))
+            }
+        } else {
+            self.keep_alive = false;
+            State::Body(Body::UntilClose)
+        };
+        if status == 101 {
+            self.keep_alive = false;
+        }
+        Ok(())
+    }
+
+    fn count_body(&mut self, n: u64) -> Result<(), ReplyError> {
+        self.body_seen += n;
+        if self.body_seen > self.limits.entity {
+            return Err(ReplyError::TooLarge("phantom_http_entity"));
+        }
+        Ok(())
+    }
+
+    fn feed_body(&mut self, body: Body, data: &[u8]) -> Result<usize, ReplyError> {
+        match body {
+            Body::Length(left) => {
+                let take = left.min(data.len() as u64);
+                self.count_body(take)?;
+                self.state = if take == left {
+                    State::Done
+                } else {
+                    State::Body(Body::Length(left - take))
+                };
+                Ok(take as usize)
+            }
+            Body::UntilClose => {
+                self.count_body(data.len() as u64)?;
+                Ok(data.len())
+            }
+            Body::Chunked(chunk) => self.feed_chunked(chunk, data),
+        }
+    }
+
+    fn feed_chunked(&mut self, chunk: Chunk, data: &[u8]) -> Result<usize, ReplyError> {
+        match chunk {
+            Chunk::Size | Chunk::Trailers => {
+                let Some(at) = data.iter().position(|b| *b == b'\n') else {
+                    self.line.extend_from_slice(data);
+                    if self.line.len() > self.limits.field {
+                        return Err(ReplyError::TooLarge("phantom_http_field"));
+                    }
+                    return Ok(data.len());
+                };
+                self.line.extend_from_slice(&data[..at]);
+                let line = std::mem::take(&mut self.line);
+                let line = line.strip_suffix(b"\r").unwrap_or(&line);
+                if chunk == Chunk::Trailers {
+                    if line.is_empty() {
+                        self.state = State::Done;
+                    }
+                } else {
+                    let size = chunk_size(line)?;
+                    self.state = State::Body(Body::Chunked(if size == 0 {
+                        Chunk::Trailers
+                    } else {
+                        Chunk::Data(size)
+                    }));
+                }
+                Ok(at + 1)
+            }
+            Chunk::Data(left) => {
+                let take = left.min(data.len() as u64);
+                self.count_body(take)?;
+                let next = if take == left {
+                    Chunk::DataEnd(0)
+                } else {
+                    Chunk::Data(left - take)
+                };
+                self.state = State::Body(Body::Chunked(next));
+                Ok(take as usize)
+            }
+            Chunk::DataEnd(seen) => {
+                let expected: &[u8] = &b"\r\n"[seen as usize..];
+                let mut used = 0;
+                for (&want, &got) in expected.iter().zip(data) {
+                    if want != got {
+                        // Tolerate a bare LF after the data.
+                        if got == b'\n' && seen + used as u8 == 0 {
+                            self.state = State::Body(Body::Chunked(Chunk::Size));
+                            return Ok(1);
+                        }
+                        return Err(ReplyError::Chunked(
+                            "chunk data not followed by CRLF".into(),
+                        ));
+                    }
+                    used += 1;
+                }
+                let seen = seen + used as u8;
+                self.state = State::Body(Body::Chunked(if seen == 2 {
+                    Chunk::Size
+                } else {
+                    Chunk::DataEnd(seen)
+                }));
+                Ok(used)
+            }
+        }
+    }
+}
+
+fn find_head_end(bytes: &[u8]) -> Option<usize> {
+    // CRLF CRLF, or the bare LF LF that httparse also accepts.
+    let crlf = bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|p| p + 4);
+    let lf = bytes.windows(2).position(|w| w == b"\n\n").map(|p| p + 2);
+    match (crlf, lf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn chunk_size(line: &[u8]) -> Result<u64, ReplyError> {
+    let digits = line
+        .split(|b| *b == b';')
+        .next()
+        .unwrap_or_default()
+        .trim_ascii();
+    if digits.is_empty() || digits.len() > 15 {
+        return Err(ReplyError::Chunked(format!(
+            "bad chunk size line `{}`",
+            String::from_utf8_lossy(line)
+        )));
+    }
+    let text = std::str::from_utf8(digits)
+        .map_err(|_| ReplyError::Chunked("chunk size is not text".into()))?;
+    u64::from_str_radix(text, 16)
+        .map_err(|_| ReplyError::Chunked(format!("bad chunk size `{text}`")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn read_all(reply: &[u8], head_request: bool) -> Result<(Reply, usize), ReplyError> {
+        let mut reader = ResponseReader::new(Limits::default(), head_request);
+        match reader.feed(reply)? {
+            Some(used) => Ok((reader.reply().expect("done"), used)),
+            None => Ok((reader.finish_at_eof()?, reply.len())),
+        }
+    }
+
+    #[test]
+    fn content_length_body_keeps_alive_on_http_1_1() {
+        let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloEXTRA";
+        assert_eq!(
+            read_all(reply, false),
+            Ok((
+                Reply {
+                    status: 200,
+                    keep_alive: true
+                },
+                reply.len() - 5
+            ))
+        );
+    }
+
+    #[test]
+    fn http_1_0_closes_unless_asked_to_keep_alive() {
+        let (reply, _) = read_all(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", false).unwrap();
+        assert!(!reply.keep_alive);
+        let (reply, _) = read_all(
+            b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n",
+            false,
+        )
+        .unwrap();
+        assert!(reply.keep_alive);
+        let (reply, _) = read_all(
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+            false,
+        )
+        .unwrap();
+        assert!(!reply.keep_alive);
+    }
+
+    #[test]
+    fn chunked_body_split_anywhere() {
+        let reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n10\r\n0123456789abcdef\r\n0\r\nTrailer: a\r\n\r\n";
+        for split in 0..reply.len() {
+            let mut reader = ResponseReader::new(Limits::default(), false);
+            let first = reader.feed(&reply[..split]).unwrap();
+            let done = first.or_else(|| reader.feed(&reply[split..]).unwrap().map(|n| n + split));
+            assert_eq!(done, Some(reply.len()), "split at {split}");
+            assert_eq!(
+                reader.reply(),
+                Some(Reply {
+                    status: 200,
+                    keep_alive: true
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn interim_responses_are_skipped_and_no_body_statuses_end_at_the_head() {
+        let reply = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n";
+        assert_eq!(read_all(reply, false).unwrap().0.status, 204);
+        let (head, used) =
+            read_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", true).unwrap();
+        assert_eq!((head.status, used), (200, 38));
+    }
+
+    #[test]
+    fn body_until_close_ends_at_eof_and_truncation_is_an_error() {
+        let (reply, _) = read_all(b"HTTP/1.1 200 OK\r\n\r\nsome body", false).unwrap();
+        assert_eq!(
+            reply,
+            Reply {
+                status: 200,
+                keep_alive: false
+            }
+        );
+        assert_eq!(
+            read_all(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort", false),
+            Err(ReplyError::Truncated)
+        );
+        assert_eq!(
+            read_all(b"HTTP/1.1 200 O", false),
+            Err(ReplyError::Truncated)
+        );
+    }
+
+    #[test]
+    fn garbage_and_limits_are_reply_errors() {
+        assert!(matches!(
+            read_all(b"GARBAGE\r\n\r\n", false),
+            Err(ReplyError::Head(_))
+        ));
+        let long_line = format!("HTTP/1.1 200 {}\r\n\r\n", "x".repeat(2000));
+        assert_eq!(
+            read_all(long_line.as_bytes(), false),
+            Err(ReplyError::TooLarge("phantom_http_line"))
+        );
+        let big = b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n";
+        assert_eq!(
+            read_all(big, false),
+            Err(ReplyError::TooLarge("phantom_http_entity"))
+        );
+        let mut many = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for i in 0..200 {
+            many.extend_from_slice(format!("X-{i}: y\r\n").as_bytes());
+        }
+        many.extend_from_slice(b"\r\n");
+        assert_eq!(
+            read_all(&many, false),
+            Err(ReplyError::TooLarge("phantom_http_field_num"))
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300), split in 0usize..300) {
+            let mut reader = ResponseReader::new(Limits::default(), false);
+            let split = split.min(bytes.len());
+            if let Ok(None) = reader.feed(&bytes[..split]) {
+                let _ = reader.feed(&bytes[split..]);
+            }
+            let _ = reader.finish_at_eof();
+        }
+
+        #[test]
+        fn content_length_bodies_of_any_size(len in 0usize..5000, chunk in 1usize..700) {
+            let mut reply = format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n\r\n").into_bytes();
+            reply.extend(std::iter::repeat_n(b'z', len));
+            let mut reader = ResponseReader::new(Limits::default(), false);
+            let mut done = None;
+            for (i, piece) in reply.chunks(chunk).enumerate() {
+                if let Some(n) = reader.feed(piece).unwrap() {
+                    done = Some(i * chunk + n);
+                    break;
+                }
+            }
+            prop_assert_eq!(done, Some(reply.len()));
+        }
+    }
+}

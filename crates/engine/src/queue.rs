@@ -1,0 +1,164 @@
+//! One queue's instances: tasks that take the queue's shots in order, wait
+//! until each is due, fire it and report a sample, as phantom's instances do.
+//!
+//! Open model: `instances` tasks; when all are busy, shots go late, and the
+//! lag is measured, never hidden. At the schedule's end the queue stops: shots
+//! not started by then are counted as unsent, not fired afterwards.
+//! Closed model: as many tasks as the schedule's final instance count; the
+//! first shots are due at the instances' start times and the rest at 0, so
+//! each instance starts on time and then fires back to back.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tank_config::WriteLog;
+use tank_stats::{NetCode, Sample};
+use tokio::sync::{mpsc, Mutex};
+use tokio::task::JoinSet;
+use tokio::time::{sleep_until, Instant};
+use tokio_util::sync::CancellationToken;
+
+use crate::feed::Shot;
+use crate::gun::{Barrel, Gun};
+use crate::sink::{Answer, AnswerSink, SampleSink};
+use crate::Clock;
+
+/// How much of a reply the answers log keeps.
+const ANSWER_CAPTURE: usize = 64 * 1024;
+
+/// Everything the instances of one queue share.
+pub(crate) struct Shared {
+    pub clock: Clock,
+    pub gun: Arc<Gun>,
+    /// The open model's end (schedule duration from the start); none for the closed model.
+    pub deadline: Option<Instant>,
+    pub feed: Mutex<mpsc::Receiver<Shot>>,
+    pub samples: SampleSink,
+    pub answers: Option<(AnswerSink, WriteLog)>,
+    pub stop: CancellationToken,
+    pub abort: CancellationToken,
+    /// Stops this queue only (its schedule ended).
+    pub ended: CancellationToken,
+    pub active: Arc<AtomicUsize>,
+    pub fired: AtomicU64,
+    pub unsent: AtomicU64,
+    /// Set when the schedule's end stopped the queue: the feeder then counts the rest as unsent.
+    pub count_rest: Arc<AtomicBool>,
+}
+
+/// Run `pool` instances until the feed ends, the schedule ends, or the run stops.
+pub(crate) async fn run(shared: Arc<Shared>, pool: usize) {
+    let mut instances = JoinSet::new();
+    for index in 0..pool {
+        let barrel = shared.gun.instance(index);
+        instances.spawn(instance(Arc::clone(&shared), barrel));
+    }
+    tokio::select! {
+        _ = async { while instances.join_next().await.is_some() {} } => {}
+        // A second Ctrl-C: shots in flight are dropped, not logged.
+        _ = shared.abort.cancelled() => instances.abort_all(),
+    }
+}
+
+async fn instance(shared: Arc<Shared>, mut barrel: Barrel) {
+    let mut capture = shared
+        .answers
+        .as_ref()
+        .map(|_| Vec::with_capacity(ANSWER_CAPTURE));
+    loop {
+        let shot = {
+            let mut feed = tokio::select! {
+                biased;
+                _ = shared.stop.cancelled() => return,
+                _ = shared.ended.cancelled() => return,
+                feed = shared.feed.lock() => feed,
+            };
+            tokio::select! {
+                biased;
+                _ = shared.stop.cancelled() => return,
+                _ = shared.ended.cancelled() => return,
+                shot = feed.recv() => shot,
+            }
+        };
+        let Some(shot) = shot else { return };
+        if shared
+            .deadline
+            .is_some_and(|deadline| Instant::now() >= deadline)
+        {
+            // The schedule is over: this shot and the rest are unsent.
+            shared.unsent.fetch_add(1, Ordering::Relaxed);
+            shared.count_rest.store(true, Ordering::Release);
+            shared.ended.cancel();
+            return;
+        }
+        let due = shared.clock.start + shot.due;
+        tokio::select! {
+            biased;
+            _ = shared.stop.cancelled() => {
+                shared.unsent.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            _ = sleep_until(due) => {}
+        }
+        let start = Instant::now();
+        shared.active.fetch_add(1, Ordering::Relaxed);
+        let measured = barrel.fire(&shot.request, start, capture.as_mut()).await;
+        shared.active.fetch_sub(1, Ordering::Relaxed);
+        shared.fired.fetch_add(1, Ordering::Relaxed);
+        let sample = Sample {
+            start_unix_us: shared.clock.unix_us(start),
+            lag_us: micros(start.saturating_duration_since(due)),
+            tag: Arc::clone(&shot.tag),
+            interval_real_us: measured.interval_real_us,
+            connect_us: measured.connect_us,
+            send_us: measured.send_us,
+            latency_us: measured.latency_us,
+            receive_us: measured.receive_us,
+            interval_event_us: measured.interval_event_us,
+            size_out: measured.size_out,
+            size_in: measured.size_in,
+            net_code: measured.net_code,
+            proto_code: measured.proto_code,
+        };
+        if let (Some((answers, level)), Some(reply)) = (&shared.answers, capture.as_mut()) {
+            if logged(*level, sample.net_code, sample.proto_code) {
+                answers.send(Answer {
+                    sample: sample.clone(),
+                    request: Arc::clone(&shot.request),
+                    reply: std::mem::take(reply),
+                });
+                reply.reserve(ANSWER_CAPTURE);
+            }
+        }
+        shared.samples.send(sample);
+    }
+}
+
+/// Whether `writelog` wants this shot in the answers log.
+fn logged(level: WriteLog, net: NetCode, proto: u16) -> bool {
+    match level {
+        WriteLog::Off => false,
+        WriteLog::All => true,
+        WriteLog::ProtoWarning => net != NetCode::OK || proto >= 400,
+        WriteLog::ProtoError => net != NetCode::OK || proto >= 500,
+    }
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writelog_levels() {
+        assert!(!logged(WriteLog::Off, NetCode(110), 0));
+        assert!(logged(WriteLog::All, NetCode::OK, 200));
+        assert!(logged(WriteLog::ProtoWarning, NetCode::OK, 404));
+        assert!(!logged(WriteLog::ProtoError, NetCode::OK, 404));
+        assert!(logged(WriteLog::ProtoError, NetCode(111), 0));
+    }
+}
