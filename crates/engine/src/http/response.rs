@@ -108,9 +108,11 @@ impl ResponseReader {
             match self.state {
                 State::Done => return Ok(Some(total - data.len())),
                 State::Head => {
-                    let used = self.feed_head(data)?;
+                    let (used, complete) = self.feed_head(data)?;
                     data = &data[used..];
-                    if self.state == State::Head {
+                    // An incomplete head needs more bytes; a complete interim (1xx)
+                    // head leaves us in Head for the final response's bytes.
+                    if !complete {
                         return Ok(None);
                     }
                 }
@@ -133,21 +135,22 @@ impl ResponseReader {
         self.reply().ok_or(ReplyError::Truncated)
     }
 
-    /// Accumulate head bytes until the blank line; returns bytes used.
-    fn feed_head(&mut self, data: &[u8]) -> Result<usize, ReplyError> {
+    /// Accumulate head bytes until the blank line; returns bytes used and
+    /// whether a whole head was read.
+    fn feed_head(&mut self, data: &[u8]) -> Result<(usize, bool), ReplyError> {
         let start = self.head.len();
         self.head.extend_from_slice(data);
         // Look for the end of the head from a little before the new bytes.
         let search_from = start.saturating_sub(3);
         let Some(end) = find_head_end(&self.head[search_from..]).map(|e| e + search_from) else {
             self.check_partial_head()?;
-            return Ok(data.len());
+            return Ok((data.len(), false));
         };
         let used = end - start;
         self.head.truncate(end);
         self.parse_head()?;
         self.head.clear();
-        Ok(used)
+        Ok((used, true))
     }
 
     /// Fail early on a head that already breaks a limit.
@@ -444,7 +447,7 @@ mod tests {
         assert_eq!(read_all(reply, false).unwrap().0.status, 204);
         let (head, used) =
             read_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", true).unwrap();
-        assert_eq!((head.status, used), (200, 38));
+        assert_eq!((head.status, used), (200, 40));
     }
 
     #[test]
