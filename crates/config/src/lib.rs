@@ -33,6 +33,7 @@ mod error;
 mod ini;
 pub mod model;
 mod options;
+mod origin;
 mod overrides;
 mod queue;
 mod raw;

@@ -4,6 +4,7 @@
 //! (`loop`, `ammo_limit`, schedule strings, header strings): the plan crate owns
 //! those semantics, so the config crate only checks types and presence.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// Which spelling a config file used.
@@ -35,6 +36,8 @@ pub struct TestConfig {
     pub rcassert: RcAssertConfig,
     /// `[console]`.
     pub console: ConsoleConfig,
+    /// `[origin]`: the origin simulator to start before shooting, if any.
+    pub origin: Option<OriginConfig>,
 }
 
 /// One request queue: a `[phantom]`-style section.
@@ -205,3 +208,27 @@ pub struct ConsoleConfig {
     /// `short_only`: one plain line per second instead of the full screen.
     pub short_only: bool,
 }
+
+/// `[origin]`: tank's own section (yandex-tank has none). tank starts the
+/// origin simulator in-process with this recipe before shooting, and queues
+/// with `address = origin` shoot at it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OriginConfig {
+    /// `recipe` (a JSON file) or `recipe_json` (the JSON itself): exactly one.
+    pub recipe: OriginRecipe,
+    /// `listen`: where the simulator listens (default `127.0.0.1:0`, a free port).
+    pub listen: SocketAddr,
+}
+
+/// Where the `[origin]` recipe comes from. The config crate does not parse
+/// it: the engine hands it to `tank_origin::Recipe::from_json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OriginRecipe {
+    /// `recipe`: a JSON file, `~` expanded, relative to the working directory.
+    File(PathBuf),
+    /// `recipe_json`: the recipe text itself.
+    Json(String),
+}
+
+/// The `address` value that points a queue at the `[origin]` simulator.
+pub const ORIGIN_ADDRESS: &str = "origin";

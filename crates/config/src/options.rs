@@ -116,6 +116,15 @@ pub(crate) const CONSOLE: &[(&str, Kind)] = &[
     ("times_max_spark", Kind::Any),
 ];
 
+/// `[origin]` options (tank's own section: the in-process origin simulator).
+pub(crate) const ORIGIN: &[(&str, Kind)] = &[
+    ("enabled", Kind::Bool),
+    ("listen", Kind::Str),
+    ("package", Kind::Any),
+    ("recipe", Kind::Str),
+    ("recipe_json", Kind::Str),
+];
+
 /// `[tank]` / `core:` options (yandex-tank's core schema); `plugin_*` keys are also accepted.
 pub(crate) const CORE: &[(&str, Kind)] = &[
     ("affinity", Kind::Any),
@@ -195,7 +204,7 @@ mod tests {
 
     #[test]
     fn tables_are_sorted_and_unique() {
-        for table in [PHANTOM, AUTOSTOP, RCASSERT, CONSOLE, CORE] {
+        for table in [PHANTOM, AUTOSTOP, RCASSERT, CONSOLE, ORIGIN, CORE] {
             let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
             let mut sorted = names.clone();
             sorted.sort_unstable();

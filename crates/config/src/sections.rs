@@ -25,6 +25,8 @@ pub(crate) enum SectionKind {
     RcAssert,
     /// `[console]`.
     Console,
+    /// `[origin]`: tank's own, the in-process origin simulator.
+    Origin,
     /// Another yandex-tank plugin's section: accepted, not acted on.
     Ignored,
 }
@@ -56,10 +58,13 @@ const PATTERNS: &[(&str, SectionKind)] = &[
     ("pandora", SectionKind::Ignored),
     ("influx", SectionKind::Ignored),
     ("opentsdb", SectionKind::Ignored),
+    // tank's own, after every yandex-tank pattern.
+    ("origin", SectionKind::Origin),
 ];
 
 /// The known section names, for "unrecognized section" messages.
-pub(crate) const KNOWN: &str = "phantom, phantom-*, autostop, rcassert, console, tank/core \
+pub(crate) const KNOWN: &str =
+    "phantom, phantom-*, autostop, rcassert, console, origin, tank/core \
     (and, ignored: aggregator, android, appium, battery_historian, bfg, meta, overload, \
     uploader, datauploader, telegraf, monitoring, jmeter, rcheck, shellexec, shootexec, tips, \
     json_report, pandora, influx, opentsdb)";
@@ -92,6 +97,7 @@ pub(crate) fn classify(name: &str) -> Option<SectionKind> {
         SectionKind::Autostop if name != "autostop" => None,
         SectionKind::RcAssert if name != "rcassert" => None,
         SectionKind::Console if name != "console" => None,
+        SectionKind::Origin if name != "origin" => None,
         kind => Some(kind),
     }
 }
@@ -140,5 +146,7 @@ mod tests {
         assert_eq!(classify("autostop"), Some(SectionKind::Autostop));
         assert_eq!(classify("rcassert"), Some(SectionKind::RcAssert));
         assert_eq!(classify("console"), Some(SectionKind::Console));
+        assert_eq!(classify("origin"), Some(SectionKind::Origin));
+        assert_eq!(classify("origin2"), None);
     }
 }

@@ -12,6 +12,7 @@ use crate::model::{
     AutostopConfig, ConfigFormat, ConsoleConfig, CoreConfig, RcAssertConfig, TestConfig,
 };
 use crate::options::{self, Kind, SCHEDULE_KEYS};
+use crate::origin;
 use crate::queue::{self, entry_error, Layered};
 use crate::raw::{RawConfig, RawEntry, RawSection, RawValue};
 use crate::sections::{self, SectionKind};
@@ -60,6 +61,7 @@ pub(crate) fn validate(
             fail_code: 10,
         },
         console: ConsoleConfig::default(),
+        origin: None,
     };
     for (section, kind) in raw.sections.iter().zip(&kinds) {
         match kind {
@@ -82,6 +84,9 @@ pub(crate) fn validate(
             SectionKind::Console if enabled(section)? => {
                 read_console(section, &mut config.console)?
             }
+            SectionKind::Origin if enabled(section)? => {
+                config.origin = Some(origin::read(section)?);
+            }
             _ => {}
         }
     }
@@ -103,6 +108,7 @@ pub(crate) fn validate(
             .queues
             .push(queue::build(&Layered::extra(main, extra))?);
     }
+    origin::check_queue_addresses(raw, &config)?;
     Ok(config)
 }
 
@@ -118,7 +124,9 @@ fn section_kind(section: &RawSection) -> Result<SectionKind, ConfigError> {
     }
     let close = options::suggest(
         &section.name,
-        ["phantom", "autostop", "rcassert", "console", "tank", "core"],
+        [
+            "phantom", "autostop", "rcassert", "console", "origin", "tank", "core",
+        ],
     );
     let hint = close.map_or(String::new(), |c| format!("did you mean [{c}]? "));
     let message = format!(
@@ -160,6 +168,7 @@ fn check_keys(section: &RawSection, kind: SectionKind) -> Result<(), ConfigError
         SectionKind::Autostop => options::AUTOSTOP,
         SectionKind::RcAssert => options::RCASSERT,
         SectionKind::Console => options::CONSOLE,
+        SectionKind::Origin => options::ORIGIN,
         SectionKind::Ignored => return Ok(()),
     };
     for entry in &section.entries {
