@@ -1,1 +1,3 @@
 mod differential;
+mod shoot;
+mod support;

@@ -293,6 +293,26 @@ impl Engine {
     }
 }
 
+/// `timeout`, in ms: the stepper's duration syntax (`11s`, `1m30s`, `5`), plus
+/// `ms`. yandex-tank reads `500ms` as 500 minutes (the stepper has no `ms`);
+/// tank departs from that on purpose, since no one means it.
+pub fn parse_timeout_ms(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    match text.strip_suffix("ms") {
+        Some(millis)
+            if !millis.is_empty() && millis.bytes().all(|b| b.is_ascii_digit() || b == b'.') =>
+        {
+            millis
+                .parse::<f64>()
+                .ok()
+                .filter(|ms| ms.is_finite())
+                .map(|ms| ms as i64)
+                .ok_or_else(|| format!("`{text}` is not a duration like 500ms, 11s or 1m30s"))
+        }
+        _ => parse_duration_ms(text),
+    }
+}
+
 fn prepare_queue(
     queue: &QueueConfig,
     origin: Option<SocketAddr>,
@@ -315,8 +335,7 @@ fn prepare_queue(
     } else {
         target::resolve(&queue.address, queue.port, queue.ssl).map_err(fail)?
     };
-    let timeout_ms =
-        parse_duration_ms(&queue.timeout).map_err(|e| fail(format!("timeout: {e}")))?;
+    let timeout_ms = parse_timeout_ms(&queue.timeout).map_err(|e| fail(format!("timeout: {e}")))?;
     if timeout_ms <= 0 {
         return Err(fail(format!(
             "timeout = `{}`: expected a positive duration like 11s",
@@ -378,4 +397,18 @@ fn prepare_queue(
         writelog: queue.writelog,
         active: Arc::default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_accept_milliseconds() {
+        assert_eq!(parse_timeout_ms("500ms"), Ok(500));
+        assert_eq!(parse_timeout_ms("11s"), Ok(11_000));
+        assert_eq!(parse_timeout_ms("1m30s"), Ok(90_000));
+        assert_eq!(parse_timeout_ms("5"), Ok(5000));
+        assert!(parse_timeout_ms("xms").is_err());
+    }
 }

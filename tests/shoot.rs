@@ -1,0 +1,335 @@
+//! `tank -c load.ini` end to end against scripted servers on 127.0.0.1.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::support::server::{Behaviour, Server};
+use crate::support::{artifacts, phout, shoot, tank};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn config(addr: std::net::SocketAddr, rest: &str) -> String {
+    format!("[phantom]\naddress = {addr}\n{rest}\n")
+}
+
+#[test]
+fn open_model_fires_every_shot_and_reuses_the_connection() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    let out = shoot(
+        dir.path(),
+        &config(
+            server.addr(),
+            "rps_schedule = const(20,1s)\nuris = /a /b\nheader_http = 1.1\ninstances = 1",
+        ),
+        LIMIT,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = phout(&artifacts(dir.path()));
+    assert_eq!(rows.len(), 20);
+    assert!(rows
+        .iter()
+        .all(|r| r.proto_code == 200 && r.net_code == 0 && r.size_in == 43));
+    // One instance: one connection, connected once.
+    assert_eq!(rows.iter().filter(|r| r.connect > 0).count(), 1);
+    assert_eq!(server.requests().len(), 20);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("planned 20, sent 20, unsent 0"), "{stdout}");
+}
+
+#[test]
+fn bytes_on_the_wire_are_the_planned_ammo() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    let ammo = b"[Host: example.org]\n5 /post tagp\nhello\n0 /empty\n";
+    std::fs::write(dir.path().join("ammo.txt"), ammo).unwrap();
+    let cfg = config(server.addr(), "rps_schedule = const(10,1s)\nammofile = ammo.txt\nammo_type = uripost\nloop = 2\ninstances = 1");
+    let out = shoot(dir.path(), &cfg, LIMIT);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stpd = tank()
+        .args(["plan", "-c", "load.ini", "--stpd", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(stpd.status.success());
+    let planned = missiles(&stpd.stdout);
+    assert_eq!(planned.len(), 4);
+    assert_eq!(server.requests(), planned);
+    let tags: Vec<String> = phout(&artifacts(dir.path()))
+        .into_iter()
+        .map(|r| r.tag)
+        .collect();
+    assert_eq!(tags, ["tagp", "", "tagp", ""]);
+}
+
+/// The request bytes of every stpd record.
+fn missiles(stpd: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut rest = stpd;
+    while let Some(newline) = rest.iter().position(|b| *b == b'\n') {
+        let header = std::str::from_utf8(&rest[..newline]).unwrap();
+        let len: usize = header.split(' ').next().unwrap().parse().unwrap();
+        out.push(rest[newline + 1..newline + 1 + len].to_vec());
+        rest = &rest[newline + 1 + len + 1..];
+    }
+    out
+}
+
+#[test]
+fn closed_model_reads_the_ammo_once_per_loop() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ammo.txt"), "/1\n/2\n/3\n").unwrap();
+    let cfg = config(
+        server.addr(),
+        "instances_schedule = ramp(2, 1s)\nammofile = ammo.txt\nloop = 3",
+    );
+    let out = shoot(dir.path(), &cfg, LIMIT);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(phout(&artifacts(dir.path())).len(), 9);
+    assert_eq!(server.requests().len(), 9);
+}
+
+#[test]
+fn queues_run_side_by_side_into_one_phout() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "/a first\n").unwrap();
+    std::fs::write(dir.path().join("b.txt"), "/b second\n").unwrap();
+    let cfg = format!(
+        "[phantom]\naddress = {0}\nrps_schedule = const(5,1s)\nammofile = a.txt\n\n[phantom-2]\nrps_schedule = const(3,1s)\nammofile = b.txt\n",
+        server.addr()
+    );
+    let out = shoot(dir.path(), &cfg, LIMIT);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = phout(&artifacts(dir.path()));
+    assert_eq!(rows.iter().filter(|r| r.tag == "first").count(), 5);
+    assert_eq!(rows.iter().filter(|r| r.tag == "second").count(), 3);
+}
+
+#[test]
+fn close_chunked_and_http_1_0_replies_are_all_read_whole() {
+    for (behaviour, size_in) in [
+        (Behaviour::Close, 59),
+        (Behaviour::Chunked, 67),
+        (Behaviour::Http10, 30),
+    ] {
+        let server = Server::start(behaviour);
+        let dir = tempfile::tempdir().unwrap();
+        let out = shoot(
+            dir.path(),
+            &config(
+                server.addr(),
+                "rps_schedule = const(10,1s)\nuris = /\ninstances = 2",
+            ),
+            LIMIT,
+        );
+        assert!(
+            out.status.success(),
+            "{behaviour:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows = phout(&artifacts(dir.path()));
+        assert_eq!(rows.len(), 10, "{behaviour:?}");
+        for row in rows {
+            assert_eq!(
+                (row.net_code, row.proto_code, row.size_in),
+                (0, 200, size_in),
+                "{behaviour:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn failures_become_errno_net_codes() {
+    // Refused: a port with no listener (bound, then closed).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let silent = Server::start(Behaviour::Silent);
+    let reset = Server::start(Behaviour::Reset);
+    let garbage = Server::start(Behaviour::Garbage);
+    for (addr, expected) in [
+        (closed, 111),
+        (silent.addr(), 110),
+        (reset.addr(), 104),
+        (garbage.addr(), 71),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = shoot(
+            dir.path(),
+            &config(
+                addr,
+                "rps_schedule = const(4,1s)\nuris = /\ntimeout = 700ms",
+            ),
+            LIMIT,
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows = phout(&artifacts(dir.path()));
+        assert_eq!(rows.len(), 4);
+        for row in rows {
+            assert_eq!((row.net_code, row.proto_code), (expected, 0), "{row:?}");
+            if expected == 110 {
+                assert_eq!(row.interval_event, 700_000);
+                assert!(row.interval_real >= 700_000);
+            }
+        }
+    }
+}
+
+#[test]
+fn tls_with_a_self_signed_certificate() {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.cert.der().clone()], key)
+    .unwrap();
+    let server = Server::start_with(Behaviour::KeepAlive, Some(Arc::new(config)));
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = format!(
+        "[phantom]\naddress = localhost:{}\nssl = 1\nrps_schedule = const(10,1s)\nuris = /\nheader_http = 1.1\nheaders = [Host: localhost]\ninstances = 1",
+        server.addr().port()
+    );
+    let out = shoot(dir.path(), &cfg, LIMIT);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = phout(&artifacts(dir.path()));
+    assert_eq!(rows.len(), 10);
+    assert!(
+        rows.iter().all(|r| r.net_code == 0 && r.proto_code == 200),
+        "{rows:?}"
+    );
+    assert_eq!(
+        rows.iter().filter(|r| r.connect > 0).count(),
+        1,
+        "the handshake happens once"
+    );
+}
+
+#[test]
+fn writelog_keeps_requests_and_replies_of_selected_shots() {
+    let server = Server::start(Behaviour::StatusFromPath);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        server.addr(),
+        "rps_schedule = const(4,1s)\nuris = /status/200 /status/503\nwritelog = proto_error",
+    );
+    let out = shoot(dir.path(), &cfg, LIMIT);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = artifacts(dir.path());
+    let codes: BTreeSet<u16> = phout(&run).into_iter().map(|r| r.proto_code).collect();
+    assert_eq!(codes, BTreeSet::from([200, 503]));
+    let answers = std::fs::read_to_string(run.join("answ.log")).unwrap();
+    assert_eq!(answers.matches("---- ").count(), 2, "{answers}");
+    assert!(
+        answers.contains("GET /status/503") && !answers.contains("GET /status/200"),
+        "{answers}"
+    );
+    assert!(answers.contains("HTTP/1.1 503 X"));
+}
+
+#[test]
+fn the_schedule_end_stops_late_shots_and_counts_them_unsent() {
+    let server = Server::start(Behaviour::Silent);
+    let dir = tempfile::tempdir().unwrap();
+    // One instance, 1 s budget per shot, 20 shots in 1 s: only the first can be fired in time.
+    let cfg = config(
+        server.addr(),
+        "rps_schedule = const(20,1s)\nuris = /\ninstances = 1\ntimeout = 1s",
+    );
+    let out = shoot(dir.path(), &cfg, LIMIT);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(phout(&artifacts(dir.path())).len(), 1);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("planned 20, sent 1, unsent 19"), "{stdout}");
+}
+
+#[test]
+fn bad_input_is_a_clear_error_before_any_shot() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = shoot(
+        dir.path(),
+        "[phantom]\naddress = 127.0.0.1:1\nrps_schedule = const(1,1s)\nammofile = missing.txt\n",
+        LIMIT,
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("missing.txt") && stderr.contains("[phantom]"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("logs").exists(),
+        "no artifacts for a run that never started"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_firing_and_leaves_a_complete_phout() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        config(server.addr(), "rps_schedule = const(50,60s)\nuris = /"),
+    )
+    .unwrap();
+    let child = tank()
+        .args(["-c", "load.ini"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "tank took too long to stop"
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let rows = phout(&artifacts(dir.path()));
+    assert!(rows.len() >= 20 && rows.len() < 3000, "{} rows", rows.len());
+    assert!(rows.iter().all(|r| r.proto_code == 200));
+}

@@ -1,0 +1,110 @@
+//! Helpers shared by the integration tests.
+
+pub mod server;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// The tank binary under test.
+pub fn tank() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tank"))
+}
+
+/// Run `tank -c config.ini` in `dir`, at most `limit` long; returns its output.
+pub fn shoot(dir: &Path, config: &str, limit: Duration) -> Output {
+    std::fs::write(dir.join("load.ini"), config).expect("write load.ini");
+    let mut child = tank()
+        .args(["-c", "load.ini"])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start tank");
+    let started = Instant::now();
+    loop {
+        match child.try_wait().expect("wait for tank") {
+            Some(_) => return child.wait_with_output().expect("tank output"),
+            None if started.elapsed() > limit => {
+                let _ = child.kill();
+                let output = child.wait_with_output().expect("tank output");
+                panic!(
+                    "tank ran longer than {limit:?}\nstderr:\n{}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// The single artifacts directory tank created under `dir/logs`.
+pub fn artifacts(dir: &Path) -> PathBuf {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(dir.join("logs"))
+        .expect("logs/ exists")
+        .map(|entry| entry.expect("dir entry").path())
+        .collect();
+    assert_eq!(runs.len(), 1, "expected one run in {}", dir.display());
+    runs.remove(0)
+}
+
+/// One phout row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub tag: String,
+    pub interval_real: u64,
+    pub connect: u64,
+    pub send: u64,
+    pub latency: u64,
+    pub receive: u64,
+    pub interval_event: u64,
+    pub size_out: u64,
+    pub size_in: u64,
+    pub net_code: u16,
+    pub proto_code: u16,
+}
+
+/// Read phout.log of a run, checking every row's shape and invariants.
+pub fn phout(run: &Path) -> Vec<Row> {
+    let text = std::fs::read_to_string(run.join("phout.log")).expect("phout.log");
+    text.lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            assert_eq!(fields.len(), 12, "phout line `{line}`");
+            let (secs, millis) = fields[0].split_once('.').expect("send_ts has decimals");
+            assert!(
+                secs.parse::<u64>().is_ok() && millis.len() == 3,
+                "send_ts `{}`",
+                fields[0]
+            );
+            let n = |i: usize| {
+                fields[i]
+                    .parse::<u64>()
+                    .unwrap_or_else(|_| panic!("field {} of `{line}`", i + 1))
+            };
+            let row = Row {
+                tag: fields[1].to_string(),
+                interval_real: n(2),
+                connect: n(3),
+                send: n(4),
+                latency: n(5),
+                receive: n(6),
+                interval_event: n(7),
+                size_out: n(8),
+                size_in: n(9),
+                net_code: n(10) as u16,
+                proto_code: n(11) as u16,
+            };
+            assert_eq!(
+                row.connect + row.send + row.latency + row.receive,
+                row.interval_real,
+                "parts of `{line}`"
+            );
+            assert!(
+                row.interval_event <= row.interval_real,
+                "interval_event of `{line}`"
+            );
+            row
+        })
+        .collect()
+}
