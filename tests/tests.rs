@@ -1,3 +1,4 @@
 mod differential;
+mod origin;
 mod shoot;
 mod support;
