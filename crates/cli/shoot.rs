@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
-use tank_config::{Override, WriteLog};
+use tank_config::{OriginConfig, OriginRecipe, Override, WriteLog};
 use tank_engine::{AnswerSink, Clock, Control, Engine, SampleSink};
 
 use artifacts::Artifacts;
@@ -27,7 +27,19 @@ const SPARE_FILES: u64 = 64;
 /// Run the test in `config_path`.
 pub fn run(config_path: &Path, overrides: &[Override]) -> Result<ExitCode> {
     let config = tank_config::load(config_path, overrides)?;
-    let engine = Engine::prepare(&config, None)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("tank-shoot")
+        .build()
+        .context("starting the runtime")?;
+    let origin = match &config.origin {
+        Some(origin) => Some(runtime.block_on(start_origin(origin))?),
+        None => None,
+    };
+    let engine = Engine::prepare(
+        &config,
+        origin.as_ref().map(tank_origin::Server::local_addr),
+    )?;
     let needed = engine.total_instances() as u64 + SPARE_FILES;
     raise_file_limit(needed)?;
     let artifacts = Artifacts::create(&config, overrides)?;
@@ -58,11 +70,9 @@ pub fn run(config_path: &Path, overrides: &[Override]) -> Result<ExitCode> {
         None
     };
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("tank-shoot")
-        .build()
-        .context("starting the runtime")?;
+    if let Some(origin) = &origin {
+        artifacts.log(&format!("origin simulator on {}", origin.local_addr()));
+    }
     let control = Control::default();
     let report = runtime.block_on(async {
         let signals = tokio::spawn(watch_ctrl_c(control.clone()));
@@ -76,6 +86,9 @@ pub fn run(config_path: &Path, overrides: &[Override]) -> Result<ExitCode> {
             )
             .await;
         signals.abort();
+        if let Some(origin) = origin {
+            origin.shutdown().await;
+        }
         report
     });
     let totals = collector
@@ -106,6 +119,23 @@ pub fn run(config_path: &Path, overrides: &[Override]) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Start the `[origin]` simulator on the runtime; errors name the recipe.
+async fn start_origin(origin: &OriginConfig) -> Result<tank_origin::Server> {
+    let (text, source) = match &origin.recipe {
+        OriginRecipe::File(path) => (
+            std::fs::read_to_string(path)
+                .with_context(|| format!("[origin] recipe: cannot read {}", path.display()))?,
+            path.display().to_string(),
+        ),
+        OriginRecipe::Json(json) => (json.clone(), "recipe_json".to_string()),
+    };
+    let recipes =
+        tank_origin::Recipe::from_json(&text).with_context(|| format!("[origin] {source}"))?;
+    tank_origin::Server::start(origin.listen, recipes)
+        .await
+        .with_context(|| format!("[origin] cannot listen on {}", origin.listen))
 }
 
 /// First Ctrl-C: stop firing and let shots in flight finish. Second: stop now.

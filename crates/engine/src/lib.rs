@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tank_config::{LoadProfile, QueueConfig, TankType, TestConfig, WriteLog};
+use tank_config::{LoadProfile, QueueConfig, TankType, TestConfig, WriteLog, ORIGIN_ADDRESS};
 use tank_plan::duration::parse_duration_ms;
 use tank_plan::{Plan, PlanError, Schedule};
 use tokio::sync::Mutex;
@@ -30,9 +30,6 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use sink::{Answer, AnswerSink, SampleSink};
-
-/// The address value that points a queue at the in-process origin simulator.
-pub const ORIGIN_ADDRESS: &str = "origin";
 
 /// Why a test cannot start, or a queue failed.
 #[derive(Debug, thiserror::Error)]
