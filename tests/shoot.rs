@@ -333,3 +333,68 @@ fn ctrl_c_stops_firing_and_leaves_a_complete_phout() {
     assert!(rows.len() >= 20 && rows.len() < 3000, "{} rows", rows.len());
     assert!(rows.iter().all(|r| r.proto_code == 200));
 }
+
+/// yandex-tank's own phout reader (pandas, int64 columns) reads tank's phout,
+/// with mixed outcomes and tags, without an error and with every row.
+#[test]
+fn yandex_tanks_reader_reads_tanks_phout() {
+    let Some(python) = crate::support::reference_python() else {
+        return;
+    };
+    let server = Server::start(Behaviour::StatusFromPath);
+    let refused = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("ammo.txt"),
+        "/status/200 ok\n/status/404 missing\n/status/503\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("down.txt"), "/x\n").unwrap();
+    let cfg = format!(
+        "[phantom]\naddress = {}\nrps_schedule = const(30,1s)\nammofile = ammo.txt\nautocases = 1\nenum_ammo = 1\n\n\
+         [phantom-down]\naddress = {refused}\nrps_schedule = const(5,1s)\nammofile = down.txt\n",
+        server.addr()
+    );
+    let out = shoot(dir.path(), &cfg, LIMIT);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = artifacts(dir.path());
+    let rows = phout(&run);
+    let read = std::process::Command::new(python)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/reference/read_phout.py"
+        ))
+        .arg(run.join("phout.log"))
+        .output()
+        .unwrap();
+    assert!(
+        read.status.success(),
+        "yandex-tank's reader failed: {}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let summary = String::from_utf8_lossy(&read.stdout);
+    assert!(
+        summary.contains(&format!("\"rows\": {}", rows.len())),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("\"111\": 5"),
+        "refused shots as net code 111: {summary}"
+    );
+    assert!(
+        summary.contains("\"404\": 10") && summary.contains("\"503\": 10"),
+        "{summary}"
+    );
+    // The reader cuts enum_ammo's `#N` off the tags.
+    assert!(
+        summary.contains("\"ok\": 10") && summary.contains("\"_status\": 10"),
+        "{summary}"
+    );
+}

@@ -108,3 +108,20 @@ pub fn phout(run: &Path) -> Vec<Row> {
         })
         .collect()
 }
+
+/// The reference Python (yandex-tank 2.0.11), from `TANK_REFERENCE_PYTHON`.
+/// Missing, it fails the calling test with set-up instructions, unless
+/// `TANK_SKIP_REFERENCE=1` says to skip (then `None`).
+pub fn reference_python() -> Option<PathBuf> {
+    match std::env::var_os("TANK_REFERENCE_PYTHON") {
+        Some(python) if !python.is_empty() => Some(PathBuf::from(python)),
+        _ if std::env::var("TANK_SKIP_REFERENCE").as_deref() == Ok("1") => {
+            eprintln!("SKIPPED: TANK_SKIP_REFERENCE=1");
+            None
+        }
+        _ => panic!(
+            "this test needs yandex-tank 2.0.11: run `export TANK_REFERENCE_PYTHON=$(scripts/reference-venv.sh)` \
+             (scripts/test.sh does it), or set TANK_SKIP_REFERENCE=1 to skip"
+        ),
+    }
+}
