@@ -43,32 +43,63 @@ fn open_model_fires_every_shot_and_reuses_the_connection() {
 }
 
 #[test]
-fn bytes_on_the_wire_are_the_planned_ammo() {
-    let server = Server::start(Behaviour::KeepAlive);
-    let dir = tempfile::tempdir().unwrap();
-    let ammo = b"[Host: example.org]\n5 /post tagp\nhello\n0 /empty\n";
-    std::fs::write(dir.path().join("ammo.txt"), ammo).unwrap();
-    let cfg = config(server.addr(), "rps_schedule = const(10,1s)\nammofile = ammo.txt\nammo_type = uripost\nloop = 2\ninstances = 1");
-    let out = shoot(dir.path(), &cfg, LIMIT);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stpd = tank()
-        .args(["plan", "-c", "load.ini", "--stpd", "-"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(stpd.status.success());
-    let planned = missiles(&stpd.stdout);
-    assert_eq!(planned.len(), 4);
-    assert_eq!(server.requests(), planned);
-    let tags: Vec<String> = phout(&artifacts(dir.path()))
-        .into_iter()
-        .map(|r| r.tag)
-        .collect();
-    assert_eq!(tags, ["tagp", "", "tagp", ""]);
+fn bytes_on_the_wire_are_the_planned_ammo_in_every_format() {
+    let mut phantom = Vec::new();
+    for (request, tag) in [
+        (&b"GET /p HTTP/1.0\r\n\r\n"[..], " one"),
+        (b"POST /q HTTP/1.1\r\nContent-Length: 4\r\n\r\nbody", ""),
+    ] {
+        phantom.extend_from_slice(format!("{}{tag}\n", request.len()).as_bytes());
+        phantom.extend_from_slice(request);
+        phantom.push(b'\n');
+    }
+    let formats: [(&str, &[u8]); 5] = [
+        ("phantom", &phantom),
+        ("uri", b"[Host: example.org]\n/a tag1\n/b\n"),
+        ("uripost", b"[Host: example.org]\n5 /post tagp\nhello\n0 /empty\n"),
+        ("access", b"h - - [t] \"GET /x?y=1 HTTP/1.1\" 200 5\nh - - [t] \"POST /no HTTP/1.1\" 200 5\nh - - [t] \"GET /z HTTP/1.0\" 200 5\n"),
+        ("uris", b""),
+    ];
+    for (format, ammo) in formats {
+        let server = Server::start(Behaviour::KeepAlive);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("ammo.txt"), ammo).unwrap();
+        let source = if format == "uris" {
+            "uris = /1 /2 /3".to_string()
+        } else {
+            format!("ammofile = ammo.txt\nammo_type = {format}")
+        };
+        let cfg = config(
+            server.addr(),
+            &format!(
+                "rps_schedule = const(10,1s)\n{source}\nloop = 2\ninstances = 1\nheader_http = 1.1"
+            ),
+        );
+        let out = shoot(dir.path(), &cfg, LIMIT);
+        assert!(
+            out.status.success(),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stpd = tank()
+            .args(["plan", "-c", "load.ini", "--stpd", "-"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(stpd.status.success(), "{format}");
+        let planned = missiles(&stpd.stdout);
+        assert!(planned.len() >= 2, "{format}");
+        assert_eq!(
+            server.requests(),
+            planned,
+            "{format}: the server got exactly the planned bytes"
+        );
+        assert_eq!(
+            phout(&artifacts(dir.path())).len(),
+            planned.len(),
+            "{format}"
+        );
+    }
 }
 
 /// The request bytes of every stpd record.
@@ -82,6 +113,33 @@ fn missiles(stpd: &[u8]) -> Vec<Vec<u8>> {
         rest = &rest[newline + 1 + len + 1..];
     }
     out
+}
+
+#[test]
+fn plain_tcp_gun_sends_bytes_and_reads_until_close() {
+    let server = Server::start(Behaviour::Close);
+    let dir = tempfile::tempdir().unwrap();
+    let out = shoot(
+        dir.path(),
+        &config(
+            server.addr(),
+            "rps_schedule = const(5,1s)\nuris = /\ntank_type = none",
+        ),
+        LIMIT,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = phout(&artifacts(dir.path()));
+    assert_eq!(rows.len(), 5);
+    // No HTTP parsing: proto_code 0, every reply byte counted.
+    assert!(
+        rows.iter()
+            .all(|r| (r.net_code, r.proto_code, r.size_in) == (0, 0, 59)),
+        "{rows:?}"
+    );
 }
 
 #[test]
@@ -99,8 +157,18 @@ fn closed_model_reads_the_ammo_once_per_loop() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(phout(&artifacts(dir.path())).len(), 9);
+    let run = artifacts(dir.path());
+    assert_eq!(phout(&run).len(), 9);
     assert_eq!(server.requests().len(), 9);
+    // ramp(2, 1s): the second instance starts a second after the first.
+    let starts: Vec<f64> = std::fs::read_to_string(run.join("phout.log"))
+        .unwrap()
+        .lines()
+        .map(|line| line.split('\t').next().unwrap().parse().unwrap())
+        .collect();
+    let span = starts.iter().cloned().fold(f64::MIN, f64::max)
+        - starts.iter().cloned().fold(f64::MAX, f64::min);
+    assert!((0.9..5.0).contains(&span), "shots span {span} s");
 }
 
 #[test]

@@ -151,7 +151,8 @@ async fn watch_ctrl_c(control: Control) {
     }
 }
 
-/// Raise the open-files limit to what the run needs (up to the hard limit).
+/// Raise the open-files limit to the hard limit, and fail clearly when even
+/// that cannot hold one connection per instance.
 fn raise_file_limit(needed: u64) -> Result<()> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -161,9 +162,6 @@ fn raise_file_limit(needed: u64) -> Result<()> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         return Ok(());
     }
-    if limit.rlim_cur >= needed {
-        return Ok(());
-    }
     if limit.rlim_max < needed {
         bail!(
             "the test needs {needed} open files (one per instance, plus {SPARE_FILES}), but the hard limit is {}: \
@@ -171,16 +169,19 @@ fn raise_file_limit(needed: u64) -> Result<()> {
             limit.rlim_max
         );
     }
-    let raised = libc::rlimit {
-        rlim_cur: needed.max(limit.rlim_cur).min(limit.rlim_max),
-        rlim_max: limit.rlim_max,
-    };
-    // SAFETY: setrlimit reads the struct we own.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
-        bail!(
-            "cannot raise the open-files limit to {needed}: {}",
-            std::io::Error::last_os_error()
-        );
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: setrlimit reads the struct we own.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 && limit.rlim_cur < needed
+        {
+            bail!(
+                "cannot raise the open-files limit to {needed}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
     }
     Ok(())
 }
