@@ -747,3 +747,62 @@ fn the_tank_origin_command_names_the_file_and_place_of_a_bad_recipe() {
         )
     );
 }
+
+/// The whole path: `tank -c` starts `[origin]` in-process and shoots at it.
+#[test]
+fn tank_sees_each_fault_stage_as_its_net_or_http_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = r#"
+[phantom]
+address = origin
+header_http = 1.1
+headers = [Host: origin]
+uris = /reset
+  /close
+  /malformed
+  /stall
+  /trickle
+  /ok
+autocases = 1
+rps_schedule = const(6,1s)
+instances = 10
+timeout = 1s
+
+[origin]
+recipe_json = [{"route": "/reset", "stages": [{"fault": "reset"}]},
+  {"route": "/close", "stages": [{"fault": "close"}]},
+  {"route": "/malformed", "stages": [{"fault": "malformed"}]},
+  {"route": "/stall", "stages": [{"fault": "stall"}]},
+  {"route": "/trickle", "random_content": "1kb", "stages": [{"fault": "trickle(2kb/s)"}]},
+  {"route": "/ok", "stages": [{"status": 503}]}]
+"#;
+    let output = crate::support::shoot(dir.path(), config, Duration::from_secs(30));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let rows = crate::support::phout(&crate::support::artifacts(dir.path()));
+    let mut codes: Vec<(&str, u16, u16)> = rows
+        .iter()
+        .map(|r| (r.tag.as_str(), r.net_code, r.proto_code))
+        .collect();
+    codes.sort_unstable();
+    assert_eq!(
+        codes,
+        [
+            ("_close", 71, 0),     // EOF before a status line: not a reply
+            ("_malformed", 71, 0), // EPROTO
+            ("_ok", 0, 503),
+            ("_reset", 104, 0), // ECONNRESET
+            ("_stall", 110, 0), // tank's timeout
+            ("_trickle", 0, 200),
+        ]
+    );
+    let trickle = rows.iter().find(|r| r.tag == "_trickle").unwrap();
+    // 1024 bytes at 2048 bytes/s.
+    assert!(
+        (450_000..900_000).contains(&trickle.interval_real),
+        "{trickle:?}"
+    );
+}
