@@ -9,6 +9,7 @@
 //! [`Control`]: stop (finish shots in flight) and abort (drop them).
 
 mod feed;
+mod gate;
 pub mod gun;
 pub mod http;
 pub mod netcode;
@@ -194,6 +195,30 @@ impl Engine {
     ) -> RunReport {
         let mut tasks = tokio::task::JoinSet::new();
         let mut feeders = Vec::new();
+        let (gate, _gate_thread) = match gate::Gate::start(clock.start.into_std()) {
+            Ok(started) => started,
+            Err(error) => {
+                let queues = self
+                    .queues
+                    .into_iter()
+                    .map(|q| QueueReport {
+                        error: Some(EngineError::Queue {
+                            queue: q.name.clone(),
+                            message: format!("cannot start the timer thread: {error}"),
+                        }),
+                        name: q.name,
+                        planned: None,
+                        fired: 0,
+                        unsent: 0,
+                    })
+                    .collect();
+                return RunReport {
+                    queues,
+                    elapsed: Duration::ZERO,
+                    samples_dropped: 0,
+                };
+            }
+        };
         for (index, queue) in self.queues.into_iter().enumerate() {
             let count_rest = Arc::new(AtomicBool::new(false));
             let (feed, feeder) =
@@ -206,6 +231,7 @@ impl Engine {
                 };
             let shared = Arc::new(queue::Shared {
                 clock,
+                gate: gate.clone(),
                 gun: queue.gun,
                 deadline: queue
                     .schedule_ms

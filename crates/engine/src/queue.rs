@@ -16,10 +16,11 @@ use tank_config::WriteLog;
 use tank_stats::{NetCode, Sample};
 use tokio::sync::{mpsc, Mutex};
 use tokio::task::JoinSet;
-use tokio::time::{sleep_until, Instant};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::feed::Shot;
+use crate::gate::Gate;
 use crate::gun::{Barrel, Gun};
 use crate::sink::{Answer, AnswerSink, SampleSink};
 use crate::Clock;
@@ -30,6 +31,8 @@ const ANSWER_CAPTURE: usize = 64 * 1024;
 /// Everything the instances of one queue share.
 pub(crate) struct Shared {
     pub clock: Clock,
+    /// Releases shots precisely at their due time.
+    pub gate: Gate,
     pub gun: Arc<Gun>,
     /// The open model's end (schedule duration from the start); none for the closed model.
     pub deadline: Option<Instant>,
@@ -99,7 +102,7 @@ async fn instance(shared: Arc<Shared>, mut barrel: Barrel) {
                 shared.unsent.fetch_add(1, Ordering::Relaxed);
                 return;
             }
-            _ = sleep_until(due) => {}
+            () = shared.gate.until(shot.due) => {}
         }
         let start = Instant::now();
         shared.active.fetch_add(1, Ordering::Relaxed);
