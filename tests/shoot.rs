@@ -270,17 +270,7 @@ fn failures_become_errno_net_codes() {
 
 #[test]
 fn tls_with_a_self_signed_certificate() {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![cert.cert.der().clone()], key)
-    .unwrap();
-    let server = Server::start_with(Behaviour::KeepAlive, Some(Arc::new(config)));
+    let server = Server::start_with(Behaviour::KeepAlive, Some(tls_server_config(None)));
     let dir = tempfile::tempdir().unwrap();
     let cfg = format!(
         "[phantom]\naddress = localhost:{}\nssl = 1\nrps_schedule = const(10,1s)\nuris = /\nheader_http = 1.1\nheaders = [Host: localhost]\ninstances = 1",
@@ -302,6 +292,113 @@ fn tls_with_a_self_signed_certificate() {
         rows.iter().filter(|r| r.connect > 0).count(),
         1,
         "the handshake happens once"
+    );
+}
+
+fn tls_server_config(
+    client_ca: Option<&rustls::pki_types::CertificateDer<'static>>,
+) -> Arc<rustls::ServerConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+    let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .unwrap();
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(ca.clone()).unwrap();
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .unwrap();
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    Arc::new(
+        builder
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .unwrap(),
+    )
+}
+
+fn tls_config(port: u16, extra: &str) -> String {
+    format!(
+        "[phantom]\naddress = localhost:{port}\nssl = 1\nrps_schedule = const(4,1s)\nuris = /\nheader_http = 1.1\n\
+         headers = [Host: localhost]\ninstances = 1\ntimeout = 2s\n{extra}\n"
+    )
+}
+
+#[test]
+fn ssl_verify_rejects_a_self_signed_certificate() {
+    let server = Server::start_with(Behaviour::KeepAlive, Some(tls_server_config(None)));
+    let dir = tempfile::tempdir().unwrap();
+    let out = shoot(
+        dir.path(),
+        &tls_config(server.addr().port(), "ssl_verify = 1"),
+        LIMIT,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = phout(&artifacts(dir.path()));
+    assert!(
+        rows.iter().all(|r| (r.net_code, r.proto_code) == (71, 0)),
+        "{rows:?}"
+    );
+    assert!(
+        server.requests().is_empty(),
+        "no request crosses a rejected handshake"
+    );
+}
+
+#[test]
+fn client_certificate_is_presented_when_configured() {
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, rcgen::KeyPair::generate().unwrap())
+        .unwrap();
+    let client_key = rcgen::KeyPair::generate().unwrap();
+    let client_cert = rcgen::CertificateParams::new(vec!["client".into()])
+        .unwrap()
+        .signed_by(&client_key, &ca)
+        .unwrap();
+    let server = Server::start_with(
+        Behaviour::KeepAlive,
+        Some(tls_server_config(Some(ca.der()))),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("client.pem"), client_cert.pem()).unwrap();
+    std::fs::write(dir.path().join("client.key"), client_key.serialize_pem()).unwrap();
+    let with = "client_certificate = client.pem\nclient_key = client.key\nclient_cipher_suites = TLS_AES_128_GCM_SHA256:ECDHE-ECDSA-AES128-GCM-SHA256";
+    let out = shoot(dir.path(), &tls_config(server.addr().port(), with), LIMIT);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = phout(&artifacts(dir.path()));
+    assert!(
+        rows.iter().all(|r| (r.net_code, r.proto_code) == (0, 200)),
+        "{rows:?}"
+    );
+    // Without the certificate the server refuses every shot.
+    let dir = tempfile::tempdir().unwrap();
+    let out = shoot(dir.path(), &tls_config(server.addr().port(), ""), LIMIT);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = phout(&artifacts(dir.path()));
+    assert!(
+        rows.iter().all(|r| r.net_code != 0 && r.proto_code == 0),
+        "{rows:?}"
     );
 }
 
@@ -369,6 +466,46 @@ fn bad_input_is_a_clear_error_before_any_shot() {
         !dir.path().join("logs").exists(),
         "no artifacts for a run that never started"
     );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_second_ctrl_c_stops_at_once_with_phout_flushed() {
+    let server = Server::start(Behaviour::Silent);
+    let dir = tempfile::tempdir().unwrap();
+    // Every shot hangs for up to 60 s: only a second Ctrl-C ends this quickly.
+    std::fs::write(
+        dir.path().join("load.ini"),
+        config(
+            server.addr(),
+            "rps_schedule = const(20,60s)\nuris = /\ntimeout = 60s",
+        ),
+    )
+    .unwrap();
+    let child = tank()
+        .args(["-c", "load.ini"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    for _ in 0..2 {
+        // SAFETY: signalling our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "tank took too long to stop"
+    );
+    assert_eq!(out.status.code(), Some(1));
+    // Shots in flight are dropped, not logged; the file is complete (possibly empty).
+    let rows = phout(&artifacts(dir.path()));
+    assert!(rows.is_empty(), "{rows:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("sent 0"), "{stdout}");
 }
 
 #[cfg(unix)]

@@ -68,6 +68,7 @@ fn minimal_ini_gets_the_schema_defaults() {
             client_key: "".into(),
             client_cipher_suites: "".into(),
             connection_test: true,
+            ssl_verify: false,
             buffered_seconds: 2,
             file_cache: 8192,
         }]

@@ -74,6 +74,9 @@ pub struct QueueConfig {
     pub timeout: String,
     /// `ssl`.
     pub ssl: bool,
+    /// `ssl_verify` (tank's own option): verify the server's certificate
+    /// against the Mozilla roots. Off by default, as phantom never verifies.
+    pub ssl_verify: bool,
     /// `tank_type`.
     pub tank_type: TankType,
     /// `writelog`.

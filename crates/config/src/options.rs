@@ -72,6 +72,8 @@ pub(crate) const PHANTOM: &[(&str, Kind)] = &[
     ("rps_schedule", Kind::LoadProfile),
     ("source_log_prefix", Kind::Str),
     ("ssl", Kind::Bool),
+    // tank's own: verify the server certificate (phantom never does).
+    ("ssl_verify", Kind::Bool),
     ("stpd_file", Kind::LoadProfile),
     ("tank_type", Kind::Str),
     ("threads", Kind::Int),

@@ -155,6 +155,7 @@ pub(crate) fn build(q: &Layered<'_>) -> Result<QueueConfig, ConfigError> {
             .get("timeout", convert::string)?
             .unwrap_or_else(|| "11s".into()),
         ssl: q.get("ssl", convert::boolean)?.unwrap_or(false),
+        ssl_verify: q.get("ssl_verify", convert::boolean)?.unwrap_or(false),
         tank_type: q.parsed("tank_type", TankType::Http, tank_type)?,
         writelog: writelog(q)?,
         phantom_http_line: q

@@ -368,7 +368,7 @@ fn prepare_queue(
     let limits = http::Limits::from_queue(queue).map_err(fail)?;
     let tls = if queue.ssl {
         let options = tls::TlsOptions {
-            verify: false,
+            verify: queue.ssl_verify,
             client_certificate: queue.client_certificate.clone(),
             client_key: queue.client_key.clone(),
             cipher_suites: queue.client_cipher_suites.clone(),
