@@ -1,4 +1,5 @@
 mod differential;
 mod origin;
+mod report;
 mod shoot;
 mod support;

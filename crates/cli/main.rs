@@ -3,8 +3,10 @@
 //! This file is thin wiring: parse the command line, run the subcommand, and
 //! map any error to a message on stderr and a non-zero exit code, once.
 
+mod compare;
 mod origin;
 mod plan;
+mod report;
 mod shoot;
 
 use std::path::PathBuf;
@@ -51,6 +53,15 @@ enum Command {
     /// faults follow a JSON recipe over time (OriginSimulator's format, plus
     /// latency distributions, CPU work and faults). Admin API under /_admin/.
     Origin(origin::OriginArgs),
+    /// Rebuild a run's reports from phout files (tank's, phantom's or pandora's):
+    /// summary.json, summary.txt, per-second JSON lines in yandex-tank's shape
+    /// (test_data.log) and a self-contained report.html. Streams: memory does
+    /// not grow with the file.
+    Report(report::ReportArgs),
+    /// Compare two runs (artifacts directories with summary.json, or phout
+    /// files): cumulative quantiles with deltas, codes, per-tag deltas; with
+    /// --out, an HTML page with the runs' charts overlaid.
+    Compare(compare::CompareArgs),
 }
 
 /// Arguments of `tank plan`.
@@ -94,6 +105,8 @@ fn main() -> ExitCode {
         )
         .map(|()| ExitCode::SUCCESS),
         Some(Command::Origin(args)) => origin::run(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Report(args)) => report::run(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Compare(args)) => compare::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

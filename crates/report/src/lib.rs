@@ -1,1 +1,20 @@
 //! tank-report: what a person reads after (and during) a run.
+//!
+//! * [`console`]: the live screen and the one-line-per-second form, as pure functions;
+//! * [`summary`]: the final [`Summary`] (`summary.json`, `summary.txt`);
+//! * [`html`]: the single-file HTML report and the comparison page;
+//! * [`stream`]: `tank report`'s streaming core (phout → all of the above);
+//! * [`compare`]: `tank compare` of two runs.
+//!
+//! The per-second JSON lines in yandex-tank's shape are written by `tank_stats::json`.
+
+pub mod compare;
+pub mod console;
+pub mod html;
+pub mod names;
+pub mod stream;
+pub mod summary;
+pub mod timeline;
+
+pub use summary::{Meta, Summary};
+pub use timeline::Timeline;

@@ -2,7 +2,7 @@
 //!
 //! Responses are counted in the second they **ended** (`int(send_ts + interval_real)`),
 //! overall and per tag (the tag cut at its last `#`). A second stays open while responses for
-//! it may still come: it is finalised once the clock (or, reading a phout, the latest second
+//! it may still come: it is finalised once the clock (or, reading a phout, the latest send second
 //! seen) is `buffered_seconds` past its end. Finalising turns it into a plain-data
 //! [`SecondStats`] and merges its histograms into the run's totals, so an open second costs a
 //! few histograms and a finished one nothing: memory does not grow with the run.
@@ -212,7 +212,14 @@ impl Aggregator {
             net_code: sample.net_code.0,
             proto_code: sample.proto_code,
         };
-        self.add(second, case_of(&sample.tag), &response, Some(sample.lag_us));
+        let sent = sample.start_unix_us / 1_000_000;
+        self.add(
+            second,
+            sent,
+            case_of(&sample.tag),
+            &response,
+            Some(sample.lag_us),
+        );
     }
 
     /// Count one phout line (the `tank report` path; a phout has no lag).
@@ -231,10 +238,30 @@ impl Aggregator {
             net_code: record.net_code.0,
             proto_code: record.proto_code,
         };
-        self.add(record.receive_second(), record.case(), &response, None);
+        let sent = record.send_ms / 1000;
+        self.add(
+            record.receive_second(),
+            sent,
+            record.case(),
+            &response,
+            None,
+        );
     }
 
-    fn add(&mut self, second: u64, case: &[u8], response: &Response, lag_us: Option<u64>) {
+    /// Count a response that ended in `second` and was sent in `sent`.
+    ///
+    /// The send second, not the response's, moves the clock: whether a log is in send order
+    /// (pandora) or completion order (phantom), no response still to come was sent before
+    /// it, so none can end before it; one slow response (a timeout ending 11 s later) must
+    /// not finalise the seconds whose responses are still arriving.
+    fn add(
+        &mut self,
+        second: u64,
+        sent: u64,
+        case: &[u8],
+        response: &Response,
+        lag_us: Option<u64>,
+    ) {
         self.extend_span(second);
         if self.is_final(second) {
             self.late += 1;
@@ -252,7 +279,7 @@ impl Aggregator {
                 .or_insert_with(Open::new)
                 .add(case, response, lag_us);
         }
-        self.advance(second);
+        self.advance(sent);
     }
 
     /// The schedule planned `shots` shots in `second` (unix seconds). Adds up if called again.

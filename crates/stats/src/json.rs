@@ -12,7 +12,8 @@
 //! yandex-tank does not have). The `tank` member is tank's own: shots sent, and the lag and
 //! latency-from-intended-start quantiles; readers of yandex-tank's shape ignore it.
 //!
-//! Like yandex-tank, only seconds with responses are written.
+//! Like yandex-tank, only seconds with responses are written, and untagged responses are in
+//! `overall` only (its reader takes an empty tag for "no tag", which grouping drops).
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -35,6 +36,7 @@ pub fn write_second<W: Write>(out: &mut W, second: &SecondStats) -> io::Result<(
             tagged: second
                 .tagged
                 .iter()
+                .filter(|(tag, _)| !tag.is_empty())
                 .map(|(tag, group)| (tag.as_str(), Agg::of(group)))
                 .collect(),
             overall: Agg::of(&second.overall),
@@ -256,6 +258,9 @@ mod tests {
         assert_eq!(overall["proto_code"]["count"]["200"], 1);
         assert_eq!(overall["size_in"]["max"], 230);
         assert_eq!(v["data"]["tagged"]["search"]["latency"]["total"], 1300);
-        assert_eq!(v["data"]["tagged"][""]["interval_real"]["len"], 1);
+        assert!(
+            v["data"]["tagged"].get("").is_none(),
+            "untagged: overall only"
+        );
     }
 }

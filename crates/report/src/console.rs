@@ -1,0 +1,295 @@
+//! The live console, as pure functions of the run's state: the caller decides when and where
+//! to print (the full screen once a second on a TTY, after clearing it; one plain line per
+//! second otherwise, or with `--quiet` / `[console] short_only`).
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use tank_stats::quantile::percent;
+use tank_stats::{Field, SecondStats, TotalStats, QUANTILES};
+
+use crate::names::{http_reason, net_reason};
+
+/// Everything the full screen shows.
+#[derive(Debug, Clone, Copy)]
+pub struct LiveView<'a> {
+    /// A title (the config file).
+    pub title: &'a str,
+    /// The last finished second.
+    pub second: &'a SecondStats,
+    /// The run so far.
+    pub totals: &'a TotalStats,
+    /// Wall time since the start.
+    pub elapsed: Duration,
+    /// How long the schedule lasts, when known.
+    pub planned_duration: Option<Duration>,
+    /// The configured `instances` limit.
+    pub instances_limit: u64,
+    /// Autostop criteria that are counting (from `Autostop::counting`).
+    pub autostop: &'a [String],
+}
+
+/// ANSI: move home and clear the screen; print before [`render_screen`]'s text on a TTY.
+pub const CLEAR: &str = "\x1b[H\x1b[2J";
+
+fn ms(us: f64) -> f64 {
+    us / 1000.0
+}
+
+fn clock(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// The full screen: progress, rates, instances, lag, quantiles, codes, tags, autostop.
+pub fn render_screen(view: &LiveView<'_>) -> String {
+    let s = view.second;
+    let t = view.totals;
+    let mut out = String::new();
+    let _ = writeln!(out, "tank — {}", view.title);
+    // Progress and ETA.
+    match view.planned_duration {
+        Some(total) if !total.is_zero() => {
+            let done = (view.elapsed.as_secs_f64() / total.as_secs_f64()).min(1.0);
+            let bar = 30;
+            let filled = (done * bar as f64) as usize;
+            let _ = writeln!(
+                out,
+                "[{}{}] {:>3.0}%  elapsed {}  of {}  ETA {}",
+                "#".repeat(filled),
+                ".".repeat(bar - filled),
+                done * 100.0,
+                clock(view.elapsed),
+                clock(total),
+                clock(total.saturating_sub(view.elapsed)),
+            );
+        }
+        _ => {
+            let _ = writeln!(out, "elapsed {}", clock(view.elapsed));
+        }
+    }
+    // Rates, instances, accuracy and lag.
+    let accuracy = if s.planned > 0 {
+        format!("{:.1}%", s.sent as f64 * 100.0 / s.planned as f64)
+    } else {
+        "n/a".into()
+    };
+    let _ = writeln!(
+        out,
+        "rps: planned {}  sent {}  responses {}  accuracy {}",
+        s.planned,
+        s.sent,
+        s.overall.len(),
+        accuracy
+    );
+    let _ = writeln!(
+        out,
+        "instances: {} of {}   lag: p50 {:.1} ms  p99 {:.1} ms  max {:.1} ms",
+        s.instances,
+        view.instances_limit,
+        ms(s.lag.get(500).unwrap_or(0.0)),
+        ms(s.lag.get(990).unwrap_or(0.0)),
+        ms(s.lag.get(1000).unwrap_or(0.0)),
+    );
+    let _ = writeln!(
+        out,
+        "shots: planned {}  sent {}  responses {}",
+        t.planned,
+        t.sent,
+        t.overall.len()
+    );
+    // Quantiles: last second and cumulative.
+    let _ = writeln!(
+        out,
+        "\n  quantile   last s ms   cumulative ms   from intended start ms"
+    );
+    for (i, q) in QUANTILES.iter().enumerate().rev() {
+        let intended = if s.intended.count > 0 {
+            format!("{:>14.1}", ms(s.intended.values_us[i]))
+        } else {
+            format!("{:>14}", "-")
+        };
+        let _ = writeln!(
+            out,
+            "  {:>7}%  {:>10.1}  {:>14.1}  {intended}",
+            percent(*q),
+            ms(s.overall.quantiles_us[i]),
+            ms(s.cumulative.values_us[i]),
+        );
+    }
+    // Times and sizes.
+    let avg = |f: Field| ms(s.overall.field(f).mean());
+    let _ = writeln!(
+        out,
+        "\naverage ms: total {:.1}  connect {:.1}  send {:.1}  latency {:.1}  receive {:.1}",
+        avg(Field::IntervalReal),
+        avg(Field::Connect),
+        avg(Field::Send),
+        avg(Field::Latency),
+        avg(Field::Receive)
+    );
+    let _ = writeln!(
+        out,
+        "average bytes: out {:.0}  in {:.0}",
+        s.overall.field(Field::SizeOut).mean(),
+        s.overall.field(Field::SizeIn).mean()
+    );
+    // Codes of the last second.
+    let all = s.overall.len().max(1) as f64;
+    let _ = writeln!(out, "\nHTTP codes (last second):");
+    for (code, n) in s.overall.proto_codes.iter() {
+        let _ = writeln!(
+            out,
+            "  {n:>8} {:>6.2}%  {code} {}",
+            n as f64 * 100.0 / all,
+            http_reason(code)
+        );
+    }
+    let _ = writeln!(out, "net codes (last second):");
+    for (code, n) in s.overall.net_codes.iter() {
+        let _ = writeln!(
+            out,
+            "  {n:>8} {:>6.2}%  {code} {}",
+            n as f64 * 100.0 / all,
+            net_reason(code)
+        );
+    }
+    // Per-tag table, cumulative.
+    if t.tagged.len() > 1 || t.tagged.keys().any(|k| !k.is_empty()) {
+        let _ = writeln!(
+            out,
+            "\n  {:<24} {:>10} {:>7} {:>8} {:>9} {:>8}",
+            "tag", "count", "%", "errors", "avg ms", "last rps"
+        );
+        let every = t.overall.len().max(1) as f64;
+        for (tag, group) in &t.tagged {
+            let name = if tag.is_empty() {
+                "(no tag)"
+            } else {
+                tag.as_str()
+            };
+            let last = s.tagged.get(tag).map_or(0, |g| g.len());
+            let _ = writeln!(
+                out,
+                "  {:<24} {:>10} {:>7.2} {:>8} {:>9.1} {:>8}",
+                name,
+                group.len(),
+                group.len() as f64 * 100.0 / every,
+                group.errors(),
+                ms(group.field(Field::IntervalReal).mean()),
+                last
+            );
+        }
+    }
+    if !view.autostop.is_empty() {
+        let _ = writeln!(out, "\nautostop:");
+        for line in view.autostop {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    out
+}
+
+/// One plain line for a finished second (non-TTY output, `--quiet`, `short_only`).
+pub fn render_line(second: &SecondStats, elapsed: Duration) -> String {
+    let s = second;
+    let errors = s.overall.errors();
+    let mut line = format!(
+        "{} ts={} rps={} planned={} instances={} p50={:.1}ms p99={:.1}ms max={:.1}ms errors={}",
+        clock(elapsed),
+        s.ts,
+        s.overall.len(),
+        s.planned,
+        s.instances,
+        ms(s.overall.quantile_us(500).unwrap_or(0.0)),
+        ms(s.overall.quantile_us(990).unwrap_or(0.0)),
+        ms(s.overall.quantile_us(1000).unwrap_or(0.0)),
+        errors
+    );
+    if s.lag.count > 0 {
+        let _ = write!(line, " lag_p99={:.1}ms", ms(s.lag.get(990).unwrap_or(0.0)));
+    }
+    let codes: Vec<String> = s
+        .overall
+        .proto_codes
+        .iter()
+        .map(|(c, n)| format!("{c}:{n}"))
+        .chain(
+            s.overall
+                .net_codes
+                .iter()
+                .filter(|(c, _)| *c != 0)
+                .map(|(c, n)| format!("net{c}:{n}")),
+        )
+        .collect();
+    if !codes.is_empty() {
+        let _ = write!(line, " codes={}", codes.join(","));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tank_stats::phout::parse_line;
+    use tank_stats::Aggregator;
+
+    fn state() -> (SecondStats, TotalStats) {
+        let mut agg = Aggregator::new(0);
+        for line in [
+            "100.000\tsearch\t1500\t100\t20\t1300\t80\t1400\t74\t230\t0\t200",
+            "100.200\t\t2500\t100\t20\t2300\t80\t2400\t74\t0\t110\t0",
+        ] {
+            agg.add_record(&parse_line(line.as_bytes()).unwrap());
+        }
+        agg.note_planned(100, 2);
+        agg.note_sent(100, 2);
+        agg.note_instances(100, 4);
+        agg.note_lag(100, 1500);
+        agg.finish();
+        (agg.pop_ready().unwrap(), agg.totals())
+    }
+
+    #[test]
+    fn screen_shows_progress_rates_quantiles_codes_tags_and_autostop() {
+        let (second, totals) = state();
+        let counting = vec!["HTTP codes 5xx ≥ 1 for 1/3 s".to_string()];
+        let screen = render_screen(&LiveView {
+            title: "load.ini",
+            second: &second,
+            totals: &totals,
+            elapsed: Duration::from_secs(30),
+            planned_duration: Some(Duration::from_secs(120)),
+            instances_limit: 1000,
+            autostop: &counting,
+        });
+        for needle in [
+            "25%",
+            "ETA 00:01:30",
+            "planned 2  sent 2  responses 2  accuracy 100.0%",
+            "instances: 4 of 1000",
+            "p99 1.5 ms",
+            "99.5%",
+            "110 timed out",
+            "200 OK",
+            "search",
+            "(no tag)",
+            "5xx ≥ 1 for 1/3 s",
+        ] {
+            assert!(screen.contains(needle), "missing `{needle}` in\n{screen}");
+        }
+    }
+
+    #[test]
+    fn plain_line_is_one_line_with_the_essentials() {
+        let (second, _) = state();
+        let line = render_line(&second, Duration::from_secs(61));
+        assert!(!line.contains('\n'));
+        assert!(
+            line.starts_with("00:01:01 ts=100 rps=2 planned=2 instances=4 p50=2.0ms"),
+            "{line}"
+        );
+        assert!(line.contains("codes=0:1,200:1,net110:1"), "{line}");
+        assert!(line.contains("errors=1"), "{line}");
+    }
+}

@@ -1,0 +1,109 @@
+//! The HTML report: one self-contained file (inline CSS, inline JS, data as inline JSON;
+//! no external scripts, fonts or network) that draws its charts as SVG in the browser.
+//!
+//! The page holds the [`Summary`] as JSON in a `<script type="application/json">` element;
+//! `report.js` draws from it. When drawing is done the script sets `data-status="ok"` on
+//! `<body>` (or `error: ...`), which the headless-browser test checks.
+
+use serde_json::json;
+use tank_stats::NetCode;
+
+use crate::names::http_reason;
+use crate::summary::Summary;
+
+const SCRIPT: &str = include_str!("report.js");
+const STYLE: &str = include_str!("report.css");
+
+/// The report page of one run.
+pub fn report(summary: &Summary) -> String {
+    let http: serde_json::Map<String, serde_json::Value> = summary
+        .proto_codes
+        .keys()
+        .filter_map(|c| {
+            c.parse::<u16>()
+                .ok()
+                .map(|code| (c.clone(), json!(http_reason(code))))
+        })
+        .collect();
+    let net: serde_json::Map<String, serde_json::Value> = summary
+        .net_codes
+        .keys()
+        .filter_map(|c| {
+            c.parse::<u16>()
+                .ok()
+                .map(|code| (c.clone(), json!(NetCode(code).describe())))
+        })
+        .collect();
+    let data =
+        json!({ "kind": "report", "summary": summary, "names": { "http": http, "net": net } });
+    page(&format!("tank report — {}", summary.meta.title), &data)
+}
+
+/// The comparison page of two runs: quantiles and codes side by side, overlaid charts.
+pub fn compare(a: &Summary, b: &Summary) -> String {
+    let data = json!({ "kind": "compare", "a": a, "b": b });
+    page(
+        &format!("tank compare — {} vs {}", a.meta.title, b.meta.title),
+        &data,
+    )
+}
+
+fn page(title: &str, data: &serde_json::Value) -> String {
+    // `</` inside the JSON would end the script element early; `<\/` is the same JSON string.
+    let data = data.to_string().replace("</", "<\\/");
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{title}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n\
+         <header><h1 id=\"title\">{title}</h1></header>\n<main id=\"content\"></main>\n\
+         <script type=\"application/json\" id=\"tank-data\">{data}</script>\n\
+         <script>\n{SCRIPT}</script>\n</body>\n</html>\n",
+        title = escape(title),
+    )
+}
+
+/// Escape text for HTML.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::tests::sample_summary;
+
+    #[test]
+    fn page_is_self_contained_and_carries_the_data() {
+        let mut s = sample_summary();
+        s.meta.title = "a </script> & b".into();
+        let html = report(&s);
+        assert!(!html.contains("src="), "no external scripts");
+        // The only URL is the SVG namespace name, which is never fetched.
+        assert_eq!(
+            html.matches("http://").count(),
+            html.matches("http://www.w3.org/2000/svg").count()
+        );
+        assert!(!html.contains("https://"), "no external assets");
+        assert!(html.contains("a &lt;/script&gt; &amp; b"));
+        assert_eq!(
+            html.matches("</script>").count(),
+            2,
+            "the title cannot close a script"
+        );
+        let json_start = html.find("id=\"tank-data\">").unwrap() + "id=\"tank-data\">".len();
+        let json_end = json_start + html[json_start..].find("</script>").unwrap();
+        let data: serde_json::Value = serde_json::from_str(&html[json_start..json_end]).unwrap();
+        assert_eq!(data["summary"]["shots"]["responses"], 3);
+        assert_eq!(data["names"]["net"]["110"], "timed out");
+    }
+}

@@ -1,0 +1,249 @@
+// tank's report pages: draws SVG charts and tables from the JSON in #tank-data.
+// Self-contained on purpose: no libraries, no network, works from a file:// URL.
+(function () {
+  "use strict";
+  var SVG = "http://www.w3.org/2000/svg";
+  var COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+                "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+
+  function el(tag, attrs, parent, text) {
+    var node = tag.indexOf("svg:") === 0
+      ? document.createElementNS(SVG, tag.slice(4))
+      : document.createElement(tag);
+    for (var k in attrs || {}) { node.setAttribute(k, attrs[k]); }
+    if (text !== undefined) { node.textContent = text; }
+    if (parent) { parent.appendChild(node); }
+    return node;
+  }
+
+  function fmt(v, digits) {
+    if (v === null || v === undefined) { return "–"; }
+    if (typeof v !== "number") { return String(v); }
+    if (Number.isInteger(v)) { return v.toLocaleString("en-US"); }
+    return v.toFixed(digits === undefined ? 2 : digits);
+  }
+
+  function niceMax(v) {
+    if (!(v > 0)) { return 1; }
+    var p = Math.pow(10, Math.floor(Math.log10(v)));
+    var steps = [1, 2, 2.5, 5, 10];
+    for (var i = 0; i < steps.length; i++) { if (steps[i] * p >= v) { return steps[i] * p; } }
+    return 10 * p;
+  }
+
+  function section(title) {
+    var s = el("section", {}, document.getElementById("content"));
+    el("h2", {}, s, title);
+    return s;
+  }
+
+  // series: [{name, values}], x: numbers (seconds from start). Draws polylines with axes,
+  // a legend and a hover read-out.
+  function lineChart(parent, x, series, unit) {
+    var W = 960, H = 260, L = 60, R = 16, T = 12, B = 28;
+    var svg = el("svg:svg", { viewBox: "0 0 " + W + " " + H, "class": "chart", role: "img" }, parent);
+    var xmax = x.length ? Math.max(x[x.length - 1], 1) : 1;
+    var ymax = 0;
+    series.forEach(function (s) { s.values.forEach(function (v) { if (v > ymax) { ymax = v; } }); });
+    ymax = niceMax(ymax);
+    function sx(v) { return L + (W - L - R) * v / xmax; }
+    function sy(v) { return H - B - (H - T - B) * v / ymax; }
+    for (var i = 0; i <= 4; i++) {
+      var yv = ymax * i / 4;
+      el("svg:line", { x1: L, x2: W - R, y1: sy(yv), y2: sy(yv), "class": "grid" }, svg);
+      el("svg:text", { x: L - 6, y: sy(yv) + 4, "text-anchor": "end" }, svg, fmt(yv, yv < 10 ? 1 : 0));
+    }
+    for (var j = 0; j <= 6; j++) {
+      var xv = xmax * j / 6;
+      el("svg:text", { x: sx(xv), y: H - 8, "text-anchor": "middle" }, svg, Math.round(xv) + " s");
+    }
+    el("svg:text", { x: 4, y: 12 }, svg, unit);
+    series.forEach(function (s, k) {
+      var points = s.values.map(function (v, n) { return sx(x[n]).toFixed(1) + "," + sy(v).toFixed(1); });
+      el("svg:polyline", { points: points.join(" "), fill: "none", stroke: s.color || COLORS[k % COLORS.length],
+                           "stroke-width": 1.5, "class": "series", "data-name": s.name }, svg);
+    });
+    var legend = el("div", { "class": "legend" }, parent);
+    series.forEach(function (s, k) {
+      var item = el("span", {}, legend);
+      el("i", { style: "background:" + (s.color || COLORS[k % COLORS.length]) }, item);
+      item.appendChild(document.createTextNode(s.name));
+    });
+    var cursor = el("svg:line", { y1: T, y2: H - B, "class": "cursor", visibility: "hidden" }, svg);
+    var readout = el("div", { "class": "readout" }, parent, "\u00a0");
+    svg.addEventListener("mousemove", function (e) {
+      var box = svg.getBoundingClientRect();
+      var xv = ((e.clientX - box.left) * W / box.width - L) / (W - L - R) * xmax;
+      var n = 0;
+      while (n + 1 < x.length && Math.abs(x[n + 1] - xv) < Math.abs(x[n] - xv)) { n++; }
+      if (!x.length) { return; }
+      cursor.setAttribute("x1", sx(x[n])); cursor.setAttribute("x2", sx(x[n]));
+      cursor.setAttribute("visibility", "visible");
+      readout.textContent = x[n] + " s: " + series.map(function (s) {
+        return s.name + " " + fmt(s.values[n]);
+      }).join(" · ");
+    });
+    return svg;
+  }
+
+  function barChart(parent, labels, values, unit) {
+    var W = 960, H = 220, L = 60, B = 40, T = 12;
+    var svg = el("svg:svg", { viewBox: "0 0 " + W + " " + H, "class": "chart", role: "img" }, parent);
+    var ymax = niceMax(Math.max.apply(null, values.concat([0])));
+    var bw = (W - L - 10) / Math.max(values.length, 1);
+    values.forEach(function (v, i) {
+      var h = (H - T - B) * v / ymax;
+      var bar = el("svg:rect", { x: L + i * bw + 1, y: H - B - h, width: Math.max(bw - 2, 1), height: h,
+                                 fill: COLORS[0], "class": "bar" }, svg);
+      el("svg:title", {}, bar, labels[i] + ": " + fmt(v));
+      if (values.length <= 40 || i % Math.ceil(values.length / 40) === 0) {
+        el("svg:text", { x: L + i * bw + bw / 2, y: H - B + 14, "text-anchor": "middle" }, svg, labels[i]);
+      }
+    });
+    for (var k = 0; k <= 4; k++) {
+      var yv = ymax * k / 4, y = H - B - (H - T - B) * k / 4;
+      el("svg:text", { x: L - 6, y: y + 4, "text-anchor": "end" }, svg, fmt(yv, 0));
+    }
+    el("svg:text", { x: W / 2, y: H - 6, "text-anchor": "middle" }, svg, unit);
+    return svg;
+  }
+
+  function table(parent, headers, rows) {
+    var t = el("table", {}, parent);
+    var tr = el("tr", {}, el("thead", {}, t));
+    headers.forEach(function (h) { el("th", {}, tr, h); });
+    var body = el("tbody", {}, t);
+    rows.forEach(function (r) {
+      var row = el("tr", {}, body);
+      r.forEach(function (c) { el("td", {}, row, typeof c === "number" ? fmt(c) : (c === null ? "–" : c)); });
+    });
+    return t;
+  }
+
+  function offsets(ts) { return ts.map(function (t) { return t - (ts[0] || 0); }); }
+
+  function codeSeries(columns) {
+    return Object.keys(columns).map(function (code) { return { name: code, values: columns[code] }; });
+  }
+
+  function anyNonZero(values) { return values.some(function (v) { return v > 0; }); }
+
+  var PICK = [[0, "50%"], [1, "75%"], [4, "90%"], [5, "95%"], [7, "99%"], [9, "100%"]];
+
+  function report(s, names) {
+    var tl = s.timeline, x = offsets(tl.ts);
+    document.title = "tank report — " + s.meta.title;
+    document.getElementById("title").textContent = s.meta.title;
+    var meta = section("Test");
+    var facts = [["generator", s.meta.generator], ["sources", s.meta.sources.join(", ")],
+                 ["start", s.start_unix_s === null ? "–" : new Date(s.start_unix_s * 1000).toISOString()],
+                 ["duration", s.duration_s + " s"], ["responses", fmt(s.shots.responses)],
+                 ["planned shots", fmt(s.shots.planned)], ["sent", fmt(s.shots.sent)],
+                 ["unsent", fmt(s.shots.unsent)], ["rps (actual / planned / max)",
+                  fmt(s.rps.actual, 1) + " / " + fmt(s.rps.planned, 1) + " / " + fmt(s.rps.max)]];
+    s.meta.facts.forEach(function (f) { facts.push(f); });
+    if (s.autostop) {
+      facts.push(["autostop", s.autostop.criterion + " (exit " + s.autostop.code + "): " + s.autostop.explanation]);
+    }
+    if (s.exit_code !== null) { facts.push(["exit code", String(s.exit_code)]); }
+    table(meta, ["", ""], facts);
+
+    lineChart(section("Response time quantiles per second"), x,
+      PICK.map(function (p) { return { name: p[1], values: tl.quantiles_ms[p[0]] || [] }; }), "ms");
+    var rates = [{ name: "responses", values: tl.responses }];
+    if (anyNonZero(tl.planned)) { rates.push({ name: "planned", values: tl.planned }); }
+    if (anyNonZero(tl.sent)) { rates.push({ name: "sent", values: tl.sent }); }
+    lineChart(section("Requests per second: planned vs actual"), x, rates, "per second");
+    if (anyNonZero(tl.instances)) {
+      lineChart(section("Active instances"), x, [{ name: "instances", values: tl.instances }], "instances");
+    }
+    if (anyNonZero(tl.lag_max_ms) || anyNonZero(tl.intended_p99_ms)) {
+      lineChart(section("Lag behind the schedule, and latency from the intended start"), x, [
+        { name: "lag p99", values: tl.lag_p99_ms }, { name: "lag max", values: tl.lag_max_ms },
+        { name: "from intended start p99", values: tl.intended_p99_ms },
+        { name: "service time p99", values: tl.quantiles_ms[7] || [] }], "ms");
+    }
+    lineChart(section("HTTP codes per second"), x, codeSeries(tl.proto_codes), "responses");
+    lineChart(section("Net codes per second"), x, codeSeries(tl.net_codes), "responses");
+    barChart(section("Response time distribution"),
+      s.distribution.map(function (d) { return "≤" + fmt(d[0], d[0] < 10 ? 1 : 0); }),
+      s.distribution.map(function (d) { return d[1]; }), "response time, ms (bin upper edge)");
+
+    table(section("Cumulative quantiles"), ["quantile", "service time ms", "from intended start ms", "lag ms"],
+      s.quantiles.map(function (r) { return [r.q + "%", r.service_ms, r.intended_ms, r.lag_ms]; }));
+    var total = Math.max(s.shots.responses, 1);
+    var codes = section("Codes");
+    table(codes, ["HTTP code", "meaning", "count", "%"], Object.keys(s.proto_codes).map(function (c) {
+      return [c, names.http[c] || "", s.proto_codes[c], 100 * s.proto_codes[c] / total];
+    }));
+    table(codes, ["net code", "meaning", "count", "%"], Object.keys(s.net_codes).map(function (c) {
+      return [c, names.net[c] || "", s.net_codes[c], 100 * s.net_codes[c] / total];
+    }));
+    table(section("Per tag"), ["tag", "count", "%", "errors", "avg ms", "p50 ms", "p95 ms", "p99 ms", "max ms"],
+      s.tags.map(function (t) {
+        return [t.tag || "(no tag)", t.count, t.percent, t.errors, t.avg_ms,
+                t.quantiles_ms[0], t.quantiles_ms[5], t.quantiles_ms[7], t.quantiles_ms[9]];
+      }));
+  }
+
+  function delta(a, b) {
+    if (a === null || b === null || a === undefined || b === undefined) { return ["–", "–"]; }
+    var d = b - a;
+    return [(d >= 0 ? "+" : "") + fmt(d), a ? (d >= 0 ? "+" : "") + (100 * d / a).toFixed(1) + "%" : "–"];
+  }
+
+  function compare(a, b) {
+    document.title = "tank compare — " + a.meta.title + " vs " + b.meta.title;
+    document.getElementById("title").textContent = "A: " + a.meta.title + "  vs  B: " + b.meta.title;
+    table(section("Runs"), ["", "A", "B"], [
+      ["duration s", a.duration_s, b.duration_s], ["responses", a.shots.responses, b.shots.responses],
+      ["rps", a.rps.actual, b.rps.actual], ["autostop", a.autostop ? a.autostop.criterion : "–",
+       b.autostop ? b.autostop.criterion : "–"]]);
+    table(section("Cumulative quantiles, ms"), ["quantile", "A", "B", "Δ", "Δ %"],
+      a.quantiles.map(function (r, i) {
+        var rb = b.quantiles[i] || {};
+        return [r.q + "%", r.service_ms, rb.service_ms].concat(delta(r.service_ms, rb.service_ms));
+      }));
+    var xa = offsets(a.timeline.ts), xb = offsets(b.timeline.ts);
+    var x = xa.length >= xb.length ? xa : xb;
+    function pad(v) { var out = v.slice(0, x.length); while (out.length < x.length) { out.push(0); } return out; }
+    lineChart(section("Quantiles per second, overlaid (time from each run's start)"), x, [
+      { name: "A p50", values: pad(a.timeline.quantiles_ms[0] || []), color: COLORS[0] },
+      { name: "A p99", values: pad(a.timeline.quantiles_ms[7] || []), color: COLORS[9] },
+      { name: "B p50", values: pad(b.timeline.quantiles_ms[0] || []), color: COLORS[1] },
+      { name: "B p99", values: pad(b.timeline.quantiles_ms[7] || []), color: COLORS[3] }], "ms");
+    lineChart(section("Responses per second, overlaid"), x, [
+      { name: "A", values: pad(a.timeline.responses), color: COLORS[0] },
+      { name: "B", values: pad(b.timeline.responses), color: COLORS[1] }], "per second");
+    function codeRows(ca, cb) {
+      var keys = Object.keys(ca).concat(Object.keys(cb)).filter(function (k, i, all) { return all.indexOf(k) === i; });
+      return keys.sort().map(function (k) {
+        return [k, ca[k] || 0, cb[k] || 0].concat(delta(ca[k] || 0, cb[k] || 0));
+      });
+    }
+    var codes = section("Codes");
+    table(codes, ["HTTP code", "A", "B", "Δ", "Δ %"], codeRows(a.proto_codes, b.proto_codes));
+    table(codes, ["net code", "A", "B", "Δ", "Δ %"], codeRows(a.net_codes, b.net_codes));
+    var tags = {};
+    a.tags.forEach(function (t) { tags[t.tag] = [t, null]; });
+    b.tags.forEach(function (t) { tags[t.tag] = [(tags[t.tag] || [null])[0], t]; });
+    table(section("Per tag"), ["tag", "count A", "count B", "avg ms A", "avg ms B", "Δ avg", "p99 A", "p99 B", "Δ p99"],
+      Object.keys(tags).sort().map(function (k) {
+        var ta = tags[k][0], tb = tags[k][1];
+        var pa = ta ? ta.quantiles_ms[7] : null, pb = tb ? tb.quantiles_ms[7] : null;
+        return [k || "(no tag)", ta ? ta.count : null, tb ? tb.count : null, ta ? ta.avg_ms : null,
+                tb ? tb.avg_ms : null, delta(ta && ta.avg_ms, tb && tb.avg_ms)[0], pa, pb, delta(pa, pb)[0]];
+      }));
+  }
+
+  var status = "ok";
+  try {
+    var data = JSON.parse(document.getElementById("tank-data").textContent);
+    if (data.kind === "compare") { compare(data.a, data.b); } else { report(data.summary, data.names); }
+  } catch (e) {
+    status = "error: " + e;
+    throw e;
+  } finally {
+    document.body.setAttribute("data-status", status);
+  }
+})();

@@ -1,0 +1,452 @@
+//! The final summary of a run: what `summary.json` holds, and its text form.
+//!
+//! A summary is built from the run totals and the per-second [`Timeline`]; it is everything
+//! the HTML report and `tank compare` need, so a finished run can be compared without its
+//! phout. Shots planned and sent are `None` when unknown (a phout records responses only).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+use tank_stats::autostop::StopReason;
+use tank_stats::quantile::percent;
+use tank_stats::{Field, GroupStats, TotalStats, QUANTILES};
+
+use crate::names::{http_reason, net_reason};
+use crate::timeline::Timeline;
+
+/// `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// What was run and where the data came from.
+    pub meta: Meta,
+    /// Seconds from the first to the last second with data.
+    pub duration_s: u64,
+    /// First second, unix seconds (`None` for an empty run).
+    pub start_unix_s: Option<u64>,
+    /// Shot counts.
+    pub shots: Shots,
+    /// Average rates over the duration.
+    pub rps: Rps,
+    /// Cumulative quantiles, one row per [`QUANTILES`] entry.
+    pub quantiles: Vec<QuantileRow>,
+    /// Average times, ms.
+    pub avg_ms: AvgTimes,
+    /// Average sizes, bytes.
+    pub avg_bytes: AvgSizes,
+    /// HTTP codes: code → count.
+    pub proto_codes: BTreeMap<String, u64>,
+    /// Net codes: code → count.
+    pub net_codes: BTreeMap<String, u64>,
+    /// Per tag, by tag.
+    pub tags: Vec<TagRow>,
+    /// Why autostop stopped the run, if it did.
+    pub autostop: Option<AutostopRow>,
+    /// The run's exit code, when it was a run (not a report of a phout).
+    pub exit_code: Option<i32>,
+    /// Response-time distribution over the whole run: (bin upper edge ms, count).
+    pub distribution: Vec<(f64, u64)>,
+    /// Per-second series.
+    pub timeline: Timeline,
+}
+
+/// Where a summary comes from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meta {
+    /// A title for people (the config file, or the phout name).
+    pub title: String,
+    /// Input files (config, phout).
+    pub sources: Vec<String>,
+    /// `tank <version>`.
+    pub generator: String,
+    /// Free-form facts worth showing (target, schedule, instances, ...), in order.
+    pub facts: Vec<(String, String)>,
+}
+
+/// Shot counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shots {
+    /// Planned by the schedule (`None`: unknown).
+    pub planned: Option<u64>,
+    /// Actually started (`None`: unknown).
+    pub sent: Option<u64>,
+    /// Planned but never started.
+    pub unsent: Option<u64>,
+    /// Responses counted (errors included).
+    pub responses: u64,
+    /// Responses that arrived after their second was final (see `TotalStats::late`).
+    pub late: u64,
+}
+
+/// Average rates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rps {
+    /// Planned shots per second (`None`: unknown).
+    pub planned: Option<f64>,
+    /// Responses per second.
+    pub actual: f64,
+    /// The busiest second's responses.
+    pub max: u64,
+}
+
+/// One cumulative quantile.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct QuantileRow {
+    /// The quantile, percent (50, ..., 99.5, 100).
+    pub q: f64,
+    /// Service time (interval_real), ms.
+    pub service_ms: f64,
+    /// Latency from the intended start (lag + interval_real), ms; `None` when lag is unknown.
+    pub intended_ms: Option<f64>,
+    /// Lag behind the plan, ms; `None` when unknown.
+    pub lag_ms: Option<f64>,
+}
+
+/// Average times, ms.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AvgTimes {
+    /// interval_real.
+    pub total: f64,
+    /// connect_time.
+    pub connect: f64,
+    /// send_time.
+    pub send: f64,
+    /// latency.
+    pub latency: f64,
+    /// receive_time.
+    pub receive: f64,
+}
+
+/// Average sizes, bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AvgSizes {
+    /// size_out.
+    pub request: f64,
+    /// size_in.
+    pub response: f64,
+}
+
+/// One tag's totals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TagRow {
+    /// The tag (cut at the last `#`; empty for untagged shots).
+    pub tag: String,
+    /// Responses.
+    pub count: u64,
+    /// Share of all responses, percent.
+    pub percent: f64,
+    /// Net errors plus HTTP 4xx/5xx.
+    pub errors: u64,
+    /// Average interval_real, ms.
+    pub avg_ms: f64,
+    /// Quantiles at [`QUANTILES`], ms.
+    pub quantiles_ms: Vec<f64>,
+}
+
+/// Why autostop stopped the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AutostopRow {
+    /// Exit code (21–33).
+    pub code: i32,
+    /// The criterion as written.
+    pub criterion: String,
+    /// What happened.
+    pub explanation: String,
+    /// The second that fired it, unix seconds.
+    pub ts: u64,
+}
+
+impl From<&StopReason> for AutostopRow {
+    fn from(reason: &StopReason) -> AutostopRow {
+        AutostopRow {
+            code: reason.code,
+            criterion: reason.criterion.clone(),
+            explanation: reason.explanation.clone(),
+            ts: reason.ts,
+        }
+    }
+}
+
+fn ms(us: f64) -> f64 {
+    us / 1000.0
+}
+
+fn codes(counts: &tank_stats::CodeCounts) -> BTreeMap<String, u64> {
+    counts.iter().map(|(c, n)| (c.to_string(), n)).collect()
+}
+
+impl Summary {
+    /// Build the summary. `engine_counts` says whether planned/sent/lag were measured (a run)
+    /// or are unknown (a phout).
+    pub fn build(
+        meta: Meta,
+        totals: &TotalStats,
+        timeline: Timeline,
+        engine_counts: bool,
+        autostop: Option<&StopReason>,
+        exit_code: Option<i32>,
+    ) -> Summary {
+        let overall = &totals.overall;
+        let duration_s = totals.duration_s();
+        let per_second = |n: u64| {
+            if duration_s == 0 {
+                0.0
+            } else {
+                n as f64 / duration_s as f64
+            }
+        };
+        let known = |n: u64| engine_counts.then_some(n);
+        let avg = |field: Field| ms(overall.field(field).mean());
+        Summary {
+            meta,
+            duration_s,
+            start_unix_s: totals.span.map(|(first, _)| first),
+            shots: Shots {
+                planned: known(totals.planned),
+                sent: known(totals.sent),
+                unsent: known(totals.planned.saturating_sub(totals.sent)),
+                responses: overall.len(),
+                late: totals.late,
+            },
+            rps: Rps {
+                planned: engine_counts.then(|| per_second(totals.planned)),
+                actual: per_second(overall.len()),
+                max: timeline.responses.iter().copied().max().unwrap_or(0),
+            },
+            quantiles: QUANTILES
+                .iter()
+                .enumerate()
+                .map(|(i, q)| QuantileRow {
+                    q: percent(*q),
+                    service_ms: ms(overall.quantiles_us[i]),
+                    intended_ms: (totals.intended.count > 0)
+                        .then(|| ms(totals.intended.values_us[i])),
+                    lag_ms: (totals.lag.count > 0).then(|| ms(totals.lag.values_us[i])),
+                })
+                .collect(),
+            avg_ms: AvgTimes {
+                total: avg(Field::IntervalReal),
+                connect: avg(Field::Connect),
+                send: avg(Field::Send),
+                latency: avg(Field::Latency),
+                receive: avg(Field::Receive),
+            },
+            avg_bytes: AvgSizes {
+                request: overall.field(Field::SizeOut).mean(),
+                response: overall.field(Field::SizeIn).mean(),
+            },
+            proto_codes: codes(&overall.proto_codes),
+            net_codes: codes(&overall.net_codes),
+            tags: totals
+                .tagged
+                .iter()
+                .map(|(tag, group)| tag_row(tag, group, overall.len()))
+                .collect(),
+            autostop: autostop.map(AutostopRow::from),
+            exit_code,
+            distribution: overall
+                .hist
+                .iter()
+                .map(|(edge, n)| (ms(*edge as f64), *n))
+                .collect(),
+            timeline,
+        }
+    }
+
+    /// The summary as pretty JSON (`summary.json`).
+    pub fn to_json(&self) -> String {
+        // Plain data with string keys: serialising cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Read a `summary.json`.
+    pub fn from_json(text: &str) -> Result<Summary, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// The summary for people, printed at the end of a run and written as `summary.txt`.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", self.meta.title);
+        let _ = write!(
+            out,
+            "duration {} s, responses {}",
+            self.duration_s, self.shots.responses
+        );
+        if let (Some(planned), Some(sent), Some(unsent)) =
+            (self.shots.planned, self.shots.sent, self.shots.unsent)
+        {
+            let _ = write!(
+                out,
+                ", shots planned {planned}, sent {sent}, unsent {unsent}"
+            );
+        }
+        if self.shots.late > 0 {
+            let _ = write!(out, ", late {}", self.shots.late);
+        }
+        let _ = writeln!(out);
+        let _ = write!(
+            out,
+            "rps: actual {:.1} (max {})",
+            self.rps.actual, self.rps.max
+        );
+        if let Some(planned) = self.rps.planned {
+            let _ = write!(out, ", planned {planned:.1}");
+        }
+        let _ = writeln!(out);
+        let with_intended = self.quantiles.iter().any(|r| r.intended_ms.is_some());
+        let _ = writeln!(
+            out,
+            "\nquantile  service ms{}",
+            if with_intended {
+                "  from intended start ms  lag ms"
+            } else {
+                ""
+            }
+        );
+        for row in &self.quantiles {
+            let _ = write!(out, "{:>7}%  {:>10.3}", row.q, row.service_ms);
+            if let (Some(intended), Some(lag)) = (row.intended_ms, row.lag_ms) {
+                let _ = write!(out, "  {intended:>23.3}  {lag:>6.3}");
+            } else if let Some(intended) = row.intended_ms {
+                let _ = write!(out, "  {intended:>23.3}");
+            }
+            let _ = writeln!(out);
+        }
+        let a = &self.avg_ms;
+        let _ = writeln!(
+            out,
+            "\naverage ms: total {:.3}, connect {:.3}, send {:.3}, latency {:.3}, receive {:.3}",
+            a.total, a.connect, a.send, a.latency, a.receive
+        );
+        let _ = writeln!(
+            out,
+            "average bytes: request {:.1}, response {:.1}",
+            self.avg_bytes.request, self.avg_bytes.response
+        );
+        let total = self.shots.responses.max(1) as f64;
+        let _ = writeln!(out, "\nHTTP codes:");
+        for (code, n) in &self.proto_codes {
+            let name = code.parse().map(http_reason).unwrap_or("");
+            let _ = writeln!(
+                out,
+                "  {code:>5} {name:<24} {n:>10} {:>6.2}%",
+                *n as f64 * 100.0 / total
+            );
+        }
+        let _ = writeln!(out, "net codes:");
+        for (code, n) in &self.net_codes {
+            let name = code.parse().map(net_reason).unwrap_or("");
+            let _ = writeln!(
+                out,
+                "  {code:>5} {name:<24} {n:>10} {:>6.2}%",
+                *n as f64 * 100.0 / total
+            );
+        }
+        if !self.tags.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{:<24} {:>10} {:>7} {:>8} {:>10} {:>10}",
+                "tag", "count", "%", "errors", "avg ms", "p99 ms"
+            );
+            for tag in &self.tags {
+                let p99 = tag.quantiles_ms.get(7).copied().unwrap_or(0.0);
+                let name = if tag.tag.is_empty() {
+                    "(no tag)"
+                } else {
+                    &tag.tag
+                };
+                let _ = writeln!(
+                    out,
+                    "{name:<24} {:>10} {:>7.2} {:>8} {:>10.3} {p99:>10.3}",
+                    tag.count, tag.percent, tag.errors, tag.avg_ms
+                );
+            }
+        }
+        if let Some(stop) = &self.autostop {
+            let _ = writeln!(
+                out,
+                "\nautostop {} (exit code {}): {}",
+                stop.criterion, stop.code, stop.explanation
+            );
+        }
+        out
+    }
+}
+
+fn tag_row(tag: &str, group: &GroupStats, all: u64) -> TagRow {
+    TagRow {
+        tag: tag.to_string(),
+        count: group.len(),
+        percent: if all == 0 {
+            0.0
+        } else {
+            group.len() as f64 * 100.0 / all as f64
+        },
+        errors: group.errors(),
+        avg_ms: ms(group.field(Field::IntervalReal).mean()),
+        quantiles_ms: group.quantiles_us.iter().map(|us| ms(*us)).collect(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use tank_stats::phout::parse_line;
+    use tank_stats::Aggregator;
+
+    pub(crate) fn sample_summary() -> Summary {
+        let mut agg = Aggregator::new(0);
+        let mut timeline = Timeline::default();
+        for (i, line) in [
+            "100.000\tsearch#1\t1500\t100\t20\t1300\t80\t1400\t74\t230\t0\t200",
+            "100.200\t\t2500\t100\t20\t2300\t80\t2400\t74\t0\t110\t0",
+            "101.000\tsearch\t3500\t100\t20\t3300\t80\t3400\t74\t230\t0\t503",
+        ]
+        .iter()
+        .enumerate()
+        {
+            agg.add_record(&parse_line(line.as_bytes()).unwrap());
+            agg.note_planned(100 + i as u64 / 2, 2);
+        }
+        agg.finish();
+        while let Some(second) = agg.pop_ready() {
+            timeline.push(&second);
+        }
+        let meta = Meta {
+            title: "t".into(),
+            ..Meta::default()
+        };
+        Summary::build(meta, &agg.totals(), timeline, false, None, None)
+    }
+
+    #[test]
+    fn summary_counts_codes_tags_and_quantiles() {
+        let s = sample_summary();
+        assert_eq!((s.duration_s, s.shots.responses), (2, 3));
+        assert_eq!(s.shots.planned, None);
+        assert_eq!(s.rps.actual, 1.5);
+        assert_eq!(s.rps.max, 2);
+        assert_eq!(s.proto_codes.get("503"), Some(&1));
+        assert_eq!(s.net_codes.get("110"), Some(&1));
+        assert_eq!(
+            s.tags
+                .iter()
+                .map(|t| (t.tag.as_str(), t.count, t.errors))
+                .collect::<Vec<_>>(),
+            vec![("", 1, 1), ("search", 2, 1)]
+        );
+        assert_eq!(s.quantiles.last().map(|r| r.service_ms), Some(3.5));
+        assert_eq!(s.quantiles[0].intended_ms, None);
+    }
+
+    #[test]
+    fn summary_json_round_trips_and_text_names_codes() {
+        let s = sample_summary();
+        assert_eq!(Summary::from_json(&s.to_json()).unwrap(), s);
+        let text = s.to_text();
+        assert!(text.contains("503 Service Unavailable"), "{text}");
+        assert!(text.contains("110 timed out"), "{text}");
+        assert!(text.contains("search"), "{text}");
+    }
+}

@@ -1,0 +1,431 @@
+//! `tank report` and `tank compare` end to end: the golden comparison of tank's per-second
+//! aggregation with yandex-tank 2.0.11's own aggregator, the HTML pages in a real headless
+//! Chromium, and the commands' errors and output.
+//!
+//! The golden test needs the reference venv (`TANK_REFERENCE_PYTHON`, as
+//! tests/differential.rs; `TANK_SKIP_REFERENCE=1` skips it on purpose). The browser test
+//! needs Chromium (`chromium` on PATH, or `TANK_CHROMIUM=/path`; `TANK_SKIP_BROWSER=1` skips
+//! it on purpose).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const REFERENCE_HELP: &str = "\
+the golden aggregation test needs the reference, yandextank 2.0.11, in a Python venv:
+
+    scripts/reference-venv.sh            # creates .venv-ref/ and prints its python
+    export TANK_REFERENCE_PYTHON=$PWD/.venv-ref/bin/python
+    cargo test
+
+(scripts/test.sh does both.) To skip this test on purpose, set TANK_SKIP_REFERENCE=1.";
+
+const BROWSER_HELP: &str = "\
+the HTML report test renders report.html in a real headless Chromium. Install it:
+
+    apt-get install -y chromium          # Debian / Ubuntu (.ci/run does this)
+
+or point the test at a Chromium or Chrome binary with TANK_CHROMIUM=/path/to/chrome.
+To skip this test on purpose, set TANK_SKIP_BROWSER=1.";
+
+fn tank(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tank"))
+        .args(args)
+        .output()
+        .expect("run tank")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A deterministic phout with what makes aggregation tricky: tags with `#` (cut at the last
+/// one), the empty tag, 11 s timeouts ending many seconds later, resets, HTTP errors, busy
+/// seconds and seconds with one or two responses (where interpolation shows).
+fn golden_phout() -> String {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let tags = ["search#1", "search#2", "cart", "", "api/v1#x#3"];
+    let mut out = String::new();
+    let mut ms = 1_700_000_000_000u64;
+    for i in 0..30_000u64 {
+        // Busy at first (~2000 rps), then sparse seconds with a response or two.
+        ms += if i < 29_400 {
+            next() % 2
+        } else if i % 2 == 0 {
+            1000 + next() % 300
+        } else {
+            next() % 400
+        };
+        let roll = next() % 1000;
+        let (interval, net, proto) = match roll {
+            0..=4 => (11_000_000, 110, 0),
+            5..=8 => (next() % 3000 + 100, 104, 0),
+            9..=40 => (next() % 50_000 + 500, 0, 500 + (next() % 4) as u16),
+            41..=70 => (next() % 5_000 + 300, 0, 404),
+            // A log-ish spread from 0.1 ms to ~70 ms.
+            _ => (100 + (next() % 700) * (1 + next() % 100), 0, 200),
+        };
+        let connect = if next() % 4 == 0 { next() % 500 } else { 0 }.min(interval);
+        let send = (next() % 50).min(interval - connect);
+        let receive = (next() % 200).min(interval - connect - send);
+        let latency = interval - connect - send - receive;
+        let tag = tags[(next() % tags.len() as u64) as usize];
+        let _ = writeln!(
+            out,
+            "{}.{:03}\t{tag}\t{interval}\t{connect}\t{send}\t{latency}\t{receive}\t{interval}\t{}\t{}\t{net}\t{proto}",
+            ms / 1000,
+            ms % 1000,
+            70 + next() % 20,
+            if net == 0 { next() % 5000 } else { 0 },
+        );
+    }
+    out
+}
+
+fn reference_python() -> Option<PathBuf> {
+    match std::env::var_os("TANK_REFERENCE_PYTHON") {
+        Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
+        _ if std::env::var("TANK_SKIP_REFERENCE").as_deref() == Ok("1") => None,
+        _ => panic!("TANK_REFERENCE_PYTHON is not set: {REFERENCE_HELP}"),
+    }
+}
+
+fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect()
+}
+
+/// Compare one aggregate (overall or a tag) of tank's with the reference's; push differences.
+fn compare_agg(at: &str, tank: &Value, reference: &Value, problems: &mut Vec<String>) {
+    for field in [
+        "interval_real",
+        "connect_time",
+        "send_time",
+        "latency",
+        "receive_time",
+        "interval_event",
+        "size_out",
+        "size_in",
+    ] {
+        for stat in ["total", "min", "max", "len"] {
+            if tank[field][stat] != reference[field][stat] {
+                problems.push(format!(
+                    "{at} {field}.{stat}: tank {} reference {}",
+                    tank[field][stat], reference[field][stat]
+                ));
+            }
+        }
+    }
+    for codes in ["net_code", "proto_code"] {
+        if tank[codes]["count"] != reference[codes]["count"] {
+            problems.push(format!(
+                "{at} {codes}: tank {} reference {}",
+                tank[codes]["count"], reference[codes]["count"]
+            ));
+        }
+    }
+    if tank["interval_real"]["hist"] != reference["interval_real"]["hist"] {
+        problems.push(format!(
+            "{at} hist: tank {} reference {}",
+            tank["interval_real"]["hist"], reference["interval_real"]["hist"]
+        ));
+    }
+    // Quantiles: the reference's (numpy) are exact; tank's come from an hdrhistogram with 3
+    // significant digits, interpolated the same way: within 0.1% (+1 µs of rounding).
+    let (tq, tv) = (
+        &tank["interval_real"]["q"]["q"],
+        &tank["interval_real"]["q"]["value"],
+    );
+    let (rq, rv) = (
+        &reference["interval_real"]["q"]["q"],
+        &reference["interval_real"]["q"]["value"],
+    );
+    for (i, q) in rq.as_array().into_iter().flatten().enumerate() {
+        let Some(j) = tq
+            .as_array()
+            .and_then(|t| t.iter().position(|x| x.as_f64() == q.as_f64()))
+        else {
+            problems.push(format!("{at}: tank has no quantile {q}"));
+            continue;
+        };
+        let (t, r) = (
+            tv[j].as_f64().unwrap_or(f64::NAN),
+            rv[i].as_f64().unwrap_or(f64::NAN),
+        );
+        if !((t - r).abs() <= r * 0.001 + 1.0) {
+            problems.push(format!("{at} q{q}: tank {t} reference {r}"));
+        }
+    }
+}
+
+#[test]
+fn aggregation_matches_yandex_tanks_aggregator_second_by_second() {
+    let Some(python) = reference_python() else {
+        eprintln!("golden aggregation test SKIPPED: TANK_SKIP_REFERENCE=1");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let phout = dir.path().join("phout.log");
+    std::fs::write(&phout, golden_phout()).unwrap();
+    let out = dir.path().join("out");
+    let run = tank(&[
+        "report",
+        phout.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "tank report failed: {}",
+        text(&run.stderr)
+    );
+
+    let reference_out = dir.path().join("reference.jsonl");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/ref_aggregate.py");
+    let reference = Command::new(&python)
+        .arg(&script)
+        .arg(&phout)
+        .arg(&reference_out)
+        .stdout(Stdio::null())
+        .output()
+        .expect("run the reference aggregator");
+    assert!(
+        reference.status.success(),
+        "reference failed: {}",
+        text(&reference.stderr)
+    );
+
+    let tank_seconds = read_jsonl(&out.join("test_data.log"));
+    let reference_seconds = read_jsonl(&reference_out);
+    let ts = |v: &[Value], data: bool| -> Vec<u64> {
+        v.iter()
+            .map(|s| {
+                if data { &s["data"]["ts"] } else { &s["ts"] }
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(
+        ts(&tank_seconds, true),
+        ts(&reference_seconds, false),
+        "the same seconds"
+    );
+    assert!(
+        reference_seconds.len() > 20,
+        "the fixture spans many seconds"
+    );
+
+    let mut problems = Vec::new();
+    for (t, r) in tank_seconds.iter().zip(&reference_seconds) {
+        let second = r["ts"].as_u64().unwrap();
+        compare_agg(
+            &format!("{second} overall"),
+            &t["data"]["overall"],
+            &r["overall"],
+            &mut problems,
+        );
+        let tank_tags: Vec<&String> = t["data"]["tagged"].as_object().unwrap().keys().collect();
+        let reference_tags: Vec<&String> = r["tagged"].as_object().unwrap().keys().collect();
+        if tank_tags != reference_tags {
+            problems.push(format!(
+                "{second} tags: tank {tank_tags:?} reference {reference_tags:?}"
+            ));
+            continue;
+        }
+        for tag in reference_tags {
+            compare_agg(
+                &format!("{second} tag {tag:?}"),
+                &t["data"]["tagged"][tag],
+                &r["tagged"][tag],
+                &mut problems,
+            );
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} differences, first ones:\n{}",
+        problems.len(),
+        problems[..problems.len().min(20)].join("\n")
+    );
+}
+
+/// Chromium, or `None` when skipped on purpose.
+fn chromium() -> Option<PathBuf> {
+    if std::env::var("TANK_SKIP_BROWSER").as_deref() == Ok("1") {
+        return None;
+    }
+    if let Some(path) = std::env::var_os("TANK_CHROMIUM").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        for name in ["chromium", "chromium-browser", "google-chrome"] {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+        }
+    }
+    panic!("no Chromium found: {BROWSER_HELP}");
+}
+
+/// Load `page` in headless Chromium; return the DOM after scripts ran and Chromium's log.
+fn render(browser: &Path, page: &Path) -> (String, String) {
+    let profile = tempfile::tempdir().unwrap();
+    // Files, not pipes: the DOM is bigger than a pipe's buffer.
+    let dom_path = profile.path().join("dom.html");
+    let log_path = profile.path().join("chromium.log");
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("file://{}", page.display()))
+        .stdout(std::fs::File::create(&dom_path).unwrap())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .expect("start chromium");
+    let started = Instant::now();
+    while child.try_wait().expect("wait for chromium").is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("chromium did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let read = |path: &Path| text(&std::fs::read(path).unwrap_or_default());
+    (read(&dom_path), read(&log_path))
+}
+
+fn assert_rendered(page: &str, dom: &str, log: &str, min_charts: usize) {
+    assert!(
+        dom.contains("data-status=\"ok\""),
+        "{page}: the script did not finish; log:\n{log}"
+    );
+    let charts = dom.matches("<svg").count();
+    let lines = dom.matches("<polyline").count();
+    assert!(
+        charts >= min_charts,
+        "{page}: {charts} charts drawn, expected {min_charts}+"
+    );
+    assert!(lines >= min_charts, "{page}: {lines} series drawn");
+    let errors: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught") || l.contains("Refused to"))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{page}: console errors:\n{}",
+        errors.join("\n")
+    );
+}
+
+#[test]
+fn html_report_and_comparison_render_in_headless_chromium() {
+    let Some(browser) = chromium() else {
+        eprintln!("browser test SKIPPED: TANK_SKIP_BROWSER=1");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let phout = dir.path().join("phout.log");
+    std::fs::write(&phout, golden_phout()).unwrap();
+    let out = dir.path().join("run");
+    assert!(tank(&[
+        "report",
+        phout.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap()
+    ])
+    .status
+    .success());
+    let compare_page = dir.path().join("compare.html");
+    let compared = tank(&[
+        "compare",
+        out.to_str().unwrap(),
+        phout.to_str().unwrap(),
+        "--out",
+        compare_page.to_str().unwrap(),
+    ]);
+    assert!(compared.status.success(), "{}", text(&compared.stderr));
+
+    let report_page = out.join("report.html");
+    let html = std::fs::read_to_string(&report_page).unwrap();
+    assert!(
+        !html.contains(" src=") && !html.contains("https://") && !html.contains("@import"),
+        "self-contained"
+    );
+    let (dom, log) = render(&browser, &report_page);
+    assert_rendered("report.html", &dom, &log, 5);
+    for heading in [
+        "Response time quantiles per second",
+        "HTTP codes per second",
+        "Cumulative quantiles",
+        "Per tag",
+        "Response time distribution",
+    ] {
+        assert!(dom.contains(heading), "report.html lacks `{heading}`");
+    }
+    let (dom, log) = render(&browser, &compare_page);
+    assert_rendered("compare.html", &dom, &log, 2);
+}
+
+#[test]
+fn report_names_the_file_line_and_field_of_a_bad_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let phout = dir.path().join("bad.phout");
+    std::fs::write(
+        &phout,
+        "1.000\ta\t1\t0\t0\t1\t0\t1\t1\t1\t0\t200\n1.000\ta\t1\t0\t0\t1\t0\t1\t1\t1\t0\n",
+    )
+    .unwrap();
+    let run = tank(&[
+        "report",
+        phout.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(!run.status.success());
+    let stderr = text(&run.stderr);
+    assert!(
+        stderr.contains("bad.phout:2: phout field 12 (proto_code): missing"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn report_writes_outputs_next_to_the_phout_and_compare_prints_deltas() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.phout");
+    let b = dir.path().join("b.phout");
+    std::fs::write(&a, "10.000\tx\t1000\t0\t0\t1000\t0\t1000\t1\t1\t0\t200\n").unwrap();
+    std::fs::write(&b, "10.000\tx\t3000\t0\t0\t3000\t0\t3000\t1\t1\t0\t503\n").unwrap();
+    let run = tank(&["report", a.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert!(dir.path().join("summary.json").is_file() && dir.path().join("report.html").is_file());
+    let compared = tank(&["compare", dir.path().to_str().unwrap(), b.to_str().unwrap()]);
+    let stdout = text(&compared.stdout);
+    assert!(compared.status.success(), "{}", text(&compared.stderr));
+    assert!(stdout.contains("+2.000 (+200.0%)"), "{stdout}");
+    assert!(stdout.contains("503"), "{stdout}");
+}
