@@ -1,3 +1,4 @@
+mod autostop;
 mod differential;
 mod origin;
 mod report;

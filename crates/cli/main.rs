@@ -37,6 +37,9 @@ struct ShootArgs {
     /// Override an option: `-o phantom.rps_schedule='const(10,1m)'` (repeatable).
     #[arg(short = 'o', long = "option", value_name = "SECTION.KEY=VALUE")]
     overrides: Vec<Override>,
+    /// One plain line per second instead of the full-screen console (as `[console] short_only`).
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -90,7 +93,7 @@ fn main() -> ExitCode {
                 _ => cli.shoot,
             };
             match args.config {
-                Some(config) => shoot::run(&config, &args.overrides),
+                Some(config) => shoot::run(&config, &args.overrides, args.quiet),
                 None => {
                     eprintln!("tank: nothing to do: run a test with `tank -c load.ini`, or see `tank --help`");
                     return ExitCode::from(2);

@@ -4,18 +4,26 @@
 //! before a shot is fired), start the results threads, run, summarise. The
 //! first Ctrl-C stops firing and waits for shots in flight (up to `timeout`);
 //! a second one stops at once. Either way phout is flushed and the exit code is 1.
+//! An autostop criterion that fires stops the run the same way, with its code
+//! (21-33); `[rcassert]` may remap the code.
 
 mod answers;
 mod artifacts;
 mod collector;
-mod summary;
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
-use tank_config::{OriginConfig, OriginRecipe, Override, WriteLog};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use tank_config::{LoadProfile, OriginConfig, OriginRecipe, Override, TestConfig, WriteLog};
 use tank_engine::{AnswerSink, Clock, Control, Engine, SampleSink};
+use tank_report::stream::write_outputs;
+use tank_report::{Meta, Summary};
+use tank_stats::autostop::{rcassert, Autostop};
+use tank_stats::Aggregator;
 
 use artifacts::Artifacts;
 
@@ -25,7 +33,7 @@ const SAMPLE_QUEUE: usize = 1 << 18;
 const SPARE_FILES: u64 = 64;
 
 /// Run the test in `config_path`.
-pub fn run(config_path: &Path, overrides: &[Override]) -> Result<ExitCode> {
+pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<ExitCode> {
     let config = tank_config::load(config_path, overrides)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -52,11 +60,56 @@ pub fn run(config_path: &Path, overrides: &[Override]) -> Result<ExitCode> {
         artifacts.log(&format!("[{}] {} instances", queue.name(), queue.pool()));
     }
 
+    let instances_limit = engine.total_instances() as u64;
+    let autostop = Autostop::new(&config.autostop.criteria, instances_limit)
+        .map_err(|e| anyhow!("{}: [autostop] {e}", config.path.display()))?;
+    let clock = Clock::now();
+    let start_s = clock.start_unix_us / 1_000_000;
+    let mut planned = BTreeMap::new();
+    for queue in engine.queues() {
+        for (offset, shots) in queue
+            .planned_per_second()
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            if *shots > 0 {
+                *planned.entry(start_s + offset as u64).or_insert(0) += shots;
+            }
+        }
+    }
+    let planned_duration = engine
+        .queues()
+        .iter()
+        .filter_map(|q| q.schedule_duration())
+        .max();
+    let control = Control::default();
+    let live = collector::Live {
+        aggregator: Aggregator::new(config.queues.first().map_or(2, |q| q.buffered_seconds)),
+        autostop,
+        control: control.clone(),
+        json: artifacts
+            .create_file("test_data.log")
+            .context("creating test_data.log")?,
+        autostop_report: artifacts.file(&config.autostop.report_file),
+        active: engine.queues().iter().map(|q| q.active()).collect(),
+        planned,
+        console: collector::Console::choose(
+            quiet || config.console.short_only,
+            config.path.display().to_string(),
+            instances_limit,
+            planned_duration,
+        ),
+        started: std::time::Instant::now(),
+    };
+    let meta = meta(&config, &engine);
+
     let (samples, sample_rx) = SampleSink::new(SAMPLE_QUEUE);
     let phout = artifacts
         .create_file("phout.log")
         .context("creating phout.log")?;
-    let collector = collector::spawn(sample_rx, phout).context("starting the results thread")?;
+    let collector =
+        collector::spawn(sample_rx, phout, live).context("starting the results thread")?;
     let answers = if config.queues.iter().any(|q| q.writelog != WriteLog::Off) {
         let (sink, rx) = AnswerSink::new(4096);
         let file = artifacts
@@ -73,10 +126,8 @@ pub fn run(config_path: &Path, overrides: &[Override]) -> Result<ExitCode> {
     if let Some(origin) = &origin {
         artifacts.log(&format!("origin simulator on {}", origin.local_addr()));
     }
-    let control = Control::default();
     let report = runtime.block_on(async {
         let signals = tokio::spawn(watch_ctrl_c(control.clone()));
-        let clock = Clock::now();
         let report = engine
             .run(
                 clock,
@@ -91,7 +142,7 @@ pub fn run(config_path: &Path, overrides: &[Override]) -> Result<ExitCode> {
         }
         report
     });
-    let totals = collector
+    let outcome = collector
         .join()
         .map_err(|_| anyhow!("the results thread failed"))?
         .context("writing phout.log")?;
@@ -103,22 +154,93 @@ pub fn run(config_path: &Path, overrides: &[Override]) -> Result<ExitCode> {
             .context("writing answ.log")?;
         artifacts.log(&format!("answ.log: {written} entries"));
     }
-    let summary = summary::render(&report, &totals, artifacts.dir(), report.samples_dropped);
-    print!("{summary}");
-    artifacts.log(&format!("finished\n{summary}"));
     let errors: Vec<String> = report
         .queues
         .iter()
         .filter_map(|q| q.error.as_ref().map(ToString::to_string))
         .collect();
+    // yandex-tank's codes: an autostop criterion's, 1 for an interruption, 0 when completed;
+    // then [rcassert] may remap them.
+    let code = match (
+        &outcome.stopped,
+        control.stop.is_cancelled() || !errors.is_empty(),
+    ) {
+        (Some(reason), _) => reason.code,
+        (None, true) => 1,
+        (None, false) => 0,
+    };
+    let code = rcassert(code, &config.rcassert.pass, config.rcassert.fail_code);
+    let summary = Summary::build(
+        meta,
+        &outcome.totals,
+        outcome.timeline,
+        true,
+        outcome.stopped.as_ref(),
+        Some(code),
+    );
+    write_outputs(&summary, artifacts.dir()).context("writing the reports")?;
+    let mut text = summary.to_text();
+    for queue in &report.queues {
+        let planned = queue
+            .planned
+            .map_or_else(|| "?".to_string(), |p| p.to_string());
+        let _ = writeln!(
+            text,
+            "[{}] planned {planned}, sent {}, unsent {}",
+            queue.name, queue.fired, queue.unsent
+        );
+    }
+    if report.samples_dropped > 0 {
+        let _ = writeln!(
+            text,
+            "WARNING: {} samples were dropped (the results thread fell behind)",
+            report.samples_dropped
+        );
+    }
+    let _ = writeln!(
+        text,
+        "artifacts: {} (report.html, summary.json, phout.log)",
+        artifacts.dir().display()
+    );
+    print!("{text}");
+    artifacts.log(&format!("finished with exit code {code}\n{text}"));
     if !errors.is_empty() {
         bail!("{}: {}", config.path.display(), errors.join("; "));
     }
-    if control.stop.is_cancelled() {
+    if outcome.stopped.is_none() && control.stop.is_cancelled() {
         artifacts.log("interrupted");
-        return Ok(ExitCode::from(1));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// What the reports say about the test.
+fn meta(config: &TestConfig, engine: &Engine) -> Meta {
+    let mut facts = Vec::new();
+    for (queue, prepared) in config.queues.iter().zip(engine.queues()) {
+        let load = match &queue.load_profile {
+            LoadProfile::Rps(s) => format!(
+                "rps_schedule = {}",
+                s.split_whitespace().collect::<Vec<_>>().join(" ")
+            ),
+            LoadProfile::Instances(s) => format!(
+                "instances_schedule = {}",
+                s.split_whitespace().collect::<Vec<_>>().join(" ")
+            ),
+            LoadProfile::StpdFile(p) => format!("stpd_file = {}", p.display()),
+        };
+        facts.push((format!("[{}] target", queue.name), queue.address.clone()));
+        facts.push((format!("[{}] load", queue.name), load));
+        facts.push((
+            format!("[{}] instances", queue.name),
+            prepared.pool().to_string(),
+        ));
+    }
+    Meta {
+        title: config.path.display().to_string(),
+        sources: vec![config.path.display().to_string(), "phout.log".into()],
+        generator: format!("tank {}", env!("CARGO_PKG_VERSION")),
+        facts,
+    }
 }
 
 /// Start the `[origin]` simulator on the runtime; errors name the recipe.

@@ -1,87 +1,221 @@
-//! The results thread: takes samples off the shooters, writes phout through
-//! a big buffer, and keeps the totals for the end-of-run summary (histograms,
-//! not samples, so memory stays flat however long the run).
+//! The results thread: takes samples off the shooters, writes phout through a
+//! big buffer, and once a second turns what arrived into finished seconds
+//! (tank-stats' aggregator): written as yandex-tank's JSON lines, shown on
+//! the console, and judged by autostop, which stops the run when a
+//! criterion fires. Memory stays flat: seconds are folded into totals.
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::sync::mpsc::Receiver;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hdrhistogram::Histogram;
-use tank_stats::{phout, NetCode, Sample};
+use tank_engine::{Active, Control};
+use tank_report::console::{self, LiveView};
+use tank_report::Timeline;
+use tank_stats::aggregate::{Aggregator, SecondStats, TotalStats};
+use tank_stats::autostop::{Autostop, StopReason};
+use tank_stats::{json, phout, Sample};
 
 const PHOUT_BUFFER: usize = 1 << 20;
+/// How often the thread looks at the clock when no samples come.
+const TICK: Duration = Duration::from_millis(100);
 
-/// What the run measured, in total.
-pub struct Totals {
-    /// Shots logged.
-    pub responses: u64,
-    /// interval_real, µs.
-    pub interval_real: Histogram<u64>,
-    /// Lag (start − due), µs.
-    pub lag: Histogram<u64>,
-    /// Responses per HTTP status.
-    pub proto_codes: BTreeMap<u16, u64>,
-    /// Responses per net code.
-    pub net_codes: BTreeMap<NetCode, u64>,
-    /// Bytes out and in.
-    pub bytes: (u64, u64),
-    /// Earliest start and latest end, µs since the epoch.
-    pub span_us: Option<(u64, u64)>,
+/// How the console shows the run.
+pub enum Console {
+    /// The full screen, redrawn each second (stdout is a terminal).
+    Screen {
+        /// The config file.
+        title: String,
+        /// The configured instances.
+        instances_limit: u64,
+        /// The longest schedule.
+        planned_duration: Option<Duration>,
+    },
+    /// One plain line per second.
+    Lines,
 }
 
-impl Totals {
-    fn new() -> Self {
-        // 1 µs to 1 hour at 3 significant digits: a few hundred KiB, whatever the run length.
-        let histogram =
-            || Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("constant, valid bounds");
-        Totals {
-            responses: 0,
-            interval_real: histogram(),
-            lag: histogram(),
-            proto_codes: BTreeMap::new(),
-            net_codes: BTreeMap::new(),
-            bytes: (0, 0),
-            span_us: None,
+impl Console {
+    /// The screen on a terminal unless `short_only`, else lines.
+    pub fn choose(
+        short_only: bool,
+        title: String,
+        instances_limit: u64,
+        planned_duration: Option<Duration>,
+    ) -> Self {
+        if !short_only && std::io::stdout().is_terminal() {
+            Console::Screen {
+                title,
+                instances_limit,
+                planned_duration,
+            }
+        } else {
+            Console::Lines
         }
     }
+}
 
-    fn add(&mut self, sample: &Sample) {
-        self.responses += 1;
-        self.interval_real
-            .saturating_record(sample.interval_real_us.max(1));
-        self.lag.saturating_record(sample.lag_us.max(1));
-        *self.proto_codes.entry(sample.proto_code).or_default() += 1;
-        *self.net_codes.entry(sample.net_code).or_default() += 1;
-        self.bytes.0 += sample.size_out;
-        self.bytes.1 += sample.size_in;
-        let end = sample.end_unix_us();
-        self.span_us = Some(match self.span_us {
-            None => (sample.start_unix_us, end),
-            Some((first, last)) => (first.min(sample.start_unix_us), last.max(end)),
-        });
-    }
+/// What the thread needs besides the samples.
+pub struct Live {
+    /// Per-second aggregation.
+    pub aggregator: Aggregator,
+    /// The `[autostop]` criteria.
+    pub autostop: Autostop,
+    /// Where the run is stopped when a criterion fires.
+    pub control: Control,
+    /// `test_data.log`: one JSON line per finished second.
+    pub json: File,
+    /// `autostop_report.txt`.
+    pub autostop_report: PathBuf,
+    /// Each queue's count of instances firing.
+    pub active: Vec<Arc<Active>>,
+    /// Shots planned per unix second.
+    pub planned: BTreeMap<u64, u64>,
+    /// The console.
+    pub console: Console,
+    /// When the run started.
+    pub started: Instant,
+}
+
+/// What the run measured.
+pub struct Outcome {
+    /// The run's totals.
+    pub totals: TotalStats,
+    /// Every second, for the reports.
+    pub timeline: Timeline,
+    /// Why autostop stopped the run, if it did.
+    pub stopped: Option<StopReason>,
 }
 
 /// Start the results thread writing phout to `phout`.
 pub fn spawn(
     samples: Receiver<Sample>,
     phout: File,
-) -> std::io::Result<JoinHandle<std::io::Result<Totals>>> {
+    live: Live,
+) -> std::io::Result<JoinHandle<std::io::Result<Outcome>>> {
     std::thread::Builder::new()
         .name("results".into())
-        .spawn(move || {
-            let mut out = BufWriter::with_capacity(PHOUT_BUFFER, phout);
-            let mut line = Vec::with_capacity(256);
-            let mut totals = Totals::new();
-            for sample in samples {
+        .spawn(move || collect(samples, phout, live))
+}
+
+fn collect(samples: Receiver<Sample>, phout: File, mut live: Live) -> std::io::Result<Outcome> {
+    let mut out = BufWriter::with_capacity(PHOUT_BUFFER, phout);
+    let mut json = BufWriter::new(live.json.try_clone()?);
+    let mut line = Vec::with_capacity(256);
+    let mut timeline = Timeline::default();
+    let mut last_tick = 0;
+    loop {
+        match samples.recv_timeout(TICK) {
+            Ok(sample) => {
                 line.clear();
                 phout::push_line(&mut line, &sample);
                 out.write_all(&line)?;
-                totals.add(&sample);
+                let sent = sample.start_unix_us / 1_000_000;
+                live.aggregator.note_sent(sent, 1);
+                live.aggregator.note_lag(sent, sample.lag_us);
+                live.aggregator.add_sample(&sample);
             }
-            out.flush()?;
-            Ok(totals)
-        })
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        let now = unix_second();
+        if now != last_tick {
+            last_tick = now;
+            tick(&mut live, now, &mut json, &mut timeline)?;
+        }
+    }
+    out.flush()?;
+    live.aggregator.finish();
+    let now = unix_second();
+    feed_planned(&mut live, now);
+    publish(&mut live, &mut json, &mut timeline, false)?;
+    json.flush()?;
+    Ok(Outcome {
+        totals: live.aggregator.totals(),
+        timeline,
+        stopped: live.autostop.stopped().cloned(),
+    })
+}
+
+/// A new wall-clock second: note what the engine knows, finish what is final.
+fn tick(
+    live: &mut Live,
+    now: u64,
+    json: &mut impl Write,
+    timeline: &mut Timeline,
+) -> std::io::Result<()> {
+    feed_planned(live, now);
+    let instances: usize = live.active.iter().map(|a| a.take_peak()).sum();
+    live.aggregator.note_instances(now, instances as u64);
+    live.aggregator.advance(now);
+    publish(live, json, timeline, true)
+}
+
+fn feed_planned(live: &mut Live, now: u64) {
+    let later = live.planned.split_off(&(now + 1));
+    for (second, shots) in std::mem::replace(&mut live.planned, later) {
+        live.aggregator.note_planned(second, shots);
+    }
+}
+
+/// Write, show and judge every finished second.
+fn publish(
+    live: &mut Live,
+    json: &mut impl Write,
+    timeline: &mut Timeline,
+    show: bool,
+) -> std::io::Result<()> {
+    let mut last: Option<SecondStats> = None;
+    while let Some(second) = live.aggregator.pop_ready() {
+        json::write_second(json, &second)?;
+        timeline.push(&second);
+        if let Some(reason) = live.autostop.observe(&second, live.started.elapsed()) {
+            println!(
+                "tank: autostop: {} — {}",
+                reason.criterion, reason.explanation
+            );
+            std::fs::write(&live.autostop_report, reason.report_text())?;
+            live.control.stop.cancel();
+        }
+        if show && matches!(live.console, Console::Lines) {
+            println!("{}", console::render_line(&second, live.started.elapsed()));
+        }
+        last = Some(second);
+    }
+    json.flush()?;
+    if let (
+        true,
+        Some(second),
+        Console::Screen {
+            title,
+            instances_limit,
+            planned_duration,
+        },
+    ) = (show, &last, &live.console)
+    {
+        let totals = live.aggregator.totals();
+        let counting = live.autostop.counting();
+        let view = LiveView {
+            title,
+            second,
+            totals: &totals,
+            elapsed: live.started.elapsed(),
+            planned_duration: *planned_duration,
+            instances_limit: *instances_limit,
+            autostop: &counting,
+        };
+        print!("{}{}", console::CLEAR, console::render_screen(&view));
+        let _ = std::io::stdout().flush();
+    }
+    Ok(())
+}
+
+fn unix_second() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

@@ -8,6 +8,7 @@
 //! Samples leave through a [`SampleSink`]; the only thing flowing back in is
 //! [`Control`]: stop (finish shots in flight) and abort (drop them).
 
+mod active;
 mod feed;
 mod gate;
 pub mod gun;
@@ -19,7 +20,7 @@ pub mod target;
 pub mod tls;
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -30,6 +31,7 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use active::Active;
 pub use sink::{Answer, AnswerSink, SampleSink};
 
 /// Why a test cannot start, or a queue failed.
@@ -101,8 +103,9 @@ pub struct PreparedQueue {
     pool: usize,
     schedule_ms: Option<u64>,
     planned_at_most: Option<u64>,
+    planned_per_second: Option<Vec<u64>>,
     writelog: WriteLog,
-    active: Arc<AtomicUsize>,
+    active: Arc<Active>,
 }
 
 impl PreparedQueue {
@@ -126,8 +129,14 @@ impl PreparedQueue {
         self.planned_at_most
     }
 
+    /// Shots the rps schedule plans in each second from the start (yandex-tank's
+    /// `reqps`); `None` for instances schedules and ready stpd files.
+    pub fn planned_per_second(&self) -> Option<&[u64]> {
+        self.planned_per_second.as_deref()
+    }
+
     /// Instances firing right now (a live counter for the console and autostop).
-    pub fn active(&self) -> Arc<AtomicUsize> {
+    pub fn active(&self) -> Arc<Active> {
         Arc::clone(&self.active)
     }
 }
@@ -402,6 +411,20 @@ fn prepare_queue(
         ),
         _ => (queue.instances as usize, None, None),
     };
+    let planned_per_second = match plan.schedule() {
+        Some(Schedule::Rps(rps)) if rps.len() <= MAX_COUNTED_SHOTS => {
+            let mut counts = vec![0u64; usize::try_from(rps.duration_ms() / 1000 + 1).unwrap_or(1)];
+            let mut hint = 0;
+            for i in 0..rps.len() {
+                let second = rps.offset_ms_near(i, &mut hint).unwrap_or(0) / 1000;
+                if let Some(count) = usize::try_from(second).ok().and_then(|s| counts.get_mut(s)) {
+                    *count += 1;
+                }
+            }
+            Some(counts)
+        }
+        _ => None,
+    };
     let gun = gun::Gun::new(
         target,
         tls,
@@ -417,10 +440,14 @@ fn prepare_queue(
         pool,
         schedule_ms,
         planned_at_most,
+        planned_per_second,
         writelog: queue.writelog,
         active: Arc::default(),
     })
 }
+
+/// Plans longer than this are not counted per second up front (it would take seconds).
+const MAX_COUNTED_SHOTS: u64 = 200_000_000;
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,7 @@
 //! first shots are due at the instances' start times and the rest at 0, so
 //! each instance starts on time and then fires back to back.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +19,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::active::Active;
 use crate::feed::Shot;
 use crate::gate::Gate;
 use crate::gun::{Barrel, Gun};
@@ -43,7 +44,7 @@ pub(crate) struct Shared {
     pub abort: CancellationToken,
     /// Stops this queue only (its schedule ended).
     pub ended: CancellationToken,
-    pub active: Arc<AtomicUsize>,
+    pub active: Arc<Active>,
     pub fired: AtomicU64,
     pub unsent: AtomicU64,
     /// Set when the schedule's end stopped the queue: the feeder then counts the rest as unsent.
@@ -105,9 +106,9 @@ async fn instance(shared: Arc<Shared>, mut barrel: Barrel) {
             () = shared.gate.until(shot.due) => {}
         }
         let start = Instant::now();
-        shared.active.fetch_add(1, Ordering::Relaxed);
+        shared.active.enter();
         let measured = barrel.fire(&shot.request, start, capture.as_mut()).await;
-        shared.active.fetch_sub(1, Ordering::Relaxed);
+        shared.active.leave();
         shared.fired.fetch_add(1, Ordering::Relaxed);
         let sample = Sample {
             start_unix_us: shared.clock.unix_us(start),

@@ -109,7 +109,7 @@ impl Body for OriginBody {
 
     fn is_end_stream(&self) -> bool {
         match self {
-            OriginBody::Full(bytes) => bytes.as_ref().map_or(true, Bytes::is_empty),
+            OriginBody::Full(bytes) => bytes.as_ref().is_none_or(Bytes::is_empty),
             OriginBody::Trickle(t) => t.rest.is_empty(),
         }
     }
