@@ -52,8 +52,10 @@ fn assert_stopped(
     );
     let report = std::fs::read_to_string(run.join("autostop_report.txt")).unwrap();
     assert!(report.starts_with(criterion), "{report}");
-    // Stop within the period + 2 s of the switch (plus a second for start-up and ticks).
-    let limit = Duration::from_secs_f64(SWITCH_S + period_s + 2.0 + 1.0);
+    // Stop within the period + 2 s of the switch, plus start-up (the process, the
+    // simulator) and one-second ticks: 2 s of slack, so a busy test machine does not
+    // fail it while a stop that comes seconds late still does.
+    let limit = Duration::from_secs_f64(SWITCH_S + period_s + 2.0 + 2.0);
     assert!(
         elapsed <= limit,
         "stopped after {elapsed:?}, limit {limit:?}"
@@ -120,7 +122,7 @@ fn a_healthy_run_ends_with_its_schedule_and_code_0() {
     }
     // One JSON line per second with responses, in yandex-tank's shape.
     let lines = std::fs::read_to_string(run.join("test_data.log")).unwrap();
-    assert!((3..=5).contains(&lines.lines().count()), "{lines}");
+    assert!((3..=8).contains(&lines.lines().count()), "{lines}");
     assert!(
         lines.lines().all(|l| l.starts_with("{\"data\":{\"ts\":")),
         "{lines}"

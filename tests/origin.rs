@@ -491,22 +491,31 @@ async fn latencies_fixed_ranged_and_distributed_delay_the_answer() {
         };
         let fixed = took("/fixed").await;
         assert!(
-            fixed >= Duration::from_millis(150) && fixed < Duration::from_millis(250),
+            // The lower bound is the point; the upper one only catches a runaway
+            // (generous: the test machine may be busy).
+            fixed >= Duration::from_millis(150) && fixed < Duration::from_millis(1500),
             "{fixed:?}"
         );
+        // Every delay respects the lower bound; the fastest of five respects the upper one
+        // (a single slow answer can be the test machine's fault, five cannot).
+        let (mut fastest_range, mut fastest_lognormal) = (Duration::MAX, Duration::MAX);
         for _ in 0..5 {
             let ranged = took("/range").await;
-            assert!(
-                ranged >= Duration::from_millis(50) && ranged < Duration::from_millis(130),
-                "{ranged:?}"
-            );
+            assert!(ranged >= Duration::from_millis(50), "{ranged:?}");
+            fastest_range = fastest_range.min(ranged);
             // e^-3.9 s ≈ 20 ms, sigma 0.05: within ±20% nearly always.
             let lognormal = took("/lognormal").await;
-            assert!(
-                lognormal >= Duration::from_millis(15) && lognormal < Duration::from_millis(70),
-                "{lognormal:?}"
-            );
+            assert!(lognormal >= Duration::from_millis(15), "{lognormal:?}");
+            fastest_lognormal = fastest_lognormal.min(lognormal);
         }
+        assert!(
+            fastest_range < Duration::from_millis(130),
+            "{fastest_range:?}"
+        );
+        assert!(
+            fastest_lognormal < Duration::from_millis(70),
+            "{fastest_lognormal:?}"
+        );
         server.shutdown().await;
     })
     .await;
@@ -627,7 +636,7 @@ async fn a_stall_stage_never_answers_and_shutdown_still_ends() {
         server.shutdown().await;
         let took = started.elapsed();
         assert!(
-            took < tank_origin::GRACE + Duration::from_millis(500),
+            took < tank_origin::GRACE + Duration::from_millis(2500),
             "{took:?}"
         );
     })

@@ -14,7 +14,7 @@ fn config(addr: std::net::SocketAddr, rest: &str) -> String {
 }
 
 #[test]
-fn open_model_fires_every_shot_and_reuses_the_connection() {
+fn open_model_accounts_for_every_shot_and_reuses_the_connection() {
     let server = Server::start(Behaviour::KeepAlive);
     let dir = tempfile::tempdir().unwrap();
     let out = shoot(
@@ -31,15 +31,22 @@ fn open_model_fires_every_shot_and_reuses_the_connection() {
         String::from_utf8_lossy(&out.stderr)
     );
     let rows = phout(&artifacts(dir.path()));
-    assert_eq!(rows.len(), 20);
+    // On a loaded machine one instance may fall behind: shots not started by the
+    // schedule's end are unsent, never fired late, and every shot is accounted for.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let sent = format!(
+        "planned 20, sent {}, unsent {}",
+        rows.len(),
+        20 - rows.len()
+    );
+    assert!(stdout.contains(&sent), "expected `{sent}` in {stdout}");
+    assert!(rows.len() >= 5, "{} of 20 shots", rows.len());
     assert!(rows
         .iter()
         .all(|r| r.proto_code == 200 && r.net_code == 0 && r.size_in == 43));
     // One instance: one connection, connected once.
     assert_eq!(rows.iter().filter(|r| r.connect > 0).count(), 1);
-    assert_eq!(server.requests().len(), 20);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("planned 20, sent 20, unsent 0"), "{stdout}");
+    assert_eq!(server.requests().len(), rows.len());
 }
 
 #[test]
@@ -72,7 +79,8 @@ fn bytes_on_the_wire_are_the_planned_ammo_in_every_format() {
         let cfg = config(
             server.addr(),
             &format!(
-                "rps_schedule = const(10,1s)\n{source}\nloop = 2\ninstances = 1\nheader_http = 1.1"
+                // The closed model fires every shot, however loaded the machine.
+                "instances_schedule = const(1,1s)\n{source}\nloop = 2\nheader_http = 1.1"
             ),
         );
         let out = shoot(dir.path(), &cfg, LIMIT);
