@@ -23,15 +23,15 @@ pub fn spawn(
                 s.start_unix_us / 1_000_000,
                 s.start_unix_us / 1000 % 1000,
                 String::from_utf8_lossy(&s.tag),
-                s.net_code.0,
-                s.proto_code,
-                s.interval_real_us,
-                s.size_out,
-                s.size_in
+                s.measured.net_code.0,
+                s.measured.proto_code,
+                s.measured.interval_real_us,
+                s.measured.size_out,
+                s.measured.size_in
             )?;
             writeln!(out, ">>> request ({} bytes)", answer.request.len())?;
             out.write_all(&answer.request)?;
-            writeln!(out, "\n<<< reply ({} of {} bytes)", answer.reply.len(), s.size_in)?;
+            writeln!(out, "\n<<< reply ({} of {} bytes)", answer.reply.len(), s.measured.size_in)?;
             out.write_all(&answer.reply)?;
             out.write_all(b"\n")?;
             written += 1;

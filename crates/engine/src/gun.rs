@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::ClientConfig;
-use tank_stats::NetCode;
+use tank_stats::{Measured, NetCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::time::{timeout_at, Instant};
@@ -26,31 +26,6 @@ use crate::http::{is_head_request, Limits, ResponseReader};
 use crate::netcode;
 use crate::target::Target;
 use crate::tls;
-
-/// How a shot went, in µs from its start and bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Measured {
-    /// Total time.
-    pub interval_real_us: u64,
-    /// Connecting (0 on a reused connection; includes the TLS handshake).
-    pub connect_us: u64,
-    /// Writing the request.
-    pub send_us: u64,
-    /// From the request written to the first reply byte.
-    pub latency_us: u64,
-    /// From the first to the last reply byte.
-    pub receive_us: u64,
-    /// Time waited on I/O within the budget (the timeout itself on a timeout).
-    pub interval_event_us: u64,
-    /// Bytes written.
-    pub size_out: u64,
-    /// Bytes read.
-    pub size_in: u64,
-    /// Network outcome.
-    pub net_code: NetCode,
-    /// HTTP status (0 on a network error, or with the plain TCP gun).
-    pub proto_code: u16,
-}
 
 /// What one queue's instances shoot at, and how.
 pub struct Gun {

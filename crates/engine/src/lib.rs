@@ -330,6 +330,11 @@ impl Engine {
 /// tank departs from that on purpose, since no one means it.
 pub fn parse_timeout_ms(text: &str) -> Result<i64, String> {
     let text = text.trim();
+    if !text.bytes().any(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "`{text}` is not a duration like 500ms, 11s or 1m30s"
+        ));
+    }
     match text.strip_suffix("ms") {
         Some(millis)
             if !millis.is_empty() && millis.bytes().all(|b| b.is_ascii_digit() || b == b'.') =>

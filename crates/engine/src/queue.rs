@@ -114,19 +114,10 @@ async fn instance(shared: Arc<Shared>, mut barrel: Barrel) {
             start_unix_us: shared.clock.unix_us(start),
             lag_us: micros(start.saturating_duration_since(due)),
             tag: Arc::clone(&shot.tag),
-            interval_real_us: measured.interval_real_us,
-            connect_us: measured.connect_us,
-            send_us: measured.send_us,
-            latency_us: measured.latency_us,
-            receive_us: measured.receive_us,
-            interval_event_us: measured.interval_event_us,
-            size_out: measured.size_out,
-            size_in: measured.size_in,
-            net_code: measured.net_code,
-            proto_code: measured.proto_code,
+            measured,
         };
         if let (Some((answers, level)), Some(reply)) = (&shared.answers, capture.as_mut()) {
-            if logged(*level, sample.net_code, sample.proto_code) {
+            if logged(*level, sample.measured.net_code, sample.measured.proto_code) {
                 answers.send(Answer {
                     sample: sample.clone(),
                     request: Arc::clone(&shot.request),

@@ -200,17 +200,17 @@ impl Aggregator {
         let second = sample.end_unix_us() / 1_000_000;
         let response = Response {
             fields: [
-                sample.interval_real_us,
-                sample.connect_us,
-                sample.send_us,
-                sample.latency_us,
-                sample.receive_us,
-                sample.interval_event_us,
-                sample.size_out,
-                sample.size_in,
+                sample.measured.interval_real_us,
+                sample.measured.connect_us,
+                sample.measured.send_us,
+                sample.measured.latency_us,
+                sample.measured.receive_us,
+                sample.measured.interval_event_us,
+                sample.measured.size_out,
+                sample.measured.size_in,
             ],
-            net_code: sample.net_code.0,
-            proto_code: sample.proto_code,
+            net_code: sample.measured.net_code.0,
+            proto_code: sample.measured.proto_code,
         };
         let sent = sample.start_unix_us / 1_000_000;
         self.add(
@@ -439,6 +439,7 @@ pub fn case_of(tag: &[u8]) -> &[u8] {
 mod tests {
     use super::*;
     use crate::phout::parse_line;
+    use crate::sample::Measured;
     use crate::sample::NetCode;
 
     fn record(agg: &mut Aggregator, line: &str) {
@@ -517,16 +518,18 @@ mod tests {
             start_unix_us: 50_100_000,
             lag_us: 2000,
             tag: b"t#3".as_slice().into(),
-            interval_real_us: 5000,
-            connect_us: 1000,
-            send_us: 1000,
-            latency_us: 2000,
-            receive_us: 1000,
-            interval_event_us: 5000,
-            size_out: 10,
-            size_in: 20,
-            net_code: NetCode::OK,
-            proto_code: 200,
+            measured: Measured {
+                interval_real_us: 5000,
+                connect_us: 1000,
+                send_us: 1000,
+                latency_us: 2000,
+                receive_us: 1000,
+                interval_event_us: 5000,
+                size_out: 10,
+                size_in: 20,
+                net_code: NetCode::OK,
+                proto_code: 200,
+            },
         });
         agg.advance(52);
         let second = agg.pop_ready().unwrap();

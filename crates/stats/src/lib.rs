@@ -18,4 +18,4 @@ pub mod sample;
 pub use aggregate::{Aggregator, Quantiles, SecondStats, TotalStats};
 pub use group::{CodeCounts, Field, FieldStats, GroupStats};
 pub use quantile::QUANTILES;
-pub use sample::{NetCode, Sample, Tag};
+pub use sample::{Measured, NetCode, Sample, Tag};

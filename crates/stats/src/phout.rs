@@ -7,6 +7,8 @@
 //! `send_ts` is unix seconds with exactly three decimals (milliseconds,
 //! truncated); every other field is an integer (µs or bytes or a code).
 
+#[cfg(test)]
+use crate::sample::Measured;
 use crate::sample::{NetCode, Sample};
 
 /// Append one phout line for `sample` to `out`, without allocating.
@@ -33,16 +35,16 @@ pub fn push_line(out: &mut Vec<u8>, sample: &Sample) {
         });
     }
     for value in [
-        sample.interval_real_us,
-        sample.connect_us,
-        sample.send_us,
-        sample.latency_us,
-        sample.receive_us,
-        sample.interval_event_us,
-        sample.size_out,
-        sample.size_in,
-        u64::from(sample.net_code.0),
-        u64::from(sample.proto_code),
+        sample.measured.interval_real_us,
+        sample.measured.connect_us,
+        sample.measured.send_us,
+        sample.measured.latency_us,
+        sample.measured.receive_us,
+        sample.measured.interval_event_us,
+        sample.measured.size_out,
+        sample.measured.size_in,
+        u64::from(sample.measured.net_code.0),
+        u64::from(sample.measured.proto_code),
     ] {
         out.push(b'\t');
         out.extend_from_slice(number.format(value).as_bytes());
@@ -220,16 +222,18 @@ mod tests {
             start_unix_us: 1_700_000_000_123_456,
             lag_us: 7,
             tag: tag.into(),
-            interval_real_us: 1500,
-            connect_us: 100,
-            send_us: 20,
-            latency_us: 1300,
-            receive_us: 80,
-            interval_event_us: 1400,
-            size_out: 74,
-            size_in: 230,
-            net_code: NetCode::OK,
-            proto_code: 200,
+            measured: Measured {
+                interval_real_us: 1500,
+                connect_us: 100,
+                send_us: 20,
+                latency_us: 1300,
+                receive_us: 80,
+                interval_event_us: 1400,
+                size_out: 74,
+                size_in: 230,
+                net_code: NetCode::OK,
+                proto_code: 200,
+            },
         }
     }
 
@@ -285,18 +289,18 @@ mod tests {
         fn round_trip(start in 0u64..4_000_000_000_000_000, parts in proptest::array::uniform4(0u64..10_000_000), sizes in proptest::array::uniform2(0u64..1 << 40), net in 0u16..200, proto in 0u16..600, tag in "[a-z_#0-9]{0,12}") {
             let mut s = sample(tag.as_bytes());
             s.start_unix_us = start;
-            [s.connect_us, s.send_us, s.latency_us, s.receive_us] = parts;
-            s.interval_real_us = parts.iter().sum();
-            [s.size_out, s.size_in] = sizes;
-            s.net_code = NetCode(net);
-            s.proto_code = proto;
+            [s.measured.connect_us, s.measured.send_us, s.measured.latency_us, s.measured.receive_us] = parts;
+            s.measured.interval_real_us = parts.iter().sum();
+            [s.measured.size_out, s.measured.size_in] = sizes;
+            s.measured.net_code = NetCode(net);
+            s.measured.proto_code = proto;
             let mut out = Vec::new();
             push_line(&mut out, &s);
             let record = parse_line(&out[..out.len() - 1]).unwrap();
             prop_assert_eq!(record.send_ms, start / 1000);
             prop_assert_eq!(record.tag, tag.as_bytes());
             prop_assert_eq!(record.connect_us + record.send_us + record.latency_us + record.receive_us, record.interval_real_us);
-            prop_assert_eq!((record.size_out, record.size_in, record.net_code, record.proto_code), (s.size_out, s.size_in, s.net_code, s.proto_code));
+            prop_assert_eq!((record.size_out, record.size_in, record.net_code, record.proto_code), (s.measured.size_out, s.measured.size_in, s.measured.net_code, s.measured.proto_code));
         }
 
         #[test]

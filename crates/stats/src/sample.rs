@@ -44,17 +44,11 @@ impl NetCode {
     }
 }
 
-/// One shot, measured. Times are in microseconds; `connect + send + latency +
-/// receive == interval_real` on every sample (the engine fills the phases a
-/// failed shot never reached, as phantom does).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sample {
-    /// When the shot actually started (after waiting for its due time), µs since the Unix epoch.
-    pub start_unix_us: u64,
-    /// How late that start was against the plan, µs (start − due; 0 when on time).
-    pub lag_us: u64,
-    /// The shot's tag.
-    pub tag: Tag,
+/// What the gun measured of one shot. Times are in microseconds from the
+/// shot's start; `connect + send + latency + receive == interval_real` always
+/// (the engine fills the phases a failed shot never reached, as phantom does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Measured {
     /// Total time of the shot.
     pub interval_real_us: u64,
     /// Connecting (0 on a reused keep-alive connection; includes the TLS handshake).
@@ -77,9 +71,22 @@ pub struct Sample {
     pub proto_code: u16,
 }
 
+/// One shot: when it started, how late, its tag, and what was measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    /// When the shot actually started (after waiting for its due time), µs since the Unix epoch.
+    pub start_unix_us: u64,
+    /// How late that start was against the plan, µs (start − due; 0 when on time).
+    pub lag_us: u64,
+    /// The shot's tag.
+    pub tag: Tag,
+    /// Its phases, sizes and codes.
+    pub measured: Measured,
+}
+
 impl Sample {
     /// When the shot finished, µs since the Unix epoch (its aggregation second is this / 1e6).
     pub fn end_unix_us(&self) -> u64 {
-        self.start_unix_us + self.interval_real_us
+        self.start_unix_us + self.measured.interval_real_us
     }
 }
