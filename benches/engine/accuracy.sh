@@ -4,7 +4,9 @@
 #
 #   benches/engine/accuracy.sh [--quick]
 #
-# 1. const(R, T) for R = 1k, 10k, 30k rps: achieved rate (responses / T),
+# 1. const(R, T) for R = 1k, 10k, 30k rps against nginx (one worker, 100-byte
+#    /small; Debian's nginx-light) when installed, else tank's origin simulator:
+#    achieved rate (responses / T),
 #    sent vs planned, lag p50/p99 (start - due, from tank's summary),
 #    interval_real p99, tank's CPU seconds and peak RSS.
 # 2. Many instances held open against a slow target (latency 1 s): peak RSS
@@ -35,16 +37,45 @@ start_origin() { # recipe-json -> sets origin_addr
 }
 stop_origin() { kill "$origin_pid" 2>/dev/null || true; wait "$origin_pid" 2>/dev/null || true; origin_pid=''; }
 
-field() { # summary-file label quantile -> value in ms
-    local text; text=$(grep -E "^  $2 " "$1" | grep -oE "p$3=[0-9.]+(µs|ms)" | head -1 | cut -d= -f2)
-    case "$text" in *µs) echo "scale=3; ${text%µs} / 1000" | bc ;; *ms) echo "${text%ms}" ;; *) echo "?" ;; esac
+start_nginx() { # -> sets origin_addr, origin_pid
+    local port; port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    cat > "$work/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $work/nginx.pid;
+events { worker_connections 8192; }
+http {
+    access_log off;
+    keepalive_requests 100000000;
+    server {
+        listen 127.0.0.1:$port;
+        location /small { return 200 "0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"; }
+    }
+}
+CONF
+    "$nginx" -p "$work" -c "$work/nginx.conf" -e "$work/nginx-error.log" &
+    origin_pid=$!
+    origin_addr=127.0.0.1:$port
+    for _ in $(seq 50); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "nginx did not start:"; cat "$work/nginx-error.log"; exit 1
 }
 
-echo "## Rate accuracy: const(R, ${seconds}s), keep-alive, 100-byte replies"
+
+nginx=$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
+if [ -n "$nginx" ]; then
+    target="nginx (1 worker)"
+    start_nginx
+else
+    target="tank origin (nginx not installed)"
+    start_origin '{"random_content": "100b", "stages": [{"at": 0, "status": 200, "latency": 0}]}'
+fi
+echo "## Rate accuracy: const(R, ${seconds}s), keep-alive, 100-byte replies from $target"
 echo
 echo "| R rps | sent / planned | achieved rps | achieved / R | lag p50 ms | lag p99 ms | interval_real p99 ms | tank CPU s | tank RSS MiB |"
 echo "|---|---|---|---|---|---|---|---|---|"
-start_origin '{"random_content": "100b", "stages": [{"at": 0, "status": 200, "latency": 0}]}'
 for rate in 1000 10000 30000; do
     cat > "$work/load.ini" <<INI
 [phantom]
@@ -57,14 +88,19 @@ instances = 256
 INI
     (cd "$work" && /usr/bin/time -f "%U %S %M" -o time.txt "$tank" -c load.ini > summary.txt 2> err.txt) || { cat "$work/err.txt"; exit 1; }
     read -r user sys rss_kb < "$work/time.txt"
-    sent=$(grep -oE 'sent [0-9]+' "$work/summary.txt" | head -1 | cut -d' ' -f2)
-    planned=$(grep -oE 'planned [0-9]+' "$work/summary.txt" | head -1 | cut -d' ' -f2)
-    responses=$(grep -E '^  responses' "$work/summary.txt" | grep -oE '[0-9]+' | head -1)
-    achieved=$(echo "scale=1; $responses / $seconds" | bc)
-    ratio=$(echo "scale=4; $achieved / $rate" | bc)
-    printf '| %s | %s / %s | %s | %s | %s | %s | %s | %s | %s |\n' "$rate" "$sent" "$planned" "$achieved" "$ratio" \
-        "$(field "$work/summary.txt" lag 50)" "$(field "$work/summary.txt" lag 99)" \
-        "$(field "$work/summary.txt" interval_real 99)" "$(echo "$user + $sys" | bc)" "$((rss_kb / 1024))"
+    run=$(ls -d "$work"/logs/*/ | tail -1)
+    python3 - "$run/summary.json" "$rate" "$seconds" "$user" "$sys" "$rss_kb" "$work/summary.txt" <<'PY'
+import json, re, sys
+summary, rate, seconds, user, sys_s, rss_kb, text = sys.argv[1:]
+s = json.load(open(summary))
+q = {row["q"]: row for row in s["quantiles"]}
+queue = re.search(r"planned (\d+), sent (\d+), unsent (\d+)", open(text).read())
+planned, sent = (int(queue.group(1)), int(queue.group(2))) if queue else (0, 0)
+achieved = s["shots"]["responses"] / float(seconds)
+print("| %s | %d / %d | %.1f | %.4f | %.3f | %.3f | %.3f | %.2f | %d |" % (
+    rate, sent, planned, achieved, achieved / float(rate), q[50.0]["lag_ms"], q[99.0]["lag_ms"],
+    q[99.0]["service_ms"], float(user) + float(sys_s), int(rss_kb) // 1024))
+PY
     rm -rf "$work/logs"
 done
 stop_origin
@@ -90,7 +126,13 @@ timeout = 10s
 INI
 (cd "$work" && /usr/bin/time -f "%U %S %M" -o time.txt "$tank" -c many.ini > summary.txt 2> err.txt) || { cat "$work/err.txt"; exit 1; }
 read -r user sys rss_kb < "$work/time.txt"
-grep -E '^  (responses|net codes|HTTP codes|interval_real)' "$work/summary.txt" | sed 's/^  /    /'
+python3 - "$(ls -d "$work"/logs/*/ | tail -1)summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+q = {row["q"]: row["service_ms"] for row in s["quantiles"]}
+print("    responses %d; HTTP codes %s; net codes %s; interval_real p50 %.0f ms, p99 %.0f ms"
+      % (s["shots"]["responses"], s["proto_codes"], s["net_codes"], q[50.0], q[99.0]))
+PY
 echo
 echo "| instances | peak RSS MiB | idle RSS MiB | KiB per instance | tank CPU s |"
 echo "|---|---|---|---|---|"
