@@ -228,7 +228,7 @@ impl Engine {
                 };
             }
         };
-        for (index, queue) in self.queues.into_iter().enumerate() {
+        for queue in self.queues {
             let count_rest = Arc::new(AtomicBool::new(false));
             let (feed, feeder) =
                 match feed::spawn(queue.plan, queue.name.clone(), Arc::clone(&count_rest)) {
@@ -264,7 +264,7 @@ impl Engine {
                 Some((feeder, Arc::clone(&shared))),
                 None,
             ));
-            tasks.spawn(async move { (index, queue::run(shared, queue.pool).await) });
+            tasks.spawn(queue::run(shared, queue.pool));
         }
         while tasks.join_next().await.is_some() {}
         let elapsed = clock.start.elapsed();
