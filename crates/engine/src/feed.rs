@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use tank_plan::{Plan, PlanError};
 use tank_stats::Tag;
-use tokio::sync::mpsc;
 
 /// Shots buffered ahead of the instances.
 const AHEAD: usize = 4096;
@@ -46,8 +45,9 @@ pub fn spawn(
     mut plan: Plan,
     name: String,
     count_rest: Arc<std::sync::atomic::AtomicBool>,
-) -> std::io::Result<(mpsc::Receiver<Shot>, Feeder)> {
-    let (tx, rx) = mpsc::channel(AHEAD);
+) -> std::io::Result<(async_channel::Receiver<Shot>, Feeder)> {
+    // Many instances take from it, each woken once per shot it gets (MPMC).
+    let (tx, rx) = async_channel::bounded(AHEAD);
     let handle = std::thread::Builder::new()
         .name(format!("feed-{name}"))
         .spawn(move || {
@@ -71,7 +71,7 @@ pub fn spawn(
                     tag,
                     request: shot.missile.into(),
                 };
-                if tx.blocking_send(owned).is_err() {
+                if tx.send_blocking(owned).is_err() {
                     // The instances stopped: count the rest if asked, else stop here.
                     if !count_rest.load(std::sync::atomic::Ordering::Acquire) {
                         return Ok(report);

@@ -27,7 +27,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tank_config::{LoadProfile, QueueConfig, TankType, TestConfig, WriteLog, ORIGIN_ADDRESS};
 use tank_plan::duration::parse_duration_ms;
 use tank_plan::{Plan, PlanError, Schedule};
-use tokio::sync::Mutex;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -245,7 +244,7 @@ impl Engine {
                 deadline: queue
                     .schedule_ms
                     .map(|ms| clock.start + Duration::from_millis(ms)),
-                feed: Mutex::new(feed),
+                feed,
                 samples: samples.clone(),
                 answers: answers
                     .clone()
@@ -286,8 +285,8 @@ impl Engine {
                 });
                 continue;
             };
-            // Dropping the queue's receiver lets a blocked feeder see the end.
-            drop(shared.feed.try_lock().map(|mut feed| feed.close()));
+            // Closing the queue's channel lets a blocked feeder see the end.
+            shared.feed.close();
             let fired = shared.fired.load(Ordering::Relaxed);
             let unsent = shared.unsent.load(Ordering::Relaxed);
             let feed = tokio::task::spawn_blocking(move || feeder.join()).await;

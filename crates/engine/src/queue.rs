@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use tank_config::WriteLog;
 use tank_stats::{NetCode, Sample};
-use tokio::sync::{mpsc, Mutex};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -37,7 +36,7 @@ pub(crate) struct Shared {
     pub gun: Arc<Gun>,
     /// The open model's end (schedule duration from the start); none for the closed model.
     pub deadline: Option<Instant>,
-    pub feed: Mutex<mpsc::Receiver<Shot>>,
+    pub feed: async_channel::Receiver<Shot>,
     pub samples: SampleSink,
     pub answers: Option<(AnswerSink, WriteLog)>,
     pub stop: CancellationToken,
@@ -71,19 +70,11 @@ async fn instance(shared: Arc<Shared>, mut barrel: Barrel) {
         .as_ref()
         .map(|_| Vec::with_capacity(ANSWER_CAPTURE));
     loop {
-        let shot = {
-            let mut feed = tokio::select! {
-                biased;
-                _ = shared.stop.cancelled() => return,
-                _ = shared.ended.cancelled() => return,
-                feed = shared.feed.lock() => feed,
-            };
-            tokio::select! {
-                biased;
-                _ = shared.stop.cancelled() => return,
-                _ = shared.ended.cancelled() => return,
-                shot = feed.recv() => shot,
-            }
+        let shot = tokio::select! {
+            biased;
+            _ = shared.stop.cancelled() => return,
+            _ = shared.ended.cancelled() => return,
+            shot = shared.feed.recv() => shot.ok(),
         };
         let Some(shot) = shot else { return };
         if shared
