@@ -26,6 +26,8 @@
 //! `phantom-multi-<i>` (0-based) when it has none. Extra queues inherit every
 //! `[phantom]` option they do not set.
 
+#![warn(missing_docs)]
+
 use std::path::Path;
 
 mod convert;

@@ -8,6 +8,8 @@
 //! Samples leave through a [`SampleSink`]; the only thing flowing back in is
 //! [`Control`]: stop (finish shots in flight) and abort (drop them).
 
+#![warn(missing_docs)]
+
 mod active;
 mod feed;
 mod gate;

@@ -59,6 +59,8 @@
 //! [`run_until_interrupted`] is the standalone process: its own runtime, one
 //! worker per core, until Ctrl-C.
 
+#![warn(missing_docs)]
+
 mod admin;
 mod body;
 mod cpu;

@@ -8,6 +8,8 @@
 //! schedules are closed-form and ammo is streamed (files up to 16 MiB are held
 //! in memory to make loops cheap), so memory does not grow with the plan.
 
+#![warn(missing_docs)]
+
 pub mod ammo;
 pub mod duration;
 pub mod error;

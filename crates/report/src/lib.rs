@@ -8,6 +8,8 @@
 //!
 //! The per-second JSON lines in yandex-tank's shape are written by `tank_stats::json`.
 
+#![warn(missing_docs)]
+
 pub mod compare;
 pub mod console;
 pub mod html;

@@ -7,6 +7,8 @@
 //! memory; [`json`] writes those seconds in yandex-tank's JSON report shape;
 //! [`autostop`] watches the seconds and says when (and why) a run must stop.
 
+#![warn(missing_docs)]
+
 pub mod aggregate;
 pub mod autostop;
 pub mod group;

@@ -68,64 +68,109 @@ impl fmt::Display for CodeMask {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
     /// `time(rt, dur)`: average response time above `rt_ms` for `dur_s` seconds in a row.
-    Time { rt_ms: u64, dur_s: u64 },
+    Time {
+        /// Response-time threshold, ms.
+        rt_ms: u64,
+        /// Seconds in a row it must hold (for `limit`: the run's length), s.
+        dur_s: u64,
+    },
     /// `http(mask, level, dur)`: matching HTTP codes at or above `level` for `dur_s` seconds in a row.
     Http {
+        /// Which codes count.
         mask: CodeMask,
+        /// How many: a count, or a share of the second's responses.
         level: Level,
+        /// Seconds in a row it must hold (for `limit`: the run's length), s.
         dur_s: u64,
     },
     /// `net(mask, level, dur)`: as `http` on net codes other than 0.
     Net {
+        /// Which codes count.
         mask: CodeMask,
+        /// How many: a count, or a share of the second's responses.
         level: Level,
+        /// Seconds in a row it must hold (for `limit`: the run's length), s.
         dur_s: u64,
     },
     /// `quantile(q, rt, dur)`: the per-second quantile above `rt_ms` for `dur_s` seconds in a row.
     Quantile {
+        /// The quantile in per mille (990 is the 99th percentile).
         per_mille: u16,
+        /// Response-time threshold, ms.
         rt_ms: u64,
+        /// Seconds in a row it must hold (for `limit`: the run's length), s.
         dur_s: u64,
     },
     /// `limit(dur)`: the run has lasted longer than `dur_s`.
-    Limit { dur_s: u64 },
+    Limit {
+        /// Seconds in a row it must hold (for `limit`: the run's length), s.
+        dur_s: u64,
+    },
     /// `instances(level, dur)`: active instances above `level` for `dur_s` seconds in a row.
-    Instances { level: Level, dur_s: u64 },
+    Instances {
+        /// How many: a count, or a share of the second's responses.
+        level: Level,
+        /// Seconds in a row it must hold (for `limit`: the run's length), s.
+        dur_s: u64,
+    },
     /// `total_time(rt, ratio%, window)`: the share of responses slower than `rt_ms` over the
     /// last `window_s` seconds reaches `ratio` (a fraction).
     TotalTime {
+        /// Response-time threshold, ms.
         rt_ms: u64,
+        /// The share, from 0 to 1.
         ratio: f64,
+        /// The window, s.
         window_s: u64,
     },
     /// `total_http(mask, level, window)`: matching HTTP codes over the window reach `level`.
     TotalHttp {
+        /// Which codes count.
         mask: CodeMask,
+        /// How many: a count, or a share of the second's responses.
         level: Level,
+        /// The window, s.
         window_s: u64,
     },
     /// `total_net(mask, level, window)`: as `total_http` on net codes other than 0.
     TotalNet {
+        /// Which codes count.
         mask: CodeMask,
+        /// How many: a count, or a share of the second's responses.
         level: Level,
+        /// The window, s.
         window_s: u64,
     },
     /// `negative_http(mask, level, window)`: HTTP codes NOT matching reach `level` over the window.
     NegativeHttp {
+        /// Which codes count.
         mask: CodeMask,
+        /// How many: a count, or a share of the second's responses.
         level: Level,
+        /// The window, s.
         window_s: u64,
     },
     /// `negative_net(mask, level, window)`: responses without a matching net code reach `level`.
     NegativeNet {
+        /// Which codes count.
         mask: CodeMask,
+        /// How many: a count, or a share of the second's responses.
         level: Level,
+        /// The window, s.
         window_s: u64,
     },
     /// `http_trend(mask, window)`: the count of matching codes is falling over the window.
-    HttpTrend { mask: CodeMask, window_s: u64 },
+    HttpTrend {
+        /// Which codes count.
+        mask: CodeMask,
+        /// The window, s.
+        window_s: u64,
+    },
     /// `steady_cumulative(dur)`: the cumulative quantiles have not moved for `dur_s` seconds.
-    SteadyCumulative { dur_s: u64 },
+    SteadyCumulative {
+        /// Seconds in a row it must hold (for `limit`: the run's length), s.
+        dur_s: u64,
+    },
 }
 
 /// A criterion that could not be read.
