@@ -151,6 +151,34 @@ fn plain_tcp_gun_sends_bytes_and_reads_until_close() {
 }
 
 #[test]
+fn closed_model_shots_after_the_start_times_have_no_lag() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ammo.txt"), "/1\n").unwrap();
+    // Two instances, then back to back for 2 s: lag only means something for the two starts.
+    let cfg = config(server.addr(), "instances_schedule = ramp(2, 1s) wait(1s)\nammofile = ammo.txt\nloop = 100000\n\n[autostop]\nautostop = limit(2s)");
+    let out = shoot(dir.path(), &cfg, LIMIT);
+    assert_eq!(
+        out.status.code(),
+        Some(21),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = std::fs::read_to_string(artifacts(dir.path()).join("summary.json")).unwrap();
+    let lag_max: f64 = summary
+        .split("\"q\": 100.0")
+        .nth(1)
+        .and_then(|rest| rest.split("\"lag_ms\": ").nth(1))
+        .and_then(|v| v.split(|c: char| c == '}' || c == ',').next())
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(f64::MAX);
+    assert!(
+        lag_max < 500.0,
+        "max lag {lag_max} ms: back-to-back shots must not count time since the start"
+    );
+}
+
+#[test]
 fn closed_model_reads_the_ammo_once_per_loop() {
     let server = Server::start(Behaviour::KeepAlive);
     let dir = tempfile::tempdir().unwrap();
@@ -514,6 +542,32 @@ fn a_second_ctrl_c_stops_at_once_with_phout_flushed() {
     assert!(rows.is_empty(), "{rows:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("sent 0"), "{stdout}");
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_stops_like_ctrl_c_and_still_writes_the_summary() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        config(server.addr(), "rps_schedule = const(50,60s)\nuris = /"),
+    )
+    .unwrap();
+    let child = tank()
+        .args(["-c", "load.ini", "-q"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let run = artifacts(dir.path());
+    assert!(!phout(&run).is_empty());
+    assert!(run.join("summary.json").exists() && run.join("report.html").exists());
 }
 
 #[cfg(unix)]

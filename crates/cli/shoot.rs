@@ -2,7 +2,7 @@
 //!
 //! Wiring only: load the config, prepare the engine (every input error shows
 //! before a shot is fired), start the results threads, run, summarise. The
-//! first Ctrl-C stops firing and waits for shots in flight (up to `timeout`);
+//! first Ctrl-C (or SIGTERM) stops firing and waits for shots in flight (up to `timeout`);
 //! a second one stops at once. Either way phout is flushed and the exit code is 1.
 //! An autostop criterion that fires stops the run the same way, with its code
 //! (21-33); `[rcassert]` may remap the code.
@@ -127,7 +127,7 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
         artifacts.log(&format!("origin simulator on {}", origin.local_addr()));
     }
     let report = runtime.block_on(async {
-        let signals = tokio::spawn(watch_ctrl_c(control.clone()));
+        let signals = tokio::spawn(watch_signals(control.clone()));
         let report = engine
             .run(
                 clock,
@@ -260,16 +260,45 @@ async fn start_origin(origin: &OriginConfig) -> Result<tank_origin::Server> {
         .with_context(|| format!("[origin] cannot listen on {}", origin.listen))
 }
 
-/// First Ctrl-C: stop firing and let shots in flight finish. Second: stop now.
-async fn watch_ctrl_c(control: Control) {
-    if tokio::signal::ctrl_c().await.is_err() {
+/// First Ctrl-C (or SIGTERM, as CI runners and supervisors send): stop firing
+/// and let shots in flight finish. Second: stop now.
+async fn watch_signals(control: Control) {
+    let mut signals = Signals::new();
+    if !signals.next().await {
         return;
     }
     eprintln!("tank: stopping: waiting for shots in flight (Ctrl-C again to stop now)");
     control.stop.cancel();
-    if tokio::signal::ctrl_c().await.is_ok() {
+    if signals.next().await {
         eprintln!("tank: stopping now");
         control.abort.cancel();
+    }
+}
+
+/// Ctrl-C and, on Unix, SIGTERM, as one stream.
+struct Signals {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Self {
+        Signals {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// Wait for the next signal; `false` when none can come.
+    async fn next(&mut self) -> bool {
+        #[cfg(unix)]
+        if let Some(term) = self.term.as_mut() {
+            return tokio::select! {
+                ctrl_c = tokio::signal::ctrl_c() => ctrl_c.is_ok(),
+                term = term.recv() => term.is_some(),
+            };
+        }
+        tokio::signal::ctrl_c().await.is_ok()
     }
 }
 

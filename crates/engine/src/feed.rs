@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tank_plan::{Plan, PlanError};
+use tank_plan::{Plan, PlanError, Schedule};
 use tank_stats::Tag;
 
 /// Shots buffered ahead of the instances.
@@ -18,8 +18,10 @@ const MAX_INTERNED_TAGS: usize = 4096;
 /// A shot ready to fire.
 #[derive(Debug, Clone)]
 pub struct Shot {
-    /// When it is due, from the start of the test.
-    pub due: Duration,
+    /// When it is due, from the start of the test; `None` for "as soon as an
+    /// instance is free" (the closed model's shots after its start times), which
+    /// neither waits nor has a lag.
+    pub due: Option<Duration>,
     /// Its tag.
     pub tag: Tag,
     /// The request bytes, sent verbatim.
@@ -34,6 +36,59 @@ pub struct FeedReport {
     /// Whether the whole plan was walked (false when the run stopped it early).
     pub complete: bool,
 }
+
+/// Which shots have a due time. An rps plan's all do; an instances schedule's
+/// only up to its last start time (then every shot is due at 0: "at once");
+/// in a ready stpd file, a 0 after a later time means the same.
+enum Timing {
+    All,
+    UpTo(u64),
+    StpdZeros { latest_ms: i64 },
+}
+
+impl Timing {
+    fn of(plan: &Plan) -> Timing {
+        match plan.schedule() {
+            Some(Schedule::Rps(_)) => Timing::All,
+            Some(Schedule::Instances(schedule)) => Timing::UpTo(schedule.starts()),
+            None => Timing::StpdZeros { latest_ms: 0 },
+        }
+    }
+
+    fn due(&mut self, seq: u64, due_ms: i64) -> Option<Duration> {
+        let timed = match self {
+            Timing::All => true,
+            Timing::UpTo(starts) => seq < *starts,
+            Timing::StpdZeros { latest_ms } => {
+                let timed = !(due_ms == 0 && *latest_ms > 0);
+                *latest_ms = (*latest_ms).max(due_ms);
+                timed
+            }
+        };
+        timed.then(|| Duration::from_millis(u64::try_from(due_ms).unwrap_or(0)))
+    }
+}
+
+/// Send `shot`, waiting while the channel is full. It sleeps instead of
+/// blocking on the channel: a blocked sender would make every receive wake it
+/// (a futex call per shot); a short sleep refills thousands at once. `false`
+/// when the instances are gone.
+fn hand_over(tx: &async_channel::Sender<Shot>, shot: Shot) -> bool {
+    let mut shot = shot;
+    loop {
+        match tx.try_send(shot) {
+            Ok(()) => return true,
+            Err(async_channel::TrySendError::Closed(_)) => return false,
+            Err(async_channel::TrySendError::Full(back)) => {
+                shot = back;
+                std::thread::sleep(REFILL_PAUSE);
+            }
+        }
+    }
+}
+
+/// The feeder's pause when the instances have all the shots they can hold.
+const REFILL_PAUSE: Duration = Duration::from_micros(500);
 
 /// The feeder thread: its result says how much of the plan it walked.
 pub type Feeder = JoinHandle<Result<FeedReport, PlanError>>;
@@ -53,6 +108,7 @@ pub fn spawn(
         .spawn(move || {
             let mut tags: HashMap<Vec<u8>, Tag> = HashMap::new();
             let mut report = FeedReport::default();
+            let mut timing = Timing::of(&plan);
             while let Some(shot) = plan.next_shot()? {
                 report.planned += 1;
                 let tag = match tags.get(shot.marker) {
@@ -65,13 +121,13 @@ pub fn spawn(
                         tag
                     }
                 };
-                let due = Duration::from_millis(u64::try_from(shot.due_ms).unwrap_or(0));
+                let due = timing.due(shot.seq, shot.due_ms);
                 let owned = Shot {
                     due,
                     tag,
                     request: shot.missile.into(),
                 };
-                if tx.send_blocking(owned).is_err() {
+                if !hand_over(&tx, owned) {
                     // The instances stopped: count the rest if asked, else stop here.
                     if !count_rest.load(std::sync::atomic::Ordering::Acquire) {
                         return Ok(report);

@@ -87,16 +87,19 @@ async fn instance(shared: Arc<Shared>, mut barrel: Barrel) {
             shared.ended.cancel();
             return;
         }
-        let due = shared.clock.start + shot.due;
-        tokio::select! {
-            biased;
-            _ = shared.stop.cancelled() => {
-                shared.unsent.fetch_add(1, Ordering::Relaxed);
-                return;
+        if let Some(due) = shot.due {
+            tokio::select! {
+                biased;
+                _ = shared.stop.cancelled() => {
+                    shared.unsent.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                () = shared.gate.until(due) => {}
             }
-            () = shared.gate.until(shot.due) => {}
         }
         let start = Instant::now();
+        // A shot due "at once" is never late.
+        let due = shot.due.map_or(start, |due| shared.clock.start + due);
         shared.active.enter();
         let measured = barrel.fire(&shot.request, start, capture.as_mut()).await;
         shared.active.leave();
