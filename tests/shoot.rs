@@ -169,7 +169,7 @@ fn closed_model_shots_after_the_start_times_have_no_lag() {
         .split("\"q\": 100.0")
         .nth(1)
         .and_then(|rest| rest.split("\"lag_ms\": ").nth(1))
-        .and_then(|v| v.split(|c: char| c == '}' || c == ',').next())
+        .and_then(|v| v.split(['}', ',']).next())
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(f64::MAX);
     assert!(
