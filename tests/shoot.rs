@@ -665,3 +665,54 @@ fn yandex_tanks_reader_reads_tanks_phout() {
         "{summary}"
     );
 }
+
+/// On a terminal the console redraws a full screen each second; piped, it
+/// prints one plain line per finished second. `script` (util-linux) gives tank
+/// a pseudo-terminal.
+#[cfg(unix)]
+#[test]
+fn console_draws_a_screen_on_a_terminal_and_lines_when_piped() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        config(server.addr(), "rps_schedule = const(20,6s)\nuris = /"),
+    )
+    .unwrap();
+    let command = format!("{} -c load.ini", env!("CARGO_BIN_EXE_tank"));
+    let terminal = std::process::Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .current_dir(dir.path())
+        .output()
+        .expect("`script` (util-linux) runs tank on a pseudo-terminal");
+    assert!(
+        terminal.status.success(),
+        "{}",
+        String::from_utf8_lossy(&terminal.stderr)
+    );
+    let screen = String::from_utf8_lossy(&terminal.stdout);
+    assert!(
+        screen.matches("\x1b[H\x1b[2J").count() >= 2,
+        "no screen redraws in:\n{screen}"
+    );
+    assert!(
+        screen.contains("accuracy") && screen.contains("cumulative ms"),
+        "{screen}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let piped = shoot(
+        dir.path(),
+        &config(server.addr(), "rps_schedule = const(20,6s)\nuris = /"),
+        LIMIT,
+    );
+    let lines = String::from_utf8_lossy(&piped.stdout);
+    assert!(
+        !lines.contains("\x1b[2J"),
+        "piped output must not clear the screen"
+    );
+    assert!(
+        lines.lines().filter(|l| l.contains(" rps=")).count() >= 4,
+        "{lines}"
+    );
+}
