@@ -46,7 +46,9 @@ struct ShootArgs {
 enum Command {
     /// Run a test: fire every queue's plan at its target, write phout.log and a
     /// summary into a new artifacts directory (logs/<time>_<id>/ by default).
-    /// Ctrl-C stops firing and waits for shots in flight; a second Ctrl-C stops at once.
+    /// Ctrl-C (or SIGTERM) stops firing and waits for shots in flight; a second
+    /// one stops at once. Exit codes, as yandex-tank's: 0 completed, 1 interrupted
+    /// or failed, 21-33 stopped by an autostop criterion; [rcassert] may remap them.
     Shoot(ShootArgs),
     /// Plan a test without firing: print each queue's schedule, ammo, shot
     /// count and tags, and optionally write the stepped ammo (stpd) that
