@@ -143,7 +143,9 @@ fn collect(samples: Receiver<Sample>, phout: File, mut live: Live) -> std::io::R
     live.aggregator.finish();
     let now = unix_second();
     feed_planned(&mut live, now);
-    publish(&mut live, &mut json, &mut timeline, false)?;
+    // The last seconds: printed as lines too (the full screen gives way to the summary).
+    let lines = matches!(live.console, Console::Lines);
+    publish(&mut live, &mut json, &mut timeline, lines)?;
     json.flush()?;
     Ok(Outcome {
         totals: live.aggregator.totals(),
