@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::ammo::show;
 use crate::ammo::source::AmmoFile;
-use crate::error::{PlanError, Result};
+use crate::error::Result;
 use crate::pynum::py_int;
 use crate::stepper::ShotRef;
 
@@ -62,14 +62,6 @@ impl StpdReader {
         })
     }
 
-    fn error(&self, message: String) -> PlanError {
-        PlanError::Ammo {
-            path: self.file.path().to_path_buf(),
-            offset: self.file.offset(),
-            message,
-        }
-    }
-
     /// The next record, or `None` at the end of the file.
     pub fn next_shot(&mut self) -> Result<Option<ShotRef<'_>>> {
         let header = loop {
@@ -77,7 +69,7 @@ impl StpdReader {
                 return Ok(None);
             }
             let text = std::str::from_utf8(&self.line).map_err(|_| {
-                self.error(format!(
+                self.file.error(format!(
                     "stpd header `{}` is not valid UTF-8",
                     show(&self.line)
                 ))
@@ -93,17 +85,17 @@ impl StpdReader {
             .next()
             .and_then(|f| py_int(f.as_bytes()))
             .filter(|s| *s >= 0)
-            .ok_or_else(|| self.error(bad()))?;
+            .ok_or_else(|| self.file.error(bad()))?;
         let due_ms = fields
             .next()
             .and_then(|f| py_int(f.as_bytes()))
-            .ok_or_else(|| self.error(bad()))?;
+            .ok_or_else(|| self.file.error(bad()))?;
         self.marker.clear();
         self.marker
             .extend_from_slice(fields.next().unwrap_or_default().as_bytes());
         self.file.read_up_to(size as u64, &mut self.missile)?;
         if (self.missile.len() as u64) < size as u64 {
-            return Err(self.error(format!(
+            return Err(self.file.error(format!(
                 "unexpected end of file: read {} bytes instead of {size}",
                 self.missile.len()
             )));

@@ -9,7 +9,7 @@ use super::passes::ReadState;
 use super::pybytes::{is_space, show, strip_set};
 use super::source::AmmoFile;
 use super::Slot;
-use crate::error::{PlanError, Result};
+use crate::error::Result;
 use crate::pynum::py_int;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +67,7 @@ impl PhantomReader {
         match parsed {
             None => Ok(None),
             Some(Ok(size)) => Ok(Some(size)),
-            Some(Err(message)) => Err(self.error(message)),
+            Some(Err(message)) => Err(self.file.error(message)),
         }
     }
 
@@ -77,14 +77,6 @@ impl PhantomReader {
         let yielded = std::mem::replace(&mut self.yielded, false);
         st.passes
             .finish(yielded, &self.file.path().display().to_string())
-    }
-
-    fn error(&self, message: String) -> PlanError {
-        PlanError::Ammo {
-            path: self.file.path().to_path_buf(),
-            offset: self.file.offset(),
-            message,
-        }
     }
 
     /// Advance to the next missile; `false` when reading has ended.
@@ -119,7 +111,7 @@ impl PhantomReader {
                 let wanted = size as u64;
                 self.file.read_up_to(wanted, &mut slot.missile)?;
                 if (slot.missile.len() as u64) < wanted {
-                    return Err(self.error(format!(
+                    return Err(self.file.error(format!(
                         "unexpected end of file: read {} bytes instead of {wanted}",
                         slot.missile.len()
                     )));

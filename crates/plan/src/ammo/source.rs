@@ -81,6 +81,15 @@ impl AmmoFile {
         &self.path
     }
 
+    /// A malformed-ammo error at the current offset, naming the file.
+    pub fn error(&self, message: String) -> PlanError {
+        PlanError::Ammo {
+            path: self.path.clone(),
+            offset: self.offset,
+            message,
+        }
+    }
+
     /// Bytes consumed so far (in the decompressed stream for gzip).
     pub fn offset(&self) -> u64 {
         self.offset

@@ -6,7 +6,7 @@ use super::passes::ReadState;
 use super::pybytes::{show, split_fields, strip_set};
 use super::source::AmmoFile;
 use super::Slot;
-use crate::error::{PlanError, Result};
+use crate::error::Result;
 
 /// Reader of URI-style ammo.
 pub struct UriReader {
@@ -29,20 +29,12 @@ impl UriReader {
         }
     }
 
-    fn error(&self, message: String) -> PlanError {
-        PlanError::Ammo {
-            path: self.file.path().to_path_buf(),
-            offset: self.file.offset(),
-            message,
-        }
-    }
-
     /// Advance to the next missile; `false` when reading has ended.
     pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
         while !self.done {
             if !self.file.read_line(&mut self.line)? {
                 if st.written == 0 {
-                    return Err(self.error(
+                    return Err(self.file.error(
                         "no requests in this uri ammo: expected lines of `<uri> [tag]` (the file has only \
                          header or blank lines, or chosen_cases matched none of them)"
                             .into(),
@@ -58,11 +50,11 @@ impl UriReader {
                 let line = std::mem::take(&mut self.line);
                 let applied = self.headers.apply_line(&line);
                 self.line = line;
-                applied.map_err(|message| self.error(message))?;
+                applied.map_err(|message| self.file.error(message))?;
             } else if !strip_set(&self.line, b"\r\n").is_empty() {
                 let mut fields = split_fields(&self.line);
                 let uri = fields.next().ok_or_else(|| {
-                    self.error(format!(
+                    self.file.error(format!(
                         "line `{}` has only whitespace: expected `<uri> [tag]`",
                         show(&self.line)
                     ))

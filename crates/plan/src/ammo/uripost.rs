@@ -6,7 +6,7 @@ use super::passes::ReadState;
 use super::pybytes::{show, split_fields, strip_set};
 use super::source::AmmoFile;
 use super::Slot;
-use crate::error::{PlanError, Result};
+use crate::error::Result;
 use crate::pynum::py_int;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,14 +41,6 @@ impl UriPostReader {
         }
     }
 
-    fn error(&self, message: String) -> PlanError {
-        PlanError::Ammo {
-            path: self.file.path().to_path_buf(),
-            offset: self.file.offset(),
-            message,
-        }
-    }
-
     /// The next chunk header, applying header lines on the way; `false` at the end.
     fn read_header(&mut self) -> Result<bool> {
         loop {
@@ -59,7 +51,7 @@ impl UriPostReader {
                 let line = std::mem::take(&mut self.line);
                 let applied = self.headers.apply_line(&line);
                 self.line = line;
-                applied.map_err(|message| self.error(message))?;
+                applied.map_err(|message| self.file.error(message))?;
                 continue;
             }
             let stripped = strip_set(&self.line, b"\r\n");
@@ -102,8 +94,8 @@ impl UriPostReader {
         let size = fields
             .next()
             .and_then(py_int)
-            .ok_or_else(|| self.error(bad()))?;
-        let uri = fields.next().ok_or_else(|| self.error(bad()))?;
+            .ok_or_else(|| self.file.error(bad()))?;
+        let uri = fields.next().ok_or_else(|| self.file.error(bad()))?;
         slot.set_tag(fields.next());
         let uri = uri.to_vec();
         if size < 0 {
@@ -111,7 +103,7 @@ impl UriPostReader {
         } else {
             self.file.read_up_to(size as u64, &mut self.body)?;
             if (self.body.len() as u64) < size as u64 {
-                return Err(self.error(format!(
+                return Err(self.file.error(format!(
                     "unexpected end of file: read {} bytes instead of {size} for the body of `{}`",
                     self.body.len(),
                     show(&uri)
