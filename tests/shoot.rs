@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::server::{Behaviour, Server};
-use crate::support::{artifacts, phout, shoot, tank};
+use crate::support::{artifacts, assert_ran, phout, shoot, tank};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -25,11 +25,7 @@ fn open_model_accounts_for_every_shot_and_reuses_the_connection() {
         ),
         LIMIT,
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ran(&out);
     let rows = phout(&artifacts(dir.path()));
     // On a loaded machine one instance may fall behind: shots not started by the
     // schedule's end are unsent, never fired late, and every shot is accounted for.
@@ -135,11 +131,7 @@ fn plain_tcp_gun_sends_bytes_and_reads_until_close() {
         ),
         LIMIT,
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ran(&out);
     let rows = phout(&artifacts(dir.path()));
     assert_eq!(rows.len(), 5);
     // No HTTP parsing: proto_code 0, every reply byte counted.
@@ -188,11 +180,7 @@ fn closed_model_reads_the_ammo_once_per_loop() {
         "instances_schedule = ramp(2, 1s)\nammofile = ammo.txt\nloop = 3",
     );
     let out = shoot(dir.path(), &cfg, LIMIT);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ran(&out);
     let run = artifacts(dir.path());
     assert_eq!(phout(&run).len(), 9);
     assert_eq!(server.requests().len(), 9);
@@ -218,11 +206,7 @@ fn queues_run_side_by_side_into_one_phout() {
         server.addr()
     );
     let out = shoot(dir.path(), &cfg, LIMIT);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ran(&out);
     let rows = phout(&artifacts(dir.path()));
     assert_eq!(rows.iter().filter(|r| r.tag == "first").count(), 5);
     assert_eq!(rows.iter().filter(|r| r.tag == "second").count(), 3);
@@ -287,11 +271,7 @@ fn failures_become_errno_net_codes() {
             ),
             LIMIT,
         );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_ran(&out);
         let rows = phout(&artifacts(dir.path()));
         assert_eq!(rows.len(), 4);
         for row in rows {
@@ -313,11 +293,7 @@ fn tls_with_a_self_signed_certificate() {
         server.addr().port()
     );
     let out = shoot(dir.path(), &cfg, LIMIT);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ran(&out);
     let rows = phout(&artifacts(dir.path()));
     assert_eq!(rows.len(), 10);
     assert!(
@@ -377,11 +353,7 @@ fn ssl_verify_rejects_a_self_signed_certificate() {
         &tls_config(server.addr().port(), "ssl_verify = 1"),
         LIMIT,
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ran(&out);
     let rows = phout(&artifacts(dir.path()));
     assert!(
         rows.iter().all(|r| (r.net_code, r.proto_code) == (71, 0)),
@@ -413,11 +385,7 @@ fn client_certificate_is_presented_when_configured() {
     std::fs::write(dir.path().join("client.key"), client_key.serialize_pem()).unwrap();
     let with = "client_certificate = client.pem\nclient_key = client.key\nclient_cipher_suites = TLS_AES_128_GCM_SHA256:ECDHE-ECDSA-AES128-GCM-SHA256";
     let out = shoot(dir.path(), &tls_config(server.addr().port(), with), LIMIT);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ran(&out);
     let rows = phout(&artifacts(dir.path()));
     assert!(
         rows.iter().all(|r| (r.net_code, r.proto_code) == (0, 200)),
@@ -426,11 +394,7 @@ fn client_certificate_is_presented_when_configured() {
     // Without the certificate the server refuses every shot.
     let dir = tempfile::tempdir().unwrap();
     let out = shoot(dir.path(), &tls_config(server.addr().port(), ""), LIMIT);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ran(&out);
     let rows = phout(&artifacts(dir.path()));
     assert!(
         rows.iter().all(|r| r.net_code != 0 && r.proto_code == 0),
@@ -447,11 +411,7 @@ fn writelog_keeps_requests_and_replies_of_selected_shots() {
         "rps_schedule = const(4,1s)\nuris = /status/200 /status/503\nwritelog = proto_error",
     );
     let out = shoot(dir.path(), &cfg, LIMIT);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ran(&out);
     let run = artifacts(dir.path());
     let codes: BTreeSet<u16> = phout(&run).into_iter().map(|r| r.proto_code).collect();
     assert_eq!(codes, BTreeSet::from([200, 503]));
@@ -474,11 +434,7 @@ fn the_schedule_end_stops_late_shots_and_counts_them_unsent() {
         "rps_schedule = const(20,1s)\nuris = /\ninstances = 1\ntimeout = 1s",
     );
     let out = shoot(dir.path(), &cfg, LIMIT);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ran(&out);
     assert_eq!(phout(&artifacts(dir.path())).len(), 1);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("planned 20, sent 1, unsent 19"), "{stdout}");
@@ -626,11 +582,7 @@ fn yandex_tanks_reader_reads_tanks_phout() {
         server.addr()
     );
     let out = shoot(dir.path(), &cfg, LIMIT);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ran(&out);
     let run = artifacts(dir.path());
     let rows = phout(&run);
     let read = std::process::Command::new(python)

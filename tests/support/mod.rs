@@ -38,6 +38,16 @@ pub fn shoot(dir: &Path, config: &str, limit: Duration) -> Output {
     }
 }
 
+/// Fail with tank's stderr unless it exited 0.
+pub fn assert_ran(out: &Output) {
+    assert!(
+        out.status.success(),
+        "tank failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The single artifacts directory tank created under `dir/logs`.
 pub fn artifacts(dir: &Path) -> PathBuf {
     let mut runs: Vec<PathBuf> = std::fs::read_dir(dir.join("logs"))
