@@ -48,7 +48,7 @@ fn parse_and_aggregate(c: &mut Criterion) {
         b.iter(|| {
             let mut n = 0u64;
             for line in data.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-                n += parse_line(line).map_or(0, |r| r.interval_real_us);
+                n += parse_line(line).map_or(0, |r| r.measured.interval_real_us);
             }
             black_box(n)
         })

@@ -19,7 +19,7 @@ use hdrhistogram::Histogram;
 use crate::group::{new_histogram, record, GroupAcc, GroupStats, Response};
 use crate::phout::Record;
 use crate::quantile::{quantiles_of, QUANTILES};
-use crate::sample::Sample;
+use crate::sample::{Measured, Sample};
 
 /// `buffered_seconds` when the config does not say (yandex-tank's default).
 pub const DEFAULT_BUFFERED_SECONDS: u32 = 2;
@@ -198,20 +198,7 @@ impl Aggregator {
     /// the intended start.
     pub fn add_sample(&mut self, sample: &Sample) {
         let second = sample.end_unix_us() / 1_000_000;
-        let response = Response {
-            fields: [
-                sample.measured.interval_real_us,
-                sample.measured.connect_us,
-                sample.measured.send_us,
-                sample.measured.latency_us,
-                sample.measured.receive_us,
-                sample.measured.interval_event_us,
-                sample.measured.size_out,
-                sample.measured.size_in,
-            ],
-            net_code: sample.measured.net_code.0,
-            proto_code: sample.measured.proto_code,
-        };
+        let response = response(&sample.measured);
         let sent = sample.start_unix_us / 1_000_000;
         self.add(
             second,
@@ -224,20 +211,7 @@ impl Aggregator {
 
     /// Count one phout line (the `tank report` path; a phout has no lag).
     pub fn add_record(&mut self, record: &Record<'_>) {
-        let response = Response {
-            fields: [
-                record.interval_real_us,
-                record.connect_us,
-                record.send_us,
-                record.latency_us,
-                record.receive_us,
-                record.interval_event_us,
-                record.size_out,
-                record.size_in,
-            ],
-            net_code: record.net_code.0,
-            proto_code: record.proto_code,
-        };
+        let response = response(&record.measured);
         let sent = record.send_ms / 1000;
         self.add(
             record.receive_second(),
@@ -425,6 +399,15 @@ fn total_group<'a>(groups: &'a mut HashMap<Box<[u8]>, GroupAcc>, case: &[u8]) ->
     }
     // Inserted just above when missing.
     groups.get_mut(case).expect("group present")
+}
+
+/// A measured shot as the per-second groups count it.
+fn response(measured: &Measured) -> Response {
+    Response {
+        fields: measured.fields(),
+        net_code: measured.net_code.0,
+        proto_code: measured.proto_code,
+    }
 }
 
 /// A tag with a trailing `#N` cut off, as yandex-tank groups cases.

@@ -7,9 +7,8 @@
 //! `send_ts` is unix seconds with exactly three decimals (milliseconds,
 //! truncated); every other field is an integer (µs or bytes or a code).
 
-#[cfg(test)]
-use crate::sample::Measured;
-use crate::sample::{NetCode, Sample};
+use crate::group::FIELD_NAMES;
+use crate::sample::{Measured, NetCode, Sample};
 
 /// Append one phout line for `sample` to `out`, without allocating.
 ///
@@ -34,18 +33,9 @@ pub fn push_line(out: &mut Vec<u8>, sample: &Sample) {
             byte
         });
     }
-    for value in [
-        sample.measured.interval_real_us,
-        sample.measured.connect_us,
-        sample.measured.send_us,
-        sample.measured.latency_us,
-        sample.measured.receive_us,
-        sample.measured.interval_event_us,
-        sample.measured.size_out,
-        sample.measured.size_in,
-        u64::from(sample.measured.net_code.0),
-        u64::from(sample.measured.proto_code),
-    ] {
+    let m = &sample.measured;
+    let codes = [u64::from(m.net_code.0), u64::from(m.proto_code)];
+    for value in m.fields().into_iter().chain(codes) {
         out.push(b'\t');
         out.extend_from_slice(number.format(value).as_bytes());
     }
@@ -59,33 +49,15 @@ pub struct Record<'a> {
     pub send_ms: u64,
     /// The tag as written (readers that group by case cut it at the last `#`).
     pub tag: &'a [u8],
-    /// `interval_real`, µs.
-    pub interval_real_us: u64,
-    /// `connect_time`, µs.
-    pub connect_us: u64,
-    /// `send_time`, µs.
-    pub send_us: u64,
-    /// `latency`, µs.
-    pub latency_us: u64,
-    /// `receive_time`, µs.
-    pub receive_us: u64,
-    /// `interval_event`, µs.
-    pub interval_event_us: u64,
-    /// `size_out`, bytes.
-    pub size_out: u64,
-    /// `size_in`, bytes.
-    pub size_in: u64,
-    /// `net_code`.
-    pub net_code: NetCode,
-    /// `proto_code`.
-    pub proto_code: u16,
+    /// The other ten columns.
+    pub measured: Measured,
 }
 
 impl Record<'_> {
     /// The second this shot is counted in, as yandex-tank counts it:
     /// `int(send_ts + interval_real / 1e6)`, the second its response ended.
     pub fn receive_second(&self) -> u64 {
-        (self.send_ms * 1000 + self.interval_real_us) / 1_000_000
+        (self.send_ms * 1000 + self.measured.interval_real_us) / 1_000_000
     }
 
     /// The tag with a trailing `#N` (from `enum_ammo`) cut off, as yandex-tank's readers do.
@@ -109,20 +81,16 @@ pub struct ParseError {
     pub problem: String,
 }
 
-const NAMES: [&str; 12] = [
-    "send_ts",
-    "tag",
-    "interval_real",
-    "connect_time",
-    "send_time",
-    "latency",
-    "receive_time",
-    "interval_event",
-    "size_out",
-    "size_in",
-    "net_code",
-    "proto_code",
-];
+/// The name of phout column `index` (0-based), as yandex-tank spells it.
+fn column_name(index: usize) -> &'static str {
+    match index {
+        0 => "send_ts",
+        1 => "tag",
+        2..=9 => FIELD_NAMES[index - 2],
+        10 => "net_code",
+        _ => "proto_code",
+    }
+}
 
 /// Read one phout line (without its `\n`; a trailing `\r` is tolerated).
 pub fn parse_line(line: &[u8]) -> Result<Record<'_>, ParseError> {
@@ -131,7 +99,7 @@ pub fn parse_line(line: &[u8]) -> Result<Record<'_>, ParseError> {
     let mut next = |index: usize| {
         fields.next().ok_or_else(|| ParseError {
             field: index + 1,
-            name: NAMES[index],
+            name: column_name(index),
             problem: format!(
                 "missing: a phout line has 12 tab-separated fields, this one has {index}"
             ),
@@ -145,7 +113,7 @@ pub fn parse_line(line: &[u8]) -> Result<Record<'_>, ParseError> {
         let text = next(index)?;
         *slot = parse_u64(text).ok_or_else(|| ParseError {
             field: index + 1,
-            name: NAMES[index],
+            name: column_name(index),
             problem: format!(
                 "`{}` is not a non-negative integer",
                 String::from_utf8_lossy(text)
@@ -155,23 +123,16 @@ pub fn parse_line(line: &[u8]) -> Result<Record<'_>, ParseError> {
     let code = |value: u64, index: usize| {
         u16::try_from(value).map_err(|_| ParseError {
             field: index + 1,
-            name: NAMES[index],
+            name: column_name(index),
             problem: format!("{value} is not a code (0..=65535)"),
         })
     };
+    let [fields @ .., net, proto] = numbers;
+    let measured = Measured::from_fields(fields, NetCode(code(net, 10)?), code(proto, 11)?);
     Ok(Record {
         send_ms,
         tag,
-        interval_real_us: numbers[0],
-        connect_us: numbers[1],
-        send_us: numbers[2],
-        latency_us: numbers[3],
-        receive_us: numbers[4],
-        interval_event_us: numbers[5],
-        size_out: numbers[6],
-        size_in: numbers[7],
-        net_code: NetCode(code(numbers[8], 10)?),
-        proto_code: code(numbers[9], 11)?,
+        measured,
     })
 }
 
@@ -188,7 +149,7 @@ fn parse_u64(text: &[u8]) -> Option<u64> {
 fn parse_seconds(text: &[u8]) -> Result<u64, ParseError> {
     let bad = || ParseError {
         field: 1,
-        name: NAMES[0],
+        name: column_name(0),
         problem: format!(
             "`{}` is not unix seconds like 1700000000.123",
             String::from_utf8_lossy(text)
@@ -269,7 +230,11 @@ mod tests {
         assert_eq!(record.case(), b"case");
         assert_eq!(record.receive_second(), 1_700_000_000);
         assert_eq!(
-            (record.interval_real_us, record.size_in, record.proto_code),
+            (
+                record.measured.interval_real_us,
+                record.measured.size_in,
+                record.measured.proto_code
+            ),
             (1500, 230, 200)
         );
     }
@@ -299,8 +264,8 @@ mod tests {
             let record = parse_line(&out[..out.len() - 1]).unwrap();
             prop_assert_eq!(record.send_ms, start / 1000);
             prop_assert_eq!(record.tag, tag.as_bytes());
-            prop_assert_eq!(record.connect_us + record.send_us + record.latency_us + record.receive_us, record.interval_real_us);
-            prop_assert_eq!((record.size_out, record.size_in, record.net_code, record.proto_code), (s.measured.size_out, s.measured.size_in, s.measured.net_code, s.measured.proto_code));
+            prop_assert_eq!(record.measured.connect_us + record.measured.send_us + record.measured.latency_us + record.measured.receive_us, record.measured.interval_real_us);
+            prop_assert_eq!((record.measured.size_out, record.measured.size_in, record.measured.net_code, record.measured.proto_code), (s.measured.size_out, s.measured.size_in, s.measured.net_code, s.measured.proto_code));
         }
 
         #[test]

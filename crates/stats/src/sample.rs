@@ -71,6 +71,41 @@ pub struct Measured {
     pub proto_code: u16,
 }
 
+impl Measured {
+    /// The eight numeric columns, in phout's order (`group::FIELD_NAMES`):
+    /// interval_real, connect, send, latency, receive, interval_event, size_out, size_in.
+    pub fn fields(&self) -> [u64; 8] {
+        [
+            self.interval_real_us,
+            self.connect_us,
+            self.send_us,
+            self.latency_us,
+            self.receive_us,
+            self.interval_event_us,
+            self.size_out,
+            self.size_in,
+        ]
+    }
+
+    /// The inverse of [`Measured::fields`], with the two codes.
+    pub fn from_fields(fields: [u64; 8], net_code: NetCode, proto_code: u16) -> Measured {
+        let [interval_real_us, connect_us, send_us, latency_us, receive_us, interval_event_us, size_out, size_in] =
+            fields;
+        Measured {
+            interval_real_us,
+            connect_us,
+            send_us,
+            latency_us,
+            receive_us,
+            interval_event_us,
+            size_out,
+            size_in,
+            net_code,
+            proto_code,
+        }
+    }
+}
+
 /// One shot: when it started, how late, its tag, and what was measured.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sample {

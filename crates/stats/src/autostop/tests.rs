@@ -14,7 +14,7 @@ fn second(ts: u64, responses: &[R], instances: u64) -> SecondStats {
         // send_ts chosen so the response ends inside `ts`.
         let line = format!("{ts}.000\t{tag}\t{us}\t0\t0\t{us}\t0\t{us}\t1\t1\t{net}\t{proto}");
         let mut record = parse_line(line.as_bytes()).unwrap();
-        record.interval_real_us = (*us).min(999_000);
+        record.measured.interval_real_us = (*us).min(999_000);
         agg.add_record(&record);
     }
     agg.note_instances(ts, instances);
