@@ -460,38 +460,46 @@ fn bad_input_is_a_clear_error_before_any_shot() {
     );
 }
 
+/// Run tank on `config` in `dir`, let it fire for 1.5 s, send `signals` 300 ms
+/// apart, and wait: its output, and how long it took to exit after the last signal.
+#[cfg(unix)]
+fn interrupted(
+    dir: &std::path::Path,
+    config: &str,
+    signals: &[i32],
+) -> (std::process::Output, Duration) {
+    std::fs::write(dir.join("load.ini"), config).unwrap();
+    let child = tank()
+        .args(["-c", "load.ini", "-q"])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    for (i, signal) in signals.iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        // SAFETY: signalling our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, *signal) }, 0);
+    }
+    let signalled = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    (out, signalled.elapsed())
+}
+
 #[cfg(unix)]
 #[test]
 fn a_second_ctrl_c_stops_at_once_with_phout_flushed() {
     let server = Server::start(Behaviour::Silent);
     let dir = tempfile::tempdir().unwrap();
     // Every shot hangs for up to 60 s: only a second Ctrl-C ends this quickly.
-    std::fs::write(
-        dir.path().join("load.ini"),
-        config(
-            server.addr(),
-            "rps_schedule = const(20,60s)\nuris = /\ntimeout = 60s",
-        ),
-    )
-    .unwrap();
-    let child = tank()
-        .args(["-c", "load.ini"])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    for _ in 0..2 {
-        // SAFETY: signalling our own child process.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    let started = std::time::Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "tank took too long to stop"
+    let cfg = config(
+        server.addr(),
+        "rps_schedule = const(20,60s)\nuris = /\ntimeout = 60s",
     );
+    let (out, took) = interrupted(dir.path(), &cfg, &[libc::SIGINT, libc::SIGINT]);
+    assert!(took < Duration::from_secs(10), "tank took {took:?} to stop");
     assert_eq!(out.status.code(), Some(1));
     // Shots in flight are dropped, not logged; the file is complete (possibly empty).
     let rows = phout(&artifacts(dir.path()));
@@ -505,21 +513,8 @@ fn a_second_ctrl_c_stops_at_once_with_phout_flushed() {
 fn sigterm_stops_like_ctrl_c_and_still_writes_the_summary() {
     let server = Server::start(Behaviour::KeepAlive);
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("load.ini"),
-        config(server.addr(), "rps_schedule = const(50,60s)\nuris = /"),
-    )
-    .unwrap();
-    let child = tank()
-        .args(["-c", "load.ini", "-q"])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: signalling our own child process.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    let out = child.wait_with_output().unwrap();
+    let cfg = config(server.addr(), "rps_schedule = const(50,60s)\nuris = /");
+    let (out, _) = interrupted(dir.path(), &cfg, &[libc::SIGTERM]);
     assert_eq!(out.status.code(), Some(1));
     let run = artifacts(dir.path());
     assert!(!phout(&run).is_empty());
@@ -531,26 +526,9 @@ fn sigterm_stops_like_ctrl_c_and_still_writes_the_summary() {
 fn ctrl_c_stops_firing_and_leaves_a_complete_phout() {
     let server = Server::start(Behaviour::KeepAlive);
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("load.ini"),
-        config(server.addr(), "rps_schedule = const(50,60s)\nuris = /"),
-    )
-    .unwrap();
-    let child = tank()
-        .args(["-c", "load.ini"])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: signalling our own child process.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let started = std::time::Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "tank took too long to stop"
-    );
+    let cfg = config(server.addr(), "rps_schedule = const(50,60s)\nuris = /");
+    let (out, took) = interrupted(dir.path(), &cfg, &[libc::SIGINT]);
+    assert!(took < Duration::from_secs(15), "tank took {took:?} to stop");
     assert_eq!(out.status.code(), Some(1));
     let rows = phout(&artifacts(dir.path()));
     assert!(rows.len() >= 20 && rows.len() < 3000, "{} rows", rows.len());
