@@ -6,6 +6,8 @@
 //! and 304 responses have no body; then `Transfer-Encoding: chunked`, then
 //! `Content-Length`, else the body runs to the end of the connection.
 
+use std::mem::MaybeUninit;
+
 use super::limits::Limits;
 
 /// Why a reply is broken (phantom reports these as net code 71, EPROTO).
@@ -138,47 +140,47 @@ impl ResponseReader {
     /// Accumulate head bytes until the blank line; returns bytes used and
     /// whether a whole head was read.
     fn feed_head(&mut self, data: &[u8]) -> Result<(usize, bool), ReplyError> {
+        if self.head.is_empty() {
+            // The usual case: the whole head came in one read; parse it in place.
+            if let Some(end) = find_head_end(data) {
+                self.parse_head(&data[..end])?;
+                return Ok((end, true));
+            }
+        }
         let start = self.head.len();
         self.head.extend_from_slice(data);
         // Look for the end of the head from a little before the new bytes.
         let search_from = start.saturating_sub(3);
         let Some(end) = find_head_end(&self.head[search_from..]).map(|e| e + search_from) else {
-            self.check_partial_head()?;
+            check_partial_head(&self.head, &self.limits)?;
             return Ok((data.len(), false));
         };
-        let used = end - start;
-        self.head.truncate(end);
-        self.parse_head()?;
+        let head = std::mem::take(&mut self.head);
+        self.parse_head(&head[..end])?;
+        // Keep the allocation for an interim (1xx) reply's successor.
+        self.head = head;
         self.head.clear();
-        Ok((used, true))
+        Ok((end - start, true))
     }
 
-    /// Fail early on a head that already breaks a limit.
-    fn check_partial_head(&self) -> Result<(), ReplyError> {
-        let mut lines = self.head.split(|b| *b == b'\n');
-        if let Some(first) = lines.next() {
-            if first.len() > self.limits.line {
-                return Err(ReplyError::TooLarge("phantom_http_line"));
-            }
-        }
-        let mut count = 0;
-        for line in lines {
-            if line.len() > self.limits.field {
-                return Err(ReplyError::TooLarge("phantom_http_field"));
-            }
-            count += 1;
-        }
-        if count > self.limits.field_num + 1 {
-            return Err(ReplyError::TooLarge("phantom_http_field_num"));
-        }
-        Ok(())
-    }
-
-    fn parse_head(&mut self) -> Result<(), ReplyError> {
-        self.check_partial_head()?;
-        let mut headers = vec![httparse::EMPTY_HEADER; self.limits.field_num];
-        let mut response = httparse::Response::new(&mut headers);
-        match response.parse(&self.head) {
+    fn parse_head(&mut self, head: &[u8]) -> Result<(), ReplyError> {
+        check_partial_head(head, &self.limits)?;
+        // Uninitialised slots: filling `field_num` (128 by default) empty headers
+        // per reply would cost more than parsing it.
+        let mut inline = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; INLINE_HEADERS];
+        let mut spilled = Vec::new();
+        let slots = if self.limits.field_num <= INLINE_HEADERS {
+            &mut inline[..self.limits.field_num]
+        } else {
+            spilled.resize_with(self.limits.field_num, MaybeUninit::uninit);
+            &mut spilled[..]
+        };
+        let mut response = httparse::Response::new(&mut []);
+        match httparse::ParserConfig::default().parse_response_with_uninit_headers(
+            &mut response,
+            head,
+            slots,
+        ) {
             Ok(httparse::Status::Complete(_)) => {}
             Ok(httparse::Status::Partial) => {
                 return Err(ReplyError::Head("incomplete head".into()))
@@ -346,17 +348,42 @@ impl ResponseReader {
     }
 }
 
-fn find_head_end(bytes: &[u8]) -> Option<usize> {
-    // CRLF CRLF, or the bare LF LF that httparse also accepts.
-    let crlf = bytes
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|p| p + 4);
-    let lf = bytes.windows(2).position(|w| w == b"\n\n").map(|p| p + 2);
-    match (crlf, lf) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
+/// Header slots kept on the stack; a larger `phantom_http_field_num` spills to the heap.
+const INLINE_HEADERS: usize = 128;
+
+/// Fail early on a head that already breaks a limit.
+fn check_partial_head(head: &[u8], limits: &Limits) -> Result<(), ReplyError> {
+    // Line lengths without their LF, as splitting at each LF gives them.
+    let mut line_start = 0;
+    let mut lines = 0;
+    for end in memchr::memchr_iter(b'\n', head).chain(std::iter::once(head.len())) {
+        let (limit, what) = if lines == 0 {
+            (limits.line, "phantom_http_line")
+        } else {
+            (limits.field, "phantom_http_field")
+        };
+        if end - line_start > limit {
+            return Err(ReplyError::TooLarge(what));
+        }
+        line_start = end + 1;
+        lines += 1;
     }
+    // Lines after the status line.
+    let count = lines - 1;
+    if count > limits.field_num + 1 {
+        return Err(ReplyError::TooLarge("phantom_http_field_num"));
+    }
+    Ok(())
+}
+
+/// The end of the head: just past the first CRLF CRLF, or the bare LF LF that
+/// httparse also accepts, whichever ends first.
+fn find_head_end(bytes: &[u8]) -> Option<usize> {
+    // Both end on a LF whose predecessor line is empty: look only at the LFs.
+    memchr::memchr_iter(b'\n', bytes).find_map(|at| {
+        let before = &bytes[..at];
+        (before.ends_with(b"\n") || before.ends_with(b"\r\n\r")).then_some(at + 1)
+    })
 }
 
 fn chunk_size(line: &[u8]) -> Result<u64, ReplyError> {
@@ -521,6 +548,50 @@ mod tests {
                 }
             }
             prop_assert_eq!(done, Some(reply.len()));
+        }
+
+        #[test]
+        fn head_end_is_the_first_crlf_crlf_or_lf_lf(
+            bytes in proptest::collection::vec(prop_oneof![Just(b'\r'), Just(b'\n'), Just(b'a')], 0..40)
+        ) {
+            let crlf = bytes.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4);
+            let lf = bytes.windows(2).position(|w| w == b"\n\n").map(|p| p + 2);
+            let first = match (crlf, lf) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            prop_assert_eq!(find_head_end(&bytes), first);
+        }
+
+        #[test]
+        fn a_reply_split_anywhere_reads_as_it_does_whole(
+            interim in any::<bool>(),
+            line_ends in prop_oneof![Just("\r\n"), Just("\n")],
+            cuts in proptest::collection::vec(0usize..200, 0..4),
+        ) {
+            let mut reply = Vec::new();
+            if interim {
+                reply.extend_from_slice(format!("HTTP/1.1 100 Continue{line_ends}{line_ends}").as_bytes());
+            }
+            reply.extend_from_slice(
+                format!("HTTP/1.1 404 Not Found{line_ends}Content-Length: 3{line_ends}X-A: b{line_ends}{line_ends}abcNEXT")
+                    .as_bytes(),
+            );
+            let whole = read_all(&reply, false);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(reply.len())).collect();
+            cuts.sort_unstable();
+            cuts.push(reply.len());
+            let mut reader = ResponseReader::new(Limits::default(), false);
+            let (mut from, mut used) = (0, None);
+            for cut in cuts {
+                if let Some(n) = reader.feed(&reply[from..cut]).unwrap() {
+                    used = Some(from + n);
+                    break;
+                }
+                from = cut;
+            }
+            prop_assert_eq!(whole, Ok((reader.reply().unwrap(), used.unwrap())));
+            prop_assert_eq!(used, Some(reply.len() - 4));
         }
     }
 }
