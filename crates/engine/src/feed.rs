@@ -71,24 +71,30 @@ impl Timing {
 
 /// Send `shot`, waiting while the channel is full. It sleeps instead of
 /// blocking on the channel: a blocked sender would make every receive wake it
-/// (a futex call per shot); a short sleep refills thousands at once. `false`
-/// when the instances are gone.
+/// (a futex call per shot); a short sleep refills thousands at once. The sleep
+/// doubles while the channel stays full (a slow schedule needs few refills),
+/// up to a pause in which even 400k shots/s would not empty it. `false` when
+/// the instances are gone.
 fn hand_over(tx: &async_channel::Sender<Shot>, shot: Shot) -> bool {
     let mut shot = shot;
+    let mut pause = REFILL_PAUSE;
     loop {
         match tx.try_send(shot) {
             Ok(()) => return true,
             Err(async_channel::TrySendError::Closed(_)) => return false,
             Err(async_channel::TrySendError::Full(back)) => {
                 shot = back;
-                std::thread::sleep(REFILL_PAUSE);
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(MAX_REFILL_PAUSE);
             }
         }
     }
 }
 
-/// The feeder's pause when the instances have all the shots they can hold.
+/// The feeder's first pause when the instances have all the shots they can hold.
 const REFILL_PAUSE: Duration = Duration::from_micros(500);
+/// Its longest: `AHEAD` shots last this long at 400k shots/s.
+const MAX_REFILL_PAUSE: Duration = Duration::from_millis(8);
 
 /// The feeder thread: its result says how much of the plan it walked.
 pub type Feeder = JoinHandle<Result<FeedReport, PlanError>>;

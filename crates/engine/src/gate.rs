@@ -75,7 +75,13 @@ impl Gate {
         ))
     }
 
-    /// Resolves when `due` (from the start) has come.
+    /// Release every waiter now and from now on (the run is stopping).
+    pub fn release_all(&self) {
+        self.shared.lock().closed = true;
+        self.shared.changed.notify_one();
+    }
+
+    /// Resolves when `due` (from the start) has come, or the gate is released.
     pub fn until(&self, due: Duration) -> Until {
         Until {
             shared: Arc::clone(&self.shared),
@@ -86,8 +92,10 @@ impl Gate {
 
 impl Drop for GateThread {
     fn drop(&mut self) {
-        self.shared.lock().closed = true;
-        self.shared.changed.notify_one();
+        Gate {
+            shared: Arc::clone(&self.shared),
+        }
+        .release_all();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -190,6 +198,25 @@ mod tests {
                 "released at {at:?}, due {due_ms} ms"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn release_all_lets_waiters_and_later_callers_through() {
+        let (gate, _thread) = Gate::start(Instant::now()).unwrap();
+        let waiter = tokio::spawn(gate.until(Duration::from_secs(3600)));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished());
+        gate.release_all();
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .unwrap()
+            .unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            gate.until(Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
     }
 
     #[tokio::test]

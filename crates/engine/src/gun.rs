@@ -11,12 +11,14 @@
 use std::cell::RefCell;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use rustls::ClientConfig;
 use tank_stats::{Measured, NetCode};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::time::{timeout_at, Instant};
 use tokio_rustls::client::TlsStream;
@@ -344,22 +346,30 @@ async fn read_tcp(
     http: bool,
     mut capture: Option<&mut Vec<u8>>,
 ) -> Result<Chunk, Failure> {
-    loop {
-        match timeout_at(deadline, stream.readable()).await {
-            Err(_) => return Err(Failure::Timeout),
-            Ok(Err(error)) => return Err(Failure::Net(netcode::of_io(&error))),
-            Ok(Ok(())) => {}
-        }
-        let step = READ_BUFFER.with_borrow_mut(|buffer| match stream.try_read(buffer) {
-            Ok(0) => Some(Err(Failure::Stale)),
-            Ok(n) => Some(Ok(take(reader, http, &buffer[..n], capture.as_deref_mut()))),
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => None,
-            Err(error) => Some(Err(Failure::Net(netcode::of_io(&error)))),
-        });
-        if let Some(result) = step {
-            return result;
-        }
-    }
+    // poll_read, not readable() + try_read: a read shorter than the buffer
+    // drains the socket, and poll_read then forgets the readiness, so the next
+    // reply is awaited without a read that could only fail with EAGAIN.
+    let read = std::future::poll_fn(|cx| {
+        READ_BUFFER.with_borrow_mut(|buffer| {
+            let mut filled = ReadBuf::new(buffer);
+            match Pin::new(&mut *stream).poll_read(cx, &mut filled) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(Err(error)) => Poll::Ready(Err(Failure::Net(netcode::of_io(&error)))),
+                Poll::Ready(Ok(())) if filled.filled().is_empty() => {
+                    Poll::Ready(Err(Failure::Stale))
+                }
+                Poll::Ready(Ok(())) => Poll::Ready(Ok(take(
+                    reader,
+                    http,
+                    filled.filled(),
+                    capture.as_deref_mut(),
+                ))),
+            }
+        })
+    });
+    timeout_at(deadline, read)
+        .await
+        .unwrap_or(Err(Failure::Timeout))
 }
 
 async fn read_tls(

@@ -254,7 +254,7 @@ impl Engine {
                     .filter(|(_, level)| *level != WriteLog::Off),
                 stop: control.stop.clone(),
                 abort: control.abort.clone(),
-                ended: CancellationToken::new(),
+                halted: AtomicBool::new(false),
                 active: queue.active,
                 fired: Default::default(),
                 unsent: Default::default(),

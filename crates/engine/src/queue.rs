@@ -41,8 +41,10 @@ pub(crate) struct Shared {
     pub answers: Option<(AnswerSink, WriteLog)>,
     pub stop: CancellationToken,
     pub abort: CancellationToken,
-    /// Stops this queue only (its schedule ended).
-    pub ended: CancellationToken,
+    /// Set (and the feed closed) when this queue stops taking shots: the run
+    /// was stopped, or its schedule ended. Instances check it per shot: a flag,
+    /// where waiting on the tokens would register with a shared lock each time.
+    pub halted: AtomicBool,
     pub active: Arc<Active>,
     pub fired: AtomicU64,
     pub unsent: AtomicU64,
@@ -57,10 +59,31 @@ pub(crate) async fn run(shared: Arc<Shared>, pool: usize) {
         let barrel = shared.gun.instance(index);
         instances.spawn(instance(Arc::clone(&shared), barrel));
     }
+    let stop = async {
+        shared.stop.cancelled().await;
+        // Instances waiting for a shot see the closed feed; those waiting for a
+        // due time, the released gate; shots in flight finish.
+        shared.halt();
+        shared.gate.release_all();
+        std::future::pending::<()>().await
+    };
     tokio::select! {
         _ = async { while instances.join_next().await.is_some() {} } => {}
+        () = stop => {}
         // A second Ctrl-C: shots in flight are dropped, not logged.
         _ = shared.abort.cancelled() => instances.abort_all(),
+    }
+}
+
+impl Shared {
+    /// Stop taking shots: instances finish what they fire and return.
+    fn halt(&self) {
+        self.halted.store(true, Ordering::Release);
+        self.feed.close();
+    }
+
+    fn halted(&self) -> bool {
+        self.halted.load(Ordering::Acquire)
     }
 }
 
@@ -70,13 +93,13 @@ async fn instance(shared: Arc<Shared>, mut barrel: Barrel) {
         .as_ref()
         .map(|_| Vec::with_capacity(ANSWER_CAPTURE));
     loop {
-        let shot = tokio::select! {
-            biased;
-            _ = shared.stop.cancelled() => return,
-            _ = shared.ended.cancelled() => return,
-            shot = shared.feed.recv() => shot.ok(),
+        // A closed feed: the plan ended, or the queue halted.
+        let Ok(shot) = shared.feed.recv().await else {
+            return;
         };
-        let Some(shot) = shot else { return };
+        if shared.halted() {
+            return;
+        }
         if shared
             .deadline
             .is_some_and(|deadline| Instant::now() >= deadline)
@@ -84,17 +107,15 @@ async fn instance(shared: Arc<Shared>, mut barrel: Barrel) {
             // The schedule is over: this shot and the rest are unsent.
             shared.unsent.fetch_add(1, Ordering::Relaxed);
             shared.count_rest.store(true, Ordering::Release);
-            shared.ended.cancel();
+            shared.halt();
             return;
         }
         if let Some(due) = shot.due {
-            tokio::select! {
-                biased;
-                _ = shared.stop.cancelled() => {
-                    shared.unsent.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                () = shared.gate.until(due) => {}
+            // Stopping the run releases the gate at once.
+            shared.gate.until(due).await;
+            if shared.halted() {
+                shared.unsent.fetch_add(1, Ordering::Relaxed);
+                return;
             }
         }
         let start = Instant::now();
