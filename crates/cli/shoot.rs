@@ -13,6 +13,7 @@ mod collector;
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeMap;
@@ -29,6 +30,9 @@ use artifacts::Artifacts;
 
 /// Samples buffered between the shooters and the results thread.
 const SAMPLE_QUEUE: usize = 1 << 18;
+/// The schedule starts this long after the clock is read, so that threads,
+/// instances and the first shots are ready when they are due.
+const START_LEAD: Duration = Duration::from_millis(50);
 /// File descriptors kept free beyond one per instance (logs, ammo, runtime).
 const SPARE_FILES: u64 = 64;
 
@@ -63,7 +67,7 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
     let instances_limit = engine.total_instances() as u64;
     let autostop = Autostop::new(&config.autostop.criteria, instances_limit)
         .map_err(|e| anyhow!("{}: [autostop] {e}", config.path.display()))?;
-    let clock = Clock::now();
+    let clock = Clock::starting_in(START_LEAD);
     let start_s = clock.start_unix_us / 1_000_000;
     let mut planned = BTreeMap::new();
     for queue in engine.queues() {

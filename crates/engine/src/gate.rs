@@ -30,6 +30,14 @@ struct Shared {
 }
 
 impl Shared {
+    /// µs since the start; `None` before it (the start may lie ahead, so the
+    /// run's threads are ready when the first shots are due).
+    fn now_us(&self) -> Option<u64> {
+        Instant::now()
+            .checked_duration_since(self.start)
+            .map(micros)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Waiting> {
         // A panic elsewhere cannot leave the map half-changed in a way that matters: keep going.
         self.waiting
@@ -112,7 +120,11 @@ impl Future for Until {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if micros(self.shared.start.elapsed()) >= self.due_us {
+        if self
+            .shared
+            .now_us()
+            .is_some_and(|now_us| now_us >= self.due_us)
+        {
             return Poll::Ready(());
         }
         let mut waiting = self.shared.lock();
@@ -135,6 +147,7 @@ impl Future for Until {
 }
 
 fn run(shared: &Shared) {
+    precise_timers();
     let mut waiting = shared.lock();
     loop {
         if waiting.closed {
@@ -144,7 +157,6 @@ fn run(shared: &Shared) {
             }
             return;
         }
-        let now_us = micros(shared.start.elapsed());
         let Some(&first) = waiting.by_due.keys().next() else {
             waiting = shared
                 .changed
@@ -152,15 +164,18 @@ fn run(shared: &Shared) {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             continue;
         };
-        if first > now_us {
+        let now = Instant::now();
+        let first_at = shared.start + Duration::from_micros(first);
+        if first_at > now {
             let (guard, _) = shared
                 .changed
-                .wait_timeout(waiting, Duration::from_micros(first - now_us))
+                .wait_timeout(waiting, first_at - now)
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             waiting = guard;
             continue;
         }
         // Everyone due by now goes at once.
+        let now_us = micros(now.saturating_duration_since(shared.start));
         let later = waiting.by_due.split_off(&(now_us + 1));
         let due = std::mem::replace(&mut waiting.by_due, later);
         drop(waiting);
@@ -168,6 +183,18 @@ fn run(shared: &Shared) {
             wakers.into_iter().for_each(Waker::wake);
         }
         waiting = shared.lock();
+    }
+}
+
+/// By default Linux lets a sleeping thread's timer fire up to 50 µs late
+/// (timer slack, to batch wake-ups); the gate's wake-ups are the shots' timing,
+/// so its thread asks for none.
+fn precise_timers() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes an integer and touches only this thread's
+    // timer slack; a failure leaves the default, which is still correct.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
 }
 
@@ -198,6 +225,14 @@ mod tests {
                 "released at {at:?}, due {due_ms} ms"
             );
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_start_ahead_holds_even_shots_due_at_zero() {
+        let start = Instant::now() + Duration::from_millis(40);
+        let (gate, _thread) = Gate::start(start).unwrap();
+        gate.until(Duration::ZERO).await;
+        assert!(Instant::now() >= start);
     }
 
     #[tokio::test]

@@ -79,6 +79,18 @@ impl Clock {
         }
     }
 
+    /// A start `lead` from now: the run's threads and instances get going
+    /// before the first shots are due, instead of making them late.
+    pub fn starting_in(lead: Duration) -> Self {
+        let now = Clock::now();
+        Clock {
+            start: now.start + lead,
+            start_unix_us: now
+                .start_unix_us
+                .saturating_add(u64::try_from(lead.as_micros()).unwrap_or(u64::MAX)),
+        }
+    }
+
     /// `at` as µs since the Unix epoch.
     pub fn unix_us(&self, at: Instant) -> u64 {
         let since =
