@@ -101,6 +101,18 @@ class Target:
         return total / CLK_TCK
 
 
+def steal_s():
+    """CPU time the hypervisor gave to other guests (all CPUs, /proc/stat), seconds.
+
+    On a shared VM this is the noise no process here controls: while it is stolen, no
+    thread runs, so shots go late and replies wait."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+        return int(fields[8]) / CLK_TCK if len(fields) > 8 else 0.0
+    except (OSError, ValueError):
+        return 0.0
+
+
 def children(pid):
     try:
         return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
@@ -351,7 +363,7 @@ def table(sc, results, tools, skipped, target_name):
            "rps min and median over runs, every other column the median.", ""]
     open_model = sc["model"] == "open"
     head = ["tool", "rps min", "rps median", "p50 ms", "p99 ms", "CPU s", "CPU µs/req",
-            "RSS MiB", "target CPU s", "errors"]
+            "RSS MiB", "target CPU s", "steal s", "errors"]
     if open_model:
         head += ["sent / scheduled", "lag p50 ms", "lag p99 ms"]
     if sc["key"] == "E":
@@ -365,11 +377,11 @@ def table(sc, results, tools, skipped, target_name):
         col = lambda k: [r[k] for r in runs if r.get(k) is not None]  # noqa: E731
         row = dict(rps_min=min(col("rps")), rps=median(col("rps")), p50=median(col("p50")),
                    p99=median(col("p99")), cpu=median(col("cpu")), rss=median(col("rss")),
-                   tcpu=median(col("target_cpu")), errors=sum(col("errors")),
+                   tcpu=median(col("target_cpu")), steal=median(col("steal")), errors=sum(col("errors")),
                    cpu_per_req=median([r["cpu"] / r["requests"] * 1e6 for r in runs if r["requests"]]))
         cells = [tool, fmt(row["rps_min"]), fmt(row["rps"]), fmt(row["p50"], 2), fmt(row["p99"], 2),
                  fmt(row["cpu"], 2), fmt(row["cpu_per_req"], 2), fmt(row["rss"]), fmt(row["tcpu"], 2),
-                 str(row["errors"])]
+                 fmt(row["steal"], 2), str(row["errors"])]
         if open_model:
             sent, sched = median(col("sent")), median(col("scheduled"))
             cells += [f"{fmt(sent)} / {fmt(sched)}" if sent is not None else "–",
@@ -417,13 +429,14 @@ def run_scenario(sc, args, tools, targets, work, all_runs):
     for i in range(args.runs):
         for tool in runnable:
             name = f"{sc['key']}-{tool}-{i + 1}"
-            cpu0 = target.cpu_s()
+            cpu0, steal0 = target.cpu_s(), steal_s()
             res = run_tool(tool, args, target, sc, work, name)
             res["target_cpu"] = target.cpu_s() - cpu0
+            res["steal"] = steal_s() - steal0
             res["idle_rss"] = idle.get(tool)
             log(f"   {name}: {res['rps']:,.0f} rps, {res['requests']:,} requests, p50 {fmt(res['p50'], 2)} ms, "
                 f"p99 {fmt(res['p99'], 2)} ms, CPU {res['cpu']:.1f} s, RSS {res['rss']:.0f} MiB, "
-                f"errors {res['errors']}")
+                f"errors {res['errors']}, steal {res['steal']:.2f} s")
             results[tool].append(res)
             all_runs.append(dict(scenario=sc["key"], tool=tool, run=i + 1, **res))
             # Let the kernel and the target settle: after E, the target still holds the

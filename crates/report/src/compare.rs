@@ -62,13 +62,8 @@ pub fn text(a: &Summary, b: &Summary) -> String {
     let _ = writeln!(out, "A: {}\nB: {}\n", a.meta.title, b.meta.title);
     let _ = writeln!(
         out,
-        "responses: A {}  B {}   rps: A {:.1}  B {:.1}   duration: A {} s  B {} s",
-        a.shots.responses,
-        b.shots.responses,
-        a.rps.actual,
-        b.rps.actual,
-        a.duration_s,
-        b.duration_s
+        "responses: A {}  B {}   rps: A {:.1}  B {:.1}   duration: A {:.1} s  B {:.1} s",
+        a.shots.responses, b.shots.responses, a.rps.actual, b.rps.actual, a.active_s, b.active_s
     );
     let _ = writeln!(
         out,

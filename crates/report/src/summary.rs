@@ -20,13 +20,17 @@ use crate::timeline::Timeline;
 pub struct Summary {
     /// What was run and where the data came from.
     pub meta: Meta,
-    /// Seconds from the first to the last second with data.
+    /// Seconds from the first to the last second with data (the timeline's length).
     pub duration_s: u64,
+    /// Seconds from the first shot's start to the last response's end: the rates are
+    /// over this, which whole seconds would overstate by up to two partial seconds.
+    #[serde(default)]
+    pub active_s: f64,
     /// First second, unix seconds (`None` for an empty run).
     pub start_unix_s: Option<u64>,
     /// Shot counts.
     pub shots: Shots,
-    /// Average rates over the duration.
+    /// Average rates over the active time.
     pub rps: Rps,
     /// Cumulative quantiles, one row per [`QUANTILES`] entry.
     pub quantiles: Vec<QuantileRow>,
@@ -188,11 +192,12 @@ impl Summary {
     ) -> Summary {
         let overall = &totals.overall;
         let duration_s = totals.duration_s();
+        let active_s = totals.active_s();
         let per_second = |n: u64| {
-            if duration_s == 0 {
-                0.0
+            if active_s > 0.0 {
+                n as f64 / active_s
             } else {
-                n as f64 / duration_s as f64
+                0.0
             }
         };
         let known = |n: u64| engine_counts.then_some(n);
@@ -200,6 +205,7 @@ impl Summary {
         Summary {
             meta,
             duration_s,
+            active_s,
             start_unix_s: totals.span.map(|(first, _)| first),
             shots: Shots {
                 planned: known(totals.planned),
@@ -270,8 +276,8 @@ impl Summary {
         let _ = writeln!(out, "{}", self.meta.title);
         let _ = write!(
             out,
-            "duration {} s, responses {}",
-            self.duration_s, self.shots.responses
+            "duration {:.1} s, responses {}",
+            self.active_s, self.shots.responses
         );
         if let (Some(planned), Some(sent), Some(unsent)) =
             (self.shots.planned, self.shots.sent, self.shots.unsent)
@@ -424,8 +430,10 @@ pub(crate) mod tests {
     fn summary_counts_codes_tags_and_quantiles() {
         let s = sample_summary();
         assert_eq!((s.duration_s, s.shots.responses), (2, 3));
+        // From the first start (100.000) to the last end (101.000 + 3.5 ms).
+        assert!((s.active_s - 1.0035).abs() < 1e-9, "{}", s.active_s);
         assert_eq!(s.shots.planned, None);
-        assert_eq!(s.rps.actual, 1.5);
+        assert!((s.rps.actual - 3.0 / 1.0035).abs() < 1e-9);
         assert_eq!(s.rps.max, 2);
         assert_eq!(s.proto_codes.get("503"), Some(&1));
         assert_eq!(s.net_codes.get("110"), Some(&1));

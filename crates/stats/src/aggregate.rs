@@ -79,6 +79,9 @@ pub struct SecondStats {
 pub struct TotalStats {
     /// First and last second with anything in them, unix seconds.
     pub span: Option<(u64, u64)>,
+    /// From the first shot's start to the last response's end, µs since the Unix epoch:
+    /// the time the run was active, which whole seconds overstate.
+    pub active_us: Option<(u64, u64)>,
     /// All responses.
     pub overall: GroupStats,
     /// Per tag.
@@ -102,6 +105,12 @@ impl TotalStats {
     /// Seconds from the first to the last second, inclusive (0 for an empty run).
     pub fn duration_s(&self) -> u64 {
         self.span.map_or(0, |(first, last)| last - first + 1)
+    }
+
+    /// Seconds from the first shot's start to the last response's end (0 for an empty run).
+    pub fn active_s(&self) -> f64 {
+        self.active_us
+            .map_or(0.0, |(first, last)| (last - first) as f64 / 1e6)
     }
 }
 
@@ -167,6 +176,7 @@ pub struct Aggregator {
     total_lag: Histogram<u64>,
     total_intended: Histogram<u64>,
     span: Option<(u64, u64)>,
+    active_us: Option<(u64, u64)>,
     planned: u64,
     sent: u64,
     max_instances: u64,
@@ -187,6 +197,7 @@ impl Aggregator {
             total_lag: new_histogram(),
             total_intended: new_histogram(),
             span: None,
+            active_us: None,
             planned: 0,
             sent: 0,
             max_instances: 0,
@@ -198,6 +209,7 @@ impl Aggregator {
     /// the intended start.
     pub fn add_sample(&mut self, sample: &Sample) {
         let second = sample.end_unix_us() / 1_000_000;
+        self.extend_active(sample.start_unix_us, sample.end_unix_us());
         let response = response(&sample.measured);
         let sent = sample.start_unix_us / 1_000_000;
         self.add(
@@ -212,6 +224,11 @@ impl Aggregator {
     /// Count one phout line (the `tank report` path; a phout has no lag).
     pub fn add_record(&mut self, record: &Record<'_>) {
         let response = response(&record.measured);
+        let start_us = record.send_ms.saturating_mul(1000);
+        self.extend_active(
+            start_us,
+            start_us.saturating_add(record.measured.interval_real_us),
+        );
         let sent = record.send_ms / 1000;
         self.add(
             record.receive_second(),
@@ -324,6 +341,7 @@ impl Aggregator {
         };
         TotalStats {
             span: self.span,
+            active_us: self.active_us,
             overall: self.total_overall.stats(),
             tagged: tag_stats(&self.total_tagged),
             planned: self.planned,
@@ -337,6 +355,13 @@ impl Aggregator {
 
     fn is_final(&self, second: u64) -> bool {
         self.final_below.is_some_and(|below| second < below)
+    }
+
+    fn extend_active(&mut self, start_us: u64, end_us: u64) {
+        self.active_us = Some(match self.active_us {
+            None => (start_us, end_us),
+            Some((first, last)) => (first.min(start_us), last.max(end_us)),
+        });
     }
 
     fn extend_span(&mut self, second: u64) {
@@ -487,6 +512,9 @@ mod tests {
         assert_eq!((totals.overall.len(), totals.late), (3, 1));
         assert_eq!(totals.overall.proto_codes.get(500), 1);
         assert_eq!(totals.span, Some((10, 12)));
+        // Active from the first start to the last end, whatever the arrival order.
+        assert_eq!(totals.active_us, Some((10_000_000, 12_001_000)));
+        assert!((totals.active_s() - 2.001).abs() < 1e-9);
     }
 
     #[test]
