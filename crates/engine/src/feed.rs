@@ -71,27 +71,31 @@ impl Timing {
 
 /// Send `shot`, waiting while the channel is full. It sleeps instead of
 /// blocking on the channel: a blocked sender would make every receive wake it
-/// (a futex call per shot); a short sleep refills thousands at once. The sleep
-/// doubles while the channel stays full (a slow schedule needs few refills),
-/// up to a pause in which even 400k shots/s would not empty it. `false` when
-/// the instances are gone.
-fn hand_over(tx: &async_channel::Sender<Shot>, shot: Shot) -> bool {
+/// (a futex call per shot); a sleep refills thousands at once. `pause` adapts
+/// to the pace of the instances: it doubles while they leave the channel over
+/// half full after a sleep (a slow schedule needs few refills), up to a pause
+/// in which even 400k shots/s would not empty it, and halves when they drain
+/// it faster. `false` when the instances are gone.
+fn hand_over(tx: &async_channel::Sender<Shot>, shot: Shot, pause: &mut Duration) -> bool {
     let mut shot = shot;
-    let mut pause = REFILL_PAUSE;
     loop {
         match tx.try_send(shot) {
             Ok(()) => return true,
             Err(async_channel::TrySendError::Closed(_)) => return false,
             Err(async_channel::TrySendError::Full(back)) => {
                 shot = back;
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(MAX_REFILL_PAUSE);
+                std::thread::sleep(*pause);
+                *pause = if tx.len() > AHEAD / 2 {
+                    (*pause * 2).min(MAX_REFILL_PAUSE)
+                } else {
+                    (*pause / 2).max(REFILL_PAUSE)
+                };
             }
         }
     }
 }
 
-/// The feeder's first pause when the instances have all the shots they can hold.
+/// The feeder's shortest pause when the instances have all the shots they can hold.
 const REFILL_PAUSE: Duration = Duration::from_micros(500);
 /// Its longest: `AHEAD` shots last this long at 400k shots/s.
 const MAX_REFILL_PAUSE: Duration = Duration::from_millis(8);
@@ -115,6 +119,7 @@ pub fn spawn(
             let mut tags: HashMap<Vec<u8>, Tag> = HashMap::new();
             let mut report = FeedReport::default();
             let mut timing = Timing::of(&plan);
+            let mut pause = REFILL_PAUSE;
             while let Some(shot) = plan.next_shot()? {
                 report.planned += 1;
                 let tag = match tags.get(shot.marker) {
@@ -133,7 +138,7 @@ pub fn spawn(
                     tag,
                     request: shot.missile.into(),
                 };
-                if !hand_over(&tx, owned) {
+                if !hand_over(&tx, owned, &mut pause) {
                     // The instances stopped: count the rest if asked, else stop here.
                     if !count_rest.load(std::sync::atomic::Ordering::Acquire) {
                         return Ok(report);
