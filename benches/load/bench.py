@@ -320,7 +320,6 @@ def run_vegeta(target, sc, work, name):
 def scenarios(quick, hard_nofile):
     s = 4 if quick else 15
     many = min(20000, hard_nofile - 100)
-    ramp = 2 if quick else 5
     e_s = 6 if quick else 15
     return [
         dict(key="A", title=f"closed model, max throughput: 64 keep-alive connections, {s} s, GET /small",
@@ -338,9 +337,9 @@ def scenarios(quick, hard_nofile):
         dict(key="D80", title="open model: const at 80% of wrk's median rate in A", target="nginx",
              model="open", connections=256, seconds=s, rate=None, tank_schedule=None),
         dict(key="E", title=f"many connections: {many} to a target that answers in 1 s "
-                            f"(tank: line(1, {many}, {ramp}s) const({many}, {e_s - ramp}s)), {e_s} s",
+                            f"(tank: const({many}, {e_s}s), all at once as the peers open them), {e_s} s",
              target="slow", model="closed", connections=many, seconds=e_s,
-             tank_schedule=f"line(1, {many}, {ramp}s) const({many}, {e_s - ramp}s)"),
+             tank_schedule=f"const({many}, {e_s}s)"),
     ]
 
 
