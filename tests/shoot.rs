@@ -171,6 +171,31 @@ fn closed_model_shots_after_the_start_times_have_no_lag() {
 }
 
 #[test]
+fn the_summary_rate_is_over_the_active_time_not_whole_seconds() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    // 2 s of shots almost always straddle three unix seconds: whole seconds would say ~67 rps.
+    let out = shoot(
+        dir.path(),
+        &config(server.addr(), "rps_schedule = const(100,2s)\nuris = /"),
+        LIMIT,
+    );
+    assert_ran(&out);
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(artifacts(dir.path()).join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    let active = summary["active_s"].as_f64().unwrap();
+    let (actual, planned) = (
+        summary["rps"]["actual"].as_f64().unwrap(),
+        summary["rps"]["planned"].as_f64().unwrap(),
+    );
+    assert!((1.98..2.5).contains(&active), "active {active} s");
+    assert!((80.0..=101.0).contains(&actual), "actual {actual} rps");
+    assert!((80.0..=101.0).contains(&planned), "planned {planned} rps");
+}
+
+#[test]
 fn closed_model_reads_the_ammo_once_per_loop() {
     let server = Server::start(Behaviour::KeepAlive);
     let dir = tempfile::tempdir().unwrap();
