@@ -14,7 +14,8 @@ Scenarios (durations in full mode; --quick shortens them):
   B  open model: const(10000, 15s), up to 256 connections
   C  open model: line(1, 20000, 20s) (tank only: no peer here has a ramp)
   D  open model: const(30000, 15s), and const at 80% of wrk's median in A
-  E  many connections to a target that answers in 1 s (tank origin)
+  E  many connections to a target that answers in 1 s (tank origin): 20,000 on one port,
+     and 50,000 over 3 ports (tank only; both capped by the open-files limit)
   F  tank plan --stpd vs yandex-tank's stepper, and tank report over a large phout
 
 Every process this starts is stopped on exit (normal, error, Ctrl-C or SIGTERM).
@@ -37,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
 PEERS = ["wrk", "oha", "vegeta", "pandora"]
+SLOW_PORTS = 3  # E50k: 50,000 connections need more than one target port
 
 started = []  # every long-lived process this runner started: stopped by cleanup()
 
@@ -212,9 +214,22 @@ def tank_ini(target, sc, art):
     if sc["model"] == "closed":
         # Instances fire back to back through the ammo; with uris, ammo_limit is
         # len(uris) x loop, so loop is huge and the autostop `limit` ends the run.
-        lines += [f"instances_schedule = {sc['tank_schedule']}", "loop = 100000000",
-                  f"instances = {sc['connections']}",
-                  "[autostop]", f"autostop = limit({sc['seconds']}s)"]
+        addrs = getattr(target, "addrs", None) if sc["connections"] > 1 else None
+        if addrs:
+            # One queue per target port (a port takes ~28k connections from one source
+            # address): [phantom] and [phantom-N] share the ammo, each has its share.
+            shares = [sc["connections"] // len(addrs) + (i < sc["connections"] % len(addrs))
+                      for i in range(len(addrs))]
+            lines += [f"instances_schedule = const({shares[0]}, {sc['seconds']}s)",
+                      "loop = 100000000", f"instances = {shares[0]}"]
+            for i, (addr, share) in enumerate(zip(addrs[1:], shares[1:]), 1):
+                lines += [f"[phantom-{i}]", f"address = {addr}",
+                          f"instances_schedule = const({share}, {sc['seconds']}s)",
+                          f"instances = {share}"]
+        else:
+            lines += [f"instances_schedule = {sc['tank_schedule']}", "loop = 100000000",
+                      f"instances = {sc['connections']}"]
+        lines += ["[autostop]", f"autostop = limit({sc['seconds']}s)"]
     else:
         lines += [f"rps_schedule = {sc['tank_schedule']}", f"instances = {sc['connections']}"]
     return "\n".join(lines) + "\n"
@@ -320,6 +335,7 @@ def run_vegeta(target, sc, work, name):
 def scenarios(quick, hard_nofile):
     s = 4 if quick else 15
     many = min(20000, hard_nofile - 100)
+    most = min(50000, hard_nofile - 100)
     e_s = 6 if quick else 15
     return [
         dict(key="A", title=f"closed model, max throughput: 64 keep-alive connections, {s} s, GET /small",
@@ -340,6 +356,11 @@ def scenarios(quick, hard_nofile):
                             f"(tank: const({many}, {e_s}s), all at once as the peers open them), {e_s} s",
              target="slow", model="closed", connections=many, seconds=e_s,
              tank_schedule=f"const({many}, {e_s}s)"),
+        dict(key="E50k", title=f"many connections over {SLOW_PORTS} target ports: {most} "
+                               f"(50,000 where the open-files limit allows) to targets that answer "
+                               f"in 1 s, {e_s} s (tank: one queue per port)",
+             target="slow_ports", model="closed", connections=most, seconds=e_s,
+             tank_schedule=f"const({most}, {e_s}s)"),
     ]
 
 
@@ -365,7 +386,7 @@ def table(sc, results, tools, skipped, target_name):
             "RSS MiB", "target CPU s", "steal s", "errors"]
     if open_model:
         head += ["sent / scheduled", "lag p50 ms", "lag p99 ms"]
-    if sc["key"] == "E":
+    if sc["key"].startswith("E"):
         head += ["KiB per connection"]
     out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     summary = {}
@@ -385,7 +406,7 @@ def table(sc, results, tools, skipped, target_name):
             sent, sched = median(col("sent")), median(col("scheduled"))
             cells += [f"{fmt(sent)} / {fmt(sched)}" if sent is not None else "–",
                       fmt(median(col("lag50")), 3), fmt(median(col("lag99")), 2)]
-        if sc["key"] == "E":
+        if sc["key"].startswith("E"):
             base = runs[0].get("idle_rss")
             cells.append(fmt((row["rss"] - base) * 1024 / sc["connections"], 1) if base else "–")
         out.append("| " + " | ".join(cells) + " |")
@@ -413,6 +434,8 @@ def run_scenario(sc, args, tools, targets, work, all_runs):
             skipped.append((tool, "found, but this benchmark does not drive pandora yet"))
         elif sc["key"] == "C" and tool != "tank":
             skipped.append((tool, "no rate ramp (line) in its command line"))
+        elif sc["key"] == "E50k" and tool != "tank":
+            skipped.append((tool, "one target URL per process: it would take a process per port"))
         elif sc["model"] == "open" and tool == "wrk":
             skipped.append((tool, "no rate control (open model): wrk2 would be the peer"))
         else:
@@ -420,7 +443,7 @@ def run_scenario(sc, args, tools, targets, work, all_runs):
     log(f"== {sc['key']}: {sc['title']} ({', '.join(runnable)})")
     results = {t: [] for t in runnable}
     idle = {}
-    if sc["key"] == "E":  # each tool's RSS with one connection: the base of KiB per connection
+    if sc["key"].startswith("E"):  # each tool's RSS with one connection: the base of KiB per connection
         one = dict(sc, connections=1, seconds=2,
                    tank_schedule="const(1, 2s)")
         for tool in runnable:
@@ -440,7 +463,7 @@ def run_scenario(sc, args, tools, targets, work, all_runs):
             all_runs.append(dict(scenario=sc["key"], tool=tool, run=i + 1, **res))
             # Let the kernel and the target settle: after E, the target still holds the
             # last run's connections and requests in flight for a few seconds.
-            time.sleep(5 if sc["key"] == "E" else 1)
+            time.sleep(5 if sc["key"].startswith("E") else 1)
     return table(sc, results, runnable, skipped, target.name)
 
 
@@ -527,8 +550,12 @@ def main():
     try:
         targets = {"nginx": start_nginx(work)}
         if "E" in only:
-            targets["slow"] = start_origin(args.tank, work, "slow", {
-                "random_content": "100b", "stages": [{"at": 0, "status": 200, "latency": "1s"}]})
+            slow = {"random_content": "100b", "stages": [{"at": 0, "status": 200, "latency": "1s"}]}
+            ports = [start_origin(args.tank, work, f"slow{i}", slow) for i in range(SLOW_PORTS)]
+            targets["slow"] = ports[0]
+            targets["slow_ports"] = Target(f"{SLOW_PORTS} × tank origin (slow)", ports[0].addr,
+                                           lambda: [pid for t in ports for pid in t.pids()])
+            targets["slow_ports"].addrs = [t.addr for t in ports]
         wrk_a, summary_a = None, {}
         for sc in scenarios(args.quick, hard):
             if sc["key"][0] not in only:
