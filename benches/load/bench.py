@@ -39,6 +39,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
 PEERS = ["wrk", "oha", "vegeta", "pandora"]
 SLOW_PORTS = 3  # E50k: 50,000 connections need more than one target port
+IDLE_RSS = {}  # tool -> peak RSS MiB of a one-connection run, measured once for E and E50k
 
 started = []  # every long-lived process this runner started: stopped by cleanup()
 
@@ -336,7 +337,7 @@ def scenarios(quick, hard_nofile):
     s = 4 if quick else 15
     many = min(20000, hard_nofile - 100)
     most = min(50000, hard_nofile - 100)
-    e_s = 6 if quick else 15
+    e_s = 5 if quick else 15
     return [
         dict(key="A", title=f"closed model, max throughput: 64 keep-alive connections, {s} s, GET /small",
              target="nginx", model="closed", connections=64, seconds=s,
@@ -442,12 +443,13 @@ def run_scenario(sc, args, tools, targets, work, all_runs):
             runnable.append(tool)
     log(f"== {sc['key']}: {sc['title']} ({', '.join(runnable)})")
     results = {t: [] for t in runnable}
-    idle = {}
+    idle = IDLE_RSS
     if sc["key"].startswith("E"):  # each tool's RSS with one connection: the base of KiB per connection
         one = dict(sc, connections=1, seconds=2,
                    tank_schedule="const(1, 2s)")
         for tool in runnable:
-            idle[tool] = run_tool(tool, args, target, one, work, f"E-idle-{tool}")["rss"]
+            if tool not in idle:
+                idle[tool] = run_tool(tool, args, target, one, work, f"E-idle-{tool}")["rss"]
     for i in range(args.runs):
         for tool in runnable:
             name = f"{sc['key']}-{tool}-{i + 1}"
@@ -463,7 +465,7 @@ def run_scenario(sc, args, tools, targets, work, all_runs):
             all_runs.append(dict(scenario=sc["key"], tool=tool, run=i + 1, **res))
             # Let the kernel and the target settle: after E, the target still holds the
             # last run's connections and requests in flight for a few seconds.
-            time.sleep(5 if sc["key"].startswith("E") else 1)
+            time.sleep((5 if sc["key"].startswith("E") else 1) * (0.4 if args.quick else 1))
     return table(sc, results, runnable, skipped, target.name)
 
 
