@@ -142,17 +142,14 @@ impl ResponseReader {
     fn feed_head(&mut self, data: &[u8]) -> Result<(usize, bool), ReplyError> {
         if self.head.is_empty() {
             // The usual case: the whole head came in one read; parse it in place.
-            if let Some(end) = find_head_end(data) {
+            if let Some(end) = scan_head(data, &self.limits)? {
                 self.parse_head(&data[..end])?;
                 return Ok((end, true));
             }
         }
         let start = self.head.len();
         self.head.extend_from_slice(data);
-        // Look for the end of the head from a little before the new bytes.
-        let search_from = start.saturating_sub(3);
-        let Some(end) = find_head_end(&self.head[search_from..]).map(|e| e + search_from) else {
-            check_partial_head(&self.head, &self.limits)?;
+        let Some(end) = scan_head(&self.head, &self.limits)? else {
             return Ok((data.len(), false));
         };
         let head = std::mem::take(&mut self.head);
@@ -163,8 +160,8 @@ impl ResponseReader {
         Ok((end - start, true))
     }
 
+    /// Parse a whole head that [`scan_head`] found and checked.
     fn parse_head(&mut self, head: &[u8]) -> Result<(), ReplyError> {
-        check_partial_head(head, &self.limits)?;
         // Uninitialised slots: filling `field_num` (128 by default) empty headers
         // per reply would cost more than parsing it.
         let mut inline = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; INLINE_HEADERS];
@@ -351,39 +348,53 @@ impl ResponseReader {
 /// Header slots kept on the stack; a larger `phantom_http_field_num` spills to the heap.
 const INLINE_HEADERS: usize = 128;
 
-/// Fail early on a head that already breaks a limit.
-fn check_partial_head(head: &[u8], limits: &Limits) -> Result<(), ReplyError> {
-    // Line lengths without their LF, as splitting at each LF gives them.
-    let mut line_start = 0;
-    let mut lines = 0;
-    for end in memchr::memchr_iter(b'\n', head).chain(std::iter::once(head.len())) {
-        let (limit, what) = if lines == 0 {
+/// One pass over the lines of a head, whole or partial: the end of the head (just
+/// past the first CRLF CRLF, or the bare LF LF that httparse also accepts), and
+/// phantom's limits checked on the way, so a head that breaks one fails early.
+/// Lines are counted without their LF; the status line is held to `line`, the
+/// others to `field`, and the LFs seen (the lines after the status line) to
+/// `field_num` + 1.
+fn scan_head(head: &[u8], limits: &Limits) -> Result<Option<usize>, ReplyError> {
+    let check = |index: usize, len: usize| {
+        let (limit, what) = if index == 0 {
             (limits.line, "phantom_http_line")
         } else {
             (limits.field, "phantom_http_field")
         };
-        if end - line_start > limit {
-            return Err(ReplyError::TooLarge(what));
+        if len > limit {
+            Err(ReplyError::TooLarge(what))
+        } else {
+            Ok(())
         }
-        line_start = end + 1;
-        lines += 1;
+    };
+    let count = |lfs: usize| {
+        if lfs > limits.field_num + 1 {
+            Err(ReplyError::TooLarge("phantom_http_field_num"))
+        } else {
+            Ok(())
+        }
+    };
+    let mut line_start = 0;
+    let mut lfs = 0;
+    for at in memchr::memchr_iter(b'\n', head) {
+        check(lfs, at - line_start)?;
+        // A blank line after an LF, or a lone CR after a CRLF, ends the head.
+        let blank = lfs > 0
+            && (at == line_start
+                || (at == line_start + 1
+                    && head[line_start] == b'\r'
+                    && line_start >= 2
+                    && head[line_start - 2] == b'\r'));
+        lfs += 1;
+        if blank {
+            count(lfs)?;
+            return Ok(Some(at + 1));
+        }
+        line_start = at + 1;
     }
-    // Lines after the status line.
-    let count = lines - 1;
-    if count > limits.field_num + 1 {
-        return Err(ReplyError::TooLarge("phantom_http_field_num"));
-    }
-    Ok(())
-}
-
-/// The end of the head: just past the first CRLF CRLF, or the bare LF LF that
-/// httparse also accepts, whichever ends first.
-fn find_head_end(bytes: &[u8]) -> Option<usize> {
-    // Both end on a LF whose predecessor line is empty: look only at the LFs.
-    memchr::memchr_iter(b'\n', bytes).find_map(|at| {
-        let before = &bytes[..at];
-        (before.ends_with(b"\n") || before.ends_with(b"\r\n\r")).then_some(at + 1)
-    })
+    check(lfs, head.len() - line_start)?;
+    count(lfs)?;
+    Ok(None)
 }
 
 fn chunk_size(line: &[u8]) -> Result<u64, ReplyError> {
@@ -551,16 +562,33 @@ mod tests {
         }
 
         #[test]
-        fn head_end_is_the_first_crlf_crlf_or_lf_lf(
-            bytes in proptest::collection::vec(prop_oneof![Just(b'\r'), Just(b'\n'), Just(b'a')], 0..40)
+        fn head_scan_matches_finding_the_end_then_checking_each_line(
+            bytes in proptest::collection::vec(prop_oneof![Just(b'\r'), Just(b'\n'), Just(b'a')], 0..40),
+            line in 1usize..8,
+            field in 1usize..8,
+            field_num in 0usize..6,
         ) {
+            // The end: the first CRLF CRLF or LF LF, whichever ends first.
             let crlf = bytes.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4);
             let lf = bytes.windows(2).position(|w| w == b"\n\n").map(|p| p + 2);
-            let first = match (crlf, lf) {
+            let end = match (crlf, lf) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            prop_assert_eq!(find_head_end(&bytes), first);
+            // The limits, line by line, over the head (or all of it while partial).
+            let head = end.map_or(&bytes[..], |end| &bytes[..end]);
+            let lines: Vec<&[u8]> = head.split(|b| *b == b'\n').collect();
+            let expected = if lines[0].len() > line {
+                Err(ReplyError::TooLarge("phantom_http_line"))
+            } else if lines[1..].iter().any(|l| l.len() > field) {
+                Err(ReplyError::TooLarge("phantom_http_field"))
+            } else if lines.len() - 1 > field_num + 1 {
+                Err(ReplyError::TooLarge("phantom_http_field_num"))
+            } else {
+                Ok(end)
+            };
+            let limits = Limits { line, field, field_num, ..Limits::default() };
+            prop_assert_eq!(scan_head(&bytes, &limits), expected);
         }
 
         #[test]
