@@ -195,6 +195,10 @@ impl ResponseReader {
         let mut length: Option<u64> = None;
         for header in response.headers.iter() {
             let name = header.name;
+            // Most headers are none of the three: their length rules them out.
+            if !matches!(name.len(), 10 | 14 | 17) {
+                continue;
+            }
             if name.eq_ignore_ascii_case("connection") {
                 for token in header.value.split(|b| *b == b',') {
                     let token = token.trim_ascii();
@@ -209,9 +213,7 @@ impl ResponseReader {
                     .unwrap_or_default();
                 chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
             } else if name.eq_ignore_ascii_case("content-length") {
-                let value = std::str::from_utf8(header.value)
-                    .ok()
-                    .and_then(|v| v.trim().parse::<u64>().ok())
+                let value = content_length(header.value)
                     .ok_or_else(|| ReplyError::Head("bad Content-Length".into()))?;
                 if length.is_some_and(|l| l != value) {
                     return Err(ReplyError::Head(
@@ -343,6 +345,16 @@ impl ResponseReader {
             }
         }
     }
+}
+
+/// A Content-Length value: plain digits the quick way, anything else as Rust
+/// parses a trimmed `u64` (which also takes a leading `+`).
+fn content_length(value: &[u8]) -> Option<u64> {
+    let digits = value.trim_ascii();
+    if !digits.is_empty() && digits.len() <= 19 && digits.iter().all(u8::is_ascii_digit) {
+        return Some(digits.iter().fold(0, |n, d| n * 10 + u64::from(d - b'0')));
+    }
+    std::str::from_utf8(value).ok()?.trim().parse().ok()
 }
 
 /// Header slots kept on the stack; a larger `phantom_http_field_num` spills to the heap.
@@ -589,6 +601,14 @@ mod tests {
             };
             let limits = Limits { line, field, field_num, ..Limits::default() };
             prop_assert_eq!(scan_head(&bytes, &limits), expected);
+        }
+
+        #[test]
+        fn content_length_reads_as_a_trimmed_u64_parse(value in "[ 0-9+a\\t]{0,24}") {
+            prop_assert_eq!(
+                content_length(value.as_bytes()),
+                value.trim().parse::<u64>().ok()
+            );
         }
 
         #[test]
