@@ -21,48 +21,19 @@ command -v valgrind > /dev/null || { echo "valgrind not found (Debian: apt-get i
 cargo build --release --quiet --bin tank
 tank=$PWD/target/release/tank
 work=$(mktemp -d)
-target_pid=''
-cleanup() { [ -n "$target_pid" ] && kill "$target_pid" 2>/dev/null; rm -rf "$work"; }
+origin_pid=''
+cleanup() { [ -n "$origin_pid" ] && kill "$origin_pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-nginx=$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
+. benches/targets.sh
 if [ -n "$nginx" ]; then
-    port=$(free_port)
-    cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $work/nginx.pid;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    keepalive_requests 100000000;
-    server {
-        listen 127.0.0.1:$port;
-        location /small { return 200 "0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"; }
-    }
-}
-CONF
-    "$nginx" -p "$work" -c "$work/nginx.conf" -e "$work/nginx-error.log" &
-    target_pid=$!
-    addr=127.0.0.1:$port
     what="nginx (1 worker)"
+    start_nginx
 else
-    echo '{"random_content": "100b", "stages": [{"at": 0, "status": 200, "latency": 0}]}' > "$work/recipe.json"
-    "$tank" origin --listen 127.0.0.1:0 --recipe "$work/recipe.json" > "$work/origin.out" 2>&1 &
-    target_pid=$!
-    addr=''
-    for _ in $(seq 100); do
-        addr=$(grep -oE '127\.0\.0\.1:[0-9]+' "$work/origin.out" | head -1 || true)
-        [ -n "$addr" ] && break
-        sleep 0.1
-    done
     what="tank origin"
+    start_origin '{"random_content": "100b", "stages": [{"at": 0, "status": 200, "latency": 0}]}'
 fi
-for _ in $(seq 50); do
-    (exec 3<>"/dev/tcp/${addr%:*}/${addr#*:}") 2>/dev/null && break
-    sleep 0.1
-done
+addr=$origin_addr
 
 # Instructions of one run firing $1 shots (with uris, the shots are len(uris) x loop).
 instructions() {

@@ -1,0 +1,47 @@
+# Local targets for the benchmark scripts, sourced by them (bash). Each function
+# starts one target on 127.0.0.1 and sets `origin_addr` (host:port) and `origin_pid`;
+# `stop_origin` stops it. The caller sets `work` (a temp dir) and `tank` (the binary),
+# and kills `$origin_pid` on exit. `nginx` is the nginx binary, empty when not installed.
+
+nginx=$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
+
+# `tank origin` with the recipe given as JSON.
+start_origin() { # recipe-json -> sets origin_addr, origin_pid
+    echo "$1" > "$work/recipe.json"
+    "$tank" origin --listen 127.0.0.1:0 --recipe "$work/recipe.json" > "$work/origin.out" 2>&1 &
+    origin_pid=$!
+    for _ in $(seq 100); do
+        origin_addr=$(grep -oE '127\.0\.0\.1:[0-9]+' "$work/origin.out" | head -1 || true)
+        [ -n "$origin_addr" ] && return 0
+        sleep 0.1
+    done
+    echo "the origin simulator did not start:"; cat "$work/origin.out"; exit 1
+}
+stop_origin() { kill "$origin_pid" 2>/dev/null || true; wait "$origin_pid" 2>/dev/null || true; origin_pid=''; }
+
+# nginx, one worker, keep-alive, access log off, a 100-byte /small.
+start_nginx() { # -> sets origin_addr, origin_pid
+    local port; port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    cat > "$work/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $work/nginx.pid;
+events { worker_connections 8192; }
+http {
+    access_log off;
+    keepalive_requests 100000000;
+    server {
+        listen 127.0.0.1:$port;
+        location /small { return 200 "0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"; }
+    }
+}
+CONF
+    "$nginx" -p "$work" -c "$work/nginx.conf" -e "$work/nginx-error.log" &
+    origin_pid=$!
+    origin_addr=127.0.0.1:$port
+    for _ in $(seq 50); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "nginx did not start:"; cat "$work/nginx-error.log"; exit 1
+}
