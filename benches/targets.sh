@@ -1,7 +1,11 @@
-# Local targets for the benchmark scripts, sourced by them (bash). Each function
-# starts one target on 127.0.0.1 and sets `origin_addr` (host:port) and `origin_pid`;
-# `stop_origin` stops it. The caller sets `work` (a temp dir) and `tank` (the binary),
-# and kills `$origin_pid` on exit. `nginx` is the nginx binary, empty when not installed.
+# Local targets for the benchmark scripts, sourced by them (bash). Each start_*
+# function starts one target on 127.0.0.1 and sets `origin_addr` (host:port) and
+# `origin_pid`; `stop_origin` stops it. The caller sets `work` (a temp dir) and `tank`
+# (the binary); sourcing this arranges for the target to be stopped and `work` removed
+# on exit. `nginx` is the nginx binary, empty when not installed.
+
+origin_pid=''
+trap 'stop_origin; rm -rf "$work"' EXIT
 
 nginx=$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
 
@@ -44,4 +48,16 @@ CONF
         sleep 0.1
     done
     echo "nginx did not start:"; cat "$work/nginx-error.log"; exit 1
+}
+
+# The fast target: nginx when installed, else `tank origin` answering at once.
+# Sets `target_name` too.
+start_fast_target() {
+    if [ -n "$nginx" ]; then
+        target_name="nginx (1 worker)"
+        start_nginx
+    else
+        target_name="tank origin (nginx not installed)"
+        start_origin '{"random_content": "100b", "stages": [{"at": 0, "status": 200, "latency": 0}]}'
+    fi
 }

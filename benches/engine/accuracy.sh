@@ -20,19 +20,10 @@ seconds=30
 cargo build --release --quiet
 tank=$PWD/target/release/tank
 work=$(mktemp -d)
-origin_pid=''
-cleanup() { [ -n "$origin_pid" ] && kill "$origin_pid" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-
 . benches/targets.sh
 
-if [ -n "$nginx" ]; then
-    target="nginx (1 worker)"
-    start_nginx
-else
-    target="tank origin (nginx not installed)"
-    start_origin '{"random_content": "100b", "stages": [{"at": 0, "status": 200, "latency": 0}]}'
-fi
+start_fast_target
+target=$target_name
 echo "## Rate accuracy: const(R, ${seconds}s), keep-alive, 100-byte replies from $target"
 echo
 # CPU time the hypervisor gave to other guests during a run (all CPUs): on a shared VM,

@@ -21,18 +21,8 @@ command -v valgrind > /dev/null || { echo "valgrind not found (Debian: apt-get i
 cargo build --release --quiet --bin tank
 tank=$PWD/target/release/tank
 work=$(mktemp -d)
-origin_pid=''
-cleanup() { [ -n "$origin_pid" ] && kill "$origin_pid" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-
 . benches/targets.sh
-if [ -n "$nginx" ]; then
-    what="nginx (1 worker)"
-    start_nginx
-else
-    what="tank origin"
-    start_origin '{"random_content": "100b", "stages": [{"at": 0, "status": 200, "latency": 0}]}'
-fi
+start_fast_target
 addr=$origin_addr
 
 # Instructions of one run firing $1 shots (with uris, the shots are len(uris) x loop).
@@ -56,7 +46,7 @@ INI
 }
 small=$(instructions "$base")
 large=$(instructions $((base + requests)))
-echo "## Instructions per request (callgrind), closed model, 8 instances, keep-alive, $what"
+echo "## Instructions per request (callgrind), closed model, 8 instances, keep-alive, $target_name"
 echo
 echo "| shots | instructions | per request, marginal |"
 echo "|---|---|---|"
