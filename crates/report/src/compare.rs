@@ -63,7 +63,12 @@ pub fn text(a: &Summary, b: &Summary) -> String {
     let _ = writeln!(
         out,
         "responses: A {}  B {}   rps: A {:.1}  B {:.1}   duration: A {:.1} s  B {:.1} s",
-        a.shots.responses, b.shots.responses, a.rps.actual, b.rps.actual, a.active_s, b.active_s
+        a.shots.responses,
+        b.shots.responses,
+        a.rps.actual,
+        b.rps.actual,
+        a.active_or_whole_s(),
+        b.active_or_whole_s()
     );
     let _ = writeln!(
         out,

@@ -270,6 +270,16 @@ impl Summary {
         serde_json::from_str(text)
     }
 
+    /// How long the run was active, seconds: `active_s`, or the whole seconds for a
+    /// summary written before tank recorded the active time.
+    pub fn active_or_whole_s(&self) -> f64 {
+        if self.active_s > 0.0 {
+            self.active_s
+        } else {
+            self.duration_s as f64
+        }
+    }
+
     /// The summary for people, printed at the end of a run and written as `summary.txt`.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
@@ -277,7 +287,8 @@ impl Summary {
         let _ = write!(
             out,
             "duration {:.1} s, responses {}",
-            self.active_s, self.shots.responses
+            self.active_or_whole_s(),
+            self.shots.responses
         );
         if let (Some(planned), Some(sent), Some(unsent)) =
             (self.shots.planned, self.shots.sent, self.shots.unsent)
@@ -456,5 +467,20 @@ pub(crate) mod tests {
         assert!(text.contains("503 Service Unavailable"), "{text}");
         assert!(text.contains("110 timed out"), "{text}");
         assert!(text.contains("search"), "{text}");
+    }
+
+    #[test]
+    fn a_summary_from_before_the_active_time_reads_with_whole_seconds() {
+        let s = sample_summary();
+        let mut json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+        json.as_object_mut().unwrap().remove("active_s");
+        let old = Summary::from_json(&json.to_string()).unwrap();
+        assert_eq!((old.active_s, old.active_or_whole_s()), (0.0, 2.0));
+        assert!(
+            old.to_text().contains("duration 2.0 s"),
+            "{}",
+            old.to_text()
+        );
+        assert!((s.active_or_whole_s() - 1.0035).abs() < 1e-9);
     }
 }
