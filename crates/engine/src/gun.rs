@@ -197,7 +197,13 @@ impl Barrel {
         let mut written = 0;
         while written < request.len() {
             let step = match conn {
-                Conn::Tcp(stream) => timeout_at(deadline, stream.write(&request[written..])).await,
+                // A kept socket takes a request at once: try that before arming a timer.
+                Conn::Tcp(stream) => match stream.try_write(&request[written..]) {
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        timeout_at(deadline, stream.write(&request[written..])).await
+                    }
+                    done => Ok(done),
+                },
                 Conn::Tls(stream) => timeout_at(deadline, stream.write(&request[written..])).await,
             };
             match step {
