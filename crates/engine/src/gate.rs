@@ -38,6 +38,11 @@ impl Shared {
             .map(micros)
     }
 
+    fn release_all(&self) {
+        self.lock().closed = true;
+        self.changed.notify_one();
+    }
+
     fn lock(&self) -> MutexGuard<'_, Waiting> {
         // A panic elsewhere cannot leave the map half-changed in a way that matters: keep going.
         self.waiting
@@ -85,8 +90,7 @@ impl Gate {
 
     /// Release every waiter now and from now on (the run is stopping).
     pub fn release_all(&self) {
-        self.shared.lock().closed = true;
-        self.shared.changed.notify_one();
+        self.shared.release_all();
     }
 
     /// Resolves when `due` (from the start) has come, or the gate is released.
@@ -100,10 +104,7 @@ impl Gate {
 
 impl Drop for GateThread {
     fn drop(&mut self) {
-        Gate {
-            shared: Arc::clone(&self.shared),
-        }
-        .release_all();
+        self.shared.release_all();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }

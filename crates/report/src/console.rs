@@ -136,24 +136,14 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
     );
     // Codes of the last second.
     let all = s.overall.len().max(1) as f64;
-    let _ = writeln!(out, "\nHTTP codes (last second):");
-    for (code, n) in s.overall.proto_codes.iter() {
-        let _ = writeln!(
-            out,
-            "  {n:>8} {:>6.2}%  {code} {}",
-            n as f64 * 100.0 / all,
-            http_reason(code)
-        );
-    }
-    let _ = writeln!(out, "net codes (last second):");
-    for (code, n) in s.overall.net_codes.iter() {
-        let _ = writeln!(
-            out,
-            "  {n:>8} {:>6.2}%  {code} {}",
-            n as f64 * 100.0 / all,
-            net_reason(code)
-        );
-    }
+    code_lines(
+        &mut out,
+        "\nHTTP codes",
+        &s.overall.proto_codes,
+        all,
+        http_reason,
+    );
+    code_lines(&mut out, "net codes", &s.overall.net_codes, all, net_reason);
     // Per-tag table, cumulative.
     if t.tagged.len() > 1 || t.tagged.keys().any(|k| !k.is_empty()) {
         let _ = writeln!(
@@ -226,6 +216,25 @@ pub fn render_line(second: &SecondStats, elapsed: Duration) -> String {
         let _ = write!(line, " codes={}", codes.join(","));
     }
     line
+}
+
+/// One code table of the screen: count, share of `all`, code and its reason.
+fn code_lines(
+    out: &mut String,
+    title: &str,
+    counts: &tank_stats::CodeCounts,
+    all: f64,
+    reason: fn(u16) -> &'static str,
+) {
+    let _ = writeln!(out, "{title} (last second):");
+    for (code, n) in counts.iter() {
+        let _ = writeln!(
+            out,
+            "  {n:>8} {:>6.2}%  {code} {}",
+            n as f64 * 100.0 / all,
+            reason(code)
+        );
+    }
 }
 
 #[cfg(test)]
