@@ -38,10 +38,15 @@ INI
 # line(1,10000,T) gives ~5000·T shots and const gives 10000·T: cap at exactly $shots.
 echo "ammo_limit = $shots" >> "$work/load.ini"
 
-measure() { # name, command...
-    local name=$1; shift
+measure() { # name, output file, command...
+    local name=$1 out=$2; shift 2
     local best_wall='' best_cpu='' best_rss=''
     for _ in $(seq "$runs"); do
+        # Every run starts from the same state: no earlier output to truncate and no
+        # dirty pages of it still being written back (ext4 flushes a truncated file's
+        # delayed allocation, ~50 ms per 100 MB here, whoever truncates it).
+        [ "$out" = /dev/null ] || rm -f "$out"
+        sync
         /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" "$@" > /dev/null 2> "$work/$name.err" || {
             echo "$name failed:"; cat "$work/$name.err"; exit 1; }
         read -r wall user sys rss_kb < "$work/$name.time"
@@ -64,11 +69,11 @@ for target in file devnull; do
     echo '| tool                   | wall, s  | CPU, s   | RSS, MiB  |'
     echo '|------------------------|----------|----------|-----------|'
     sed -i "s/^ammo_limit = .*/ammo_limit = $shots/" load.ini
-    measure tank "$tank" plan -c load.ini --stpd $tank_out
+    measure tank $tank_out "$tank" plan -c load.ini --stpd $tank_out
     # The reference writes M + 1 records for ammo_limit = M (tank departs: exactly M);
     # give it M - 1 so that both write M.
     sed -i "s/^ammo_limit = .*/ammo_limit = $((shots - 1))/" load.ini
-    measure yandex_tank_stepper "$python" "$ref" load.ini phantom $ref_out
+    measure yandex_tank_stepper $ref_out "$python" "$ref" load.ini phantom $ref_out
     echo
     echo "tank is $(echo "scale=1; $yandex_tank_stepper_wall / $tank_wall" | bc)x faster (wall time)"
 done

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use tank_config::{LoadProfile, OriginConfig, OriginRecipe, Override, TestConfig, WriteLog};
-use tank_engine::{AnswerSink, Clock, Control, Engine, SampleSink};
+use tank_engine::{priority, AnswerSink, Clock, Control, Engine, SampleSink};
 use tank_report::stream::write_outputs;
 use tank_report::{Meta, Summary};
 use tank_stats::autostop::{rcassert, Autostop};
@@ -39,9 +39,19 @@ const SPARE_FILES: u64 = 64;
 /// Run the test in `config_path`.
 pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<ExitCode> {
     let config = tank_config::load(config_path, overrides)?;
+    // Asked on this thread first, to learn (and log) whether the kernel takes it;
+    // then by every runtime thread, where the instances wake.
+    let short_slice = priority::short_slice();
+    let workers_ask = short_slice.is_ok();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("tank-shoot")
+        .on_thread_start(move || {
+            if workers_ask {
+                // Granted to this thread a moment ago: a refusal now changes nothing that matters.
+                let _ = priority::short_slice();
+            }
+        })
         .build()
         .context("starting the runtime")?;
     let origin = match &config.origin {
@@ -63,6 +73,13 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
     for queue in engine.queues() {
         artifacts.log(&format!("[{}] {} instances", queue.name(), queue.pool()));
     }
+    artifacts.log(&match &short_slice {
+        Ok(()) => format!(
+            "runtime threads: {} µs scheduler slice, so instances run soon after they wake",
+            priority::SHORT_SLICE_NS / 1000
+        ),
+        Err(why) => format!("runtime threads: the default scheduler slice ({why})"),
+    });
 
     let instances_limit = engine.total_instances() as u64;
     let autostop = Autostop::new(&config.autostop.criteria, instances_limit)
@@ -145,6 +162,10 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
             origin.shutdown().await;
         }
         report
+    });
+    artifacts.log(&match &report.gate_realtime {
+        Ok(()) => "gate thread: real-time priority (SCHED_FIFO)".to_string(),
+        Err(why) => format!("gate thread: normal priority ({why})"),
     });
     let outcome = collector
         .join()

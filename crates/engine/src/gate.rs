@@ -61,6 +61,7 @@ pub struct Gate {
 pub struct GateThread {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    realtime: Result<(), String>,
 }
 
 impl Gate {
@@ -77,6 +78,7 @@ impl Gate {
                 .name("tank-gate".into())
                 .spawn(move || run(&shared))?
         };
+        let realtime = crate::priority::realtime(&thread).map_err(|e| e.to_string());
         Ok((
             Gate {
                 shared: Arc::clone(&shared),
@@ -84,6 +86,7 @@ impl Gate {
             GateThread {
                 shared,
                 thread: Some(thread),
+                realtime,
             },
         ))
     }
@@ -99,6 +102,13 @@ impl Gate {
             shared: Arc::clone(&self.shared),
             due_us: micros(due),
         }
+    }
+}
+
+impl GateThread {
+    /// Whether the thread runs at real-time priority, or why not.
+    pub fn realtime(&self) -> Result<(), &str> {
+        self.realtime.as_ref().map(|_| ()).map_err(String::as_str)
     }
 }
 

@@ -16,6 +16,7 @@ mod gate;
 pub mod gun;
 pub mod http;
 pub mod netcode;
+pub mod priority;
 mod queue;
 mod sink;
 pub mod target;
@@ -183,6 +184,9 @@ pub struct RunReport {
     pub elapsed: Duration,
     /// Samples the results thread could not take in time (dropped, counted).
     pub samples_dropped: u64,
+    /// Whether the gate thread (which releases shots at their due time) ran at
+    /// real-time priority, or why not.
+    pub gate_realtime: Result<(), String>,
 }
 
 impl Engine {
@@ -217,7 +221,7 @@ impl Engine {
     ) -> RunReport {
         let mut tasks = tokio::task::JoinSet::new();
         let mut feeders = Vec::new();
-        let (gate, _gate_thread) = match gate::Gate::start(clock.start.into_std()) {
+        let (gate, gate_thread) = match gate::Gate::start(clock.start.into_std()) {
             Ok(started) => started,
             Err(error) => {
                 let queues = self
@@ -238,6 +242,7 @@ impl Engine {
                     queues,
                     elapsed: Duration::ZERO,
                     samples_dropped: 0,
+                    gate_realtime: Err("the gate thread did not start".into()),
                 };
             }
         };
@@ -334,6 +339,7 @@ impl Engine {
             queues: reports,
             elapsed,
             samples_dropped,
+            gate_realtime: gate_thread.realtime().map_err(str::to_string),
         }
     }
 }
