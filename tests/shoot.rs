@@ -237,6 +237,31 @@ fn closed_model_reads_the_ammo_once_per_loop() {
 }
 
 #[test]
+fn threads_sets_the_io_threads_and_instances_keep_their_connections_on_them() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    let out = shoot(
+        dir.path(),
+        &config(
+            server.addr(),
+            "rps_schedule = const(200,1s)\nuris = /\nheader_http = 1.1\ninstances = 6\nthreads = 3",
+        ),
+        LIMIT,
+    );
+    assert_ran(&out);
+    let run = artifacts(dir.path());
+    let log = std::fs::read_to_string(run.join("tank.log")).unwrap();
+    assert!(log.contains("3 I/O threads (threads)"), "{log}");
+    let rows = phout(&run);
+    assert!(rows.len() >= 100, "{} of 200 shots", rows.len());
+    assert!(rows.iter().all(|r| r.proto_code == 200 && r.net_code == 0));
+    // Six instances spread over three threads: each connects once and keeps it.
+    let connects = rows.iter().filter(|r| r.connect > 0).count();
+    assert!((1..=6).contains(&connects), "{connects} connects");
+    assert_eq!(server.requests().len(), rows.len());
+}
+
+#[test]
 fn queues_run_side_by_side_into_one_phout() {
     let server = Server::start(Behaviour::KeepAlive);
     let dir = tempfile::tempdir().unwrap();

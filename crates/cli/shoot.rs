@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use tank_config::{LoadProfile, OriginConfig, OriginRecipe, Override, TestConfig, WriteLog};
-use tank_engine::{priority, AnswerSink, Clock, Control, Engine, SampleSink};
+use tank_engine::{priority, AnswerSink, Clock, Control, Engine, IoThreads, SampleSink};
 use tank_report::stream::write_outputs;
 use tank_report::{Meta, Summary};
 use tank_stats::autostop::{rcassert, Autostop};
@@ -40,20 +40,16 @@ const SPARE_FILES: u64 = 64;
 pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<ExitCode> {
     let config = tank_config::load(config_path, overrides)?;
     // Asked on this thread first, to learn (and log) whether the kernel takes it;
-    // then by every runtime thread, where the instances wake.
+    // then by every I/O thread, where the instances wake.
     let short_slice = priority::short_slice();
     let workers_ask = short_slice.is_ok();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // This thread's runtime runs the queues' bookkeeping, signals and the embedded
+    // origin simulator; the instances run on the I/O threads started below.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .thread_name("tank-shoot")
-        .on_thread_start(move || {
-            if workers_ask {
-                // Granted to this thread a moment ago: a refusal now changes nothing that matters.
-                let _ = priority::short_slice();
-            }
-        })
         .build()
         .context("starting the runtime")?;
+
     let origin = match &config.origin {
         Some(origin) => Some(runtime.block_on(start_origin(origin))?),
         None => None,
@@ -62,6 +58,13 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
         &config,
         origin.as_ref().map(tank_origin::Server::local_addr),
     )?;
+    let io = IoThreads::start(engine.io_threads().count, move || {
+        if workers_ask {
+            // Granted to this thread a moment ago: a refusal now changes nothing that matters.
+            let _ = priority::short_slice();
+        }
+    })
+    .context("starting the I/O threads")?;
     let needed = engine.total_instances() as u64 + SPARE_FILES;
     raise_file_limit(needed)?;
     let artifacts = Artifacts::create(&config, overrides)?;
@@ -73,12 +76,22 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
     for queue in engine.queues() {
         artifacts.log(&format!("[{}] {} instances", queue.name(), queue.pool()));
     }
+    let threads = engine.io_threads();
+    artifacts.log(&format!(
+        "{} I/O threads ({})",
+        threads.count,
+        if threads.configured {
+            "threads"
+        } else {
+            "default: cores/2 + 1; set with threads"
+        }
+    ));
     artifacts.log(&match &short_slice {
         Ok(()) => format!(
-            "runtime threads: {} µs scheduler slice, so instances run soon after they wake",
+            "I/O threads: {} µs scheduler slice, so instances run soon after they wake",
             priority::SHORT_SLICE_NS / 1000
         ),
-        Err(why) => format!("runtime threads: the default scheduler slice ({why})"),
+        Err(why) => format!("I/O threads: the default scheduler slice ({why})"),
     });
 
     let instances_limit = engine.total_instances() as u64;
@@ -155,6 +168,7 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
                 samples,
                 answers.as_ref().map(|(sink, _)| sink.clone()),
                 control.clone(),
+                &io,
             )
             .await;
         signals.abort();

@@ -70,6 +70,7 @@ fn minimal_ini_gets_the_schema_defaults() {
             connection_test: true,
             ssl_verify: false,
             buffered_seconds: 2,
+            threads: None,
             file_cache: 8192,
         }]
     );
@@ -338,12 +339,24 @@ fn bad_enumerations_are_errors() {
 #[test]
 fn ignored_phantom_options_are_accepted_but_type_checked() {
     let c = ini(&format!(
-        "{MINIMAL}threads = 4\naffinity = 0-3\nphantom_path = /bin/phantom\nadditional_libs = a b\n\
+        "{MINIMAL}affinity = 0-3\nphantom_path = /bin/phantom\nadditional_libs = a b\n\
          method_prefix = m\nuse_caching = 0\ncache_dir = /tmp\nforce_stepping = 1\nconfig =\nphout_file =\n"
     ));
     assert_eq!(c.queues.len(), 1);
-    let e = ini_err(&format!("{MINIMAL}threads = all\n"));
-    assert_eq!(e.key(), Some("threads"));
+}
+
+#[test]
+fn threads_is_a_positive_count_inherited_by_extra_queues() {
+    let c = ini(&format!(
+        "{MINIMAL}threads = 3\n[phantom-1]\nrps_schedule = const(1, 1s)\n"
+    ));
+    assert_eq!(c.queues[0].threads, Some(3));
+    assert_eq!(c.queues[1].threads, Some(3));
+    assert_eq!(ini(MINIMAL).queues[0].threads, None);
+    for bad in ["all", "0", "-2"] {
+        let e = ini_err(&format!("{MINIMAL}threads = {bad}\n"));
+        assert_eq!(e.key(), Some("threads"), "{bad}");
+    }
 }
 
 #[test]

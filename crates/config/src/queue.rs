@@ -189,6 +189,10 @@ pub(crate) fn build(q: &Layered<'_>) -> Result<QueueConfig, ConfigError> {
             let n = q.get("buffered_seconds", convert::integer)?.unwrap_or(2);
             non_negative(q, "buffered_seconds", n)?
         },
+        threads: q
+            .get("threads", convert::integer)?
+            .map(|n| positive_u32(q, "threads", n))
+            .transpose()?,
         file_cache: {
             let n = q.get("file_cache", convert::integer)?.unwrap_or(8192);
             usize::try_from(n)

@@ -2,9 +2,9 @@
 //!
 //! [`Engine::prepare`] does everything that can fail on bad input before a
 //! shot is fired (resolving targets, opening plans and ammo, TLS files,
-//! limits); [`Engine::run`] then runs every queue side by side on the current
-//! tokio runtime. Each queue has a feeder thread running its plan ([`feed`])
-//! and a pool of instances ([`queue`]) firing through a [`gun::Gun`].
+//! limits); [`Engine::run`] then runs every queue side by side, its instances
+//! spread over the [`IoThreads`]. Each queue has a feeder thread running its
+//! plan ([`feed`]) and a pool of instances ([`queue`]) firing through a [`gun::Gun`].
 //! Samples leave through a [`SampleSink`]; the only thing flowing back in is
 //! [`Control`]: stop (finish shots in flight) and abort (drop them).
 
@@ -15,6 +15,7 @@ mod feed;
 mod gate;
 pub mod gun;
 pub mod http;
+mod io_threads;
 pub mod netcode;
 pub mod priority;
 mod queue;
@@ -23,6 +24,7 @@ pub mod target;
 pub mod tls;
 
 use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -34,6 +36,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use active::Active;
+pub use io_threads::IoThreads;
 pub use sink::{Answer, AnswerSink, SampleSink};
 
 /// Why a test cannot start, or a queue failed.
@@ -158,6 +161,36 @@ impl PreparedQueue {
 /// Every queue of a test, prepared.
 pub struct Engine {
     queues: Vec<PreparedQueue>,
+    io_threads: IoThreadCount,
+}
+
+/// How many I/O threads run the instances, and where the number came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoThreadCount {
+    /// The count.
+    pub count: NonZeroUsize,
+    /// Whether the config's `threads` set it (else the default).
+    pub configured: bool,
+}
+
+impl IoThreadCount {
+    /// `threads` when set, else phantom's default: half the cores (as the
+    /// process may use them) plus one.
+    pub fn choose(threads: Option<u32>) -> IoThreadCount {
+        match threads.and_then(|n| NonZeroUsize::new(usize::try_from(n).ok()?)) {
+            Some(count) => IoThreadCount {
+                count,
+                configured: true,
+            },
+            None => {
+                let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+                IoThreadCount {
+                    count: NonZeroUsize::MIN.saturating_add(cores / 2),
+                    configured: false,
+                }
+            }
+        }
+    }
 }
 
 /// How one queue went.
@@ -198,7 +231,15 @@ impl Engine {
             .iter()
             .map(|queue| prepare_queue(queue, origin))
             .collect::<Result<_, _>>()?;
-        Ok(Engine { queues })
+        Ok(Engine {
+            queues,
+            io_threads: IoThreadCount::choose(config.queues.first().and_then(|q| q.threads)),
+        })
+    }
+
+    /// How many I/O threads the run wants ([`IoThreads::start`] starts them).
+    pub fn io_threads(&self) -> IoThreadCount {
+        self.io_threads
     }
 
     /// The queues, in config order.
@@ -218,6 +259,7 @@ impl Engine {
         samples: SampleSink,
         answers: Option<AnswerSink>,
         control: Control,
+        io: &IoThreads,
     ) -> RunReport {
         let mut tasks = tokio::task::JoinSet::new();
         let mut feeders = Vec::new();
@@ -246,6 +288,10 @@ impl Engine {
                 };
             }
         };
+        let io_spawner = io.spawner();
+        let shortest_timeout = self.queues.iter().map(|q| q.gun.timeout()).min();
+        let _anchors = io_spawner
+            .anchor_timers(shortest_timeout.map_or(TIMER_ANCHOR, |t| t.min(TIMER_ANCHOR)));
         for queue in self.queues {
             let count_rest = Arc::new(AtomicBool::new(false));
             let (feed, feeder) =
@@ -282,7 +328,7 @@ impl Engine {
                 Some((feeder, Arc::clone(&shared))),
                 None,
             ));
-            tasks.spawn(queue::run(shared, queue.pool));
+            tasks.spawn(queue::run(shared, queue.pool, io_spawner.clone()));
         }
         while tasks.join_next().await.is_some() {}
         let elapsed = clock.start.elapsed();
@@ -470,6 +516,9 @@ fn prepare_queue(
     })
 }
 
+/// The longest period of the I/O threads' timer anchors (see [`io_threads`]).
+const TIMER_ANCHOR: Duration = Duration::from_secs(1);
+
 /// Plans longer than this are not counted per second up front (it would take seconds).
 const MAX_COUNTED_SHOTS: u64 = 200_000_000;
 
@@ -484,5 +533,17 @@ mod tests {
         assert_eq!(parse_timeout_ms("1m30s"), Ok(90_000));
         assert_eq!(parse_timeout_ms("5"), Ok(5000));
         assert!(parse_timeout_ms("xms").is_err());
+    }
+
+    #[test]
+    fn io_threads_are_the_configured_count_else_half_the_cores_plus_one() {
+        let set = IoThreadCount::choose(Some(3));
+        assert_eq!((set.count.get(), set.configured), (3, true));
+        let cores = std::thread::available_parallelism().unwrap().get();
+        let default = IoThreadCount::choose(None);
+        assert_eq!(
+            (default.count.get(), default.configured),
+            (cores / 2 + 1, false)
+        );
     }
 }

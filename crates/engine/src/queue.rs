@@ -22,6 +22,7 @@ use crate::active::Active;
 use crate::feed::Shot;
 use crate::gate::Gate;
 use crate::gun::{Barrel, Gun};
+use crate::io_threads::Spawner;
 use crate::sink::{Answer, AnswerSink, SampleSink};
 use crate::Clock;
 
@@ -53,11 +54,11 @@ pub(crate) struct Shared {
 }
 
 /// Run `pool` instances until the feed ends, the schedule ends, or the run stops.
-pub(crate) async fn run(shared: Arc<Shared>, pool: usize) {
+pub(crate) async fn run(shared: Arc<Shared>, pool: usize, io: Spawner) {
     let mut instances = JoinSet::new();
     for index in 0..pool {
         let barrel = shared.gun.instance(index);
-        instances.spawn(instance(Arc::clone(&shared), barrel));
+        io.spawn(&mut instances, index, instance(Arc::clone(&shared), barrel));
     }
     let stop = async {
         shared.stop.cancelled().await;
