@@ -177,10 +177,6 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
         }
         report
     });
-    artifacts.log(&match &report.gate_realtime {
-        Ok(()) => "gate thread: real-time priority (SCHED_FIFO)".to_string(),
-        Err(why) => format!("gate thread: normal priority ({why})"),
-    });
     let outcome = collector
         .join()
         .map_err(|_| anyhow!("the results thread failed"))?

@@ -88,6 +88,11 @@ pub(crate) struct Spawner {
 }
 
 impl Spawner {
+    /// How many threads tasks are spread over.
+    pub fn count(&self) -> usize {
+        self.handles.len()
+    }
+
     /// Spawn `task` into `set` on the thread for `index`.
     pub fn spawn<F>(&self, set: &mut JoinSet<F::Output>, index: usize, task: F) -> AbortHandle
     where

@@ -217,9 +217,6 @@ pub struct RunReport {
     pub elapsed: Duration,
     /// Samples the results thread could not take in time (dropped, counted).
     pub samples_dropped: u64,
-    /// Whether the gate thread (which releases shots at their due time) ran at
-    /// real-time priority, or why not.
-    pub gate_realtime: Result<(), String>,
 }
 
 impl Engine {
@@ -263,7 +260,9 @@ impl Engine {
     ) -> RunReport {
         let mut tasks = tokio::task::JoinSet::new();
         let mut feeders = Vec::new();
-        let (gate, gate_thread) = match gate::Gate::start(clock.start.into_std()) {
+        let io_spawner = io.spawner();
+        // Released and ended when this function returns (dropping the set aborts them).
+        let (gate, _gate_timers) = match gate::Gate::start(clock.start.into_std(), &io_spawner) {
             Ok(started) => started,
             Err(error) => {
                 let queues = self
@@ -272,7 +271,7 @@ impl Engine {
                     .map(|q| QueueReport {
                         error: Some(EngineError::Queue {
                             queue: q.name.clone(),
-                            message: format!("cannot start the timer thread: {error}"),
+                            message: format!("cannot create the shot timers: {error}"),
                         }),
                         name: q.name,
                         planned: None,
@@ -284,11 +283,9 @@ impl Engine {
                     queues,
                     elapsed: Duration::ZERO,
                     samples_dropped: 0,
-                    gate_realtime: Err("the gate thread did not start".into()),
                 };
             }
         };
-        let io_spawner = io.spawner();
         let shortest_timeout = self.queues.iter().map(|q| q.gun.timeout()).min();
         let _anchors = io_spawner
             .anchor_timers(shortest_timeout.map_or(TIMER_ANCHOR, |t| t.min(TIMER_ANCHOR)));
@@ -385,7 +382,6 @@ impl Engine {
             queues: reports,
             elapsed,
             samples_dropped,
-            gate_realtime: gate_thread.realtime().map_err(str::to_string),
         }
     }
 }

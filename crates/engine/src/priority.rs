@@ -1,17 +1,13 @@
-//! Asking Linux's scheduler to run the timing threads as soon as they wake.
+//! Asking Linux's scheduler to run the I/O threads as soon as they wake.
 //!
 //! When the cores are busy (the target on the same machine, a neighbour guest),
 //! a thread woken at a shot's due time may wait for the running task's slice to
 //! end (1.5 ms with EEVDF's default on 2 CPUs) before it runs: lag the shot
-//! carries. Two requests shorten that wait:
-//! - the gate thread asks for real-time priority ([`realtime`]): it wakes at
-//!   most once a millisecond and works for microseconds, so it preempts at once
-//!   without starving anything;
-//! - the runtime's workers ask for a 0.1 ms slice ([`short_slice`], Linux 6.12
-//!   and later), so a woken instance's deadline comes before a busy task's.
+//! carries. The I/O threads ask for a 0.1 ms slice ([`short_slice`], Linux 6.12
+//! and later), so a woken thread's deadline comes before a busy task's.
 //!
-//! Both are requests: without the permission or the kernel support tank runs
-//! as before, and tank.log says which were granted.
+//! It is a request: without the kernel support tank runs as before, and
+//! tank.log says whether it was granted.
 
 use std::io;
 
@@ -25,15 +21,9 @@ pub fn short_slice() -> io::Result<()> {
     imp::short_slice()
 }
 
-/// Give `thread` real-time priority (the lowest FIFO level).
-pub(crate) fn realtime(thread: &std::thread::JoinHandle<()>) -> io::Result<()> {
-    imp::realtime(thread)
-}
-
 #[cfg(target_os = "linux")]
 mod imp {
     use std::io;
-    use std::os::unix::thread::JoinHandleExt;
 
     use super::SHORT_SLICE_NS;
 
@@ -112,24 +102,6 @@ mod imp {
         }
         Ok(attr)
     }
-
-    pub(super) fn realtime(thread: &std::thread::JoinHandle<()>) -> io::Result<()> {
-        let param = libc::sched_param {
-            // SAFETY: a plain query of a constant.
-            sched_priority: unsafe { libc::sched_get_priority_min(libc::SCHED_FIFO) },
-        };
-        // SAFETY: the handle's thread has not been joined, so its pthread_t is valid.
-        let rc =
-            unsafe { libc::pthread_setschedparam(thread.as_pthread_t(), libc::SCHED_FIFO, &param) };
-        match rc {
-            0 => Ok(()),
-            libc::EPERM => Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                "not permitted: real-time priority needs CAP_SYS_NICE or an RLIMIT_RTPRIO above 0",
-            )),
-            _ => Err(io::Error::from_raw_os_error(rc)),
-        }
-    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -144,10 +116,6 @@ mod imp {
     }
 
     pub(super) fn short_slice() -> io::Result<()> {
-        Err(unsupported())
-    }
-
-    pub(super) fn realtime(_: &std::thread::JoinHandle<()>) -> io::Result<()> {
         Err(unsupported())
     }
 }
@@ -173,24 +141,5 @@ mod tests {
             Ok(()) => assert_eq!(runtime, SHORT_SLICE_NS),
             Err(why) => assert_ne!(runtime, SHORT_SLICE_NS, "reported {why} yet took"),
         }
-    }
-
-    #[test]
-    fn realtime_reports_what_the_thread_got() {
-        let (go, wait) = std::sync::mpsc::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let _ = wait.recv();
-        });
-        let result = realtime(&thread);
-        let mut policy = 0;
-        let mut param = libc::sched_param { sched_priority: 0 };
-        use std::os::unix::thread::JoinHandleExt;
-        // SAFETY: the thread is alive (it waits on `go`), so its pthread_t is valid.
-        let rc =
-            unsafe { libc::pthread_getschedparam(thread.as_pthread_t(), &mut policy, &mut param) };
-        go.send(()).unwrap();
-        thread.join().unwrap();
-        assert_eq!(rc, 0);
-        assert_eq!(policy == libc::SCHED_FIFO, result.is_ok(), "{result:?}");
     }
 }

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::active::Active;
 use crate::feed::Shot;
-use crate::gate::Gate;
+use crate::gate::{Gate, ThreadGate};
 use crate::gun::{Barrel, Gun};
 use crate::io_threads::Spawner;
 use crate::sink::{Answer, AnswerSink, SampleSink};
@@ -58,7 +58,13 @@ pub(crate) async fn run(shared: Arc<Shared>, pool: usize, io: Spawner) {
     let mut instances = JoinSet::new();
     for index in 0..pool {
         let barrel = shared.gun.instance(index);
-        io.spawn(&mut instances, index, instance(Arc::clone(&shared), barrel));
+        // On the thread whose gate it waits at.
+        let gate = shared.gate.for_task(index);
+        io.spawn(
+            &mut instances,
+            index,
+            instance(Arc::clone(&shared), barrel, gate),
+        );
     }
     let stop = async {
         shared.stop.cancelled().await;
@@ -88,7 +94,7 @@ impl Shared {
     }
 }
 
-async fn instance(shared: Arc<Shared>, mut barrel: Barrel) {
+async fn instance(shared: Arc<Shared>, mut barrel: Barrel, gate: Arc<ThreadGate>) {
     let mut capture = shared
         .answers
         .as_ref()
@@ -113,7 +119,7 @@ async fn instance(shared: Arc<Shared>, mut barrel: Barrel) {
         }
         if let Some(due) = shot.due {
             // Stopping the run releases the gate at once.
-            shared.gate.until(due).await;
+            gate.until(due).await;
             if shared.halted() {
                 shared.unsent.fetch_add(1, Ordering::Relaxed);
                 return;
