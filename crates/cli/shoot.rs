@@ -49,7 +49,6 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
         .enable_all()
         .build()
         .context("starting the runtime")?;
-
     let origin = match &config.origin {
         Some(origin) => Some(runtime.block_on(start_origin(origin))?),
         None => None,

@@ -289,6 +289,7 @@ impl Engine {
         let shortest_timeout = self.queues.iter().map(|q| q.gun.timeout()).min();
         let _anchors = io_spawner
             .anchor_timers(shortest_timeout.map_or(TIMER_ANCHOR, |t| t.min(TIMER_ANCHOR)));
+        let mut first = 0;
         for queue in self.queues {
             let count_rest = Arc::new(AtomicBool::new(false));
             let (feed, feeder) =
@@ -325,7 +326,9 @@ impl Engine {
                 Some((feeder, Arc::clone(&shared))),
                 None,
             ));
-            tasks.spawn(queue::run(shared, queue.pool, io_spawner.clone()));
+            // Queues continue each other's spread, so small queues share the threads too.
+            tasks.spawn(queue::run(shared, first, queue.pool, io_spawner.clone()));
+            first += queue.pool;
         }
         while tasks.join_next().await.is_some() {}
         let elapsed = clock.start.elapsed();

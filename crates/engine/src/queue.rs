@@ -54,15 +54,16 @@ pub(crate) struct Shared {
 }
 
 /// Run `pool` instances until the feed ends, the schedule ends, or the run stops.
-pub(crate) async fn run(shared: Arc<Shared>, pool: usize, io: Spawner) {
+/// They are the run's instances `first..first + pool`, for spreading over the I/O threads.
+pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spawner) {
     let mut instances = JoinSet::new();
     for index in 0..pool {
         let barrel = shared.gun.instance(index);
         // On the thread whose gate it waits at.
-        let gate = shared.gate.for_task(index);
+        let gate = shared.gate.for_task(first + index);
         io.spawn(
             &mut instances,
-            index,
+            first + index,
             instance(Arc::clone(&shared), barrel, gate),
         );
     }
