@@ -82,7 +82,7 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
         if threads.configured {
             "threads"
         } else {
-            "default: half the cores; set with threads"
+            "default: cores/2 + 1; set with threads"
         }
     ));
     artifacts.log(&match &short_slice {

@@ -102,8 +102,8 @@ pub struct QueueConfig {
     /// `buffered_seconds`.
     pub buffered_seconds: u32,
     /// `threads`: how many I/O threads fire the test's shots (`None`: the
-    /// engine's default). Read from the first queue, as yandex-tank reads it
-    /// from `[phantom]` only.
+    /// default, as phantom's, cores/2 + 1). Read from the first queue, as
+    /// yandex-tank reads it from `[phantom]` only.
     pub threads: Option<u32>,
     /// `file_cache`: write buffer size in bytes.
     pub file_cache: usize,
