@@ -361,6 +361,15 @@ mod tests {
         IoThreads::start(NonZeroUsize::new(threads).unwrap(), || {}).unwrap()
     }
 
+    /// Drive `future` on this (test) thread; the gates' tasks run on the I/O threads.
+    fn block_on<F: Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+            .block_on(future)
+    }
+
     #[test]
     fn releases_in_due_order_and_never_early() {
         let io = io(2);
@@ -375,10 +384,7 @@ mod tests {
                 (due_ms, start.elapsed())
             });
         }
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let released = runtime.block_on(async {
+        let released = block_on(async {
             let mut released = Vec::new();
             while let Some(joined) = tasks.join_next().await {
                 released.push(joined.unwrap());
@@ -408,11 +414,7 @@ mod tests {
             late.until(Duration::from_secs(3600)).await;
         });
         let early = gate.for_task(0);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
+        block_on(async {
             // The timer is armed an hour ahead by now; a 30 ms waiter must not wait for it.
             tokio::time::sleep(Duration::from_millis(20)).await;
             let mut early_task = JoinSet::new();
@@ -445,10 +447,7 @@ mod tests {
             gate.until(Duration::ZERO).await;
             Instant::now()
         });
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let at = runtime.block_on(tasks.join_next()).unwrap().unwrap();
+        let at = block_on(tasks.join_next()).unwrap().unwrap();
         assert!(at >= start);
     }
 
@@ -464,11 +463,7 @@ mod tests {
                 waiter.until(Duration::from_secs(3600)).await;
             });
         }
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
+        block_on(async {
             tokio::time::sleep(Duration::from_millis(20)).await;
             assert_eq!(tasks.len(), 2);
             assert!(tasks.try_join_next().is_none());
