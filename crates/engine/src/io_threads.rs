@@ -174,6 +174,19 @@ mod tests {
     }
 
     #[test]
+    fn timer_anchors_run_on_every_thread_while_their_set_lives() {
+        let threads = IoThreads::start(NonZeroUsize::new(2).unwrap(), || {}).unwrap();
+        let mut anchors = threads.spawner().anchor_timers(Duration::from_millis(1));
+        assert_eq!(anchors.len(), 2);
+        // Ticking many times over, and still running.
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(anchors.try_join_next().is_none());
+        drop(anchors);
+        // Dropping the set aborts them: nothing keeps the threads from stopping.
+        drop(threads);
+    }
+
+    #[test]
     fn dropping_stops_the_threads_with_tasks_still_pending() {
         let threads = IoThreads::start(NonZeroUsize::new(2).unwrap(), || {}).unwrap();
         let spawner = threads.spawner();
