@@ -2,7 +2,6 @@
 //! blocking file I/O) and hands owned shots to the instances through a
 //! bounded channel, in order.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -116,7 +115,8 @@ pub fn spawn(
     let handle = std::thread::Builder::new()
         .name(format!("feed-{name}"))
         .spawn(move || {
-            let mut tags: HashMap<Vec<u8>, Tag> = HashMap::new();
+            // Looked up per shot; tags are the user's own, so a fast hasher is safe.
+            let mut tags: foldhash::HashMap<Vec<u8>, Tag> = foldhash::HashMap::default();
             let mut report = FeedReport::default();
             let mut timing = Timing::of(&plan);
             let mut pause = REFILL_PAUSE;
