@@ -42,7 +42,7 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
     // Asked on this thread first, to learn (and log) whether the kernel takes it;
     // then by every I/O thread, where the instances wake.
     let short_slice = priority::short_slice();
-    let workers_ask = short_slice.is_ok();
+    let io_threads_ask = short_slice.is_ok();
     // This thread's runtime runs the queues' bookkeeping, signals and the embedded
     // origin simulator; the instances run on the I/O threads started below.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -58,7 +58,7 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
         origin.as_ref().map(tank_origin::Server::local_addr),
     )?;
     let io = IoThreads::start(engine.io_threads().count, move || {
-        if workers_ask {
+        if io_threads_ask {
             // Granted to this thread a moment ago: a refusal now changes nothing that matters.
             let _ = priority::short_slice();
         }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
 
-use crate::io_threads::Spawner;
+use crate::io_threads::{IoThread, Spawner};
 
 /// Precise release of due shots, one gate per I/O thread; cheap to clone.
 #[derive(Clone)]
@@ -52,28 +52,28 @@ impl Gate {
     /// which ends when the gate is released.
     pub fn start(start: Instant, io: &Spawner) -> std::io::Result<(Gate, JoinSet<()>)> {
         // Created here, where a failure (out of descriptors, say) can be reported.
-        let timers = (0..io.count())
-            .map(|_| timer::Unregistered::create())
+        let timers = io
+            .threads()
+            .map(|thread| Ok((thread, timer::Unregistered::create()?)))
             .collect::<std::io::Result<Vec<_>>>()?;
         let mut tasks = JoinSet::new();
         let threads: Arc<[Arc<ThreadGate>]> = timers
             .into_iter()
-            .enumerate()
-            .map(|(index, timer)| {
+            .map(|(thread, timer)| {
                 let gate = Arc::new(ThreadGate {
                     start,
                     state: Mutex::default(),
                 });
-                io.spawn(&mut tasks, index, run_timer(Arc::clone(&gate), timer));
+                io.spawn(&mut tasks, thread, run_timer(Arc::clone(&gate), timer));
                 gate
             })
             .collect();
         Ok((Gate { threads }, tasks))
     }
 
-    /// The gate for the task spawned `index`th through the same [`Spawner`].
-    pub fn for_task(&self, index: usize) -> Arc<ThreadGate> {
-        Arc::clone(&self.threads[index % self.threads.len()])
+    /// The gate of `thread`, for the tasks spawned there.
+    pub fn for_thread(&self, thread: IoThread) -> Arc<ThreadGate> {
+        Arc::clone(&self.threads[thread.index()])
     }
 
     /// Release every waiter now and from now on (the run is stopping).
@@ -378,8 +378,9 @@ mod tests {
         let (gate, _timers) = Gate::start(start, &spawner).unwrap();
         let mut tasks = JoinSet::new();
         for (index, due_ms) in [30u64, 10, 20, 10, 0, 3].into_iter().enumerate() {
-            let gate = gate.for_task(index);
-            spawner.spawn(&mut tasks, index, async move {
+            let thread = spawner.thread_for(index);
+            let gate = gate.for_thread(thread);
+            spawner.spawn(&mut tasks, thread, async move {
                 gate.until(Duration::from_millis(due_ms)).await;
                 (due_ms, start.elapsed())
             });
@@ -409,16 +410,16 @@ mod tests {
         let start = Instant::now();
         let (gate, _timers) = Gate::start(start, &spawner).unwrap();
         let mut tasks = JoinSet::new();
-        let late = gate.for_task(0);
-        spawner.spawn(&mut tasks, 0, async move {
+        let late = gate.for_thread(spawner.thread_for(0));
+        spawner.spawn(&mut tasks, spawner.thread_for(0), async move {
             late.until(Duration::from_secs(3600)).await;
         });
-        let early = gate.for_task(0);
+        let early = gate.for_thread(spawner.thread_for(0));
         block_on(async {
             // The timer is armed an hour ahead by now; a 30 ms waiter must not wait for it.
             tokio::time::sleep(Duration::from_millis(20)).await;
             let mut early_task = JoinSet::new();
-            spawner.spawn(&mut early_task, 0, async move {
+            spawner.spawn(&mut early_task, spawner.thread_for(0), async move {
                 early.until(Duration::from_millis(30)).await;
                 start.elapsed()
             });
@@ -442,8 +443,8 @@ mod tests {
         let start = Instant::now() + Duration::from_millis(40);
         let (gate, _timers) = Gate::start(start, &spawner).unwrap();
         let mut tasks = JoinSet::new();
-        let gate = gate.for_task(0);
-        spawner.spawn(&mut tasks, 0, async move {
+        let gate = gate.for_thread(spawner.thread_for(0));
+        spawner.spawn(&mut tasks, spawner.thread_for(0), async move {
             gate.until(Duration::ZERO).await;
             Instant::now()
         });
@@ -458,8 +459,9 @@ mod tests {
         let (gate, mut timers) = Gate::start(Instant::now(), &spawner).unwrap();
         let mut tasks = JoinSet::new();
         for index in 0..2 {
-            let waiter = gate.for_task(index);
-            spawner.spawn(&mut tasks, index, async move {
+            let thread = spawner.thread_for(index);
+            let waiter = gate.for_thread(thread);
+            spawner.spawn(&mut tasks, thread, async move {
                 waiter.until(Duration::from_secs(3600)).await;
             });
         }
@@ -477,9 +479,13 @@ mod tests {
                     .unwrap();
             }
             // Later callers pass at once, and the timer tasks end.
-            tokio::time::timeout(bounded, gate.for_task(0).until(Duration::from_secs(3600)))
-                .await
-                .unwrap();
+            tokio::time::timeout(
+                bounded,
+                gate.for_thread(spawner.thread_for(0))
+                    .until(Duration::from_secs(3600)),
+            )
+            .await
+            .unwrap();
             while let Some(ended) = tokio::time::timeout(bounded, timers.join_next())
                 .await
                 .unwrap()

@@ -59,11 +59,6 @@ impl IoThreads {
         })
     }
 
-    /// How many threads run.
-    pub fn count(&self) -> usize {
-        self.handles.len()
-    }
-
     /// Where to spawn tasks: cheap to clone, outlives nothing it should not.
     pub(crate) fn spawner(&self) -> Spawner {
         Spawner {
@@ -81,26 +76,43 @@ impl Drop for IoThreads {
     }
 }
 
-/// Spreads tasks over the I/O threads, the `index`th on thread `index % count`.
+/// Spreads tasks over the I/O threads.
 #[derive(Clone)]
 pub(crate) struct Spawner {
     handles: Arc<[Handle]>,
 }
 
+/// One of the I/O threads. The one place that maps a task to a thread is
+/// [`Spawner::thread_for`], so a task and anything kept per thread for it (its
+/// gate) cannot disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IoThread(usize);
+
+impl IoThread {
+    /// Its position, from 0.
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
 impl Spawner {
-    /// How many threads tasks are spread over.
-    pub fn count(&self) -> usize {
-        self.handles.len()
+    /// Every thread, in order.
+    pub fn threads(&self) -> impl Iterator<Item = IoThread> {
+        (0..self.handles.len()).map(IoThread)
     }
 
-    /// Spawn `task` into `set` on the thread for `index`.
-    pub fn spawn<F>(&self, set: &mut JoinSet<F::Output>, index: usize, task: F) -> AbortHandle
+    /// The thread for the `index`th task: round robin.
+    pub fn thread_for(&self, index: usize) -> IoThread {
+        IoThread(index % self.handles.len())
+    }
+
+    /// Spawn `task` into `set` on `thread`.
+    pub fn spawn<F>(&self, set: &mut JoinSet<F::Output>, thread: IoThread, task: F) -> AbortHandle
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let handle = &self.handles[index % self.handles.len()];
-        set.spawn_on(task, handle)
+        set.spawn_on(task, &self.handles[thread.0])
     }
 
     /// Keep a timer due within `period` on every thread while the returned set
@@ -144,15 +156,15 @@ mod tests {
             counted.fetch_add(1, Ordering::SeqCst);
         })
         .unwrap();
-        assert_eq!(threads.count(), 3);
         let spawner = threads.spawner();
+        assert_eq!(spawner.threads().count(), 3);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
         let names = runtime.block_on(async {
             let mut set = JoinSet::new();
             for index in 0..6 {
-                spawner.spawn(&mut set, index, async move {
+                spawner.spawn(&mut set, spawner.thread_for(index), async move {
                     (
                         index,
                         std::thread::current().name().unwrap_or("").to_string(),
@@ -195,7 +207,11 @@ mod tests {
             .unwrap();
         let mut set = JoinSet::new();
         runtime.block_on(async {
-            spawner.spawn(&mut set, 0, std::future::pending::<()>());
+            spawner.spawn(
+                &mut set,
+                spawner.thread_for(0),
+                std::future::pending::<()>(),
+            );
         });
         // Joins both threads; a pending task must not keep one alive.
         drop(threads);

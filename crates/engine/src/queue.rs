@@ -59,11 +59,12 @@ pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spaw
     let mut instances = JoinSet::new();
     for index in 0..pool {
         let barrel = shared.gun.instance(index);
-        // On the thread whose gate it waits at.
-        let gate = shared.gate.for_task(first + index);
+        // It waits at the gate of the thread it runs on.
+        let thread = io.thread_for(first + index);
+        let gate = shared.gate.for_thread(thread);
         io.spawn(
             &mut instances,
-            first + index,
+            thread,
             instance(Arc::clone(&shared), barrel, gate),
         );
     }
