@@ -15,31 +15,93 @@ use crate::sample::{Measured, NetCode, Sample};
 /// Tabs and line breaks in a tag would break the columns, so they are written
 /// as `_` (file tags cannot contain them; a computed URI tag could).
 pub fn push_line(out: &mut Vec<u8>, sample: &Sample) {
-    let mut number = itoa::Buffer::new();
-    let seconds = sample.start_unix_us / 1_000_000;
-    let millis = (sample.start_unix_us / 1000 % 1000) as u16;
-    out.extend_from_slice(number.format(seconds).as_bytes());
-    out.push(b'.');
-    out.extend_from_slice(&[
-        b'0' + (millis / 100) as u8,
-        b'0' + (millis / 10 % 10) as u8,
-        b'0' + (millis % 10) as u8,
-    ]);
-    out.push(b'\t');
-    for &byte in sample.tag.iter() {
-        out.push(if matches!(byte, b'\t' | b'\n' | b'\r') {
+    let mut head = Backwards::default();
+    head.byte(b'\t');
+    let millis = sample.start_unix_us / 1000 % 1000;
+    head.byte(b'0' + (millis % 10) as u8);
+    head.pair(millis / 10);
+    head.byte(b'.');
+    head.number(sample.start_unix_us / 1_000_000);
+    out.extend_from_slice(head.as_bytes());
+    out.extend(sample.tag.iter().map(|&byte| {
+        if matches!(byte, b'\t' | b'\n' | b'\r') {
             b'_'
         } else {
             byte
-        });
-    }
+        }
+    }));
     let m = &sample.measured;
     let codes = [u64::from(m.net_code.0), u64::from(m.proto_code)];
-    for value in m.fields().into_iter().chain(codes) {
-        out.push(b'\t');
-        out.extend_from_slice(number.format(value).as_bytes());
+    let mut tail = Backwards::default();
+    tail.byte(b'\n');
+    for value in m.fields().into_iter().chain(codes).rev() {
+        tail.number(value);
+        tail.byte(b'\t');
     }
-    out.push(b'\n');
+    out.extend_from_slice(tail.as_bytes());
+}
+
+/// Room for eleven 20-digit numbers, each with its tab, and the line's end.
+const LINE_ROOM: usize = 11 * 21 + 1;
+
+/// Part of a line written from its end backwards, as the digits of a number
+/// come (least significant first): no digit counting, and the whole part is
+/// one copy into the log instead of one per field.
+struct Backwards {
+    bytes: [u8; LINE_ROOM],
+    start: usize,
+}
+
+impl Default for Backwards {
+    fn default() -> Self {
+        Backwards {
+            bytes: [0; LINE_ROOM],
+            start: LINE_ROOM,
+        }
+    }
+}
+
+/// "00" to "99", two bytes each.
+const PAIRS: [u8; 200] = {
+    let mut pairs = [0; 200];
+    let mut n = 0;
+    while n < 100 {
+        pairs[2 * n] = b'0' + (n / 10) as u8;
+        pairs[2 * n + 1] = b'0' + (n % 10) as u8;
+        n += 1;
+    }
+    pairs
+};
+
+impl Backwards {
+    fn byte(&mut self, byte: u8) {
+        self.start -= 1;
+        self.bytes[self.start] = byte;
+    }
+
+    /// The two digits of `n % 100`.
+    fn pair(&mut self, n: u64) {
+        let at = (n % 100) as usize * 2;
+        self.start -= 2;
+        self.bytes[self.start..self.start + 2].copy_from_slice(&PAIRS[at..at + 2]);
+    }
+
+    /// `value` in decimal, two digits at a time.
+    fn number(&mut self, mut value: u64) {
+        while value >= 100 {
+            self.pair(value);
+            value /= 100;
+        }
+        if value >= 10 {
+            self.pair(value);
+        } else {
+            self.byte(b'0' + value as u8);
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[self.start..]
+    }
 }
 
 /// One phout line as read back: tank's, phantom's or pandora's.
@@ -249,7 +311,55 @@ mod tests {
         assert_eq!(error.name, "latency");
     }
 
+    /// The line as `format!` writes it, to hold the hand-written digits to.
+    fn formatted(s: &Sample) -> String {
+        let m = &s.measured;
+        let mut line = format!(
+            "{}.{:03}\t{}",
+            s.start_unix_us / 1_000_000,
+            s.start_unix_us / 1000 % 1000,
+            String::from_utf8_lossy(&s.tag)
+        );
+        for value in m.fields() {
+            line += &format!("\t{value}");
+        }
+        line + &format!("\t{}\t{}\n", m.net_code.0, m.proto_code)
+    }
+
+    #[test]
+    fn the_largest_numbers_fit() {
+        let mut s = sample(b"t");
+        s.start_unix_us = u64::MAX;
+        let m = &mut s.measured;
+        [m.interval_real_us, m.connect_us, m.send_us, m.latency_us] = [u64::MAX; 4];
+        [m.receive_us, m.interval_event_us, m.size_out, m.size_in] = [u64::MAX; 4];
+        (m.net_code, m.proto_code) = (NetCode(u16::MAX), u16::MAX);
+        let mut out = b"before\n".to_vec();
+        push_line(&mut out, &s);
+        assert_eq!(out, format!("before\n{}", formatted(&s)).into_bytes());
+    }
+
     proptest! {
+        #[test]
+        fn numbers_of_every_width_are_written_as_format_writes_them(
+            start in any::<u64>(),
+            shifts in proptest::array::uniform8(0u32..64),
+            raw in proptest::array::uniform8(any::<u64>()),
+            codes in any::<(u16, u16)>(),
+        ) {
+            // Values of every width, from 1 to 20 digits.
+            let width = |i: usize| raw[i] >> shifts[i];
+            let mut s = sample(b"w");
+            s.start_unix_us = start;
+            let m = &mut s.measured;
+            [m.interval_real_us, m.connect_us, m.send_us, m.latency_us] = [width(0), width(1), width(2), width(3)];
+            [m.receive_us, m.interval_event_us, m.size_out, m.size_in] = [width(4), width(5), width(6), width(7)];
+            (m.net_code, m.proto_code) = (NetCode(codes.0), codes.1);
+            let mut out = Vec::new();
+            push_line(&mut out, &s);
+            prop_assert_eq!(String::from_utf8(out).unwrap(), formatted(&s));
+        }
+
         #[test]
         fn round_trip(start in 0u64..4_000_000_000_000_000, parts in proptest::array::uniform4(0u64..10_000_000), sizes in proptest::array::uniform2(0u64..1 << 40), net in 0u16..200, proto in 0u16..600, tag in "[a-z_#0-9]{0,12}") {
             let mut s = sample(tag.as_bytes());
