@@ -118,10 +118,10 @@ impl TotalStats {
     }
 }
 
-/// Everything one open second collects.
+/// Everything one open second collects. Its overall group is its tag groups merged when
+/// it is finalised: one group to add each response to instead of two.
 #[derive(Debug)]
 struct Open {
-    overall: GroupAcc,
     tagged: HashMap<Box<[u8]>, GroupAcc>,
     planned: u64,
     sent: u64,
@@ -133,7 +133,6 @@ struct Open {
 impl Open {
     fn new() -> Open {
         Open {
-            overall: GroupAcc::new(),
             tagged: HashMap::default(),
             planned: 0,
             sent: 0,
@@ -144,7 +143,6 @@ impl Open {
     }
 
     fn add(&mut self, case: &[u8], response: &Response, lag_us: Option<u64>) {
-        self.overall.add(response);
         match self.tagged.get_mut(case) {
             Some(group) => group.add(response),
             None => {
@@ -304,9 +302,10 @@ impl Aggregator {
     /// A shot started in `second`, `lag_us` behind its planned time. Call it when the shot
     /// starts (not when it ends) so lag is visible while responses are still outstanding.
     pub fn note_lag(&mut self, second: u64, lag_us: u64) {
-        record(&mut self.total_lag, lag_us);
-        if let Some(open) = self.open_second(second) {
-            record(&mut open.lag, lag_us);
+        // An open second's lags join the totals when it is finalised.
+        match self.open_second(second) {
+            Some(open) => record(&mut open.lag, lag_us),
+            None => record(&mut self.total_lag, lag_us),
         }
     }
 
@@ -397,17 +396,26 @@ impl Aggregator {
     }
 
     fn finalise(&mut self, ts: u64, open: Open) -> SecondStats {
-        self.total_overall.merge(&open.overall);
+        let mut groups = open.tagged.values();
+        let overall = match groups.next() {
+            None => GroupAcc::new(),
+            Some(first) => groups.fold(first.clone(), |mut all, group| {
+                all.merge(group);
+                all
+            }),
+        };
+        self.total_overall.merge(&overall);
         let mut tagged = BTreeMap::new();
         for (tag, group) in &open.tagged {
             total_group(&mut self.total_tagged, tag).merge(group);
             tagged.insert(String::from_utf8_lossy(tag).into_owned(), group.stats());
         }
-        // Both auto-resize: adding cannot fail.
+        // They auto-resize: adding cannot fail.
         let _ = self.total_intended.add(&open.intended);
+        let _ = self.total_lag.add(&open.lag);
         SecondStats {
             ts,
-            overall: open.overall.stats(),
+            overall: overall.stats(),
             tagged,
             planned: open.planned,
             sent: open.sent,
@@ -450,6 +458,7 @@ pub fn case_of(tag: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::group::record as record_histogram;
     use crate::phout::parse_line;
     use crate::sample::Measured;
     use crate::sample::NetCode;
@@ -575,5 +584,61 @@ mod tests {
             (second.ts, second.overall.len(), second.instances),
             (7, 0, 100)
         );
+    }
+
+    proptest::proptest! {
+        /// A second's overall group is its tag groups merged, and the run's lag is the
+        /// seconds' lags merged: the same numbers as adding every response and lag directly.
+        #[test]
+        fn merged_groups_equal_groups_fed_directly(
+            shots in proptest::collection::vec(
+                (0u64..4, 0u64..3_000_000, 0u64..2_000_000, 0u16..3, 0u64..50_000),
+                1..60,
+            ),
+        ) {
+            // Buffered long enough that no response is late.
+            let mut agg = Aggregator::new(10);
+            let mut direct: BTreeMap<u64, GroupAcc> = BTreeMap::new();
+            let mut lags = new_histogram();
+            for &(second, offset_us, took_us, tag, lag_us) in &shots {
+                let measured = Measured {
+                    interval_real_us: took_us,
+                    latency_us: took_us,
+                    proto_code: 200 + tag,
+                    ..Measured::default()
+                };
+                let sample = Sample {
+                    start_unix_us: 1_000_000_000 + second * 1_000_000 + offset_us,
+                    lag_us,
+                    tag: format!("t{tag}").as_bytes().into(),
+                    measured,
+                };
+                let start_second = sample.start_unix_us / 1_000_000;
+                agg.note_lag(start_second, lag_us);
+                record_histogram(&mut lags, lag_us);
+                agg.add_sample(&sample);
+                direct
+                    .entry(sample.end_unix_us() / 1_000_000)
+                    .or_insert_with(GroupAcc::new)
+                    .add(&response(&sample.measured));
+            }
+            agg.finish();
+            let seconds = drain(&mut agg);
+            let totals = agg.totals();
+            proptest::prop_assert_eq!(totals.late, 0);
+            let mut from_seconds = 0;
+            for second in &seconds {
+                let expected = direct.get(&second.ts).map(GroupAcc::stats).unwrap_or_default();
+                proptest::prop_assert_eq!(&second.overall, &expected);
+                from_seconds += second.overall.len();
+            }
+            proptest::prop_assert_eq!(from_seconds, shots.len() as u64);
+            let mut all = GroupAcc::new();
+            for group in direct.values() {
+                all.merge(group);
+            }
+            proptest::prop_assert_eq!(&totals.overall, &all.stats());
+            proptest::prop_assert_eq!(totals.lag, Quantiles::of(&lags));
+        }
     }
 }
