@@ -95,10 +95,9 @@ impl Clock {
         }
     }
 
-    /// `at` as µs since the Unix epoch.
-    pub fn unix_us(&self, at: Instant) -> u64 {
-        let since =
-            u64::try_from(at.saturating_duration_since(self.start).as_micros()).unwrap_or(u64::MAX);
+    /// The moment `since_start` after the start, as µs since the Unix epoch.
+    pub fn unix_us(&self, since_start: Duration) -> u64 {
+        let since = u64::try_from(since_start.as_micros()).unwrap_or(u64::MAX);
         self.start_unix_us.saturating_add(since)
     }
 }

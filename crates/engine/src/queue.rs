@@ -128,15 +128,17 @@ async fn instance(shared: Arc<Shared>, mut barrel: Barrel, gate: Arc<ThreadGate>
             }
         }
         let start = Instant::now();
-        // A shot due "at once" is never late.
-        let due = shot.due.map_or(start, |due| shared.clock.start + due);
+        let since_start = start.saturating_duration_since(shared.clock.start);
         shared.active.enter();
         let measured = barrel.fire(&shot.request, start, capture.as_mut()).await;
         shared.active.leave();
         shared.fired.fetch_add(1, Ordering::Relaxed);
         let sample = Sample {
-            start_unix_us: shared.clock.unix_us(start),
-            lag_us: micros(start.saturating_duration_since(due)),
+            start_unix_us: shared.clock.unix_us(since_start),
+            // A shot due "at once" is never late.
+            lag_us: shot
+                .due
+                .map_or(0, |due| micros(since_start.saturating_sub(due))),
             tag: Arc::clone(&shot.tag),
             measured,
         };
