@@ -43,9 +43,9 @@ impl Summary {
                 .map_or(shot.due_ms, |last| last.max(shot.due_ms)),
         );
         // Most plans have a handful of tags: a short scan beats hashing every shot.
-        // Ammo repeats tags in runs or in file order: try the previous tag and the
-        // one after it before scanning.
-        let near = [self.last_few, self.last_few + 1];
+        // Ammo repeats tags in runs or in file order: try the previous tag, the
+        // one after it and the first (where a pass starts over) before scanning.
+        let near = [self.last_few, self.last_few + 1, 0];
         if let Some(at) = near.into_iter().find(|at| {
             self.few
                 .get(*at)

@@ -4,6 +4,12 @@
 //! Blank lines between chunks are skipped; a chunk of size 0 starts the next
 //! pass (chunks after it are never read); a negative size takes the rest of the
 //! file as one request (the reference's quirk, kept).
+//!
+//! A file held in memory reads the same on every pass, so its first pass is
+//! recorded (where each missile lies, and its tag) and later passes replay it
+//! without parsing a header again.
+
+use std::ops::Range;
 
 use super::passes::ReadState;
 use super::pybytes::{is_space, show, strip_set};
@@ -23,20 +29,55 @@ enum State {
     Done,
 }
 
+/// One missile of a pass over an in-memory file.
+#[derive(Debug, Clone)]
+struct Recorded {
+    /// Where its bytes lie in the file.
+    missile: Range<usize>,
+    /// Its tag from the header, if it had one.
+    tag: Option<Box<[u8]>>,
+}
+
+/// Passes after the first, for a file held in memory.
+#[derive(Debug)]
+enum Replay {
+    /// The first pass is being read and recorded.
+    Recording(Vec<Recorded>),
+    /// The first pass ended: later ones replay it, from `next`.
+    Replaying { pass: Vec<Recorded>, next: usize },
+    /// A streamed file: every pass is read.
+    Off,
+}
+
 /// Reader of request-style ammo.
 pub struct PhantomReader {
     file: AmmoFile,
     state: State,
     yielded: bool,
+    replay: Replay,
 }
 
 impl PhantomReader {
     /// Read `file` as request-style ammo.
     pub fn new(file: AmmoFile) -> Self {
+        let replay = match file.memory() {
+            Some(_) => Replay::Recording(Vec::new()),
+            None => Replay::Off,
+        };
         PhantomReader {
             file,
             state: State::Start,
             yielded: false,
+            replay,
+        }
+    }
+
+    /// A reader that parses every pass, to hold the replay to in tests.
+    #[cfg(test)]
+    fn parsing_every_pass(file: AmmoFile) -> Self {
+        PhantomReader {
+            replay: Replay::Off,
+            ..PhantomReader::new(file)
         }
     }
 
@@ -72,15 +113,27 @@ impl PhantomReader {
     }
 
     /// Start the next pass; `false` when the `loop` limit ends the reading.
+    /// After the first pass of an in-memory file, later passes replay it.
     fn next_pass(&mut self, st: &mut ReadState) -> Result<bool> {
         self.file.rewind()?;
         let yielded = std::mem::replace(&mut self.yielded, false);
-        st.passes
-            .finish(yielded, &self.file.path().display().to_string())
+        let more = st
+            .passes
+            .finish(yielded, &self.file.path().display().to_string())?;
+        if let Replay::Recording(pass) = &mut self.replay {
+            self.replay = Replay::Replaying {
+                pass: std::mem::take(pass),
+                next: 0,
+            };
+        }
+        Ok(more)
     }
 
     /// Advance to the next missile; `false` when reading has ended.
     pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
+        if matches!(self.replay, Replay::Replaying { .. }) {
+            return self.replay_next(st, slot);
+        }
         loop {
             let header = match self.state {
                 State::Done => return Ok(false),
@@ -88,7 +141,13 @@ impl PhantomReader {
                 State::Header(header) => header,
                 State::AfterMissile => match self.read_header(slot)? {
                     Some(size) => Some(size),
-                    None if self.next_pass(st)? => self.read_header(slot)?,
+                    // The end of the file ends the pass.
+                    None if self.next_pass(st)? => {
+                        if matches!(self.replay, Replay::Replaying { .. }) {
+                            return self.replay_next(st, slot);
+                        }
+                        self.read_header(slot)?
+                    }
                     None => None,
                 },
             };
@@ -98,13 +157,17 @@ impl PhantomReader {
             };
             if size == 0 {
                 // A zero-size chunk ends the pass.
-                self.state = if self.next_pass(st)? {
-                    State::Header(self.read_header(slot)?)
-                } else {
-                    State::Done
-                };
+                if !self.next_pass(st)? {
+                    self.state = State::Done;
+                    return Ok(false);
+                }
+                if matches!(self.replay, Replay::Replaying { .. }) {
+                    return self.replay_next(st, slot);
+                }
+                self.state = State::Header(self.read_header(slot)?);
                 continue;
             }
+            let start = usize::try_from(self.file.offset()).unwrap_or(usize::MAX);
             if size < 0 {
                 self.file.read_rest(&mut slot.missile)?;
             } else {
@@ -117,9 +180,40 @@ impl PhantomReader {
                     )));
                 }
             }
+            if let Replay::Recording(pass) = &mut self.replay {
+                pass.push(Recorded {
+                    missile: start..start + slot.missile.len(),
+                    tag: slot.has_tag.then(|| slot.tag.as_slice().into()),
+                });
+            }
             self.yielded = true;
             self.state = State::AfterMissile;
             return Ok(true);
+        }
+    }
+
+    /// The next missile of a replayed pass; at its end, the next pass begins.
+    fn replay_next(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
+        loop {
+            let Replay::Replaying { pass, next } = &mut self.replay else {
+                return Ok(false);
+            };
+            if let Some(recorded) = pass.get(*next) {
+                *next += 1;
+                let memory = self.file.memory().unwrap_or_default();
+                slot.missile.clear();
+                slot.missile
+                    .extend_from_slice(memory.get(recorded.missile.clone()).unwrap_or_default());
+                slot.set_tag(recorded.tag.as_deref());
+                self.yielded = true;
+                return Ok(true);
+            }
+            *next = 0;
+            if !self.next_pass(st)? {
+                self.replay = Replay::Off;
+                self.state = State::Done;
+                return Ok(false);
+            }
         }
     }
 }
@@ -187,8 +281,10 @@ fn two_fields(header: &[u8]) -> (Option<&[u8]>, Option<&[u8]>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{quick_header, two_fields};
+    use super::{quick_header, two_fields, PhantomReader};
     use crate::ammo::pybytes::strip_set;
+    use crate::ammo::source::AmmoFile;
+    use crate::ammo::{Passes, ReadState, Slot};
     use crate::pynum::py_int;
 
     #[test]
@@ -224,6 +320,80 @@ mod tests {
                 proptest::prop_assert_eq!(Some(size), general_size.and_then(py_int));
                 proptest::prop_assert_eq!(tag, general_tag);
             }
+        }
+    }
+
+    /// What a reader gives over `advances` calls: each missile with its tag and
+    /// the passes done, then how it ended (the end, or an error).
+    fn read_through(mut reader: PhantomReader, limit: Option<i64>, advances: usize) -> Vec<String> {
+        let mut st = ReadState {
+            passes: Passes::new(limit),
+            written: 0,
+        };
+        let mut slot = Slot::default();
+        let mut seen = Vec::new();
+        for _ in 0..advances {
+            match reader.advance(&mut st, &mut slot) {
+                Ok(true) => seen.push(format!(
+                    "{:?} {:?} {:?} pass {}",
+                    slot.missile,
+                    slot.has_tag,
+                    slot.marker(),
+                    st.passes.done()
+                )),
+                Ok(false) => {
+                    seen.push(format!("end after {} passes", st.passes.done()));
+                    break;
+                }
+                Err(error) => {
+                    seen.push(format!("error {error}"));
+                    break;
+                }
+            }
+        }
+        seen
+    }
+
+    /// Request-style ammo near the format's edges: chunks with and without tags,
+    /// blank lines, a chunk of size 0, a negative size, a truncated chunk.
+    fn ammo() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let chunk = (
+            proptest::collection::vec(b'a'..b'e', 0..6),
+            prop_oneof![Just(""), Just(" t"), Just(" t#1"), Just(" x y")],
+            prop_oneof![6 => Just(""), 1 => Just("\n"), 1 => Just("\r\n\n")],
+            prop_oneof![12 => Just(0i64), 1 => Just(-1), 1 => Just(3)],
+        )
+            .prop_map(|(missile, tag, blank, quirk)| {
+                let size = match quirk {
+                    0 => missile.len() as i64,
+                    // A size of 0 ends the pass; -1 takes the rest; +3 runs past the end.
+                    -1 if missile.is_empty() => 0,
+                    -1 => -1,
+                    _ => missile.len() as i64 + 3,
+                };
+                [
+                    format!("{blank}{size}{tag}\n").into_bytes(),
+                    missile,
+                    b"\n".to_vec(),
+                ]
+                .concat()
+            });
+        proptest::collection::vec(chunk, 0..6).prop_map(|chunks| chunks.concat())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn replayed_passes_read_as_parsed_passes(
+            ammo in ammo(),
+            limit in proptest::option::of(1i64..5),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("ammo");
+            std::fs::write(&path, &ammo).unwrap();
+            let replayed = PhantomReader::new(AmmoFile::open(&path).unwrap());
+            let parsed = PhantomReader::parsing_every_pass(AmmoFile::open(&path).unwrap());
+            proptest::prop_assert_eq!(read_through(replayed, limit, 40), read_through(parsed, limit, 40));
         }
     }
 

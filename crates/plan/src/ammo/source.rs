@@ -95,6 +95,14 @@ impl AmmoFile {
         self.offset
     }
 
+    /// The whole (decompressed) file, when it is held in memory.
+    pub fn memory(&self) -> Option<&[u8]> {
+        match &self.inner {
+            Inner::Memory(cursor) => Some(cursor.get_ref()),
+            Inner::Plain(_) | Inner::Gzip(_) => None,
+        }
+    }
+
     /// The path (for errors) and the reader, borrowed apart.
     fn parts(&mut self) -> (&Path, &mut dyn BufRead) {
         let reader: &mut dyn BufRead = match &mut self.inner {
