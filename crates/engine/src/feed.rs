@@ -11,8 +11,6 @@ use tank_stats::Tag;
 
 /// Shots buffered ahead of the instances.
 const AHEAD: usize = 4096;
-/// Distinct tags interned; beyond this each shot gets its own copy.
-const MAX_INTERNED_TAGS: usize = 4096;
 
 /// A shot ready to fire.
 #[derive(Debug, Clone)]
@@ -99,6 +97,41 @@ const REFILL_PAUSE: Duration = Duration::from_micros(500);
 /// Its longest: `AHEAD` shots last this long at 400k shots/s.
 const MAX_REFILL_PAUSE: Duration = Duration::from_millis(8);
 
+/// One shared copy of byte strings that repeat from shot to shot: tags, and the
+/// requests of ammo that is looped. A shot then costs a lookup instead of an
+/// allocation, a copy, and a free on another thread. Up to `max_count` strings
+/// and `max_bytes` bytes are kept; past that, each shot gets its own copy.
+struct Interner {
+    // Looked up per shot; the strings are the user's own, so a fast hasher is safe.
+    set: foldhash::HashSet<Arc<[u8]>>,
+    bytes: usize,
+    max_count: usize,
+    max_bytes: usize,
+}
+
+impl Interner {
+    fn new(max_count: usize, max_bytes: usize) -> Self {
+        Interner {
+            set: foldhash::HashSet::default(),
+            bytes: 0,
+            max_count,
+            max_bytes,
+        }
+    }
+
+    fn get(&mut self, bytes: &[u8]) -> Arc<[u8]> {
+        if let Some(shared) = self.set.get(bytes) {
+            return Arc::clone(shared);
+        }
+        let fresh: Arc<[u8]> = bytes.into();
+        if self.set.len() < self.max_count && self.bytes + bytes.len() <= self.max_bytes {
+            self.bytes += bytes.len();
+            self.set.insert(Arc::clone(&fresh));
+        }
+        fresh
+    }
+}
+
 /// The feeder thread: its result says how much of the plan it walked.
 pub type Feeder = JoinHandle<Result<FeedReport, PlanError>>;
 
@@ -115,28 +148,17 @@ pub fn spawn(
     let handle = std::thread::Builder::new()
         .name(format!("feed-{name}"))
         .spawn(move || {
-            // Looked up per shot; tags are the user's own, so a fast hasher is safe.
-            let mut tags: foldhash::HashMap<Vec<u8>, Tag> = foldhash::HashMap::default();
+            let mut tags = Interner::new(4096, 1 << 20);
+            let mut requests = Interner::new(4096, 8 << 20);
             let mut report = FeedReport::default();
             let mut timing = Timing::of(&plan);
             let mut pause = REFILL_PAUSE;
             while let Some(shot) = plan.next_shot()? {
                 report.planned += 1;
-                let tag = match tags.get(shot.marker) {
-                    Some(tag) => Arc::clone(tag),
-                    None => {
-                        let tag: Tag = shot.marker.into();
-                        if tags.len() < MAX_INTERNED_TAGS {
-                            tags.insert(shot.marker.to_vec(), Arc::clone(&tag));
-                        }
-                        tag
-                    }
-                };
-                let due = timing.due(shot.seq, shot.due_ms);
                 let owned = Shot {
-                    due,
-                    tag,
-                    request: shot.missile.into(),
+                    due: timing.due(shot.seq, shot.due_ms),
+                    tag: tags.get(shot.marker),
+                    request: requests.get(shot.missile),
                 };
                 if !hand_over(&tx, owned, &mut pause) {
                     // The instances stopped: count the rest if asked, else stop here.
@@ -153,4 +175,25 @@ pub fn spawn(
             Ok(report)
         })?;
     Ok((rx, handle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_bytes_share_one_copy_within_the_bounds() {
+        let mut interner = Interner::new(2, 10);
+        let first = interner.get(b"GET /a");
+        assert!(Arc::ptr_eq(&first, &interner.get(b"GET /a")));
+        // Over the byte budget: a copy of its own each time, nothing kept.
+        let long = interner.get(b"GET /longer");
+        assert!(!Arc::ptr_eq(&long, &interner.get(b"GET /longer")));
+        assert!(Arc::ptr_eq(&interner.get(b"b"), &interner.get(b"b")));
+        // Over the count: the same.
+        let third = interner.get(b"c");
+        assert!(!Arc::ptr_eq(&third, &interner.get(b"c")));
+        assert_eq!(&*third, b"c");
+        assert_eq!((interner.set.len(), interner.bytes), (2, 7));
+    }
 }
