@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use tank_digits::Backwards;
+
 use crate::ammo::show;
 use crate::ammo::source::AmmoFile;
 use crate::error::Result;
@@ -12,33 +14,36 @@ use crate::stepper::ShotRef;
 
 /// Append one stpd record to `out`.
 pub fn push_record(out: &mut Vec<u8>, due_ms: i64, marker: &[u8], missile: &[u8]) {
-    let mut len = itoa::Buffer::new();
-    let mut due = itoa::Buffer::new();
-    let (len, due) = (
-        len.format(missile.len()).as_bytes(),
-        due.format(due_ms).as_bytes(),
-    );
-    out.reserve(len.len() + due.len() + marker.len() + missile.len() + 4);
-    push_short(out, len);
-    out.push(b' ');
-    push_short(out, due);
-    out.push(b' ');
-    push_short(out, marker);
-    out.push(b'\n');
+    // The header, written from its end into one stack buffer and copied once;
+    // a long marker is copied on its own.
+    let mut head = Backwards::<HEAD_ROOM>::default();
+    head.byte(b'\n');
+    let short_marker = marker.len() <= MARKER_ROOM;
+    if short_marker {
+        head.bytes(marker);
+    }
+    head.byte(b' ');
+    head.signed(due_ms);
+    head.byte(b' ');
+    head.number(missile.len() as u64);
+    let head = head.as_bytes();
+    out.reserve(head.len() + marker.len() + missile.len() + 1);
+    if short_marker {
+        out.extend_from_slice(head);
+    } else {
+        out.extend_from_slice(&head[..head.len() - 1]);
+        out.extend_from_slice(marker);
+        out.push(b'\n');
+    }
     out.extend_from_slice(missile);
     out.push(b'\n');
 }
 
-/// Byte by byte for the few bytes of a number or tag: cheaper than a memcpy call.
-fn push_short(out: &mut Vec<u8>, bytes: &[u8]) {
-    if bytes.len() <= 16 {
-        for &byte in bytes {
-            out.push(byte);
-        }
-    } else {
-        out.extend_from_slice(bytes);
-    }
-}
+/// Markers up to this long go into the header's stack buffer.
+const MARKER_ROOM: usize = 64;
+/// The header's stack buffer: two numbers of up to 20 digits and a sign, two
+/// spaces, a marker and the line feed.
+const HEAD_ROOM: usize = 2 * 21 + 2 + MARKER_ROOM + 1;
 
 /// Reads an stpd file (`stpd_file`) back into shots. Blank lines before a
 /// header are skipped; the marker is the third field, or empty.
@@ -124,6 +129,14 @@ mod tests {
         let mut out = Vec::new();
         push_record(&mut out, 0, b"", b"GET / HTTP/1.0\r\n\r\n");
         assert_eq!(out, b"18 0 \nGET / HTTP/1.0\r\n\r\n\n");
+    }
+
+    #[test]
+    fn long_markers_and_negative_times_are_written_whole() {
+        let tag = [b'y'; MARKER_ROOM + 1];
+        let mut out = b"x".to_vec();
+        push_record(&mut out, -12, &tag, b"GET");
+        assert_eq!(out, [&b"x3 -12 "[..], &tag, b"\nGET\n"].concat());
     }
 
     #[test]

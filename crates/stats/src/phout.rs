@@ -7,6 +7,8 @@
 //! `send_ts` is unix seconds with exactly three decimals (milliseconds,
 //! truncated); every other field is an integer (µs or bytes or a code).
 
+use tank_digits::Backwards;
+
 use crate::group::FIELD_NAMES;
 use crate::sample::{Measured, NetCode, Sample};
 
@@ -15,7 +17,7 @@ use crate::sample::{Measured, NetCode, Sample};
 /// Tabs and line breaks in a tag would break the columns, so they are written
 /// as `_` (file tags cannot contain them; a computed URI tag could).
 pub fn push_line(out: &mut Vec<u8>, sample: &Sample) {
-    let mut head = Backwards::default();
+    let mut head = Backwards::<LINE_ROOM>::default();
     head.byte(b'\t');
     let millis = sample.start_unix_us / 1000 % 1000;
     head.byte(b'0' + (millis % 10) as u8);
@@ -32,7 +34,7 @@ pub fn push_line(out: &mut Vec<u8>, sample: &Sample) {
     }));
     let m = &sample.measured;
     let codes = [u64::from(m.net_code.0), u64::from(m.proto_code)];
-    let mut tail = Backwards::default();
+    let mut tail = Backwards::<LINE_ROOM>::default();
     tail.byte(b'\n');
     for value in m.fields().into_iter().chain(codes).rev() {
         tail.number(value);
@@ -43,66 +45,6 @@ pub fn push_line(out: &mut Vec<u8>, sample: &Sample) {
 
 /// Room for eleven 20-digit numbers, each with its tab, and the line's end.
 const LINE_ROOM: usize = 11 * 21 + 1;
-
-/// Part of a line written from its end backwards, as the digits of a number
-/// come (least significant first): no digit counting, and the whole part is
-/// one copy into the log instead of one per field.
-struct Backwards {
-    bytes: [u8; LINE_ROOM],
-    start: usize,
-}
-
-impl Default for Backwards {
-    fn default() -> Self {
-        Backwards {
-            bytes: [0; LINE_ROOM],
-            start: LINE_ROOM,
-        }
-    }
-}
-
-/// "00" to "99", two bytes each.
-const PAIRS: [u8; 200] = {
-    let mut pairs = [0; 200];
-    let mut n = 0;
-    while n < 100 {
-        pairs[2 * n] = b'0' + (n / 10) as u8;
-        pairs[2 * n + 1] = b'0' + (n % 10) as u8;
-        n += 1;
-    }
-    pairs
-};
-
-impl Backwards {
-    fn byte(&mut self, byte: u8) {
-        self.start -= 1;
-        self.bytes[self.start] = byte;
-    }
-
-    /// The two digits of `n % 100`.
-    fn pair(&mut self, n: u64) {
-        let at = (n % 100) as usize * 2;
-        self.start -= 2;
-        self.bytes[self.start..self.start + 2].copy_from_slice(&PAIRS[at..at + 2]);
-    }
-
-    /// `value` in decimal, two digits at a time.
-    fn number(&mut self, mut value: u64) {
-        while value >= 100 {
-            self.pair(value);
-            value /= 100;
-        }
-        if value >= 10 {
-            self.pair(value);
-        } else {
-            self.byte(b'0' + value as u8);
-        }
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        &self.bytes[self.start..]
-    }
-}
 
 /// One phout line as read back: tank's, phantom's or pandora's.
 #[derive(Debug, Clone, PartialEq)]
