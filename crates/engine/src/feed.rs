@@ -11,6 +11,11 @@ use tank_stats::Tag;
 
 /// Shots buffered ahead of the instances.
 const AHEAD: usize = 4096;
+/// Distinct tags shared; beyond this each shot gets its own copy.
+const INTERNED_TAGS: usize = 4096;
+/// Distinct requests shared, and their bytes at most.
+const INTERNED_REQUESTS: usize = 4096;
+const INTERNED_REQUEST_BYTES: usize = 8 << 20;
 
 /// A shot ready to fire.
 #[derive(Debug, Clone)]
@@ -148,8 +153,8 @@ pub fn spawn(
     let handle = std::thread::Builder::new()
         .name(format!("feed-{name}"))
         .spawn(move || {
-            let mut tags = Interner::new(4096, 1 << 20);
-            let mut requests = Interner::new(4096, 8 << 20);
+            let mut tags = Interner::new(INTERNED_TAGS, 1 << 20);
+            let mut requests = Interner::new(INTERNED_REQUESTS, INTERNED_REQUEST_BYTES);
             let mut report = FeedReport::default();
             let mut timing = Timing::of(&plan);
             let mut pause = REFILL_PAUSE;
