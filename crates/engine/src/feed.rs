@@ -11,8 +11,9 @@ use tank_stats::Tag;
 
 /// Shots buffered ahead of the instances.
 const AHEAD: usize = 4096;
-/// Distinct tags shared; beyond this each shot gets its own copy.
+/// Distinct tags shared, and their bytes at most; beyond this each shot gets its own copy.
 const INTERNED_TAGS: usize = 4096;
+const INTERNED_TAG_BYTES: usize = 1 << 20;
 /// Distinct requests shared, and their bytes at most.
 const INTERNED_REQUESTS: usize = 4096;
 const INTERNED_REQUEST_BYTES: usize = 8 << 20;
@@ -153,7 +154,7 @@ pub fn spawn(
     let handle = std::thread::Builder::new()
         .name(format!("feed-{name}"))
         .spawn(move || {
-            let mut tags = Interner::new(INTERNED_TAGS, 1 << 20);
+            let mut tags = Interner::new(INTERNED_TAGS, INTERNED_TAG_BYTES);
             let mut requests = Interner::new(INTERNED_REQUESTS, INTERNED_REQUEST_BYTES);
             let mut report = FeedReport::default();
             let mut timing = Timing::of(&plan);
