@@ -92,6 +92,17 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
         ),
         Err(why) => format!("I/O threads: the default scheduler slice ({why})"),
     });
+    // Held until the run is over; the kernel drops it when tank exits, however it exits.
+    let cpus_awake = config.core.keep_cpus_awake.then(priority::keep_cpus_awake);
+    artifacts.log(&match &cpus_awake {
+        Some(Ok(_)) => "CPUs kept awake while shooting (keep_cpus_awake)".to_owned(),
+        Some(Err(why)) => format!(
+            "CPUs may sleep: cannot write {} ({why}; it needs root). Shots due while a \
+             CPU wakes up go late",
+            priority::CPU_LATENCY_DEVICE
+        ),
+        None => "CPUs may sleep: keep_cpus_awake = 0".to_owned(),
+    });
 
     let instances_limit = engine.total_instances() as u64;
     let autostop = Autostop::new(&config.autostop.criteria, instances_limit)
@@ -176,6 +187,7 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
         }
         report
     });
+    drop(cpus_awake);
     let outcome = collector
         .join()
         .map_err(|_| anyhow!("the results thread failed"))?

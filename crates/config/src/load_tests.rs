@@ -189,6 +189,15 @@ fn core_accepts_its_keys_and_plugin_keys() {
 }
 
 #[test]
+fn keep_cpus_awake_is_on_unless_switched_off() {
+    assert!(ini(MINIMAL).core.keep_cpus_awake);
+    let c = ini(&format!("{MINIMAL}[tank]\nkeep_cpus_awake = 0\n"));
+    assert!(!c.core.keep_cpus_awake);
+    let e = ini_err(&format!("{MINIMAL}[tank]\nkeep_cpus_awake =\n"));
+    assert_eq!(e.key(), Some("keep_cpus_awake"), "{e}");
+}
+
+#[test]
 fn other_plugin_sections_are_ignored_and_unknown_ones_are_errors() {
     let c = ini(&format!(
         "{MINIMAL}[overload]\ntoken_file = t\n[telegraf]\nconfig = m.xml\n[shellexec]\nprepare = x\n[aggregator]\nfoo = 1\n"

@@ -198,6 +198,10 @@ pub struct CoreConfig {
     pub artifacts_base_dir: String,
     /// `artifacts_dir`: a fixed directory instead of a new one per run.
     pub artifacts_dir: Option<String>,
+    /// `keep_cpus_awake` (tank's own, default on): while the test runs, ask the
+    /// kernel to keep every CPU out of idle states that are slow to wake from,
+    /// so shots are not late because a CPU was asleep at their due time.
+    pub keep_cpus_awake: bool,
 }
 
 /// `[rcassert]`: exit code remapping.

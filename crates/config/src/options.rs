@@ -141,6 +141,8 @@ pub(crate) const CORE: &[(&str, Kind)] = &[
     ("flush_config_to", Kind::Any),
     ("ignore_lock", Kind::Any),
     ("ignore_locks", Kind::Any),
+    // tank's own: hold the CPUs out of slow idle states while shooting.
+    ("keep_cpus_awake", Kind::Bool),
     ("lock_dir", Kind::Any),
     ("message", Kind::Any),
     ("operator", Kind::Any),

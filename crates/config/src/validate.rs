@@ -55,6 +55,7 @@ pub(crate) fn validate(
         core: CoreConfig {
             artifacts_base_dir: "logs".into(),
             artifacts_dir: None,
+            keep_cpus_awake: true,
         },
         rcassert: RcAssertConfig {
             pass: Vec::new(),
@@ -267,6 +268,13 @@ fn read_core(section: &RawSection, core: &mut CoreConfig) -> Result<(), ConfigEr
     }
     if let Some(dir) = string("artifacts_dir")? {
         core.artifacts_dir = Some(dir).filter(|d| !d.is_empty());
+    }
+    if let Some(entry) = section.get("keep_cpus_awake") {
+        if let Some(keep) =
+            convert::boolean(&entry.value).map_err(|m| entry_error(&section.name, entry, m))?
+        {
+            core.keep_cpus_awake = keep;
+        }
     }
     Ok(())
 }
