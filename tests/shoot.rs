@@ -237,6 +237,28 @@ fn closed_model_reads_the_ammo_once_per_loop() {
 }
 
 #[test]
+fn instances_connect_only_as_concurrency_needs() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    let out = shoot(
+        dir.path(),
+        &config(
+            server.addr(),
+            "rps_schedule = const(100,2s)\nuris = /\nheader_http = 1.1\ninstances = 200\nthreads = 2",
+        ),
+        LIMIT,
+    );
+    assert_ran(&out);
+    let rows = phout(&artifacts(dir.path()));
+    assert_eq!(rows.len(), 200);
+    assert!(rows.iter().all(|r| r.proto_code == 200 && r.net_code == 0));
+    // Each reply is back long before the next shot is due, so the most recently
+    // free instances take every shot; in first-come order all 200 would connect.
+    let connects = rows.iter().filter(|r| r.connect > 0).count();
+    assert!(connects <= 20, "{connects} connects for 200 shots");
+}
+
+#[test]
 fn threads_sets_the_io_threads_and_instances_keep_their_connections_on_them() {
     let server = Server::start(Behaviour::KeepAlive);
     let dir = tempfile::tempdir().unwrap();

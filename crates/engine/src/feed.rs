@@ -1,7 +1,8 @@
 //! The feeder: runs a queue's plan on its own thread (reading ammo is
-//! blocking file I/O) and hands owned shots to the instances through a
-//! bounded channel, in order.
+//! blocking file I/O) and hands owned shots to the queue's [`Dispatch`], in
+//! order, a batch at a time.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -9,8 +10,10 @@ use std::time::Duration;
 use tank_plan::{Plan, PlanError, Schedule};
 use tank_stats::Tag;
 
-/// Shots buffered ahead of the instances.
-const AHEAD: usize = 4096;
+use crate::dispatch::{Discipline, Dispatch, Offered};
+
+/// Shots handed over at once: one lock of the dispatch for these many.
+const BATCH: usize = 64;
 /// Distinct tags shared, and their bytes at most; beyond this each shot gets its own copy.
 const INTERNED_TAGS: usize = 4096;
 const INTERNED_TAG_BYTES: usize = 1 << 20;
@@ -49,6 +52,17 @@ enum Timing {
     StpdZeros { latest_ms: i64 },
 }
 
+/// How `plan`'s shots are taken: an rps schedule's when due, by any free
+/// instance; otherwise (an instances schedule, a ready stpd file, which may be
+/// either) as phantom does, at once and held until due, which is what makes
+/// an instance start at its start time.
+pub fn discipline(plan: &Plan) -> Discipline {
+    match plan.schedule() {
+        Some(Schedule::Rps(_)) => Discipline::Open,
+        Some(Schedule::Instances(_)) | None => Discipline::Closed,
+    }
+}
+
 impl Timing {
     fn of(plan: &Plan) -> Timing {
         match plan.schedule() {
@@ -72,23 +86,20 @@ impl Timing {
     }
 }
 
-/// Send `shot`, waiting while the channel is full. It sleeps instead of
-/// blocking on the channel: a blocked sender would make every receive wake it
-/// (a futex call per shot); a sleep refills thousands at once. `pause` adapts
-/// to the pace of the instances: it doubles while they leave the channel over
-/// half full after a sleep (a slow schedule needs few refills), up to a pause
-/// in which even 400k shots/s would not empty it, and halves when they drain
-/// it faster. `false` when the instances are gone.
-fn hand_over(tx: &async_channel::Sender<Shot>, shot: Shot, pause: &mut Duration) -> bool {
-    let mut shot = shot;
+/// Hand `batch` over, waiting while the dispatch is full. It sleeps: the
+/// instances do not signal room, which would cost a wake-up per shot; a sleep
+/// lets them take thousands. `pause` adapts to their pace: it doubles while
+/// they leave the buffer over half full after a sleep (a slow schedule needs
+/// few refills), up to a pause in which even 400k shots/s would not empty it,
+/// and halves when they drain it faster. `false` when the queue halted.
+fn hand_over(dispatch: &Dispatch, batch: &mut VecDeque<Shot>, pause: &mut Duration) -> bool {
     loop {
-        match tx.try_send(shot) {
-            Ok(()) => return true,
-            Err(async_channel::TrySendError::Closed(_)) => return false,
-            Err(async_channel::TrySendError::Full(back)) => {
-                shot = back;
+        match dispatch.offer(batch) {
+            Offered::All => return true,
+            Offered::Halted => return false,
+            Offered::Full => {
                 std::thread::sleep(*pause);
-                *pause = if tx.len() > AHEAD / 2 {
+                *pause = if dispatch.over_half_full() {
                     (*pause * 2).min(MAX_REFILL_PAUSE)
                 } else {
                     (*pause / 2).max(REFILL_PAUSE)
@@ -100,7 +111,7 @@ fn hand_over(tx: &async_channel::Sender<Shot>, shot: Shot, pause: &mut Duration)
 
 /// The feeder's shortest pause when the instances have all the shots they can hold.
 const REFILL_PAUSE: Duration = Duration::from_micros(500);
-/// Its longest: `AHEAD` shots last this long at 400k shots/s.
+/// Its longest: `dispatch::AHEAD` shots last this long at 400k shots/s.
 const MAX_REFILL_PAUSE: Duration = Duration::from_millis(8);
 
 /// One shared copy of byte strings that repeat from shot to shot: tags, and the
@@ -141,17 +152,17 @@ impl Interner {
 /// The feeder thread: its result says how much of the plan it walked.
 pub type Feeder = JoinHandle<Result<FeedReport, PlanError>>;
 
-/// Start the feeder of `plan`. When the instances go away before the plan
-/// ends, the rest is still counted when `count_rest` allows it (the open
-/// model reports those shots as unsent), without building them.
+/// Start the feeder of `plan`, handing its shots to `dispatch` and closing it
+/// at the plan's end. When the queue halts before the plan ends, the rest is
+/// still counted when `count_rest` allows it (the open model reports those
+/// shots as unsent), without building them.
 pub fn spawn(
     mut plan: Plan,
     name: String,
     count_rest: Arc<std::sync::atomic::AtomicBool>,
-) -> std::io::Result<(async_channel::Receiver<Shot>, Feeder)> {
-    // Many instances take from it, each woken once per shot it gets (MPMC).
-    let (tx, rx) = async_channel::bounded(AHEAD);
-    let handle = std::thread::Builder::new()
+    dispatch: Arc<Dispatch>,
+) -> std::io::Result<Feeder> {
+    std::thread::Builder::new()
         .name(format!("feed-{name}"))
         .spawn(move || {
             let mut tags = Interner::new(INTERNED_TAGS, INTERNED_TAG_BYTES);
@@ -159,28 +170,40 @@ pub fn spawn(
             let mut report = FeedReport::default();
             let mut timing = Timing::of(&plan);
             let mut pause = REFILL_PAUSE;
-            while let Some(shot) = plan.next_shot()? {
-                report.planned += 1;
-                let owned = Shot {
-                    due: timing.due(shot.seq, shot.due_ms),
-                    tag: tags.get(shot.marker),
-                    request: requests.get(shot.missile),
-                };
-                if !hand_over(&tx, owned, &mut pause) {
+            let mut batch = VecDeque::with_capacity(BATCH);
+            // The dispatch ends its instances once closed and drained, also on an error.
+            let walked = (|| {
+                let mut halted = false;
+                while let Some(shot) = plan.next_shot()? {
+                    report.planned += 1;
+                    batch.push_back(Shot {
+                        due: timing.due(shot.seq, shot.due_ms),
+                        tag: tags.get(shot.marker),
+                        request: requests.get(shot.missile),
+                    });
+                    if batch.len() == BATCH && !hand_over(&dispatch, &mut batch, &mut pause) {
+                        halted = true;
+                        break;
+                    }
+                }
+                if !halted && !hand_over(&dispatch, &mut batch, &mut pause) {
+                    halted = true;
+                }
+                if halted {
                     // The instances stopped: count the rest if asked, else stop here.
                     if !count_rest.load(std::sync::atomic::Ordering::Acquire) {
-                        return Ok(report);
+                        return Ok(false);
                     }
                     while plan.next_shot()?.is_some() {
                         report.planned += 1;
                     }
-                    break;
                 }
-            }
-            report.complete = true;
+                Ok(true)
+            })();
+            dispatch.close();
+            report.complete = walked?;
             Ok(report)
-        })?;
-    Ok((rx, handle))
+        })
 }
 
 #[cfg(test)]

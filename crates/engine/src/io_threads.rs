@@ -3,11 +3,11 @@
 //! A work-stealing runtime wakes an idle worker whenever the busy one has more
 //! than one task ready, so that it can steal; at a steady 10k rps that woke a
 //! thread for most responses (an eventfd write and a context switch each), and
-//! cost a fifth of tank's CPU. Instances never need stealing: the open model's
-//! instances take shots from one shared feed, so whichever thread has a free
-//! instance fires the next shot, and the closed model's instances are spread
-//! evenly. So each thread runs its own runtime and its share of the instances,
-//! and wakes only for their sockets and timers (and the gate's releases).
+//! cost a fifth of tank's CPU. Instances never need stealing: every thread's
+//! free instances take shots from the queue's one dispatch, so whichever
+//! thread runs first fires the next shot. So each thread runs its own runtime
+//! and its share of the instances, and wakes only for their sockets and its
+//! shot timer.
 
 use std::future::Future;
 use std::io;
@@ -84,7 +84,7 @@ pub(crate) struct Spawner {
 
 /// One of the I/O threads. The one place that maps a task to a thread is
 /// [`Spawner::thread_for`], so a task and anything kept per thread for it (its
-/// gate) cannot disagree.
+/// seat in the dispatch) cannot disagree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct IoThread(usize);
 

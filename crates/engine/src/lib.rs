@@ -11,8 +11,8 @@
 #![warn(missing_docs)]
 
 mod active;
+mod dispatch;
 mod feed;
-mod gate;
 pub mod gun;
 pub mod http;
 mod io_threads;
@@ -21,6 +21,7 @@ pub mod priority;
 mod queue;
 mod sink;
 pub mod target;
+mod timer;
 pub mod tls;
 
 use std::net::{IpAddr, SocketAddr};
@@ -34,6 +35,8 @@ use tank_plan::duration::parse_duration_ms;
 use tank_plan::{Plan, PlanError, Schedule};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+use dispatch::Dispatch;
 
 pub use active::Active;
 pub use io_threads::IoThreads;
@@ -260,53 +263,36 @@ impl Engine {
         let mut tasks = tokio::task::JoinSet::new();
         let mut feeders = Vec::new();
         let io_spawner = io.spawner();
-        // Released and ended when this function returns (dropping the set aborts them).
-        let (gate, _gate_timers) = match gate::Gate::start(clock.start.into_std(), &io_spawner) {
-            Ok(started) => started,
-            Err(error) => {
-                let queues = self
-                    .queues
-                    .into_iter()
-                    .map(|q| QueueReport {
-                        error: Some(EngineError::Queue {
-                            queue: q.name.clone(),
-                            message: format!("cannot create the shot timers: {error}"),
-                        }),
-                        name: q.name,
-                        planned: None,
-                        fired: 0,
-                        unsent: 0,
-                    })
-                    .collect();
-                return RunReport {
-                    queues,
-                    elapsed: Duration::ZERO,
-                    samples_dropped: 0,
-                };
-            }
-        };
         let shortest_timeout = self.queues.iter().map(|q| q.gun.timeout()).min();
         let _anchors = io_spawner
             .anchor_timers(shortest_timeout.map_or(TIMER_ANCHOR, |t| t.min(TIMER_ANCHOR)));
         let mut first = 0;
         for queue in self.queues {
             let count_rest = Arc::new(AtomicBool::new(false));
-            let (feed, feeder) =
-                match feed::spawn(queue.plan, queue.name.clone(), Arc::clone(&count_rest)) {
-                    Ok(started) => started,
-                    Err(error) => {
-                        feeders.push((queue.name.clone(), None, Some(error.to_string())));
-                        continue;
-                    }
-                };
+            let dispatch = Arc::new(Dispatch::new(
+                clock.start.into_std(),
+                io_spawner.threads().count(),
+                feed::discipline(&queue.plan),
+            ));
+            let feeder = match feed::spawn(
+                queue.plan,
+                queue.name.clone(),
+                Arc::clone(&count_rest),
+                Arc::clone(&dispatch),
+            ) {
+                Ok(started) => started,
+                Err(error) => {
+                    feeders.push((queue.name.clone(), None, Some(error.to_string())));
+                    continue;
+                }
+            };
             let shared = Arc::new(queue::Shared {
                 clock,
-                gate: gate.clone(),
+                dispatch,
                 gun: queue.gun,
                 deadline: queue
                     .schedule_ms
                     .map(|ms| clock.start + Duration::from_millis(ms)),
-                feed,
                 samples: samples.clone(),
                 answers: answers
                     .clone()
@@ -314,7 +300,6 @@ impl Engine {
                     .filter(|(_, level)| *level != WriteLog::Off),
                 stop: control.stop.clone(),
                 abort: control.abort.clone(),
-                halted: AtomicBool::new(false),
                 active: queue.active,
                 fired: Default::default(),
                 unsent: Default::default(),
@@ -349,8 +334,8 @@ impl Engine {
                 });
                 continue;
             };
-            // Closing the queue's channel lets a blocked feeder see the end.
-            shared.feed.close();
+            // Halting lets a feeder waiting for room see the end.
+            shared.dispatch.halt();
             let fired = shared.fired.load(Ordering::Relaxed);
             let unsent = shared.unsent.load(Ordering::Relaxed);
             let feed = tokio::task::spawn_blocking(move || feeder.join()).await;

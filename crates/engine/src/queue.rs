@@ -19,8 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::active::Active;
-use crate::feed::Shot;
-use crate::gate::{Gate, ThreadGate};
+use crate::dispatch::{Dispatch, Seat};
 use crate::gun::{Barrel, Gun};
 use crate::io_threads::Spawner;
 use crate::sink::{Answer, AnswerSink, SampleSink};
@@ -32,20 +31,15 @@ const ANSWER_CAPTURE: usize = 64 * 1024;
 /// Everything the instances of one queue share.
 pub(crate) struct Shared {
     pub clock: Clock,
-    /// Releases shots precisely at their due time.
-    pub gate: Gate,
+    /// Hands the feeder's shots to free instances when they are due.
+    pub dispatch: Arc<Dispatch>,
     pub gun: Arc<Gun>,
     /// The open model's end (schedule duration from the start); none for the closed model.
     pub deadline: Option<Instant>,
-    pub feed: async_channel::Receiver<Shot>,
     pub samples: SampleSink,
     pub answers: Option<(AnswerSink, WriteLog)>,
     pub stop: CancellationToken,
     pub abort: CancellationToken,
-    /// Set (and the feed closed) when this queue stops taking shots: the run
-    /// was stopped, or its schedule ended. Instances check it per shot: a flag,
-    /// where waiting on the tokens would register with a shared lock each time.
-    pub halted: AtomicBool,
     pub active: Arc<Active>,
     pub fired: AtomicU64,
     pub unsent: AtomicU64,
@@ -59,21 +53,21 @@ pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spaw
     let mut instances = JoinSet::new();
     for index in 0..pool {
         let barrel = shared.gun.instance(index);
-        // It waits at the gate of the thread it runs on.
         let thread = io.thread_for(first + index);
-        let gate = shared.gate.for_thread(thread);
+        let seat = shared.dispatch.seat(thread);
         io.spawn(
             &mut instances,
             thread,
-            instance(Arc::clone(&shared), barrel, gate),
+            instance(Arc::clone(&shared), barrel, seat),
         );
     }
+    // They end when the dispatch halts: at the latest when this function returns.
+    let _timers = shared.dispatch.start_timers(&io);
     let stop = async {
         shared.stop.cancelled().await;
-        // Instances waiting for a shot see the closed feed; those waiting for a
-        // due time, the released gate; shots in flight finish.
-        shared.halt();
-        shared.gate.release_all();
+        // Instances waiting for a shot get none; shots in flight finish.
+        let dropped = shared.dispatch.halt();
+        shared.unsent.fetch_add(dropped as u64, Ordering::Relaxed);
         std::future::pending::<()>().await
     };
     tokio::select! {
@@ -84,50 +78,21 @@ pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spaw
     }
 }
 
-impl Shared {
-    /// Stop taking shots: instances finish what they fire and return.
-    fn halt(&self) {
-        self.halted.store(true, Ordering::Release);
-        self.feed.close();
-    }
-
-    fn halted(&self) -> bool {
-        self.halted.load(Ordering::Acquire)
-    }
-}
-
-async fn instance(shared: Arc<Shared>, mut barrel: Barrel, gate: Arc<ThreadGate>) {
+async fn instance(shared: Arc<Shared>, mut barrel: Barrel, seat: Seat) {
     let mut capture = shared
         .answers
         .as_ref()
         .map(|_| Vec::with_capacity(ANSWER_CAPTURE));
-    loop {
-        // A closed feed: the plan ended, or the queue halted.
-        let Ok(shot) = shared.feed.recv().await else {
-            return;
-        };
-        if shared.halted() {
-            return;
-        }
-        if shared
-            .deadline
-            .is_some_and(|deadline| Instant::now() >= deadline)
-        {
+    // None: the plan ended, or the queue halted.
+    while let Some(shot) = shared.dispatch.next(seat).await {
+        let start = Instant::now();
+        if shared.deadline.is_some_and(|deadline| start >= deadline) {
             // The schedule is over: this shot and the rest are unsent.
             shared.unsent.fetch_add(1, Ordering::Relaxed);
             shared.count_rest.store(true, Ordering::Release);
-            shared.halt();
+            shared.dispatch.halt();
             return;
         }
-        if let Some(due) = shot.due {
-            // Stopping the run releases the gate at once.
-            gate.until(due).await;
-            if shared.halted() {
-                shared.unsent.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-        }
-        let start = Instant::now();
         let since_start = start.saturating_duration_since(shared.clock.start);
         shared.active.enter();
         let measured = barrel.fire(&shot.request, start, capture.as_mut()).await;
