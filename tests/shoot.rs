@@ -237,6 +237,34 @@ fn closed_model_reads_the_ammo_once_per_loop() {
 }
 
 #[test]
+fn tank_log_says_whether_the_cpus_are_kept_awake() {
+    let server = Server::start(Behaviour::KeepAlive);
+    for (extra, expected) in [
+        (
+            "",
+            [
+                "CPUs kept awake while shooting",
+                "CPUs may sleep: cannot write",
+            ],
+        ),
+        (
+            "[tank]\nkeep_cpus_awake = 0",
+            ["CPUs may sleep: keep_cpus_awake = 0"; 2],
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config(
+            server.addr(),
+            &format!("rps_schedule = const(10,1s)\nuris = /\ninstances = 2\n{extra}"),
+        );
+        assert_ran(&shoot(dir.path(), &config, LIMIT));
+        let log = std::fs::read_to_string(artifacts(dir.path()).join("tank.log")).unwrap();
+        // Granted as root with the device; refused, with the reason, elsewhere.
+        assert!(expected.iter().any(|line| log.contains(line)), "{log}");
+    }
+}
+
+#[test]
 fn instances_connect_only_as_concurrency_needs() {
     let server = Server::start(Behaviour::KeepAlive);
     let dir = tempfile::tempdir().unwrap();

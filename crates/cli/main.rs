@@ -49,6 +49,11 @@ enum Command {
     /// Ctrl-C (or SIGTERM) stops firing and waits for shots in flight; a second
     /// one stops at once. Exit codes, as yandex-tank's: 0 completed, 1 interrupted
     /// or failed, 21-33 stopped by an autostop criterion; [rcassert] may remap them.
+    ///
+    /// While it shoots, tank asks Linux to keep the CPUs out of idle states that
+    /// are slow to wake from, so that no shot is late waiting for a CPU to wake
+    /// (it needs root; tank.log says whether it was granted; `-o
+    /// tank.keep_cpus_awake=0` turns it off).
     Shoot(ShootArgs),
     /// Plan a test without firing: print each queue's schedule, ammo, shot
     /// count and tags, and optionally write the stepped ammo (stpd) that
