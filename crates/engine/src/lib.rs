@@ -4,8 +4,8 @@
 //! shot is fired (resolving targets, opening plans and ammo, TLS files,
 //! limits); [`Engine::run`] then runs every queue side by side, its instances
 //! spread over the [`IoThreads`]. Each queue has a feeder thread running its
-//! plan ([`feed`]), a [`dispatch`] that hands its shots to free instances when
-//! they are due, and a pool of instances ([`queue`]) firing through a [`gun::Gun`].
+//! plan (`feed`), a `dispatch` that hands its shots to free instances when
+//! they are due, and a pool of instances (`queue`) firing through a [`gun::Gun`].
 //! Samples leave through a [`SampleSink`]; the only thing flowing back in is
 //! [`Control`]: stop (finish shots in flight) and abort (drop them).
 
