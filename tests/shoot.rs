@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::server::{Behaviour, Server};
-use crate::support::{artifacts, assert_ran, phout, shoot, tank};
+use crate::support::{artifacts, assert_ran, phout, shoot, tank, Row};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -13,20 +13,22 @@ fn config(addr: std::net::SocketAddr, rest: &str) -> String {
     format!("[phantom]\naddress = {addr}\n{rest}\n")
 }
 
+/// Run `[phantom]` options `rest` against `server`: tank's output, and its phout rows.
+fn shoot_at(server: &Server, rest: &str) -> (std::process::Output, Vec<Row>) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = shoot(dir.path(), &config(server.addr(), rest), LIMIT);
+    assert_ran(&out);
+    let rows = phout(&artifacts(dir.path()));
+    (out, rows)
+}
+
 #[test]
 fn open_model_accounts_for_every_shot_and_reuses_the_connection() {
     let server = Server::start(Behaviour::KeepAlive);
-    let dir = tempfile::tempdir().unwrap();
-    let out = shoot(
-        dir.path(),
-        &config(
-            server.addr(),
-            "rps_schedule = const(20,1s)\nuris = /a /b\nheader_http = 1.1\ninstances = 1",
-        ),
-        LIMIT,
+    let (out, rows) = shoot_at(
+        &server,
+        "rps_schedule = const(20,1s)\nuris = /a /b\nheader_http = 1.1\ninstances = 1",
     );
-    assert_ran(&out);
-    let rows = phout(&artifacts(dir.path()));
     // On a loaded machine one instance may fall behind: shots not started by the
     // schedule's end are unsent, never fired late, and every shot is accounted for.
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -122,17 +124,10 @@ fn missiles(stpd: &[u8]) -> Vec<Vec<u8>> {
 #[test]
 fn plain_tcp_gun_sends_bytes_and_reads_until_close() {
     let server = Server::start(Behaviour::Close);
-    let dir = tempfile::tempdir().unwrap();
-    let out = shoot(
-        dir.path(),
-        &config(
-            server.addr(),
-            "rps_schedule = const(5,1s)\nuris = /\ntank_type = none",
-        ),
-        LIMIT,
+    let (_, rows) = shoot_at(
+        &server,
+        "rps_schedule = const(5,1s)\nuris = /\ntank_type = none",
     );
-    assert_ran(&out);
-    let rows = phout(&artifacts(dir.path()));
     assert_eq!(rows.len(), 5);
     // No HTTP parsing: proto_code 0, every reply byte counted.
     assert!(
@@ -267,17 +262,10 @@ fn tank_log_says_whether_the_cpus_are_kept_awake() {
 #[test]
 fn instances_connect_only_as_concurrency_needs() {
     let server = Server::start(Behaviour::KeepAlive);
-    let dir = tempfile::tempdir().unwrap();
-    let out = shoot(
-        dir.path(),
-        &config(
-            server.addr(),
-            "rps_schedule = const(100,2s)\nuris = /\nheader_http = 1.1\ninstances = 200\nthreads = 2",
-        ),
-        LIMIT,
+    let (_, rows) = shoot_at(
+        &server,
+        "rps_schedule = const(100,2s)\nuris = /\nheader_http = 1.1\ninstances = 200\nthreads = 2",
     );
-    assert_ran(&out);
-    let rows = phout(&artifacts(dir.path()));
     assert_eq!(rows.len(), 200);
     assert!(rows.iter().all(|r| r.proto_code == 200 && r.net_code == 0));
     // Each reply is back long before the next shot is due, so the most recently
