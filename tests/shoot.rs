@@ -196,7 +196,12 @@ fn the_summary_rate_is_over_the_active_time_not_whole_seconds() {
         "active {active} s, phout spans {} s",
         last - first
     );
-    assert!(active >= 1.98, "200 shots over 2 s took {active} s");
+    // Not whole seconds (two or three here). The first shot may start late on a
+    // busy machine, so only a gross error fails this.
+    assert!(
+        (1.5..2.5).contains(&active),
+        "200 shots over 2 s took {active} s"
+    );
     for rate in [&summary["rps"]["actual"], &summary["rps"]["planned"]] {
         let rate = rate.as_f64().unwrap();
         assert!(
