@@ -647,14 +647,17 @@ mod tests {
     fn the_most_recently_idle_instance_takes_the_next_shot() {
         let io = io(1);
         let run = run(&io, Instant::now(), 8, Discipline::Open);
-        // Due from 20 ms: by then every instance is idle.
-        run.offer_all((0..10).map(|i| shot(i, Some(20 + 2 * i as u64))));
+        // Due from 100 ms (by then every instance is idle), 5 ms apart.
+        run.offer_all((0..10).map(|i| shot(i, Some(100 + 5 * i as u64))));
         run.dispatch.close();
         let taken = run.finish();
         assert_eq!(taken.len(), 10);
-        // Each shot ends before the next is due: one instance carries them all.
+        // Each shot ends before the next is due, so one instance carries them
+        // all; a thread that runs late finds several due at once and wakes a
+        // second one for them, which may then be the most recently idle. First
+        // come, all eight would take their turn.
         let seats: HashSet<Seat> = taken.iter().map(|t| t.seat).collect();
-        assert_eq!(seats.len(), 1, "{taken:?}");
+        assert!(seats.len() <= 3, "{taken:?}");
     }
 
     #[test]
@@ -748,7 +751,14 @@ mod tests {
             let io = io(2);
             let run = run(&io, Instant::now(), 2, discipline);
             run.offer_all([shot(0, Some(3_600_000)), shot(1, None)]);
-            std::thread::sleep(Duration::from_millis(20));
+            if discipline == Discipline::Closed {
+                // Both taken at once: wait until the buffer is empty.
+                let waited = Instant::now();
+                while !run.dispatch.lock().shots.is_empty() {
+                    assert!(waited.elapsed() < Duration::from_secs(10), "never taken");
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
             // Open: both wait behind the one due in an hour. Closed: that one is
             // held, and the other has gone.
             let dropped = run.dispatch.halt();
