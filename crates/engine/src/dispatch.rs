@@ -8,7 +8,10 @@
 //!   free instances arms its timer for the first shot's due time, and the
 //!   first thread to run takes the shots due. A thread that is late to run
 //!   (its CPU busy with the target, or its vCPU not yet scheduled by the
-//!   host) leaves its share to the others instead of making it late.
+//!   host) leaves its share to the others instead of making it late. (This
+//!   departs from phantom, and from ARCHITECTURE.md's first decision, where
+//!   each instance holds the next shot until it is due; shots still go in
+//!   order, each at its due time, at most `instances` at once.)
 //! - **Closed** (instances schedules, ready stpd files), as phantom: a free
 //!   instance takes the next shot at once and holds it until it is due. So an
 //!   instance starts at its start time, then fires back to back.
