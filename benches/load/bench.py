@@ -19,6 +19,10 @@ Scenarios (durations in full mode; --quick shortens them):
   F  tank plan --stpd vs yandex-tank's stepper, and tank report over a large phout
 
 Every process this starts is stopped on exit (normal, error, Ctrl-C or SIGTERM).
+
+While it runs, this holds the CPUs awake for every tool (a zero-latency PM QoS request on
+/dev/cpu_dma_latency, when it may), as tank does for itself by default: the peers then run
+on the same machine as tank, and a target that wakes sooner does not favour tank alone.
 """
 import argparse
 import json
@@ -520,6 +524,22 @@ def scenario_f(args, work):
 # --------------------------------------------------------------------------- main
 
 
+def keep_cpus_awake():
+    """Hold a zero wake-up latency request for the rest of this process, so that idle CPUs
+    poll instead of halting during every tool's runs; says whether it was granted."""
+    global CPU_LATENCY_REQUEST
+    try:
+        CPU_LATENCY_REQUEST = open("/dev/cpu_dma_latency", "wb", buffering=0)
+        CPU_LATENCY_REQUEST.write((0).to_bytes(4, sys.byteorder, signed=True))
+    except OSError as error:
+        log(f"CPUs not kept awake for the peers ({error}); tank still asks for itself")
+        return f"no ({error.strerror})"
+    return "yes"
+
+
+CPU_LATENCY_REQUEST = None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tank", required=True)
@@ -546,6 +566,7 @@ def main():
             log(f"{peer}: not on PATH, skipped")
     import resource
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    cpus_awake = keep_cpus_awake()
 
     work = Path(tempfile.mkdtemp(prefix="tank-load-"))
     all_runs, sections = [], []
@@ -590,7 +611,7 @@ def main():
     head = (f"## Load benchmark, {time.strftime('%Y-%m-%d %H:%M %Z')}\n\n"
             f"{'quick mode, ' if args.quick else ''}{args.runs} run(s) per tool and scenario; "
             f"{os.cpu_count()} cores, load average at the end {load[0]:.1f}; open-files limit {soft}/{hard}; "
-            f"tools: {', '.join(tools)}.\n\n")
+            f"CPUs kept awake for every tool: {cpus_awake}; tools: {', '.join(tools)}.\n\n")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(head + "\n".join(sections))
