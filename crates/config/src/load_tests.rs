@@ -195,6 +195,14 @@ fn keep_cpus_awake_is_on_unless_switched_off() {
     assert!(!c.core.keep_cpus_awake);
     let e = ini_err(&format!("{MINIMAL}[tank]\nkeep_cpus_awake =\n"));
     assert_eq!(e.key(), Some("keep_cpus_awake"), "{e}");
+    let t = toml(
+        "[phantom]\naddress = \"127.0.0.1:8080\"\nrps_schedule = \"const(1,1s)\"\n\
+        uris = [\"/\"]\n[tank]\nkeep_cpus_awake = false\n",
+    );
+    assert!(!t.core.keep_cpus_awake);
+    let y = yaml("phantom:\n  address: 127.0.0.1:8080\n  load_profile: {load_type: rps, schedule: 'const(1,1s)'}\n  \
+        uris: [/]\ncore: {keep_cpus_awake: false}\n");
+    assert!(!y.core.keep_cpus_awake);
 }
 
 #[test]
