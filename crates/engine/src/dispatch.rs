@@ -398,18 +398,29 @@ impl Future for Next<'_> {
             state.threads[thread].unpark(slot);
             return Poll::Ready(None);
         }
-        let mut wake = Vec::new();
+        // The next idle instance, this thread's timer task; everyone, after the last shot.
+        let mut wake: Option<Waker> = None;
+        let mut rearm: Option<Waker> = None;
+        let mut wake_all = Vec::new();
         // Closed discipline: a shot taken earlier, still to fire.
         let mut taken = state.threads[thread].seats[slot].held.take();
         if taken.is_none() && dispatch.available(state, now) {
             taken = state.shots.pop_front();
             state.threads[thread].unpark(slot);
-            if dispatch.available(state, now) {
+            let another = dispatch.available(state, now);
+            let next_due = state.shots.front().map(due);
+            if another {
                 // Another can be taken: the next idle instance here takes it.
-                wake.extend(state.threads[thread].wake_top());
-            } else if state.closed && state.shots.is_empty() {
+                wake = state.threads[thread].wake_top();
+            } else if state.closed && next_due.is_none() {
                 // That was the last shot: everyone waiting for one is done.
-                wake = state.drain_idle();
+                wake_all = state.drain_idle();
+            } else if dispatch.discipline == Discipline::Open {
+                // If someone here waits for the next shot, the timer should be armed for it.
+                let here = &mut state.threads[thread];
+                if !here.idle.is_empty() {
+                    rearm = next_due.and_then(|due| here.rearm_for(due));
+                }
             }
         }
         let outcome = match taken {
@@ -424,19 +435,11 @@ impl Future for Next<'_> {
                     seat.in_holding = true;
                     here.holding.push(Reverse((due, slot)));
                 }
-                wake.extend(here.rearm_for(due));
+                rearm = here.rearm_for(due);
                 Poll::Pending
             }
             Some(shot) => {
                 state.threads[thread].seats[slot].in_holding = false;
-                if dispatch.discipline == Discipline::Open {
-                    // The timer should be armed for the next shot, if someone here waits.
-                    let next_due = state.shots.front().map(due);
-                    let here = &mut state.threads[thread];
-                    if !here.idle.is_empty() {
-                        wake.extend(next_due.and_then(|due| here.rearm_for(due)));
-                    }
-                }
                 Poll::Ready(Some(shot))
             }
             None if state.closed && state.shots.is_empty() => {
@@ -448,13 +451,16 @@ impl Future for Next<'_> {
                 let here = &mut state.threads[thread];
                 here.park(slot, cx.waker());
                 if dispatch.discipline == Discipline::Open {
-                    wake.extend(first_due.and_then(|due| here.rearm_for(due)));
+                    rearm = first_due.and_then(|due| here.rearm_for(due));
                 }
                 Poll::Pending
             }
         };
         drop(guard);
-        wake.into_iter().for_each(Waker::wake);
+        wake.into_iter()
+            .chain(rearm)
+            .chain(wake_all)
+            .for_each(Waker::wake);
         outcome
     }
 }
@@ -483,11 +489,10 @@ async fn run_timer(dispatch: Arc<Dispatch>, thread: usize) {
         if fired {
             here.armed = None;
         }
+        // Holders of due shots (closed discipline), and the instance to take the first shot.
         let mut wake = Vec::new();
         here.due_holders(now, &mut wake);
-        if available {
-            wake.extend(here.wake_top());
-        }
+        let top = if available { here.wake_top() } else { None };
         let mut armed = false;
         let wanted = here.wanted(dispatch.discipline, first_due, now);
         if let Some(due) = wanted.filter(|due| here.armed != Some(*due)) {
@@ -503,7 +508,7 @@ async fn run_timer(dispatch: Arc<Dispatch>, thread: usize) {
             here.timer_task = Some(cx.waker().clone());
         }
         drop(guard);
-        wake.into_iter().for_each(Waker::wake);
+        wake.into_iter().chain(top).for_each(Waker::wake);
         if !armed {
             // The timer is watched (not fired), or disarmed until it is armed again here.
             return Poll::Pending;
