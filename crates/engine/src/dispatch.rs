@@ -220,7 +220,7 @@ impl Dispatch {
             let mut state = self.lock();
             state.closed = true;
             if state.shots.is_empty() {
-                state.drain_idle()
+                state.start_ending()
             } else {
                 Vec::new()
             }
@@ -279,6 +279,17 @@ impl Dispatch {
 }
 
 impl State {
+    /// The closed queue is empty: wake the most recently idle instance of each
+    /// thread, to end and wake the next (see [`Next`]). Waking every idle
+    /// instance at once here would delay the last shots of the run, whose
+    /// instances do this just before they fire.
+    fn start_ending(&mut self) -> Vec<Waker> {
+        self.threads
+            .iter_mut()
+            .filter_map(ThreadState::wake_top)
+            .collect()
+    }
+
     /// Every idle instance's waker; none is idle afterwards.
     fn drain_idle(&mut self) -> Vec<Waker> {
         let mut wake = Vec::new();
@@ -398,7 +409,7 @@ impl Future for Next<'_> {
             state.threads[thread].unpark(slot);
             return Poll::Ready(None);
         }
-        // The next idle instance, this thread's timer task; everyone, after the last shot.
+        // The next idle instance, this thread's timer task; each thread's, after the last shot.
         let mut wake: Option<Waker> = None;
         let mut rearm: Option<Waker> = None;
         let mut wake_all = Vec::new();
@@ -414,7 +425,7 @@ impl Future for Next<'_> {
                 wake = state.threads[thread].wake_top();
             } else if state.closed && next_due.is_none() {
                 // That was the last shot: everyone waiting for one is done.
-                wake_all = state.drain_idle();
+                wake_all = state.start_ending();
             } else if dispatch.discipline == Discipline::Open {
                 // If someone here waits for the next shot, the timer should be armed for it.
                 let here = &mut state.threads[thread];
@@ -443,7 +454,10 @@ impl Future for Next<'_> {
                 Poll::Ready(Some(shot))
             }
             None if state.closed && state.shots.is_empty() => {
-                state.threads[thread].unpark(slot);
+                // Done, and so is the next idle instance here.
+                let here = &mut state.threads[thread];
+                here.unpark(slot);
+                wake = here.wake_top();
                 Poll::Ready(None)
             }
             None => {
