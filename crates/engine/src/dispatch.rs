@@ -114,9 +114,9 @@ pub(crate) enum Offered {
 }
 
 impl Dispatch {
-    /// A dispatch for instances on `threads` I/O threads, its due times
-    /// counted from `start`.
-    pub fn new(start: Instant, threads: usize, discipline: Discipline) -> Dispatch {
+    /// A dispatch whose due times count from `start`; instances take their
+    /// seats with [`Dispatch::seat`].
+    pub fn new(start: Instant, discipline: Discipline) -> Dispatch {
         Dispatch {
             start,
             discipline,
@@ -124,7 +124,7 @@ impl Dispatch {
                 shots: VecDeque::new(),
                 closed: false,
                 halted: false,
-                threads: (0..threads).map(|_| ThreadState::default()).collect(),
+                threads: Vec::new(),
             }),
         }
     }
@@ -593,7 +593,7 @@ mod tests {
     fn run(io: &IoThreads, start: Instant, per_thread: usize, discipline: Discipline) -> Run {
         let spawner = io.spawner();
         let threads = spawner.threads().count();
-        let dispatch = Arc::new(Dispatch::new(start, threads, discipline));
+        let dispatch = Arc::new(Dispatch::new(start, discipline));
         let order = Arc::new(AtomicUsize::new(0));
         let mut instances = JoinSet::new();
         for index in 0..threads * per_thread {
@@ -847,7 +847,7 @@ mod tests {
 
     #[test]
     fn the_buffer_takes_up_to_its_bound() {
-        let dispatch = Dispatch::new(Instant::now(), 1, Discipline::Open);
+        let dispatch = Dispatch::new(Instant::now(), Discipline::Open);
         let mut batch: VecDeque<Shot> = (0..AHEAD + 1).map(|i| shot(i, None)).collect();
         assert!(!dispatch.over_half_full());
         assert_eq!(dispatch.offer(&mut batch), Offered::Full);

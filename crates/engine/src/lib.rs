@@ -272,7 +272,6 @@ impl Engine {
             let count_rest = Arc::new(AtomicBool::new(false));
             let dispatch = Arc::new(Dispatch::new(
                 clock.start.into_std(),
-                io_spawner.threads().count(),
                 feed::discipline(&queue.plan),
             ));
             let feeder = match feed::spawn(
