@@ -649,19 +649,36 @@ mod tests {
 
     #[test]
     fn shots_go_once_each_in_order_and_never_early() {
-        for discipline in BOTH {
-            let io = io(2);
+        for (discipline, threads) in [
+            (Discipline::Open, 1),
+            (Discipline::Open, 2),
+            (Discipline::Closed, 2),
+        ] {
+            let io = io(threads);
             let run = run(&io, Instant::now(), 3, discipline);
             let dues = [0, 3, 10, 10, 10, 20, 30, 30];
             run.offer_all(dues.iter().enumerate().map(|(i, due)| shot(i, Some(*due))));
             run.dispatch.close();
             let taken = run.finish();
+            let all: Vec<usize> = (0..dues.len()).collect();
             let mut ids: Vec<usize> = taken.iter().map(|t| t.id).collect();
-            if discipline == Discipline::Closed {
+            match (discipline, threads) {
+                // One thread takes and records each shot in one go: the record is
+                // the order they were taken in.
+                (Discipline::Open, 1) => assert_eq!(ids, all),
+                // Two threads may record theirs in either order; each thread's own
+                // record is in the order it took them.
+                (Discipline::Open, _) => {
+                    for thread in 0..threads {
+                        let mine = taken.iter().filter(|t| t.seat.thread == thread);
+                        assert!(mine.map(|t| t.id).is_sorted(), "{taken:?}");
+                    }
+                }
                 // Held shots due together may fire in any order.
-                ids.sort_unstable();
+                (Discipline::Closed, _) => {}
             }
-            assert_eq!(ids, (0..dues.len()).collect::<Vec<_>>(), "{discipline:?}");
+            ids.sort_unstable();
+            assert_eq!(ids, all, "{discipline:?} on {threads} threads: once each");
             for t in &taken {
                 assert!(t.at >= t.due, "{discipline:?}: {t:?} went early");
             }
