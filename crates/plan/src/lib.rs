@@ -15,6 +15,7 @@ pub mod duration;
 pub mod error;
 pub mod marker;
 pub mod plan;
+pub mod planned;
 mod pynum;
 pub mod schedule;
 pub mod stepper;
@@ -24,6 +25,7 @@ pub mod writer;
 
 pub use error::{PlanError, Result};
 pub use plan::Plan;
+pub use planned::PlannedCount;
 pub use schedule::Schedule;
 pub use stepper::ShotRef;
 pub use summary::Summary;

@@ -4,6 +4,7 @@
 use tank_config::{LoadProfile, QueueConfig};
 
 use crate::error::{PlanError, Result};
+use crate::planned::PlannedCount;
 use crate::schedule::Schedule;
 use crate::stepper::{ShotRef, Stepper};
 use crate::stpd::StpdReader;
@@ -38,6 +39,20 @@ impl Plan {
     pub fn schedule(&self) -> Option<&Schedule> {
         match self {
             Plan::Stepped(stepper) => Some(stepper.schedule()),
+            Plan::Stpd(_) => None,
+        }
+    }
+
+    /// The plan's shots as a function of time, when that is known without
+    /// walking the plan: an rps schedule over ammo that never runs out (see
+    /// [`Stepper::known_len`]). `None` for instances schedules, ready stpd files,
+    /// and ammo that a `loop` limit ends.
+    pub fn planned_count(&self) -> Option<PlannedCount> {
+        match self {
+            Plan::Stepped(stepper) => match (stepper.schedule(), stepper.known_len()) {
+                (Schedule::Rps(rps), Some(len)) => Some(PlannedCount::new(rps.clone(), len)),
+                _ => None,
+            },
             Plan::Stpd(_) => None,
         }
     }

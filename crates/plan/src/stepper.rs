@@ -111,6 +111,22 @@ impl Stepper {
         &self.schedule
     }
 
+    /// How many shots the plan holds, when that follows from the schedule alone:
+    /// an rps schedule whose ammo is looped without end (so every due time gets a
+    /// shot), capped by `ammo_limit`. `None` when the ammo's end can end the plan
+    /// first (a `loop` limit, `uris` × `loop`) or the schedule has no end.
+    pub fn known_len(&self) -> Option<u64> {
+        let len = self.schedule.len()?;
+        if !self.state.passes.unlimited() {
+            return None;
+        }
+        match self.limit {
+            Limit::None => Some(len),
+            Limit::Exact(max) => Some(len.min(max)),
+            Limit::Over(_) => None,
+        }
+    }
+
     /// The ammo format being read (after the phantom/uri sniff).
     pub fn ammo_format(&self) -> &'static str {
         self.reader.format()
