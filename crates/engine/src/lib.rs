@@ -33,7 +33,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tank_config::{LoadProfile, QueueConfig, TankType, TestConfig, WriteLog, ORIGIN_ADDRESS};
 use tank_plan::duration::parse_duration_ms;
-use tank_plan::{Plan, PlanError, Schedule};
+use tank_plan::{Plan, PlanError, PlannedCount, Schedule};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -122,8 +122,7 @@ pub struct PreparedQueue {
     gun: Arc<gun::Gun>,
     pool: usize,
     schedule_ms: Option<u64>,
-    planned_at_most: Option<u64>,
-    planned_per_second: Option<Vec<u64>>,
+    planned: Option<PlannedCount>,
     writelog: WriteLog,
     active: Arc<Active>,
 }
@@ -144,15 +143,11 @@ impl PreparedQueue {
         self.schedule_ms.map(Duration::from_millis)
     }
 
-    /// At most this many shots (the rps schedule's count; the ammo may end sooner).
-    pub fn planned_at_most(&self) -> Option<u64> {
-        self.planned_at_most
-    }
-
-    /// Shots the rps schedule plans in each second from the start (yandex-tank's
-    /// `reqps`); `None` for instances schedules and ready stpd files.
-    pub fn planned_per_second(&self) -> Option<&[u64]> {
-        self.planned_per_second.as_deref()
+    /// The plan's shots as a function of time, when known without walking the
+    /// plan (an rps schedule over ammo that never runs out); `None` otherwise:
+    /// then the count is known only once the feeder reaches the plan's end.
+    pub fn planned(&self) -> Option<&PlannedCount> {
+        self.planned.as_ref()
     }
 
     /// Instances firing right now (a live counter for the console and autostop).
@@ -201,14 +196,23 @@ impl IoThreadCount {
 pub struct QueueReport {
     /// The section name.
     pub name: String,
-    /// Shots the plan produced, when it was walked to its end.
+    /// Shots the plan holds: known in closed form (an rps schedule over ammo that
+    /// never runs out), or counted when the plan was read to its end; `None` when
+    /// neither (a closed model stopped before its ammo ended has no planned count).
     pub planned: Option<u64>,
-    /// Shots fired (each one logged).
+    /// Shots fired: each one has a row in phout.
     pub fired: u64,
-    /// Shots the plan had but that were not fired (late at the schedule's end, or stopped).
-    pub unsent: u64,
     /// A plan or ammo error met during the run (the queue stopped there).
     pub error: Option<EngineError>,
+}
+
+impl QueueReport {
+    /// Shots the plan held that were not fired (late at the schedule's end, or the
+    /// run stopped): `planned - fired`, when the planned count is known.
+    pub fn unsent(&self) -> Option<u64> {
+        self.planned
+            .map(|planned| planned.saturating_sub(self.fired))
+    }
 }
 
 /// How the run went.
@@ -269,6 +273,8 @@ impl Engine {
             .anchor_timers(shortest_timeout.map_or(TIMER_ANCHOR, |t| t.min(TIMER_ANCHOR)));
         let mut first = 0;
         for queue in self.queues {
+            // A plan whose length is known is not walked to count what was left.
+            let known = queue.planned.as_ref().map(PlannedCount::total);
             let count_rest = Arc::new(AtomicBool::new(false));
             let dispatch = Arc::new(Dispatch::new(
                 clock.start.into_std(),
@@ -282,7 +288,7 @@ impl Engine {
             ) {
                 Ok(started) => started,
                 Err(error) => {
-                    feeders.push((queue.name.clone(), None, Some(error.to_string())));
+                    feeders.push((queue.name.clone(), None, Some(error.to_string()), None));
                     continue;
                 }
             };
@@ -302,13 +308,13 @@ impl Engine {
                 abort: control.abort.clone(),
                 active: queue.active,
                 fired: Default::default(),
-                unsent: Default::default(),
-                count_rest,
+                count_rest: known.is_none().then_some(count_rest),
             });
             feeders.push((
                 queue.name.clone(),
                 Some((feeder, Arc::clone(&shared))),
                 None,
+                known,
             ));
             // Queues continue each other's spread, so small queues share the threads too.
             tasks.spawn(queue::run(shared, first, queue.pool, io_spawner.clone()));
@@ -319,14 +325,13 @@ impl Engine {
         let samples_dropped = samples.dropped();
         drop(samples);
         let mut reports = Vec::new();
-        for (name, running, start_error) in feeders {
+        for (name, running, start_error, known) in feeders {
             let Some((feeder, shared)) = running else {
                 let message = start_error.unwrap_or_default();
                 reports.push(QueueReport {
                     name: name.clone(),
                     planned: None,
                     fired: 0,
-                    unsent: 0,
                     error: Some(EngineError::Queue {
                         queue: name,
                         message,
@@ -337,9 +342,8 @@ impl Engine {
             // Halting lets a feeder waiting for room see the end.
             shared.dispatch.halt();
             let fired = shared.fired.load(Ordering::Relaxed);
-            let unsent = shared.unsent.load(Ordering::Relaxed);
             let feed = tokio::task::spawn_blocking(move || feeder.join()).await;
-            let (planned, error) = match feed {
+            let (counted, error) = match feed {
                 Ok(Ok(Ok(report))) => (report.complete.then_some(report.planned), None),
                 Ok(Ok(Err(source))) => (
                     None,
@@ -356,12 +360,10 @@ impl Engine {
                     }),
                 ),
             };
-            let unsent = planned.map_or(unsent, |planned| planned.saturating_sub(fired));
             reports.push(QueueReport {
                 name,
-                planned,
+                planned: known.or(counted),
                 fired,
-                unsent,
                 error,
             });
         }
@@ -447,37 +449,22 @@ fn prepare_queue(
                 .map_err(|_| fail(format!("gatling_ip: `{ip}` is not an IP address")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let (pool, schedule_ms, planned_at_most) = match (&queue.load_profile, plan.schedule()) {
+    let (pool, schedule_ms) = match (&queue.load_profile, plan.schedule()) {
         (LoadProfile::Instances(_), Some(Schedule::Instances(schedule)))
             if schedule.instances() > 0 =>
         {
             (
                 usize::try_from(schedule.instances()).unwrap_or(usize::MAX),
                 None,
-                None,
             )
         }
         (_, Some(Schedule::Rps(rps))) => (
             queue.instances as usize,
             Some(u64::try_from(rps.duration_ms()).unwrap_or(0)),
-            Some(rps.len()),
         ),
-        _ => (queue.instances as usize, None, None),
+        _ => (queue.instances as usize, None),
     };
-    let planned_per_second = match plan.schedule() {
-        Some(Schedule::Rps(rps)) if rps.len() <= MAX_COUNTED_SHOTS => {
-            let mut counts = vec![0u64; usize::try_from(rps.duration_ms() / 1000 + 1).unwrap_or(1)];
-            let mut hint = 0;
-            for i in 0..rps.len() {
-                let second = rps.offset_ms_near(i, &mut hint).unwrap_or(0) / 1000;
-                if let Some(count) = usize::try_from(second).ok().and_then(|s| counts.get_mut(s)) {
-                    *count += 1;
-                }
-            }
-            Some(counts)
-        }
-        _ => None,
-    };
+    let planned = plan.planned_count();
     let gun = gun::Gun::new(
         target,
         tls,
@@ -492,8 +479,7 @@ fn prepare_queue(
         gun: Arc::new(gun),
         pool,
         schedule_ms,
-        planned_at_most,
-        planned_per_second,
+        planned,
         writelog: queue.writelog,
         active: Arc::default(),
     })
@@ -501,9 +487,6 @@ fn prepare_queue(
 
 /// The longest period of the I/O threads' timer anchors (see [`io_threads`]).
 const TIMER_ANCHOR: Duration = Duration::from_secs(1);
-
-/// Plans longer than this are not counted per second up front (it would take seconds).
-const MAX_COUNTED_SHOTS: u64 = 200_000_000;
 
 #[cfg(test)]
 mod tests {

@@ -3,23 +3,28 @@
 //!
 //! Open model: `instances` tasks; when all are busy, shots go late, and the
 //! lag is measured, never hidden. At the schedule's end the queue stops: shots
-//! not started by then are counted as unsent, not fired afterwards.
+//! not started by then are unsent, not fired afterwards.
 //! Closed model: as many tasks as the schedule's final instance count; the
 //! first shots are due at the instances' start times and the rest at 0, so
 //! each instance starts on time and then fires back to back.
+//!
+//! Every shot fired gets exactly one sample (one phout row), also when the run
+//! is stopped at once: a shot then in flight is recorded as abandoned, with net
+//! code 125 (ECANCELED), by [`InFlight`]'s drop.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tank_config::WriteLog;
-use tank_stats::{NetCode, Sample};
+use tank_stats::{Measured, NetCode, Sample};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::active::Active;
 use crate::dispatch::{Dispatch, Seat};
+use crate::feed::Shot;
 use crate::gun::{Barrel, Gun};
 use crate::io_threads::Spawner;
 use crate::sink::{Answer, AnswerSink, SampleSink};
@@ -41,10 +46,11 @@ pub(crate) struct Shared {
     pub stop: CancellationToken,
     pub abort: CancellationToken,
     pub active: Arc<Active>,
+    /// Shots fired so far (each has its sample).
     pub fired: AtomicU64,
-    pub unsent: AtomicU64,
-    /// Set when the schedule's end stopped the queue: the feeder then counts the rest as unsent.
-    pub count_rest: Arc<AtomicBool>,
+    /// Set when the schedule's end stopped the queue, for the feeder to count
+    /// the plan's rest; `None` when the plan's length is known without that.
+    pub count_rest: Option<Arc<AtomicBool>>,
 }
 
 /// Run `pool` instances until the feed ends, the schedule ends, or the run stops.
@@ -66,16 +72,19 @@ pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spaw
     let stop = async {
         shared.stop.cancelled().await;
         // Instances waiting for a shot get none; shots in flight finish.
-        let dropped = shared.dispatch.halt();
-        shared.unsent.fetch_add(dropped as u64, Ordering::Relaxed);
+        shared.dispatch.halt();
         std::future::pending::<()>().await
     };
     tokio::select! {
-        _ = async { while instances.join_next().await.is_some() {} } => {}
-        () = stop => {}
-        // A second Ctrl-C: shots in flight are dropped, not logged.
-        _ = shared.abort.cancelled() => instances.abort_all(),
+        _ = async { while instances.join_next().await.is_some() {} } => return,
+        () = stop => return,
+        _ = shared.abort.cancelled() => {}
     }
+    // A second Ctrl-C: shots in flight are abandoned. Each instance's drop writes
+    // the row of the shot it was firing; wait until every one has been dropped.
+    shared.dispatch.halt();
+    instances.abort_all();
+    while instances.join_next().await.is_some() {}
 }
 
 async fn instance(shared: Arc<Shared>, mut barrel: Barrel, seat: Seat) {
@@ -88,24 +97,17 @@ async fn instance(shared: Arc<Shared>, mut barrel: Barrel, seat: Seat) {
         let start = Instant::now();
         if shared.deadline.is_some_and(|deadline| start >= deadline) {
             // The schedule is over: this shot and the rest are unsent.
-            shared.unsent.fetch_add(1, Ordering::Relaxed);
-            shared.count_rest.store(true, Ordering::Release);
+            if let Some(count_rest) = &shared.count_rest {
+                count_rest.store(true, Ordering::Release);
+            }
             shared.dispatch.halt();
             return;
         }
         let since_start = start.saturating_duration_since(shared.clock.start);
-        shared.active.enter();
+        let in_flight = InFlight::enter(&shared, start, since_start, &shot);
         let measured = barrel.fire(&shot.request, start, capture.as_mut()).await;
-        shared.active.leave();
-        shared.fired.fetch_add(1, Ordering::Relaxed);
-        let sample = Sample {
-            start_unix_us: shared.clock.unix_us(since_start),
-            // A shot due "at once" is never late.
-            lag_us: shot
-                .due
-                .map_or(0, |due| micros(since_start.saturating_sub(due))),
-            tag: Arc::clone(&shot.tag),
-            measured,
+        let Some(sample) = in_flight.land(measured) else {
+            continue;
         };
         if let (Some((answers, level)), Some(reply)) = (&shared.answers, capture.as_mut()) {
             if logged(*level, sample.measured.net_code, sample.measured.proto_code) {
@@ -118,6 +120,67 @@ async fn instance(shared: Arc<Shared>, mut barrel: Barrel, seat: Seat) {
             }
         }
         shared.samples.send(sample);
+    }
+}
+
+/// A shot between its start and its sample. Dropped before [`InFlight::land`]
+/// (the instance was aborted mid-shot), it still counts the shot as fired and
+/// sends its sample: abandoned, net code 125, timed to the abort, as phantom
+/// writes an interrupted shot.
+struct InFlight<'a> {
+    shared: &'a Shared,
+    start: Instant,
+    /// The sample so far; `None` once landed.
+    sample: Option<Sample>,
+}
+
+impl<'a> InFlight<'a> {
+    fn enter(shared: &'a Shared, start: Instant, since_start: Duration, shot: &Shot) -> Self {
+        shared.active.enter();
+        InFlight {
+            shared,
+            start,
+            sample: Some(Sample {
+                start_unix_us: shared.clock.unix_us(since_start),
+                // A shot due "at once" is never late.
+                lag_us: shot
+                    .due
+                    .map_or(0, |due| micros(since_start.saturating_sub(due))),
+                tag: Arc::clone(&shot.tag),
+                measured: Measured::default(),
+            }),
+        }
+    }
+
+    /// The shot ended with `measured`: its sample, to send (`None` only if it
+    /// was already taken, which one `enter` and one `land` never do).
+    fn land(mut self, measured: Measured) -> Option<Sample> {
+        let mut sample = self.sample.take()?;
+        self.shared.active.leave();
+        self.shared.fired.fetch_add(1, Ordering::Relaxed);
+        sample.measured = measured;
+        Some(sample)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let Some(mut sample) = self.sample.take() else {
+            return;
+        };
+        self.shared.active.leave();
+        self.shared.fired.fetch_add(1, Ordering::Relaxed);
+        let elapsed = micros(self.start.elapsed());
+        sample.measured = Measured {
+            interval_real_us: elapsed,
+            // Where the shot was is not known: the time counts as connecting,
+            // so the parts still add up to the whole.
+            connect_us: elapsed,
+            interval_event_us: elapsed,
+            net_code: NetCode::CANCELED,
+            ..Measured::default()
+        };
+        self.shared.samples.send(sample);
     }
 }
 

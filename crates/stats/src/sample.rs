@@ -24,6 +24,8 @@ impl NetCode {
     pub const BROKEN_PIPE: NetCode = NetCode(32);
     /// EPROTO: a reply that cannot be parsed, or a transport/TLS failure with no errno.
     pub const PROTOCOL: NetCode = NetCode(71);
+    /// ECANCELED: the shot was in flight when a second Ctrl-C stopped the run at once.
+    pub const CANCELED: NetCode = NetCode(125);
 
     /// The usual name of the code, for people (`110` → `timed out`).
     pub fn describe(self) -> &'static str {
@@ -39,6 +41,7 @@ impl NetCode {
             110 => "timed out",
             111 => "connection refused",
             113 => "no route to host",
+            125 => "cancelled (stopped at once)",
             _ => "error",
         }
     }
