@@ -202,13 +202,13 @@ fn the_summary_rate_is_over_the_active_time_not_whole_seconds() {
         (1.5..2.5).contains(&active),
         "200 shots over 2 s took {active} s"
     );
-    for rate in [&summary["rps"]["actual"], &summary["rps"]["planned"]] {
-        let rate = rate.as_f64().unwrap();
-        assert!(
-            (rate - 200.0 / active).abs() < 1e-6,
-            "{rate} rps over {active} s"
-        );
-    }
+    let actual = summary["rps"]["actual"].as_f64().unwrap();
+    assert!(
+        (actual - 200.0 / active).abs() < 1e-6,
+        "{actual} rps over {active} s"
+    );
+    // The planned rate is the plan's own: its 200 shots over its 2 s.
+    assert_eq!(summary["rps"]["planned"], 100.0);
 }
 
 #[test]
@@ -595,26 +595,6 @@ fn interrupted(
     let signalled = std::time::Instant::now();
     let out = child.wait_with_output().unwrap();
     (out, signalled.elapsed())
-}
-
-#[cfg(unix)]
-#[test]
-fn a_second_ctrl_c_stops_at_once_with_phout_flushed() {
-    let server = Server::start(Behaviour::Silent);
-    let dir = tempfile::tempdir().unwrap();
-    // Every shot hangs for up to 60 s: only a second Ctrl-C ends this quickly.
-    let cfg = config(
-        server.addr(),
-        "rps_schedule = const(20,60s)\nuris = /\ntimeout = 60s",
-    );
-    let (out, took) = interrupted(dir.path(), &cfg, &[libc::SIGINT, libc::SIGINT]);
-    assert!(took < Duration::from_secs(10), "tank took {took:?} to stop");
-    assert_eq!(out.status.code(), Some(1));
-    // Shots in flight are dropped, not logged; the file is complete (possibly empty).
-    let rows = phout(&artifacts(dir.path()));
-    assert!(rows.is_empty(), "{rows:?}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("sent 0"), "{stdout}");
 }
 
 #[cfg(unix)]

@@ -1,4 +1,5 @@
 mod autostop;
+mod counts;
 mod differential;
 mod origin;
 mod report;

@@ -40,6 +40,10 @@ struct ShootArgs {
     /// One plain line per second instead of the full-screen console (as `[console] short_only`).
     #[arg(short, long)]
     quiet: bool,
+    /// Exit 35 instead of 0 when the run ends with warnings (every shot failed,
+    /// 1% or more unsent or failing, samples dropped, ...), as `[tank] fail_on_warnings = 1`.
+    #[arg(long)]
+    fail_on_warnings: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -48,7 +52,9 @@ enum Command {
     /// summary into a new artifacts directory (logs/<time>_<id>/ by default).
     /// Ctrl-C (or SIGTERM) stops firing and waits for shots in flight; a second
     /// one stops at once. Exit codes, as yandex-tank's: 0 completed, 1 interrupted
-    /// or failed, 21-33 stopped by an autostop criterion; [rcassert] may remap them.
+    /// or failed, 21-33 stopped by an autostop criterion; and tank's own: 34 an
+    /// artifact could not be written (a full disk: the run stops at once), 35 the
+    /// run ended with warnings under --fail-on-warnings; [rcassert] may remap them.
     ///
     /// While it shoots, tank asks Linux to keep the CPUs out of idle states that
     /// are slow to wake from, so that no shot is late waiting for a CPU to wake
@@ -100,7 +106,9 @@ fn main() -> ExitCode {
                 _ => cli.shoot,
             };
             match args.config {
-                Some(config) => shoot::run(&config, &args.overrides, args.quiet),
+                Some(config) => {
+                    shoot::run(&config, &args.overrides, args.quiet, args.fail_on_warnings)
+                }
                 None => {
                     eprintln!("tank: nothing to do: run a test with `tank -c load.ini`, or see `tank --help`");
                     return ExitCode::from(2);

@@ -3,9 +3,11 @@
 //! Wiring only: load the config, prepare the engine (every input error shows
 //! before a shot is fired), start the results threads, run, summarise. The
 //! first Ctrl-C (or SIGTERM) stops firing and waits for shots in flight (up to `timeout`);
-//! a second one stops at once. Either way phout is flushed and the exit code is 1.
-//! An autostop criterion that fires stops the run the same way, with its code
-//! (21-33); `[rcassert]` may remap the code.
+//! a second one stops at once, writing a row for every shot it abandons. Either way
+//! phout is flushed and the exit code is 1. An autostop criterion that fires stops
+//! the run the same way, with its code (21-33); so does an artifact that cannot be
+//! written (34). A run that ends with warnings exits 35 under `fail_on_warnings`.
+//! `[rcassert]` may remap the code.
 
 mod answers;
 mod artifacts;
@@ -16,14 +18,16 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use tank_config::{LoadProfile, OriginConfig, OriginRecipe, Override, TestConfig, WriteLog};
-use tank_engine::{priority, AnswerSink, Clock, Control, Engine, IoThreads, SampleSink};
+use tank_engine::{
+    priority, AnswerSink, Clock, Control, Engine, IoThreads, QueueReport, RunReport, SampleSink,
+};
+use tank_report::stream::files::JSON_LINES;
 use tank_report::stream::write_outputs;
-use tank_report::{Meta, Summary};
-use tank_stats::autostop::{rcassert, Autostop};
+use tank_report::{Meta, RunCounts, Summary};
+use tank_stats::autostop::{codes, rcassert, Autostop};
 use tank_stats::Aggregator;
 
 use artifacts::Artifacts;
@@ -37,8 +41,14 @@ const START_LEAD: Duration = Duration::from_millis(50);
 const SPARE_FILES: u64 = 64;
 
 /// Run the test in `config_path`.
-pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<ExitCode> {
+pub fn run(
+    config_path: &Path,
+    overrides: &[Override],
+    quiet: bool,
+    fail_on_warnings: bool,
+) -> Result<ExitCode> {
     let config = tank_config::load(config_path, overrides)?;
+    let fail_on_warnings = fail_on_warnings || config.core.fail_on_warnings;
     // Asked on this thread first, to learn (and log) whether the kernel takes it;
     // then by every I/O thread, where the instances wake.
     let short_slice = priority::short_slice();
@@ -66,6 +76,10 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
     .context("starting the I/O threads")?;
     let needed = engine.total_instances() as u64 + SPARE_FILES;
     raise_file_limit(needed)?;
+    let instances_limit = engine.total_instances() as u64;
+    // Checked before the artifacts directory exists: a bad criterion leaves nothing behind.
+    let autostop = Autostop::new(&config.autostop.criteria, instances_limit)
+        .map_err(|e| anyhow!("{}: [autostop] {e}", config.path.display()))?;
     let artifacts = Artifacts::create(&config, overrides)?;
     artifacts.log(&format!(
         "config {} with {} queue(s)",
@@ -104,24 +118,15 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
         None => "CPUs may sleep: keep_cpus_awake = 0".to_owned(),
     });
 
-    let instances_limit = engine.total_instances() as u64;
-    let autostop = Autostop::new(&config.autostop.criteria, instances_limit)
-        .map_err(|e| anyhow!("{}: [autostop] {e}", config.path.display()))?;
     let clock = Clock::starting_in(START_LEAD);
-    let start_s = clock.start_unix_us / 1_000_000;
-    let mut planned = BTreeMap::new();
-    for queue in engine.queues() {
-        for (offset, shots) in queue
-            .planned_per_second()
-            .unwrap_or_default()
+    let planned = collector::Planned::new(
+        engine
+            .queues()
             .iter()
-            .enumerate()
-        {
-            if *shots > 0 {
-                *planned.entry(start_s + offset as u64).or_insert(0) += shots;
-            }
-        }
-    }
+            .filter_map(|q| q.planned().cloned())
+            .collect(),
+        clock.start_unix_us,
+    );
     let planned_duration = engine
         .queues()
         .iter()
@@ -132,9 +137,12 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
         aggregator: Aggregator::new(config.queues.first().map_or(2, |q| q.buffered_seconds)),
         autostop,
         control: control.clone(),
-        json: artifacts
-            .create_file("test_data.log")
-            .context("creating test_data.log")?,
+        json: Some(
+            artifacts
+                .create_file(JSON_LINES)
+                .context("creating test_data.log")?,
+        ),
+        json_path: artifacts.file(JSON_LINES),
         autostop_report: artifacts.file(&config.autostop.report_file),
         active: engine.queues().iter().map(|q| q.active()).collect(),
         planned,
@@ -152,8 +160,8 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
     let phout = artifacts
         .create_file("phout.log")
         .context("creating phout.log")?;
-    let collector =
-        collector::spawn(sample_rx, phout, live).context("starting the results thread")?;
+    let collector = collector::spawn(sample_rx, phout, artifacts.file("phout.log"), live)
+        .context("starting the results thread")?;
     let answers = if config.queues.iter().any(|q| q.writelog != WriteLog::Off) {
         let (sink, rx) = AnswerSink::new(4096);
         let file = artifacts
@@ -190,8 +198,7 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
     drop(cpus_awake);
     let outcome = collector
         .join()
-        .map_err(|_| anyhow!("the results thread failed"))?
-        .context("writing phout.log")?;
+        .map_err(|_| anyhow!("the results thread failed"))?;
     if let Some((sink, thread)) = answers {
         drop(sink);
         let written = thread
@@ -205,44 +212,55 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
         .iter()
         .filter_map(|q| q.error.as_ref().map(ToString::to_string))
         .collect();
-    // yandex-tank's codes: an autostop criterion's, 1 for an interruption, 0 when completed;
-    // then [rcassert] may remap them.
-    let code = match (
-        &outcome.stopped,
-        control.stop.is_cancelled() || !errors.is_empty(),
-    ) {
-        (Some(reason), _) => reason.code,
-        (None, true) => 1,
-        (None, false) => 0,
+    let stopped_early = control.stop.is_cancelled();
+    let counts = RunCounts {
+        planned: report.queues.iter().map(|q| q.planned).sum(),
+        sent: report.queues.iter().map(|q| q.fired).sum(),
+        planned_rps: planned_rate(&report, planned_duration),
+        dropped: report.samples_dropped,
+        stopped_early,
     };
-    let code = rcassert(code, &config.rcassert.pass, config.rcassert.fail_code);
-    let summary = Summary::build(
+    // yandex-tank's codes: an autostop criterion's, 1 for an interruption, 0 when
+    // completed; tank's own for an artifact it could not write.
+    let code = match (&outcome.stopped, &outcome.write_failed) {
+        (Some(reason), _) => reason.code,
+        (None, Some(_)) => codes::ARTIFACT_WRITE,
+        (None, None) if stopped_early || !errors.is_empty() => codes::INTERRUPTED,
+        (None, None) => codes::COMPLETED,
+    };
+    let mut summary = Summary::build(
         meta,
         &outcome.totals,
         outcome.timeline,
-        true,
+        Some(&counts),
         outcome.stopped.as_ref(),
-        Some(code),
+        None,
     );
-    write_outputs(&summary, artifacts.dir()).context("writing the reports")?;
+    if let Some(failure) = &outcome.write_failed {
+        summary.warnings.insert(
+            0,
+            format!("{failure}: the run stopped there; the artifacts hold what was written before"),
+        );
+    }
+    let code = if code == codes::COMPLETED && fail_on_warnings && !summary.warnings.is_empty() {
+        codes::WARNINGS
+    } else {
+        code
+    };
+    let code = rcassert(code, &config.rcassert.pass, config.rcassert.fail_code);
+    summary.exit_code = Some(code);
     let mut text = summary.to_text();
-    for queue in &report.queues {
-        let planned = queue
-            .planned
-            .map_or_else(|| "?".to_string(), |p| p.to_string());
-        let _ = writeln!(
-            text,
-            "[{}] planned {planned}, sent {}, unsent {}",
-            queue.name, queue.fired, queue.unsent
-        );
+    if report.queues.len() > 1 {
+        for queue in &report.queues {
+            let _ = writeln!(text, "[{}] {}", queue.name, queue_counts(queue));
+        }
     }
-    if report.samples_dropped > 0 {
-        let _ = writeln!(
-            text,
-            "WARNING: {} samples were dropped (the results thread fell behind)",
-            report.samples_dropped
-        );
-    }
+    // The summary is printed even when the reports cannot be written (a full disk).
+    let written = write_outputs(&summary, artifacts.dir());
+    let code = match &written {
+        Err(_) if code == codes::COMPLETED => codes::ARTIFACT_WRITE,
+        _ => code,
+    };
     let _ = writeln!(
         text,
         "artifacts: {} (report.html, summary.json, phout.log)",
@@ -250,13 +268,40 @@ pub fn run(config_path: &Path, overrides: &[Override], quiet: bool) -> Result<Ex
     );
     print!("{text}");
     artifacts.log(&format!("finished with exit code {code}\n{text}"));
+    if let Err(error) = written {
+        eprintln!(
+            "tank: error: writing the reports into {}: {error:#}",
+            artifacts.dir().display()
+        );
+    }
     if !errors.is_empty() {
         bail!("{}: {}", config.path.display(), errors.join("; "));
     }
-    if outcome.stopped.is_none() && control.stop.is_cancelled() {
+    if outcome.stopped.is_none() && stopped_early {
         artifacts.log("interrupted");
     }
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// `planned 600, sent 495, unsent 105`, or `sent 495 (planned: no end known)`.
+fn queue_counts(queue: &QueueReport) -> String {
+    match (queue.planned, queue.unsent()) {
+        (Some(planned), Some(unsent)) => {
+            format!("planned {planned}, sent {}, unsent {unsent}", queue.fired)
+        }
+        _ => format!("sent {} (planned: no end known)", queue.fired),
+    }
+}
+
+/// The plans' own rate: all planned shots over the longest schedule, when both are known.
+fn planned_rate(report: &RunReport, longest: Option<Duration>) -> Option<f64> {
+    let planned: u64 = report
+        .queues
+        .iter()
+        .map(|q| q.planned)
+        .sum::<Option<u64>>()?;
+    let seconds = longest?.as_secs_f64();
+    (seconds > 0.0).then(|| planned as f64 / seconds)
 }
 
 /// What the reports say about the test.

@@ -189,6 +189,15 @@ fn core_accepts_its_keys_and_plugin_keys() {
 }
 
 #[test]
+fn fail_on_warnings_is_off_unless_switched_on() {
+    assert!(!ini(MINIMAL).core.fail_on_warnings);
+    let c = ini(&format!("{MINIMAL}[tank]\nfail_on_warnings = 1\n"));
+    assert!(c.core.fail_on_warnings);
+    let e = ini_err(&format!("{MINIMAL}[tank]\nfail_on_warnings = maybe\n"));
+    assert_eq!(e.key(), Some("fail_on_warnings"), "{e}");
+}
+
+#[test]
 fn keep_cpus_awake_is_on_unless_switched_off() {
     assert!(ini(MINIMAL).core.keep_cpus_awake);
     let c = ini(&format!("{MINIMAL}[tank]\nkeep_cpus_awake = 0\n"));

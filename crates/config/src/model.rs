@@ -202,6 +202,10 @@ pub struct CoreConfig {
     /// kernel to keep every CPU out of idle states that are slow to wake from,
     /// so shots are not late because a CPU was asleep at their due time.
     pub keep_cpus_awake: bool,
+    /// `fail_on_warnings` (tank's own, default off): a run that ends with
+    /// warnings (every shot failed, shots unsent, samples dropped, ...) exits with
+    /// its own code instead of 0, so CI can fail on it.
+    pub fail_on_warnings: bool,
 }
 
 /// `[rcassert]`: exit code remapping.

@@ -138,6 +138,8 @@ pub(crate) const CORE: &[(&str, Kind)] = &[
     ("cmdline", Kind::Any),
     ("debug", Kind::Any),
     ("exitcode", Kind::Any),
+    // tank's own: exit with a code of its own when the run ends with warnings.
+    ("fail_on_warnings", Kind::Bool),
     ("flush_config_to", Kind::Any),
     ("ignore_lock", Kind::Any),
     ("ignore_locks", Kind::Any),

@@ -56,6 +56,7 @@ pub(crate) fn validate(
             artifacts_base_dir: "logs".into(),
             artifacts_dir: None,
             keep_cpus_awake: true,
+            fail_on_warnings: false,
         },
         rcassert: RcAssertConfig {
             pass: Vec::new(),
@@ -274,6 +275,13 @@ fn read_core(section: &RawSection, core: &mut CoreConfig) -> Result<(), ConfigEr
             convert::boolean(&entry.value).map_err(|m| entry_error(&section.name, entry, m))?
         {
             core.keep_cpus_awake = keep;
+        }
+    }
+    if let Some(entry) = section.get("fail_on_warnings") {
+        if let Some(fail) =
+            convert::boolean(&entry.value).map_err(|m| entry_error(&section.name, entry, m))?
+        {
+            core.fail_on_warnings = fail;
         }
     }
     Ok(())

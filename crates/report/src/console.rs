@@ -185,11 +185,12 @@ pub fn render_line(second: &SecondStats, elapsed: Duration) -> String {
     let s = second;
     let errors = s.overall.errors();
     let mut line = format!(
-        "{} ts={} rps={} planned={} instances={} p50={:.1}ms p99={:.1}ms max={:.1}ms errors={}",
+        "{} ts={} rps={} planned={} sent={} instances={} p50={:.1}ms p99={:.1}ms max={:.1}ms errors={}",
         clock(elapsed),
         s.ts,
         s.overall.len(),
         s.planned,
+        s.sent,
         s.instances,
         ms(s.overall.quantile_us(500).unwrap_or(0.0)),
         ms(s.overall.quantile_us(990).unwrap_or(0.0)),
@@ -295,7 +296,7 @@ mod tests {
         let line = render_line(&second, Duration::from_secs(61));
         assert!(!line.contains('\n'));
         assert!(
-            line.starts_with("00:01:01 ts=100 rps=2 planned=2 instances=4 p50=2.0ms"),
+            line.starts_with("00:01:01 ts=100 rps=2 planned=2 sent=2 instances=4 p50=2.0ms"),
             "{line}"
         );
         assert!(line.contains("codes=0:1,200:1,net110:1"), "{line}");

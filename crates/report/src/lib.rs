@@ -17,6 +17,7 @@ pub mod names;
 pub mod stream;
 pub mod summary;
 pub mod timeline;
+pub mod warnings;
 
-pub use summary::{Meta, Summary};
+pub use summary::{Meta, RunCounts, Summary};
 pub use timeline::Timeline;

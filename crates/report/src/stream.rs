@@ -34,6 +34,8 @@ pub mod files {
     pub const SUMMARY_TEXT: &str = "summary.txt";
     /// The HTML report.
     pub const HTML: &str = "report.html";
+    /// Every file a report writes.
+    pub const ALL: [&str; 4] = [JSON_LINES, SUMMARY_JSON, SUMMARY_TEXT, HTML];
 }
 
 /// Why a report could not be made.
@@ -191,7 +193,7 @@ pub fn summarize(
         timeline.push(&second);
         Ok(())
     })?;
-    let summary = Summary::build(meta, &aggregator.totals(), timeline, false, None, None);
+    let summary = Summary::build(meta, &aggregator.totals(), timeline, None, None, None);
     Ok((summary, stats))
 }
 
@@ -221,7 +223,7 @@ pub fn report(
         Ok(())
     })?;
     json_out.flush().map_err(io(&json_path))?;
-    let summary = Summary::build(meta, &aggregator.totals(), timeline, false, None, None);
+    let summary = Summary::build(meta, &aggregator.totals(), timeline, None, None, None);
     write_outputs(&summary, out_dir)?;
     Ok((summary, stats))
 }

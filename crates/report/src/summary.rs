@@ -46,6 +46,9 @@ pub struct Summary {
     pub tags: Vec<TagRow>,
     /// Why autostop stopped the run, if it did.
     pub autostop: Option<AutostopRow>,
+    /// What makes the numbers untrustworthy, or says nothing worked (see [`crate::warnings`]).
+    #[serde(default)]
+    pub warnings: Vec<String>,
     /// The run's exit code, when it was a run (not a report of a phout).
     pub exit_code: Option<i32>,
     /// Response-time distribution over the whole run: (bin upper edge ms, count).
@@ -67,19 +70,40 @@ pub struct Meta {
     pub facts: Vec<(String, String)>,
 }
 
-/// Shot counts.
+/// Shot counts, defined once (docs/results.md) and computed once, by the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shots {
-    /// Planned by the schedule (`None`: unknown).
+    /// The shots the plans hold, for the whole run as configured. `None` when
+    /// unknown: a phout, or a closed model stopped before its ammo ended (it has
+    /// no end of its own).
     pub planned: Option<u64>,
-    /// Actually started (`None`: unknown).
+    /// Shots fired: each has a phout row (`None`: unknown, for a phout).
     pub sent: Option<u64>,
-    /// Planned but never started.
+    /// `planned - sent`: shots the plan held that were never fired (`None` when
+    /// planned is unknown).
     pub unsent: Option<u64>,
-    /// Responses counted (errors included).
+    /// Rows counted (a response, an error or an abandoned shot each).
     pub responses: u64,
     /// Responses that arrived after their second was final (see `TotalStats::late`).
     pub late: u64,
+    /// Samples the results thread could not take in time: fired, but with no row.
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+/// What the engine knows of a run that a phout cannot say.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunCounts {
+    /// The shots the plans hold (`None`: a plan with no known end).
+    pub planned: Option<u64>,
+    /// Shots fired.
+    pub sent: u64,
+    /// The plans' own rate: planned shots over the longest schedule (`None`: unknown).
+    pub planned_rps: Option<f64>,
+    /// Samples the results thread could not take in time.
+    pub dropped: u64,
+    /// The run stopped before its plan ended (Ctrl-C, autostop, a failure).
+    pub stopped_early: bool,
 }
 
 /// Average rates.
@@ -180,13 +204,13 @@ fn codes(counts: &tank_stats::CodeCounts) -> BTreeMap<String, u64> {
 }
 
 impl Summary {
-    /// Build the summary. `engine_counts` says whether planned/sent/lag were measured (a run)
-    /// or are unknown (a phout).
+    /// Build the summary. `run` holds the engine's counts of a run; `None` for a
+    /// phout, where planned and sent are unknown.
     pub fn build(
         meta: Meta,
         totals: &TotalStats,
         timeline: Timeline,
-        engine_counts: bool,
+        run: Option<&RunCounts>,
         autostop: Option<&StopReason>,
         exit_code: Option<i32>,
     ) -> Summary {
@@ -200,22 +224,33 @@ impl Summary {
                 0.0
             }
         };
-        let known = |n: u64| engine_counts.then_some(n);
         let avg = |field: Field| ms(overall.field(field).mean());
+        let planned = run.and_then(|r| r.planned);
+        let shots = Shots {
+            planned,
+            sent: run.map(|r| r.sent),
+            unsent: run.and_then(|r| Some(r.planned?.saturating_sub(r.sent))),
+            responses: overall.len(),
+            late: totals.late,
+            dropped: run.map_or(0, |r| r.dropped),
+        };
+        let proto_codes = codes(&overall.proto_codes);
+        let net_codes = codes(&overall.net_codes);
+        let warnings = crate::warnings::judge(&crate::warnings::Facts {
+            shots: &shots,
+            net_codes: &net_codes,
+            proto_codes: &proto_codes,
+            run: run.is_some(),
+            stopped_early: run.is_some_and(|r| r.stopped_early),
+        });
         Summary {
             meta,
             duration_s,
             active_s,
             start_unix_s: totals.span.map(|(first, _)| first),
-            shots: Shots {
-                planned: known(totals.planned),
-                sent: known(totals.sent),
-                unsent: known(totals.planned.saturating_sub(totals.sent)),
-                responses: overall.len(),
-                late: totals.late,
-            },
+            shots,
             rps: Rps {
-                planned: engine_counts.then(|| per_second(totals.planned)),
+                planned: run.and_then(|r| r.planned_rps),
                 actual: per_second(overall.len()),
                 max: timeline.responses.iter().copied().max().unwrap_or(0),
             },
@@ -241,14 +276,15 @@ impl Summary {
                 request: overall.field(Field::SizeOut).mean(),
                 response: overall.field(Field::SizeIn).mean(),
             },
-            proto_codes: codes(&overall.proto_codes),
-            net_codes: codes(&overall.net_codes),
+            proto_codes,
+            net_codes,
             tags: totals
                 .tagged
                 .iter()
                 .map(|(tag, group)| tag_row(tag, group, overall.len()))
                 .collect(),
             autostop: autostop.map(AutostopRow::from),
+            warnings,
             exit_code,
             distribution: overall
                 .hist
@@ -290,13 +326,17 @@ impl Summary {
             self.active_or_whole_s(),
             self.shots.responses
         );
-        if let (Some(planned), Some(sent), Some(unsent)) =
-            (self.shots.planned, self.shots.sent, self.shots.unsent)
-        {
-            let _ = write!(
-                out,
-                ", shots planned {planned}, sent {sent}, unsent {unsent}"
-            );
+        match (self.shots.planned, self.shots.sent, self.shots.unsent) {
+            (Some(planned), Some(sent), Some(unsent)) => {
+                let _ = write!(
+                    out,
+                    ", shots planned {planned}, sent {sent}, unsent {unsent}"
+                );
+            }
+            (None, Some(sent), _) => {
+                let _ = write!(out, ", shots sent {sent} (planned: no end known)");
+            }
+            _ => {}
         }
         if self.shots.late > 0 {
             let _ = write!(out, ", late {}", self.shots.late);
@@ -387,6 +427,12 @@ impl Summary {
                 stop.criterion, stop.code, stop.explanation
             );
         }
+        if !self.warnings.is_empty() {
+            let _ = writeln!(out, "\nWARNINGS:");
+            for warning in &self.warnings {
+                let _ = writeln!(out, "  - {warning}");
+            }
+        }
         out
     }
 }
@@ -434,7 +480,7 @@ pub(crate) mod tests {
             title: "t".into(),
             ..Meta::default()
         };
-        Summary::build(meta, &agg.totals(), timeline, false, None, None)
+        Summary::build(meta, &agg.totals(), timeline, None, None, None)
     }
 
     #[test]

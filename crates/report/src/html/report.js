@@ -134,6 +134,12 @@
     var tl = s.timeline, x = offsets(tl.ts);
     document.title = "tank report — " + s.meta.title;
     document.getElementById("title").textContent = s.meta.title;
+    if (s.warnings && s.warnings.length) {
+      var warn = section("Warnings");
+      warn.setAttribute("class", "warnings");
+      var list = el("ul", {}, warn);
+      s.warnings.forEach(function (w) { el("li", {}, list, w); });
+    }
     var meta = section("Test");
     var facts = [["generator", s.meta.generator], ["sources", s.meta.sources.join(", ")],
                  ["start", s.start_unix_s === null ? "–" : new Date(s.start_unix_s * 1000).toISOString()],

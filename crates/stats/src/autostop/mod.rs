@@ -51,6 +51,11 @@ pub mod codes {
     pub const HTTP_TREND: i32 = 30;
     /// `steady_cumulative`.
     pub const STEADY_CUMULATIVE: i32 = 33;
+    /// tank's own: an artifact (phout, test_data.log, a report) could not be
+    /// written, a full disk say; the run stopped at once.
+    pub const ARTIFACT_WRITE: i32 = 34;
+    /// tank's own: the run ended with warnings and `fail_on_warnings` is set.
+    pub const WARNINGS: i32 = 35;
 }
 
 impl Kind {

@@ -1,0 +1,220 @@
+//! The warnings a run ends with: the things that make its numbers untrustworthy
+//! or say that nothing worked, named at the end of the console, in summary.txt,
+//! summary.json and report.html. `fail_on_warnings` turns them into an exit code.
+//!
+//! Each one has a threshold so that a healthy run has none: a few timeouts in a
+//! long run are data (the codes table shows them); 1% of the shots failing, or
+//! not sent, is something the user must not miss.
+
+use std::collections::BTreeMap;
+
+use crate::names::net_reason;
+use crate::summary::Shots;
+
+/// Shares, of the responses or of the plan, from which a failure is worth a warning.
+pub const SHARE_PERCENT: f64 = 1.0;
+
+/// What the warnings are judged on.
+pub struct Facts<'a> {
+    /// The shot counts.
+    pub shots: &'a Shots,
+    /// Net codes: code → count.
+    pub net_codes: &'a BTreeMap<String, u64>,
+    /// HTTP codes: code → count.
+    pub proto_codes: &'a BTreeMap<String, u64>,
+    /// Whether this is a run (the engine's counts are known) rather than a phout.
+    pub run: bool,
+    /// Whether the run was stopped before its plan ended (Ctrl-C, autostop): then
+    /// unsent shots are expected and not warned about.
+    pub stopped_early: bool,
+}
+
+/// The warnings, most serious first.
+pub fn judge(facts: &Facts) -> Vec<String> {
+    let shots = facts.shots;
+    let mut out = Vec::new();
+    if facts.run && shots.sent == Some(0) {
+        out.push("no shot was fired".to_string());
+    }
+    let responses = shots.responses;
+    let net_errors: u64 = facts
+        .net_codes
+        .iter()
+        .filter(|(code, _)| code.as_str() != "0")
+        .map(|(_, n)| n)
+        .sum();
+    if responses > 0 && net_errors > 0 && percent(net_errors, responses) >= SHARE_PERCENT {
+        let lead = if net_errors == responses {
+            "every shot failed at the network level".to_string()
+        } else {
+            format!(
+                "{net_errors} of {responses} shots ({:.1}%) failed at the network level",
+                percent(net_errors, responses)
+            )
+        };
+        out.push(format!("{lead}: {}", net_breakdown(facts.net_codes)));
+    }
+    let http_errors: u64 = facts
+        .proto_codes
+        .iter()
+        .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| c >= 400))
+        .map(|(_, n)| n)
+        .sum();
+    if responses > 0 && http_errors == responses {
+        out.push(format!(
+            "every response was an HTTP error (4xx or 5xx): {responses} of {responses}"
+        ));
+    }
+    if let (Some(planned), Some(unsent)) = (shots.planned, shots.unsent) {
+        if !facts.stopped_early && unsent > 0 && percent(unsent, planned) >= SHARE_PERCENT {
+            out.push(format!(
+                "{unsent} of {planned} planned shots ({:.1}%) were not sent: every instance was busy \
+                 when they were due (raise `instances`, or the target is slower than the plan)",
+                percent(unsent, planned)
+            ));
+        }
+    }
+    if shots.dropped > 0 {
+        out.push(format!(
+            "{} samples were dropped: the results thread fell behind, so these shots have no phout row",
+            shots.dropped
+        ));
+    }
+    if shots.late > 0 {
+        out.push(format!(
+            "{} responses arrived after their second was final: they are in the totals but in no \
+             second (raise `buffered_seconds`)",
+            shots.late
+        ));
+    }
+    out
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// `111 connection refused × 600, 110 timed out × 3`, the most frequent first.
+fn net_breakdown(codes: &BTreeMap<String, u64>) -> String {
+    let mut errors: Vec<(&String, &u64)> = codes.iter().filter(|(c, _)| *c != "0").collect();
+    errors.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    errors
+        .iter()
+        .map(|(code, n)| {
+            let name = code.parse().map(net_reason).unwrap_or("error");
+            format!("{code} {name} × {n}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shots(planned: Option<u64>, sent: u64, responses: u64) -> Shots {
+        Shots {
+            planned,
+            sent: Some(sent),
+            unsent: planned.map(|p| p.saturating_sub(sent)),
+            responses,
+            late: 0,
+            dropped: 0,
+        }
+    }
+
+    fn codes(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        pairs.iter().map(|(c, n)| (c.to_string(), *n)).collect()
+    }
+
+    fn judge_run(
+        shots: &Shots,
+        net: &[(&str, u64)],
+        http: &[(&str, u64)],
+        stopped: bool,
+    ) -> Vec<String> {
+        judge(&Facts {
+            shots,
+            net_codes: &codes(net),
+            proto_codes: &codes(http),
+            run: true,
+            stopped_early: stopped,
+        })
+    }
+
+    #[test]
+    fn a_healthy_run_has_none() {
+        let s = shots(Some(1000), 1000, 1000);
+        // 0.5% timeouts: data, not a warning.
+        assert!(judge_run(&s, &[("0", 995), ("110", 5)], &[("200", 995)], false).is_empty());
+    }
+
+    #[test]
+    fn every_shot_refused_is_named_with_its_code() {
+        let s = shots(Some(600), 600, 600);
+        let w = judge_run(&s, &[("111", 600)], &[], false);
+        assert_eq!(
+            w,
+            vec!["every shot failed at the network level: 111 connection refused × 600"]
+        );
+    }
+
+    #[test]
+    fn unsent_shots_are_named_unless_the_run_was_stopped() {
+        let s = shots(Some(600), 486, 486);
+        let w = judge_run(&s, &[("0", 486)], &[("200", 486)], false);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].starts_with("114 of 600 planned shots (19.0%) were not sent"),
+            "{w:?}"
+        );
+        assert!(judge_run(&s, &[("0", 486)], &[("200", 486)], true).is_empty());
+        // Just under the threshold: 5 of 600 is 0.8%.
+        let s = shots(Some(600), 595, 595);
+        assert!(judge_run(&s, &[("0", 595)], &[("200", 595)], false).is_empty());
+    }
+
+    #[test]
+    fn nothing_fired_all_http_errors_drops_and_late_responses() {
+        let none = shots(Some(10), 0, 0);
+        let w = judge_run(&none, &[], &[], false);
+        assert_eq!(w[0], "no shot was fired");
+        let s = shots(Some(10), 10, 10);
+        let w = judge_run(&s, &[("0", 10)], &[("503", 7), ("404", 3)], false);
+        assert_eq!(
+            w,
+            vec!["every response was an HTTP error (4xx or 5xx): 10 of 10"]
+        );
+        let mut s = shots(Some(10), 10, 10);
+        s.dropped = 2;
+        s.late = 1;
+        let w = judge_run(&s, &[("0", 10)], &[("200", 10)], false);
+        assert_eq!(w.len(), 2);
+        assert!(w[0].starts_with("2 samples were dropped"));
+        assert!(w[1].starts_with("1 responses arrived after"));
+    }
+
+    #[test]
+    fn a_phout_report_has_no_plan_to_judge() {
+        let s = Shots {
+            planned: None,
+            sent: None,
+            unsent: None,
+            responses: 0,
+            late: 0,
+            dropped: 0,
+        };
+        let facts = Facts {
+            shots: &s,
+            net_codes: &BTreeMap::new(),
+            proto_codes: &BTreeMap::new(),
+            run: false,
+            stopped_early: false,
+        };
+        assert!(judge(&facts).is_empty());
+    }
+}
