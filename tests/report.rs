@@ -422,3 +422,45 @@ fn report_writes_outputs_next_to_the_phout_and_compare_prints_deltas() {
     assert!(stdout.contains("+2.000 (+200.0%)"), "{stdout}");
     assert!(stdout.contains("503"), "{stdout}");
 }
+
+#[test]
+fn report_never_overwrites_a_runs_own_reports_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let phout = dir.path().join("phout.log");
+    std::fs::write(
+        &phout,
+        "10.000\tx\t1000\t0\t0\t1000\t0\t1000\t1\t1\t0\t200\n",
+    )
+    .unwrap();
+    // A run's own summary, richer than a phout can give.
+    let own = "{\"a run's own\": \"summary\"}";
+    std::fs::write(dir.path().join("summary.json"), own).unwrap();
+    let refused = tank(&["report", phout.to_str().unwrap()]);
+    assert!(!refused.status.success());
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.contains("already holds summary.json") && stderr.contains("--out DIR"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("summary.json")).unwrap(),
+        own
+    );
+    assert!(!dir.path().join("report.html").exists());
+    // Elsewhere, it writes; with --force, it overwrites.
+    let elsewhere = dir.path().join("rebuilt");
+    let run = tank(&[
+        "report",
+        phout.to_str().unwrap(),
+        "--out",
+        elsewhere.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert!(elsewhere.join("summary.json").is_file());
+    let forced = tank(&["report", phout.to_str().unwrap(), "--force"]);
+    assert!(forced.status.success(), "{}", text(&forced.stderr));
+    assert_ne!(
+        std::fs::read_to_string(dir.path().join("summary.json")).unwrap(),
+        own
+    );
+}

@@ -15,9 +15,14 @@ pub struct ReportArgs {
     #[arg(value_name = "PHOUT", required = true)]
     phouts: Vec<PathBuf>,
     /// Write summary.json, summary.txt, test_data.log and report.html here
-    /// (default: the first phout's directory).
+    /// (default: the first phout's directory). Files already there are never
+    /// overwritten (a run's own reports hold more than a phout can give) unless
+    /// --force says so.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Overwrite reports already in the output directory.
+    #[arg(long)]
+    force: bool,
     /// Seconds to wait for late responses before a second is final.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BUFFERED_SECONDS)]
     buffered_seconds: u32,
@@ -38,6 +43,9 @@ pub fn run(args: &ReportArgs) -> Result<()> {
             .unwrap_or(Path::new("."))
             .to_path_buf(),
     };
+    if !args.force {
+        refuse_to_overwrite(&out_dir)?;
+    }
     let names: Vec<String> = phouts.iter().map(|p| p.display().to_string()).collect();
     let meta = Meta {
         title: names.join(", "),
@@ -60,5 +68,23 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         stream::files::HTML,
         out_dir.display()
     );
+    Ok(())
+}
+
+/// Fail when `dir` already holds a report file: a run's own summary has planned
+/// and unsent counts, lag and intended-start quantiles that a phout cannot give.
+fn refuse_to_overwrite(dir: &Path) -> Result<()> {
+    let existing: Vec<&str> = stream::files::ALL
+        .into_iter()
+        .filter(|name| dir.join(name).exists())
+        .collect();
+    if !existing.is_empty() {
+        bail!(
+            "{} already holds {}: a run's own reports know more than its phout, so they are \
+             not overwritten; write elsewhere with --out DIR, or overwrite with --force",
+            dir.display(),
+            existing.join(", ")
+        );
+    }
     Ok(())
 }
