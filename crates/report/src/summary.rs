@@ -80,6 +80,10 @@ pub struct Shots {
     pub responses: u64,
     /// Responses that arrived after their second was final (see `TotalStats::late`).
     pub late: u64,
+    /// Requests sent a second time after a kept connection was found closed: the
+    /// target may have seen them twice (`None`: unknown, as from a phout).
+    #[serde(default)]
+    pub retries: Option<u64>,
 }
 
 /// Average rates.
@@ -213,6 +217,7 @@ impl Summary {
                 unsent: known(totals.planned.saturating_sub(totals.sent)),
                 responses: overall.len(),
                 late: totals.late,
+                retries: known(totals.retries),
             },
             rps: Rps {
                 planned: engine_counts.then(|| per_second(totals.planned)),
@@ -341,6 +346,12 @@ impl Summary {
             "average bytes: request {:.1}, response {:.1}",
             self.avg_bytes.request, self.avg_bytes.response
         );
+        if let Some(retries) = self.shots.retries {
+            let _ = writeln!(
+                out,
+                "retries {retries} (requests sent again after a kept connection was found closed)"
+            );
+        }
         let total = self.shots.responses.max(1) as f64;
         let _ = writeln!(out, "\nHTTP codes:");
         for (code, n) in &self.proto_codes {
@@ -482,5 +493,43 @@ pub(crate) mod tests {
             old.to_text()
         );
         assert!((s.active_or_whole_s() - 1.0035).abs() < 1e-9);
+    }
+
+    #[test]
+    fn retries_are_counted_for_a_run_and_unknown_for_a_phout() {
+        let mut agg = Aggregator::new(0);
+        for sends in [2, 1, 2] {
+            agg.add_sample(&tank_stats::Sample {
+                start_unix_us: 100_000_000,
+                lag_us: 0,
+                tag: b"".as_slice().into(),
+                measured: tank_stats::Measured {
+                    interval_real_us: 1000,
+                    sends,
+                    ..tank_stats::Measured::default()
+                },
+            });
+        }
+        agg.finish();
+        let run = Summary::build(
+            Meta::default(),
+            &agg.totals(),
+            Timeline::default(),
+            true,
+            None,
+            Some(0),
+        );
+        assert_eq!(run.shots.retries, Some(2));
+        assert!(run.to_text().contains("\nretries 2 ("), "{}", run.to_text());
+        let phout = sample_summary();
+        assert_eq!(phout.shots.retries, None);
+        assert!(!phout.to_text().contains("retries"));
+        // A summary.json written before retries were counted still reads.
+        let mut json: serde_json::Value = serde_json::from_str(&run.to_json()).unwrap();
+        json["shots"].as_object_mut().unwrap().remove("retries");
+        assert_eq!(
+            Summary::from_json(&json.to_string()).unwrap().shots.retries,
+            None
+        );
     }
 }
