@@ -69,6 +69,7 @@ fn sample(i: u64, tag: &Arc<[u8]>) -> Sample {
             size_in: 340,
             net_code: NetCode::OK,
             proto_code: 200,
+            sends: 1,
         },
     }
 }

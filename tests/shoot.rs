@@ -735,3 +735,131 @@ fn console_draws_a_screen_on_a_terminal_and_lines_when_piped() {
         "{lines}"
     );
 }
+
+/// The `retries` of every line of a run's `test_data.log`, summed.
+fn retries_in_test_data(run: &std::path::Path) -> u64 {
+    std::fs::read_to_string(run.join("test_data.log"))
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let second: serde_json::Value = serde_json::from_str(line).unwrap();
+            second["tank"]["retries"].as_u64().expect("tank.retries")
+        })
+        .sum()
+}
+
+/// `shots.retries` of a run's summary.json.
+fn retries_in_summary(run: &std::path::Path) -> u64 {
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    summary["shots"]["retries"].as_u64().expect("shots.retries")
+}
+
+#[test]
+fn every_resent_request_is_counted_where_the_server_can_see_it() {
+    let server = Server::start(Behaviour::CloseAfterReply);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        server.addr(),
+        "rps_schedule = const(20,1s)\nuris = /a /b\nheader_http = 1.1\ninstances = 2",
+    );
+    let out = shoot(dir.path(), &cfg, LIMIT);
+    assert_ran(&out);
+    let run = artifacts(dir.path());
+    let rows = phout(&run);
+    assert!(rows.len() >= 5, "{} of 20 shots", rows.len());
+    // Each kept connection is closed as its next GET arrives: sent again, answered.
+    assert!(
+        rows.iter().all(|r| (r.net_code, r.proto_code) == (0, 200)),
+        "{rows:?}"
+    );
+    let retries = retries_in_summary(&run);
+    assert!(retries >= 1, "no retries counted");
+    assert_eq!(
+        rows.len() as u64 + retries,
+        server.requests().len() as u64,
+        "rows + retries = the requests the server read"
+    );
+    assert_eq!(retries_in_test_data(&run), retries);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("\nretries {retries} (")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_post_is_never_sent_twice() {
+    let server = Server::start(Behaviour::CloseAfterReply);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ammo.txt"), "4 /post\nbody\n").unwrap();
+    let cfg = config(
+        server.addr(),
+        "instances_schedule = const(1,1s)\nammofile = ammo.txt\nammo_type = uripost\nloop = 6\nheader_http = 1.1",
+    );
+    let out = shoot(dir.path(), &cfg, LIMIT);
+    assert_ran(&out);
+    let run = artifacts(dir.path());
+    let rows = phout(&run);
+    assert_eq!(rows.len(), 6);
+    assert_eq!(server.requests().len(), rows.len(), "one request per row");
+    assert!(server
+        .requests()
+        .iter()
+        .all(|request| request.starts_with(b"POST /post ")));
+    assert_eq!(retries_in_summary(&run), 0);
+    // A fresh connection is answered; the POST that meets it closed fails, with
+    // the request counted as sent.
+    let answered = rows.iter().filter(|r| r.proto_code == 200).count();
+    let closed: Vec<&Row> = rows.iter().filter(|r| r.net_code == 71).collect();
+    assert_eq!((answered, closed.len()), (3, 3), "{rows:?}");
+    assert!(
+        closed
+            .iter()
+            .all(|r| r.proto_code == 0 && r.size_out > 0 && r.size_in == 0),
+        "{closed:?}"
+    );
+}
+
+#[test]
+fn a_refused_reconnect_reports_no_bytes_sent() {
+    let server = Server::start(Behaviour::ReplyOnceThenGone);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        server.addr(),
+        "instances_schedule = const(1,1s)\nuris = /\nloop = 3\nheader_http = 1.1",
+    );
+    let out = shoot(dir.path(), &cfg, LIMIT);
+    assert_ran(&out);
+    let run = artifacts(dir.path());
+    let rows = phout(&run);
+    assert_eq!(rows.len(), 3);
+    assert_eq!((rows[0].net_code, rows[0].proto_code), (0, 200));
+    // The second shot went out on the kept connection, which the server closed
+    // once it stopped listening: the retry was refused, and so was the third.
+    for row in &rows[1..] {
+        assert_eq!(
+            (row.net_code, row.proto_code, row.size_out, row.size_in),
+            (111, 0, 0, 0),
+            "{rows:?}"
+        );
+    }
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(retries_in_summary(&run), 0, "the retry never went out");
+}
+
+#[test]
+fn a_reply_over_phantom_http_entity_keeps_its_status() {
+    let server = Server::start(Behaviour::LargeBody);
+    let (_, rows) = shoot_at(
+        &server,
+        "instances_schedule = const(1,1s)\nuris = /\nloop = 3\nheader_http = 1.1\nphantom_http_entity = 1K",
+    );
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        // Cut at the limit: the status read, net code 71, the bytes read.
+        assert_eq!((row.net_code, row.proto_code), (71, 200), "{row:?}");
+        assert!(row.size_in >= 42, "{row:?}");
+    }
+    assert_eq!(server.requests().len(), 3);
+}

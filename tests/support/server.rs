@@ -28,6 +28,16 @@ pub enum Behaviour {
     Reset,
     /// Answer bytes that are not HTTP.
     Garbage,
+    /// `HTTP/1.1 200` with a Content-Length body and no `Connection: close`;
+    /// then the connection's next request is read (and recorded) and the
+    /// connection closed without a reply, as a server closing idle keep-alive
+    /// connections does when a request arrives just then.
+    CloseAfterReply,
+    /// As [`Behaviour::CloseAfterReply`], but the server also stops listening
+    /// before it closes that connection: reconnecting is refused.
+    ReplyOnceThenGone,
+    /// `HTTP/1.1 200` with a 64 KiB Content-Length body, connection kept.
+    LargeBody,
 }
 
 /// A running server.
@@ -124,6 +134,9 @@ fn serve(
         let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
     }
     serve_stream(&mut stream, behaviour, stop, requests);
+    if behaviour == Behaviour::ReplyOnceThenGone {
+        stop_listening(&stream, stop);
+    }
     if behaviour != Behaviour::Reset {
         // A reset must not send FIN first: dropping the stream with linger 0 sends RST alone.
         let _ = stream.shutdown(Shutdown::Both);
@@ -137,6 +150,7 @@ fn serve_stream(
     requests: &Mutex<Vec<Vec<u8>>>,
 ) {
     let mut pending = Vec::new();
+    let mut answered = 0;
     while !stop.load(Ordering::Acquire) {
         let Some(request) = read_request(stream, &mut pending, stop) else {
             return;
@@ -166,6 +180,15 @@ fn serve_stream(
             }
             Behaviour::Reset => return,
             Behaviour::Garbage => b"THIS IS NOT HTTP\r\n\r\n".to_vec(),
+            Behaviour::CloseAfterReply | Behaviour::ReplyOnceThenGone if answered > 0 => return,
+            Behaviour::CloseAfterReply | Behaviour::ReplyOnceThenGone => {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".to_vec()
+            }
+            Behaviour::LargeBody => {
+                let mut reply = b"HTTP/1.1 200 OK\r\nContent-Length: 65536\r\n\r\n".to_vec();
+                reply.resize(reply.len() + 65536, b'z');
+                reply
+            }
         };
         if stream
             .write_all(&reply)
@@ -174,6 +197,7 @@ fn serve_stream(
         {
             return;
         }
+        answered += 1;
         if matches!(
             behaviour,
             Behaviour::Close | Behaviour::Http10 | Behaviour::Garbage
@@ -222,6 +246,22 @@ fn read_request(
                 }
             }
             Err(_) => return None,
+        }
+    }
+}
+
+/// Stop the server accepting (which ends every connection's loop too) and
+/// wait, at most 10 s, until connecting to it is refused.
+fn stop_listening(stream: &TcpStream, stop: &AtomicBool) {
+    stop.store(true, Ordering::Release);
+    let Ok(addr) = stream.local_addr() else {
+        return;
+    };
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < until {
+        match TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return,
+            _ => std::thread::sleep(Duration::from_millis(5)),
         }
     }
 }

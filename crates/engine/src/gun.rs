@@ -4,9 +4,19 @@
 //! Every shot has one budget, `timeout`, from its start; each wait spends from
 //! it, and running out is net code 110. Phases a failed shot never reached are
 //! set to its end, so connect + send + latency + receive = interval_real on
-//! every shot. A reused keep-alive connection that turns out to be closed
-//! (EPIPE/ECONNRESET on write, or the end of the stream before any reply byte)
-//! is retried once on a new connection, as phantom does.
+//! every shot.
+//!
+//! A reused keep-alive connection may turn out to be closed: the server closed
+//! it while it was idle, and the request meets EPIPE or ECONNRESET, or the end
+//! of the stream, before any reply byte. Such a shot is sent again, once, on a
+//! new connection, as phantom does, but only when the request may be repeated:
+//! an HTTP request with an idempotent method (RFC 9110: GET, HEAD, PUT, DELETE,
+//! OPTIONS, TRACE). A POST may have been acted on before the server closed, so
+//! it is never sent twice; its row has the failure's net code (the errno, or 71
+//! for a close without a reply). The plain TCP gun never resends: the bytes'
+//! meaning is unknown, and its connections carry one request anyway (the reply
+//! runs to the close). How many times the request went out is in the shot's
+//! `sends`; its sizes, codes and phases are the last attempt's.
 
 use std::cell::RefCell;
 use std::io;
@@ -24,7 +34,7 @@ use tokio::time::{timeout_at, Instant};
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use crate::http::{is_head_request, Limits, ResponseReader};
+use crate::http::{is_head_request, is_idempotent_request, Limits, ResponseReader};
 use crate::netcode;
 use crate::target::Target;
 use crate::tls;
@@ -101,9 +111,10 @@ enum Failure {
     Net(NetCode),
     /// The budget ran out.
     Timeout,
-    /// The end of the stream: on a kept connection before any reply byte it
-    /// means the server had closed it (retry once); otherwise it may end a reply.
-    Stale,
+    /// A reused connection was found closed before any reply byte: the server
+    /// had closed it. The request may be sent again (see the module docs);
+    /// otherwise the shot has this net code.
+    Stale(NetCode),
 }
 
 thread_local! {
@@ -123,9 +134,8 @@ impl Barrel {
     ) -> Measured {
         let deadline = start + self.gun.timeout;
         let mut measured = Measured::default();
-        let mut attempt = 0;
+        let mut may_retry = self.gun.http && is_idempotent_request(request);
         loop {
-            let reused = self.conn.is_some();
             let mut marks = Marks::default();
             if let Some(capture) = capture.as_deref_mut() {
                 capture.clear();
@@ -140,11 +150,15 @@ impl Barrel {
                     capture.as_deref_mut(),
                 )
                 .await;
+            if measured.size_out > 0 {
+                measured.sends += 1;
+            }
             let end_us = micros(start, Instant::now());
             match result {
-                Err(Failure::Stale) if reused && attempt == 0 => {
+                Err(Failure::Stale(_)) if may_retry => {
+                    // Once: the next attempt is on a new connection.
+                    may_retry = false;
                     self.conn = None;
-                    attempt += 1;
                     continue;
                 }
                 Ok(status) => {
@@ -152,13 +166,11 @@ impl Barrel {
                     measured.net_code = NetCode::OK;
                 }
                 Err(failure) => {
+                    // The attempt left the status it read, if any, in `proto_code`.
                     self.conn = None;
-                    measured.proto_code = 0;
                     measured.net_code = match failure {
-                        Failure::Net(code) => code,
+                        Failure::Net(code) | Failure::Stale(code) => code,
                         Failure::Timeout => NetCode::TIMED_OUT,
-                        // A stale connection again, or on a fresh one: the server closed it.
-                        Failure::Stale => NetCode::PROTOCOL,
                     };
                 }
             }
@@ -168,6 +180,9 @@ impl Barrel {
         }
     }
 
+    /// One attempt at the shot. Its sizes replace the previous attempt's in
+    /// `measured` (from 0, before connecting); on a failure after a reply's
+    /// status line, `measured.proto_code` keeps that status.
     async fn attempt(
         &mut self,
         request: &[u8],
@@ -177,6 +192,9 @@ impl Barrel {
         measured: &mut Measured,
         capture: Option<&mut Vec<u8>>,
     ) -> Result<u16, Failure> {
+        measured.size_out = 0;
+        measured.size_in = 0;
+        measured.proto_code = 0;
         let reused = self.conn.is_some();
         if self.conn.is_none() {
             let conn = match timeout_at(deadline, self.connect(request)).await {
@@ -192,8 +210,6 @@ impl Barrel {
         let Some(conn) = self.conn.as_mut() else {
             return Err(Failure::Net(NetCode::PROTOCOL));
         };
-        measured.size_out = 0;
-        measured.size_in = 0;
         let mut written = 0;
         while written < request.len() {
             let step = match conn {
@@ -208,10 +224,14 @@ impl Barrel {
             };
             match step {
                 Err(_) => return Err(Failure::Timeout),
-                Ok(Err(error)) if reused && written == 0 && netcode::is_stale(&error) => {
-                    return Err(Failure::Stale)
+                Ok(Err(error)) => {
+                    let code = netcode::of_io(&error);
+                    return Err(if reused && written == 0 && netcode::means_closed(code) {
+                        Failure::Stale(code)
+                    } else {
+                        Failure::Net(code)
+                    });
                 }
-                Ok(Err(error)) => return Err(Failure::Net(netcode::of_io(&error))),
                 Ok(Ok(0)) => return Err(Failure::Net(NetCode::BROKEN_PIPE)),
                 Ok(Ok(n)) => {
                     written += n;
@@ -230,7 +250,7 @@ impl Barrel {
         let http = self.gun.http;
         let mut reader = ResponseReader::new(self.gun.limits, is_head_request(request));
         let mut capture = capture;
-        loop {
+        let received = loop {
             let read = match conn {
                 Conn::Tcp(stream) => {
                     read_tcp(stream, deadline, &mut reader, http, capture.as_deref_mut()).await
@@ -239,40 +259,51 @@ impl Barrel {
                     read_tls(stream, deadline, &mut reader, http, capture.as_deref_mut()).await
                 }
             };
+            // `Ok(None)`: the end of the stream.
             match read {
-                Err(Failure::Stale) if measured.size_in == 0 && reused => {
-                    return Err(Failure::Stale)
+                Ok(None) if measured.size_in == 0 && reused => {
+                    break Err(Failure::Stale(NetCode::PROTOCOL));
                 }
-                Err(Failure::Stale) => {
-                    // The end of the stream: fine for a reply that runs to the close.
+                Err(Failure::Net(code))
+                    if measured.size_in == 0 && reused && netcode::means_closed(code) =>
+                {
+                    break Err(Failure::Stale(code));
+                }
+                Ok(None) => {
+                    // Fine for a reply that runs to the close; a reply cut short otherwise.
                     self.conn = None;
                     if !http {
-                        return Ok(0);
+                        break Ok(0);
                     }
-                    return reader
+                    break reader
                         .finish_at_eof()
                         .map(|reply| reply.status)
                         .map_err(|_| Failure::Net(NetCode::PROTOCOL));
                 }
-                Err(failure) => return Err(failure),
-                Ok(Chunk { bytes, done }) => {
+                Err(failure) => break Err(failure),
+                Ok(Some(Chunk { bytes, done })) => {
                     if bytes > 0 && marks.first_byte.is_none() {
                         marks.first_byte = Some(micros(start, Instant::now()));
                     }
                     measured.size_in += bytes as u64;
                     match done {
                         None => continue,
-                        Some(Err(_)) => return Err(Failure::Net(NetCode::PROTOCOL)),
+                        Some(Err(_)) => break Err(Failure::Net(NetCode::PROTOCOL)),
                         Some(Ok((status, keep))) => {
                             if !keep {
                                 self.conn = None;
                             }
-                            return Ok(status);
+                            break Ok(status);
                         }
                     }
                 }
             }
+        };
+        if received.is_err() {
+            // A reply that broke after its status line keeps the status.
+            measured.proto_code = reader.status_read();
         }
+        received
     }
 
     async fn connect(&self, request: &[u8]) -> Result<Conn, NetCode> {
@@ -351,7 +382,7 @@ async fn read_tcp(
     reader: &mut ResponseReader,
     http: bool,
     mut capture: Option<&mut Vec<u8>>,
-) -> Result<Chunk, Failure> {
+) -> Result<Option<Chunk>, Failure> {
     // poll_read, not readable() + try_read: a read shorter than the buffer
     // drains the socket, and poll_read then forgets the readiness, so the next
     // reply is awaited without a read that could only fail with EAGAIN.
@@ -361,15 +392,13 @@ async fn read_tcp(
             match Pin::new(&mut *stream).poll_read(cx, &mut filled) {
                 Poll::Pending => Poll::Pending,
                 Poll::Ready(Err(error)) => Poll::Ready(Err(Failure::Net(netcode::of_io(&error)))),
-                Poll::Ready(Ok(())) if filled.filled().is_empty() => {
-                    Poll::Ready(Err(Failure::Stale))
-                }
-                Poll::Ready(Ok(())) => Poll::Ready(Ok(take(
+                Poll::Ready(Ok(())) if filled.filled().is_empty() => Poll::Ready(Ok(None)),
+                Poll::Ready(Ok(())) => Poll::Ready(Ok(Some(take(
                     reader,
                     http,
                     filled.filled(),
                     capture.as_deref_mut(),
-                ))),
+                )))),
             }
         })
     });
@@ -384,14 +413,14 @@ async fn read_tls(
     reader: &mut ResponseReader,
     http: bool,
     capture: Option<&mut Vec<u8>>,
-) -> Result<Chunk, Failure> {
+) -> Result<Option<Chunk>, Failure> {
     let mut buffer = [0u8; 4096];
     match timeout_at(deadline, stream.read(&mut buffer)).await {
         Err(_) => Err(Failure::Timeout),
-        Ok(Ok(0)) => Err(Failure::Stale),
-        Ok(Ok(n)) => Ok(take(reader, http, &buffer[..n], capture)),
+        Ok(Ok(0)) => Ok(None),
+        Ok(Ok(n)) => Ok(Some(take(reader, http, &buffer[..n], capture))),
         // A peer that closes without close_notify ends the stream all the same.
-        Ok(Err(error)) if error.kind() == io::ErrorKind::UnexpectedEof => Err(Failure::Stale),
+        Ok(Err(error)) if error.kind() == io::ErrorKind::UnexpectedEof => Ok(None),
         Ok(Err(error)) => Err(Failure::Net(netcode::of_io(&error))),
     }
 }
@@ -452,5 +481,186 @@ mod tests {
             (timed_out.connect_us, timed_out.interval_event_us),
             (1_000_450, 1_000_000)
         );
+    }
+
+    const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    const POST: &[u8] = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n";
+    const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async { tokio::time::timeout(Duration::from_secs(20), future).await })
+            .expect("the test took over 20 s")
+    }
+
+    fn barrel(addr: SocketAddr, limits: Limits) -> Barrel {
+        let target = Target {
+            addr,
+            host: "127.0.0.1".into(),
+        };
+        Arc::new(Gun::new(
+            target,
+            None,
+            true,
+            limits,
+            Duration::from_secs(5),
+            Vec::new(),
+        ))
+        .instance(0)
+    }
+
+    /// Read one request head (the tests' requests have no body).
+    async fn read_request(stream: &mut TcpStream) -> bool {
+        let mut request = Vec::new();
+        let mut byte = [0u8; 1];
+        while !request.ends_with(b"\r\n\r\n") {
+            match stream.read(&mut byte).await {
+                Ok(1) => request.push(byte[0]),
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// A server that answers the first request of each connection, then reads
+    /// the second and closes without a word. Counts the requests it read.
+    async fn one_reply_per_connection(
+        listener: tokio::net::TcpListener,
+        received: Arc<std::sync::atomic::AtomicUsize>,
+    ) {
+        use std::sync::atomic::Ordering;
+        while let Ok((mut stream, _)) = listener.accept().await {
+            if read_request(&mut stream).await {
+                received.fetch_add(1, Ordering::SeqCst);
+                let _ = stream.write_all(OK).await;
+            }
+            if read_request(&mut stream).await {
+                received.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    }
+
+    #[test]
+    fn a_kept_connection_found_closed_resends_only_an_idempotent_request() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let received = Arc::new(AtomicUsize::new(0));
+            tokio::spawn(one_reply_per_connection(listener, Arc::clone(&received)));
+            let mut barrel = barrel(addr, Limits::default());
+            let fresh = barrel.fire(GET, Instant::now(), None).await;
+            assert_eq!(
+                (fresh.net_code, fresh.proto_code, fresh.sends),
+                (NetCode::OK, 200, 1)
+            );
+            // The server read this one on the kept connection and closed it: sent again.
+            let resent = barrel.fire(GET, Instant::now(), None).await;
+            assert_eq!(
+                (
+                    resent.net_code,
+                    resent.proto_code,
+                    resent.sends,
+                    resent.retries()
+                ),
+                (NetCode::OK, 200, 2, 1)
+            );
+            assert_eq!(
+                (resent.size_out, resent.size_in),
+                (GET.len() as u64, OK.len() as u64)
+            );
+            assert_eq!(received.load(Ordering::SeqCst), 3);
+            // A POST meets the same closed connection: it is not sent twice.
+            let post = barrel.fire(POST, Instant::now(), None).await;
+            assert_eq!(
+                (
+                    post.net_code,
+                    post.proto_code,
+                    post.sends,
+                    post.size_out,
+                    post.size_in
+                ),
+                (NetCode::PROTOCOL, 0, 1, POST.len() as u64, 0)
+            );
+            assert_eq!(received.load(Ordering::SeqCst), 4);
+            // The next shot connects anew.
+            let next = barrel.fire(POST, Instant::now(), None).await;
+            assert_eq!(
+                (next.net_code, next.proto_code, next.sends),
+                (NetCode::OK, 200, 1)
+            );
+            assert!(next.connect_us > 0);
+        });
+    }
+
+    #[test]
+    fn a_refused_reconnect_reports_no_bytes_sent() {
+        block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            tokio::spawn(async move {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    return;
+                };
+                if read_request(&mut stream).await {
+                    let _ = stream.write_all(OK).await;
+                }
+                let _ = read_request(&mut stream).await;
+                // Nothing listens any more when the connection closes.
+                drop(listener);
+                drop(stream);
+            });
+            let mut barrel = barrel(addr, Limits::default());
+            let fresh = barrel.fire(GET, Instant::now(), None).await;
+            assert_eq!((fresh.net_code, fresh.proto_code), (NetCode::OK, 200));
+            let refused = barrel.fire(GET, Instant::now(), None).await;
+            // The row is the refused attempt's: nothing sent, nothing read. The
+            // stale attempt's request did go out, once.
+            assert_eq!(
+                (
+                    refused.net_code,
+                    refused.proto_code,
+                    refused.size_out,
+                    refused.size_in,
+                    refused.sends
+                ),
+                (NetCode::REFUSED, 0, 0, 0, 1)
+            );
+            assert_eq!(
+                refused.connect_us + refused.send_us + refused.latency_us + refused.receive_us,
+                refused.interval_real_us
+            );
+        });
+    }
+
+    #[test]
+    fn a_reply_over_the_entity_limit_keeps_its_status() {
+        block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            tokio::spawn(async move {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    return;
+                };
+                if read_request(&mut stream).await {
+                    // No Content-Length: the body runs to the close, past the limit.
+                    let mut reply = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+                    reply.resize(reply.len() + 4096, b'z');
+                    let _ = stream.write_all(&reply).await;
+                }
+            });
+            let limits = Limits {
+                entity: 1024,
+                ..Limits::default()
+            };
+            let mut barrel = barrel(addr, limits);
+            let cut = barrel.fire(GET, Instant::now(), None).await;
+            assert_eq!((cut.net_code, cut.proto_code), (NetCode::PROTOCOL, 200));
+            assert!(cut.size_in > 1024, "{} bytes read", cut.size_in);
+            assert!(barrel.conn.is_none(), "a cut reply ends its connection");
+        });
     }
 }

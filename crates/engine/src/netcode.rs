@@ -21,15 +21,10 @@ pub fn of_io(error: &io::Error) -> NetCode {
     }
 }
 
-/// Whether a failure on a reused keep-alive connection means the server had
-/// already closed it (then the shot is retried once on a new connection).
-pub fn is_stale(error: &io::Error) -> bool {
-    matches!(
-        error.kind(),
-        io::ErrorKind::BrokenPipe
-            | io::ErrorKind::ConnectionReset
-            | io::ErrorKind::ConnectionAborted
-    )
+/// Whether a failure on a reused keep-alive connection, before any reply byte,
+/// means the server had already closed it (EPIPE, ECONNRESET, ECONNABORTED).
+pub fn means_closed(code: NetCode) -> bool {
+    matches!(code, NetCode::BROKEN_PIPE | NetCode::RESET | NetCode(103))
 }
 
 #[cfg(test)]
@@ -44,6 +39,10 @@ mod tests {
             NetCode::TIMED_OUT
         );
         assert_eq!(of_io(&io::Error::other("tls alert")), NetCode::PROTOCOL);
-        assert!(is_stale(&io::Error::from_raw_os_error(32)));
+        assert!(means_closed(of_io(&io::Error::from_raw_os_error(32))));
+        assert!(means_closed(of_io(&io::Error::from(
+            io::ErrorKind::ConnectionReset
+        ))));
+        assert!(!means_closed(NetCode::TIMED_OUT));
     }
 }

@@ -98,6 +98,13 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
         t.sent,
         t.overall.len()
     );
+    if t.retries > 0 {
+        let _ = writeln!(
+            out,
+            "retries: {} last second, {} in all (requests sent again after a kept connection was found closed)",
+            s.retries, t.retries
+        );
+    }
     // Quantiles: last second and cumulative.
     let _ = writeln!(
         out,
@@ -200,6 +207,9 @@ pub fn render_line(second: &SecondStats, elapsed: Duration) -> String {
     if s.lag.count > 0 {
         let _ = write!(line, " lag_p99={:.1}ms", ms(s.lag.get(990).unwrap_or(0.0)));
     }
+    if s.retries > 0 {
+        let _ = write!(line, " retries={}", s.retries);
+    }
     let codes: Vec<String> = s
         .overall
         .proto_codes
@@ -264,6 +274,7 @@ mod tests {
     fn screen_shows_progress_rates_quantiles_codes_tags_and_autostop() {
         let (second, totals) = state();
         let counting = vec!["HTTP codes 5xx ≥ 1 for 1/3 s".to_string()];
+        assert!(!render_line(&second, Duration::ZERO).contains("retries"));
         let screen = render_screen(&LiveView {
             title: "load.ini",
             second: &second,
@@ -301,5 +312,30 @@ mod tests {
         );
         assert!(line.contains("codes=0:1,200:1,net110:1"), "{line}");
         assert!(line.contains("errors=1"), "{line}");
+    }
+
+    #[test]
+    fn retries_show_once_there_are_any() {
+        let (mut second, mut totals) = state();
+        let view = |second: &SecondStats, totals: &TotalStats| {
+            render_screen(&LiveView {
+                title: "load.ini",
+                second,
+                totals,
+                elapsed: Duration::from_secs(3),
+                planned_duration: None,
+                instances_limit: 1,
+                autostop: &[],
+            })
+        };
+        assert!(!view(&second, &totals).contains("retries"));
+        (second.retries, totals.retries) = (2, 5);
+        let screen = view(&second, &totals);
+        assert!(
+            screen.contains("retries: 2 last second, 5 in all"),
+            "{screen}"
+        );
+        let line = render_line(&second, Duration::from_secs(3));
+        assert!(line.contains(" retries=2"), "{line}");
     }
 }

@@ -89,6 +89,10 @@ pub struct Shots {
     /// Samples the results thread could not take in time: fired, but with no row.
     #[serde(default)]
     pub dropped: u64,
+    /// Requests sent a second time after a kept connection was found closed: the
+    /// target may have seen them twice (`None`: unknown, as from a phout).
+    #[serde(default)]
+    pub retries: Option<u64>,
 }
 
 /// What the engine knows of a run that a phout cannot say.
@@ -233,6 +237,7 @@ impl Summary {
             responses: overall.len(),
             late: totals.late,
             dropped: run.map_or(0, |r| r.dropped),
+            retries: run.map(|_| totals.retries),
         };
         let proto_codes = codes(&overall.proto_codes);
         let net_codes = codes(&overall.net_codes);
@@ -381,6 +386,12 @@ impl Summary {
             "average bytes: request {:.1}, response {:.1}",
             self.avg_bytes.request, self.avg_bytes.response
         );
+        if let Some(retries) = self.shots.retries {
+            let _ = writeln!(
+                out,
+                "retries {retries} (requests sent again after a kept connection was found closed)"
+            );
+        }
         let total = self.shots.responses.max(1) as f64;
         let _ = writeln!(out, "\nHTTP codes:");
         for (code, n) in &self.proto_codes {
@@ -528,5 +539,50 @@ pub(crate) mod tests {
             old.to_text()
         );
         assert!((s.active_or_whole_s() - 1.0035).abs() < 1e-9);
+    }
+
+    #[test]
+    fn retries_are_counted_for_a_run_and_unknown_for_a_phout() {
+        let mut agg = Aggregator::new(0);
+        for sends in [2, 1, 2] {
+            agg.add_sample(&tank_stats::Sample {
+                start_unix_us: 100_000_000,
+                lag_us: 0,
+                tag: b"".as_slice().into(),
+                measured: tank_stats::Measured {
+                    interval_real_us: 1000,
+                    sends,
+                    ..tank_stats::Measured::default()
+                },
+            });
+        }
+        agg.finish();
+        let counts = RunCounts {
+            planned: Some(3),
+            sent: 3,
+            planned_rps: None,
+            dropped: 0,
+            stopped_early: false,
+        };
+        let run = Summary::build(
+            Meta::default(),
+            &agg.totals(),
+            Timeline::default(),
+            Some(&counts),
+            None,
+            Some(0),
+        );
+        assert_eq!(run.shots.retries, Some(2));
+        assert!(run.to_text().contains("\nretries 2 ("), "{}", run.to_text());
+        let phout = sample_summary();
+        assert_eq!(phout.shots.retries, None);
+        assert!(!phout.to_text().contains("retries"));
+        // A summary.json written before retries were counted still reads.
+        let mut json: serde_json::Value = serde_json::from_str(&run.to_json()).unwrap();
+        json["shots"].as_object_mut().unwrap().remove("retries");
+        assert_eq!(
+            Summary::from_json(&json.to_string()).unwrap().shots.retries,
+            None
+        );
     }
 }

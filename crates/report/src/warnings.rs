@@ -124,6 +124,7 @@ mod tests {
             responses,
             late: 0,
             dropped: 0,
+            retries: Some(0),
         }
     }
 
@@ -207,6 +208,7 @@ mod tests {
             responses: 0,
             late: 0,
             dropped: 0,
+            retries: Some(0),
         };
         let facts = Facts {
             shots: &s,

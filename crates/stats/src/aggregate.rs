@@ -76,6 +76,9 @@ pub struct SecondStats {
     pub intended: Quantiles,
     /// `interval_real` quantiles of every response up to and including this second.
     pub cumulative: Quantiles,
+    /// Requests of this second's responses sent a second time, after a kept connection
+    /// was found closed ([`Measured::retries`]): the target may have seen them twice.
+    pub retries: u64,
 }
 
 /// The whole run so far.
@@ -103,6 +106,8 @@ pub struct TotalStats {
     /// Responses that arrived for a second already finalised: counted in these totals, in
     /// no [`SecondStats`]. Non-zero means `buffered_seconds` was too small for the run.
     pub late: u64,
+    /// Requests sent a second time ([`SecondStats::retries`]), late responses' included.
+    pub retries: u64,
 }
 
 impl TotalStats {
@@ -128,6 +133,7 @@ struct Open {
     instances: u64,
     lag: Histogram<u64>,
     intended: Histogram<u64>,
+    retries: u64,
 }
 
 impl Open {
@@ -139,6 +145,7 @@ impl Open {
             instances: 0,
             lag: new_histogram(),
             intended: new_histogram(),
+            retries: 0,
         }
     }
 
@@ -183,6 +190,7 @@ pub struct Aggregator {
     sent: u64,
     max_instances: u64,
     late: u64,
+    retries: u64,
 }
 
 impl Aggregator {
@@ -204,16 +212,24 @@ impl Aggregator {
             sent: 0,
             max_instances: 0,
             late: 0,
+            retries: 0,
         }
     }
 
     /// Count one measured shot (the engine's path). Its lag also goes into the latency from
-    /// the intended start.
+    /// the intended start, and its retries count in the second it ended.
     pub fn add_sample(&mut self, sample: &Sample) {
         let second = sample.end_unix_us() / 1_000_000;
         self.extend_active(sample.start_unix_us, sample.end_unix_us());
         let response = response(&sample.measured);
         let sent = sample.start_unix_us / 1_000_000;
+        let retries = sample.measured.retries();
+        if retries > 0 {
+            self.retries += retries;
+            if let Some(open) = self.open_second(second) {
+                open.retries += retries;
+            }
+        }
         self.add(
             second,
             sent,
@@ -353,6 +369,7 @@ impl Aggregator {
             lag: Quantiles::of(&self.total_lag),
             intended: Quantiles::of(&self.total_intended),
             late: self.late,
+            retries: self.retries,
         }
     }
 
@@ -426,6 +443,7 @@ impl Aggregator {
                 count: self.total_overall.len(),
                 values_us: self.total_overall.quantiles_us(),
             },
+            retries: open.retries,
         }
     }
 }
@@ -553,6 +571,7 @@ mod tests {
                 size_in: 20,
                 net_code: NetCode::OK,
                 proto_code: 200,
+                sends: 1,
             },
         });
         agg.advance(52);
@@ -640,5 +659,37 @@ mod tests {
             proptest::prop_assert_eq!(&totals.overall, &all.stats());
             proptest::prop_assert_eq!(totals.lag, Quantiles::of(&lags));
         }
+    }
+
+    #[test]
+    fn retries_count_in_the_second_of_the_response_and_in_the_totals() {
+        let mut agg = Aggregator::new(0);
+        let shot = |start_unix_us: u64, sends: u8| Sample {
+            start_unix_us,
+            lag_us: 0,
+            tag: b"".as_slice().into(),
+            measured: Measured {
+                interval_real_us: 1000,
+                sends,
+                ..Measured::default()
+            },
+        };
+        agg.add_sample(&shot(10_000_000, 2));
+        agg.add_sample(&shot(10_500_000, 1));
+        agg.add_sample(&shot(11_000_000, 0));
+        agg.add_sample(&shot(12_000_000, 2));
+        // Second 10 is final by now: this retry counts in the totals only.
+        agg.add_sample(&shot(10_900_000, 2));
+        agg.finish();
+        let seconds = drain(&mut agg);
+        assert_eq!(
+            seconds
+                .iter()
+                .map(|s| (s.ts, s.retries))
+                .collect::<Vec<_>>(),
+            vec![(10, 1), (11, 0), (12, 1)]
+        );
+        let totals = agg.totals();
+        assert_eq!((totals.retries, totals.late), (3, 1));
     }
 }

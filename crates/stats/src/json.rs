@@ -4,13 +4,15 @@
 //! ```text
 //! {"data": {"ts", "tagged": {tag: Agg}, "overall": Agg, "counted_rps"},
 //!  "stats": {"ts", "metrics": {"instances", "reqps"}},
-//!  "tank": {"sent", "lag": Q, "intended": Q}}
+//!  "tank": {"sent", "lag": Q, "intended": Q, "retries"}}
 //! ```
 //! `Agg` has `interval_real: {total, min, max, len, q: {q, value}, hist: {data, bins}}`,
 //! `{total, min, max, len}` for the other seven columns, and `net_code` / `proto_code` as
 //! `{count: {"code": n}}`. Times are µs. `q` lists [`QUANTILES`] as percents (99.5 is the one
-//! yandex-tank does not have). The `tank` member is tank's own: shots sent, and the lag and
-//! latency-from-intended-start quantiles; readers of yandex-tank's shape ignore it.
+//! yandex-tank does not have). The `tank` member is tank's own: shots sent, the lag and
+//! latency-from-intended-start quantiles, and `retries`, the requests of the second's
+//! responses that were sent a second time (after a kept connection was found closed);
+//! readers of yandex-tank's shape ignore it.
 //!
 //! Like yandex-tank, only seconds with responses are written, and untagged responses are in
 //! `overall` only (its reader takes an empty tag for "no tag", which grouping drops).
@@ -53,6 +55,7 @@ pub fn write_second<W: Write>(out: &mut W, second: &SecondStats) -> io::Result<(
             sent: second.sent,
             lag: Q::of(&second.lag.values_us, second.lag.count),
             intended: Q::of(&second.intended.values_us, second.intended.count),
+            retries: second.retries,
         },
     };
     serde_json::to_writer(&mut *out, &line)?;
@@ -107,6 +110,7 @@ struct Extra {
     sent: u64,
     lag: Q,
     intended: Q,
+    retries: u64,
 }
 
 #[derive(Serialize)]
@@ -243,6 +247,7 @@ mod tests {
         assert_eq!(out.last(), Some(&b'\n'));
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["data"]["ts"], 100);
+        assert_eq!(v["tank"]["retries"], 0);
         assert_eq!(v["stats"]["metrics"]["reqps"], 3);
         let overall = &v["data"]["overall"];
         assert_eq!(overall["interval_real"]["len"], 2);
@@ -262,5 +267,26 @@ mod tests {
             v["data"]["tagged"].get("").is_none(),
             "untagged: overall only"
         );
+    }
+
+    #[test]
+    fn retries_are_in_tanks_own_member() {
+        let mut agg = Aggregator::new(0);
+        agg.add_sample(&crate::Sample {
+            start_unix_us: 100_000_000,
+            lag_us: 0,
+            tag: b"".as_slice().into(),
+            measured: crate::Measured {
+                interval_real_us: 1000,
+                sends: 2,
+                ..crate::Measured::default()
+            },
+        });
+        agg.finish();
+        let mut out = Vec::new();
+        write_second(&mut out, &agg.pop_ready().unwrap()).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["tank"]["retries"], 1);
+        assert_eq!(v["data"]["overall"]["interval_real"]["len"], 1);
     }
 }

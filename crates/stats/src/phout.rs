@@ -198,6 +198,7 @@ mod tests {
                 size_in: 230,
                 net_code: NetCode::OK,
                 proto_code: 200,
+                sends: 1,
             },
         }
     }

@@ -70,8 +70,15 @@ pub struct Measured {
     pub size_in: u64,
     /// Network outcome.
     pub net_code: NetCode,
-    /// HTTP status, 0 when there was a network error (or for the plain TCP gun).
+    /// HTTP status: the status line's code whenever one was read (also when the
+    /// reply then broke: cut, over a limit, timed out); 0 when none was (or for
+    /// the plain TCP gun).
     pub proto_code: u16,
+    /// How many times the request went out (written, wholly or in part, to a
+    /// connection): 1 as a rule; 0 when no connection could be made; 2 when a
+    /// kept connection was found closed after the request went out and it was
+    /// sent again on a new one. A phout does not record it: 0 there.
+    pub sends: u8,
 }
 
 impl Measured {
@@ -90,7 +97,13 @@ impl Measured {
         ]
     }
 
-    /// The inverse of [`Measured::fields`], with the two codes.
+    /// Times the request went out beyond the first: the server may have seen
+    /// each of them.
+    pub fn retries(&self) -> u64 {
+        u64::from(self.sends.saturating_sub(1))
+    }
+
+    /// The inverse of [`Measured::fields`], with the two codes (`sends` unknown: 0).
     pub fn from_fields(fields: [u64; 8], net_code: NetCode, proto_code: u16) -> Measured {
         let [interval_real_us, connect_us, send_us, latency_us, receive_us, interval_event_us, size_out, size_in] =
             fields;
@@ -105,6 +118,7 @@ impl Measured {
             size_in,
             net_code,
             proto_code,
+            sends: 0,
         }
     }
 }

@@ -10,3 +10,44 @@ pub use response::{Reply, ReplyError, ResponseReader};
 pub fn is_head_request(request: &[u8]) -> bool {
     request.starts_with(b"HEAD ")
 }
+
+/// Whether the raw request's method is idempotent (RFC 9110 §9.2.2: GET,
+/// HEAD, PUT, DELETE, OPTIONS, TRACE), so that sending it twice means no more
+/// than sending it once. Methods are case-sensitive.
+pub fn is_idempotent_request(request: &[u8]) -> bool {
+    let method = request.split(|b| *b == b' ').next().unwrap_or_default();
+    matches!(
+        method,
+        b"GET" | b"HEAD" | b"PUT" | b"DELETE" | b"OPTIONS" | b"TRACE"
+    ) && request.len() > method.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_rfc_9110_idempotent_methods_are_idempotent() {
+        for request in [
+            &b"GET / HTTP/1.1\r\n\r\n"[..],
+            b"HEAD /x HTTP/1.0\r\n\r\n",
+            b"PUT /a HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+            b"DELETE /a HTTP/1.1\r\n\r\n",
+            b"OPTIONS * HTTP/1.1\r\n\r\n",
+            b"TRACE / HTTP/1.1\r\n\r\n",
+        ] {
+            assert!(is_idempotent_request(request), "{request:?}");
+        }
+        for request in [
+            &b"POST / HTTP/1.1\r\n\r\n"[..],
+            b"PATCH / HTTP/1.1\r\n\r\n",
+            b"CONNECT host:443 HTTP/1.1\r\n\r\n",
+            b"get / HTTP/1.1\r\n\r\n",
+            b"GETX / HTTP/1.1\r\n\r\n",
+            b"GET",
+            b"",
+        ] {
+            assert!(!is_idempotent_request(request), "{request:?}");
+        }
+    }
+}

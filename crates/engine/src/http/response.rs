@@ -102,6 +102,13 @@ impl ResponseReader {
         })
     }
 
+    /// The final reply's status code as far as it was read: set once its status
+    /// line arrived, and kept when the reply breaks after it (over a limit, bad
+    /// framing, cut short), so a broken reply still says what it was; 0 before.
+    pub fn status_read(&self) -> u16 {
+        self.status
+    }
+
     /// Feed the next bytes. Returns `Some(n)` when the reply completed after
     /// `n` of them (bytes after that are not part of it), `None` when more are needed.
     pub fn feed(&mut self, mut data: &[u8]) -> Result<Option<usize>, ReplyError> {
@@ -110,7 +117,13 @@ impl ResponseReader {
             match self.state {
                 State::Done => return Ok(Some(total - data.len())),
                 State::Head => {
-                    let (used, complete) = self.feed_head(data)?;
+                    let (used, complete) = match self.feed_head(data) {
+                        Ok(fed) => fed,
+                        Err(error) => {
+                            self.keep_status_line(data);
+                            return Err(error);
+                        }
+                    };
                     data = &data[used..];
                     // An incomplete head needs more bytes; a complete interim (1xx)
                     // head leaves us in Head for the final response's bytes.
@@ -134,7 +147,24 @@ impl ResponseReader {
         if self.state == State::Body(Body::UntilClose) {
             self.state = State::Done;
         }
+        if self.state == State::Head {
+            self.keep_status_line(&[]);
+        }
         self.reply().ok_or(ReplyError::Truncated)
+    }
+
+    /// A head failed (or was cut) after `data`, the bytes of this feed not yet
+    /// used: keep the code of its status line, when that much of it arrived.
+    fn keep_status_line(&mut self, data: &[u8]) {
+        // An incomplete head collects in `self.head`; a head read whole is in `data`.
+        let head = if self.head.is_empty() {
+            data
+        } else {
+            &self.head
+        };
+        if let Some(code) = final_status_code(head) {
+            self.status = code;
+        }
     }
 
     /// Accumulate head bytes until the blank line; returns bytes used and
@@ -157,9 +187,11 @@ impl ResponseReader {
             return Ok((data.len(), false));
         };
         let head = std::mem::take(&mut self.head);
-        self.parse_head(&head[..end])?;
-        // Keep the allocation for an interim (1xx) reply's successor.
+        let parsed = self.parse_head(&head[..end]);
+        // Kept for a failed head's status line; cleared, the allocation serves
+        // an interim (1xx) reply's successor.
         self.head = head;
+        parsed?;
         self.head.clear();
         Ok((end - start, true))
     }
@@ -583,6 +615,23 @@ fn scan_head(head: &[u8], limits: &Limits) -> Result<Option<usize>, ReplyError> 
     Ok(None)
 }
 
+/// The code of a final reply's status line at the start of `head`
+/// (`HTTP/1.x NNN`, then a space or the line's end), once that much of it
+/// arrived; `None` for anything else, or for an interim (1xx) reply.
+fn final_status_code(head: &[u8]) -> Option<u16> {
+    let [b'H', b'T', b'T', b'P', b'/', b'1', b'.', _, b' ', digits @ .., after] = head.get(..13)?
+    else {
+        return None;
+    };
+    if !digits.iter().all(u8::is_ascii_digit) || !matches!(after, b' ' | b'\r' | b'\n') {
+        return None;
+    }
+    let code = digits
+        .iter()
+        .fold(0, |code, digit| code * 10 + u16::from(digit - b'0'));
+    (!(100..200).contains(&code) || code == 101).then_some(code)
+}
+
 fn chunk_size(line: &[u8]) -> Result<u64, ReplyError> {
     let digits = line
         .split(|b| *b == b';')
@@ -719,6 +768,106 @@ mod tests {
             read_all(&many, false),
             Err(ReplyError::TooLarge("phantom_http_field_num"))
         );
+    }
+
+    /// Feed `pieces` one after another, then the end of the stream: the error
+    /// that broke the reply, and the status it kept.
+    fn broken(pieces: &[&[u8]], limits: Limits) -> (ReplyError, u16) {
+        let mut reader = ResponseReader::new(limits, false);
+        for piece in pieces {
+            match reader.feed(piece) {
+                Ok(None) => {}
+                Ok(Some(_)) => panic!("the reply completed"),
+                Err(error) => return (error, reader.status_read()),
+            }
+        }
+        let error = reader.finish_at_eof().expect_err("the reply is broken");
+        (error, reader.status_read())
+    }
+
+    #[test]
+    fn a_reply_broken_after_its_status_line_keeps_the_status() {
+        let small = Limits {
+            entity: 10,
+            ..Limits::default()
+        };
+        let entity = ReplyError::TooLarge("phantom_http_entity");
+        // Over the entity limit: by Content-Length, counted in one read or over
+        // several, chunked, and until the close.
+        assert_eq!(
+            broken(&[b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n"], small),
+            (entity.clone(), 200)
+        );
+        assert_eq!(
+            broken(
+                &[b"HTTP/1.1 200 OK\r\nX-A: b\r\n\r\n", b"0123456", b"789abc"],
+                small
+            ),
+            (entity.clone(), 200)
+        );
+        assert_eq!(
+            broken(
+                &[b"HTTP/1.1 206 P\r\nTransfer-Encoding: chunked\r\n\r\nb\r\n0123456789a"],
+                small
+            ),
+            (entity, 206)
+        );
+        // Over the head's limits, whole or split, after an interim reply.
+        let long_reason = format!("HTTP/1.1 404 {}\r\n\r\n", "x".repeat(2000));
+        assert_eq!(
+            broken(&[long_reason.as_bytes()], Limits::default()),
+            (ReplyError::TooLarge("phantom_http_line"), 404)
+        );
+        let mut many = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Busy\r\n".to_vec();
+        for i in 0..200 {
+            many.extend_from_slice(format!("X-{i}: y\r\n").as_bytes());
+        }
+        many.extend_from_slice(b"\r\n");
+        let field_num = ReplyError::TooLarge("phantom_http_field_num");
+        assert_eq!(
+            broken(&[&many], Limits::default()),
+            (field_num.clone(), 503)
+        );
+        let (start, rest) = many.split_at(40);
+        assert_eq!(broken(&[start, rest], Limits::default()), (field_num, 503));
+        let long_field = format!("HTTP/1.0 302 Found\r\nX: {}\r\n\r\n", "y".repeat(9000));
+        assert_eq!(
+            broken(&[long_field.as_bytes()], Limits::default()),
+            (ReplyError::TooLarge("phantom_http_field"), 302)
+        );
+        // Bad framing, or cut short.
+        assert_eq!(
+            broken(
+                &[b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n"],
+                Limits::default()
+            )
+            .1,
+            200
+        );
+        assert_eq!(
+            broken(
+                &[b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort"],
+                Limits::default()
+            ),
+            (ReplyError::Truncated, 200)
+        );
+        assert_eq!(
+            broken(&[b"HTTP/1.1 503 Servi"], Limits::default()),
+            (ReplyError::Truncated, 503)
+        );
+    }
+
+    #[test]
+    fn no_status_is_kept_before_a_final_status_line_arrived() {
+        for pieces in [
+            &[&b"GARBAGE\r\n\r\n"[..]][..],
+            &[b"HTTP/1.1 20"],
+            &[b"HTTP/1.1 2x0 OK\r\n\r\n"],
+            &[b"HTTP/1.1 100 Continue\r\n\r\n"],
+            &[b"HTTP/1.1 100 Continue\r\n", b"X: y"],
+        ] {
+            assert_eq!(broken(pieces, Limits::default()).1, 0, "{pieces:?}");
+        }
     }
 
     /// nginx's reply head, as the load benchmarks see it.

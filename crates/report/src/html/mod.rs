@@ -86,6 +86,7 @@ mod tests {
     fn page_is_self_contained_and_carries_the_data() {
         let mut s = sample_summary();
         s.meta.title = "a </script> & b".into();
+        s.shots.retries = Some(3);
         let html = report(&s);
         assert!(!html.contains("src="), "no external scripts");
         // The only URL is the SVG namespace name, which is never fetched.
@@ -104,6 +105,7 @@ mod tests {
         let json_end = json_start + html[json_start..].find("</script>").unwrap();
         let data: serde_json::Value = serde_json::from_str(&html[json_start..json_end]).unwrap();
         assert_eq!(data["summary"]["shots"]["responses"], 3);
+        assert_eq!(data["summary"]["shots"]["retries"], 3);
         assert_eq!(data["names"]["net"]["110"], "timed out");
     }
 }

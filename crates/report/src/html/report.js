@@ -147,6 +147,9 @@
                  ["planned shots", fmt(s.shots.planned)], ["sent", fmt(s.shots.sent)],
                  ["unsent", fmt(s.shots.unsent)], ["rps (actual / planned / max)",
                   fmt(s.rps.actual, 1) + " / " + fmt(s.rps.planned, 1) + " / " + fmt(s.rps.max)]];
+    if (s.shots.retries !== undefined && s.shots.retries !== null) {
+      facts.push(["retries (requests sent twice)", fmt(s.shots.retries)]);
+    }
     s.meta.facts.forEach(function (f) { facts.push(f); });
     if (s.autostop) {
       facts.push(["autostop", s.autostop.criterion + " (exit " + s.autostop.code + "): " + s.autostop.explanation]);
