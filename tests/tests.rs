@@ -3,5 +3,6 @@ mod counts;
 mod differential;
 mod origin;
 mod report;
+mod run;
 mod shoot;
 mod support;

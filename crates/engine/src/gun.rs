@@ -70,6 +70,11 @@ impl Gun {
         }
     }
 
+    /// The endpoint shot at (resolved address and port).
+    pub fn endpoint(&self) -> SocketAddr {
+        self.target.addr
+    }
+
     /// The per-shot budget.
     pub fn timeout(&self) -> Duration {
         self.timeout

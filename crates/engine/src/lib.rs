@@ -133,6 +133,11 @@ impl PreparedQueue {
         &self.name
     }
 
+    /// The endpoint its shots go to: the resolved address, with `port` applied.
+    pub fn target(&self) -> SocketAddr {
+        self.gun.endpoint()
+    }
+
     /// Instances this queue runs.
     pub fn pool(&self) -> usize {
         self.pool

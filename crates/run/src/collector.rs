@@ -1,15 +1,15 @@
 //! The results thread: takes samples off the shooters, writes phout through a
 //! big buffer, and once a second turns what arrived into finished seconds
-//! (tank-stats' aggregator): written as yandex-tank's JSON lines, shown on
-//! the console, and judged by autostop, which stops the run when a
-//! criterion fires. Memory stays flat: seconds are folded into totals.
+//! (tank-stats' aggregator): written as yandex-tank's JSON lines, judged by
+//! autostop, which stops the run when a criterion fires, and handed to the
+//! run's [`Observer`]. Memory stays flat: seconds are folded into totals.
 //!
 //! A write to an artifact that fails (a full disk, say) stops the run at once:
 //! the shots fired from then on could not be recorded. The thread keeps taking
 //! samples, so the counts stay true, and says which file failed and why.
 
 use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
@@ -17,53 +17,19 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tank_engine::{Active, Control};
-use tank_plan::PlannedCount;
-use tank_report::console::{self, LiveView};
 use tank_report::Timeline;
 use tank_stats::aggregate::{Aggregator, SecondStats, TotalStats};
 use tank_stats::autostop::{Autostop, StopReason};
 use tank_stats::{json, phout, Sample};
+
+use crate::observer::{LiveState, Notice, Observer};
+use crate::planned::Planned;
 
 const PHOUT_BUFFER: usize = 1 << 20;
 /// The thread drains the samples this often instead of sleeping on the channel:
 /// a sleeping receiver makes every send a futex wake-up (a system call and a
 /// context switch per shot); a polling one costs the shooters nothing.
 const POLL: Duration = Duration::from_millis(5);
-
-/// How the console shows the run.
-pub enum Console {
-    /// The full screen, redrawn each second (stdout is a terminal).
-    Screen {
-        /// The config file.
-        title: String,
-        /// The configured instances.
-        instances_limit: u64,
-        /// The longest schedule.
-        planned_duration: Option<Duration>,
-    },
-    /// One plain line per second.
-    Lines,
-}
-
-impl Console {
-    /// The screen on a terminal unless `short_only`, else lines.
-    pub fn choose(
-        short_only: bool,
-        title: String,
-        instances_limit: u64,
-        planned_duration: Option<Duration>,
-    ) -> Self {
-        if !short_only && std::io::stdout().is_terminal() {
-            Console::Screen {
-                title,
-                instances_limit,
-                planned_duration,
-            }
-        } else {
-            Console::Lines
-        }
-    }
-}
 
 /// What the thread needs besides the samples.
 pub struct Live {
@@ -83,75 +49,14 @@ pub struct Live {
     pub active: Vec<Arc<Active>>,
     /// Shots planned per unix second.
     pub planned: Planned,
-    /// The console.
-    pub console: Console,
+    /// Shown each finished second, and told what stops the run.
+    pub observer: Box<dyn Observer>,
     /// When the run started.
     pub started: Instant,
 }
 
-/// The queues' planned shots, counted per unix second in closed form as each
-/// second begins: the same time base as the shots sent (by their start) and the
-/// responses (by their end), whatever fraction of a second the run starts at.
-pub struct Planned {
-    counts: Vec<PlannedCount>,
-    start_unix_us: u64,
-    /// The next second to count.
-    next: u64,
-    /// The last second any plan has a shot in.
-    last: u64,
-}
-
-impl Planned {
-    /// The open-model queues' plans, started at `start_unix_us`.
-    pub fn new(counts: Vec<PlannedCount>, start_unix_us: u64) -> Planned {
-        let end_us = counts
-            .iter()
-            .map(|count| {
-                let last_due_ms = count.last_due_ms().unwrap_or(0);
-                start_unix_us.saturating_add(u64::try_from(last_due_ms).unwrap_or(0) * 1000)
-            })
-            .max()
-            .unwrap_or(start_unix_us);
-        Planned {
-            counts,
-            start_unix_us,
-            next: start_unix_us / 1_000_000,
-            last: end_us / 1_000_000,
-        }
-    }
-
-    /// Shots planned in unix second `second`.
-    pub fn in_second(&self, second: u64) -> u64 {
-        let from = self.ms_before(second.saturating_mul(1_000_000));
-        let to = self.ms_before(second.saturating_add(1).saturating_mul(1_000_000));
-        self.counts.iter().map(|c| c.between_ms(from, to)).sum()
-    }
-
-    /// The smallest whole ms offset whose shot is due at or after `unix_us`:
-    /// a shot at offset `ms` is due before `unix_us` exactly when `ms` is below it.
-    fn ms_before(&self, unix_us: u64) -> i64 {
-        let since_us = i128::from(unix_us) - i128::from(self.start_unix_us);
-        // ceil(since_us / 1000), for either sign.
-        let ms = -((-since_us).div_euclid(1000));
-        i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX })
-    }
-
-    /// Seconds up to `now` not yet counted, with their counts (empty ones skipped).
-    fn take_until(&mut self, now: u64) -> Vec<(u64, u64)> {
-        let mut due = Vec::new();
-        while self.next <= now.min(self.last) {
-            let shots = self.in_second(self.next);
-            if shots > 0 {
-                due.push((self.next, shots));
-            }
-            self.next += 1;
-        }
-        due
-    }
-}
-
-/// What the run measured.
-pub struct Outcome {
+/// What the results thread measured.
+pub struct Measured {
     /// The run's totals.
     pub totals: TotalStats,
     /// Every second, for the reports.
@@ -183,7 +88,7 @@ pub fn spawn(
     phout: File,
     phout_path: PathBuf,
     live: Live,
-) -> std::io::Result<JoinHandle<Outcome>> {
+) -> std::io::Result<JoinHandle<Measured>> {
     std::thread::Builder::new()
         .name("results".into())
         .spawn(move || collect(samples, phout, phout_path, live))
@@ -200,28 +105,31 @@ struct Files {
 
 impl Files {
     /// Note the first failure and stop the run: what is fired from now on could not be recorded.
-    fn fail(&mut self, file: PathBuf, error: std::io::Error, control: &Control) {
+    fn fail(&mut self, file: PathBuf, error: std::io::Error, live: &mut Live) {
         if self.failed.is_none() {
-            eprintln!("tank: stopping: cannot write {}: {error}", file.display());
+            live.observer.notice(&Notice::WriteFailed {
+                file: &file,
+                error: &error,
+            });
             self.failed = Some(WriteFailure { file, error });
-            control.stop.cancel();
+            live.control.stop.cancel();
         }
     }
 
-    fn phout(&mut self, line: &[u8], control: &Control) {
+    fn phout(&mut self, line: &[u8], live: &mut Live) {
         if let Some(out) = self.phout.as_mut() {
             if let Err(error) = out.write_all(line) {
                 self.phout = None;
-                self.fail(self.phout_path.clone(), error, control);
+                self.fail(self.phout_path.clone(), error, live);
             }
         }
     }
 
-    fn json(&mut self, second: &SecondStats, control: &Control) {
+    fn json(&mut self, second: &SecondStats, live: &mut Live) {
         if let Some(out) = self.json.as_mut() {
             if let Err(error) = json::write_second(out, second).and_then(|()| out.flush()) {
                 self.json = None;
-                self.fail(self.json_path.clone(), error, control);
+                self.fail(self.json_path.clone(), error, live);
             }
         }
     }
@@ -229,17 +137,22 @@ impl Files {
     /// Push phout's buffer to the file: once a second, so a failing disk is
     /// found within a second and a reader of the file (`tail -f`) is at most a
     /// second behind, and at the end.
-    fn flush_phout(&mut self, control: &Control) {
+    fn flush_phout(&mut self, live: &mut Live) {
         if let Some(out) = self.phout.as_mut() {
             if let Err(error) = out.flush() {
                 self.phout = None;
-                self.fail(self.phout_path.clone(), error, control);
+                self.fail(self.phout_path.clone(), error, live);
             }
         }
     }
 }
 
-fn collect(samples: Receiver<Sample>, phout: File, phout_path: PathBuf, mut live: Live) -> Outcome {
+fn collect(
+    samples: Receiver<Sample>,
+    phout: File,
+    phout_path: PathBuf,
+    mut live: Live,
+) -> Measured {
     let json_path = live.json_path.clone();
     let mut files = Files {
         phout: Some(BufWriter::with_capacity(PHOUT_BUFFER, phout)),
@@ -258,7 +171,7 @@ fn collect(samples: Receiver<Sample>, phout: File, phout_path: PathBuf, mut live
                 Ok(sample) => {
                     line.clear();
                     phout::push_line(&mut line, &sample);
-                    files.phout(&line, &live.control);
+                    files.phout(&line, &mut live);
                     let sent = sample.start_unix_us / 1_000_000;
                     live.aggregator.note_sent(sent, 1);
                     live.aggregator.note_lag(sent, sample.lag_us);
@@ -280,13 +193,11 @@ fn collect(samples: Receiver<Sample>, phout: File, phout_path: PathBuf, mut live
             std::thread::sleep(POLL);
         }
     }
-    files.flush_phout(&live.control);
+    files.flush_phout(&mut live);
     live.aggregator.finish();
     feed_planned(&mut live, unix_second());
-    // The last seconds: printed as lines too (the full screen gives way to the summary).
-    let lines = matches!(live.console, Console::Lines);
-    publish(&mut live, &mut files, &mut timeline, lines);
-    Outcome {
+    publish(&mut live, &mut files, &mut timeline, true);
+    Measured {
         totals: live.aggregator.totals(),
         timeline,
         stopped: live.autostop.stopped().cloned(),
@@ -296,12 +207,12 @@ fn collect(samples: Receiver<Sample>, phout: File, phout_path: PathBuf, mut live
 
 /// A new wall-clock second: note what the engine knows, finish what is final.
 fn tick(live: &mut Live, now: u64, files: &mut Files, timeline: &mut Timeline) {
-    files.flush_phout(&live.control);
+    files.flush_phout(live);
     feed_planned(live, now);
     let instances: usize = live.active.iter().map(|a| a.take_peak()).sum();
     live.aggregator.note_instances(now, instances as u64);
     live.aggregator.advance(now);
-    publish(live, files, timeline, true);
+    publish(live, files, timeline, false);
 }
 
 fn feed_planned(live: &mut Live, now: u64) {
@@ -310,50 +221,30 @@ fn feed_planned(live: &mut Live, now: u64) {
     }
 }
 
-/// Write, show and judge every finished second.
-fn publish(live: &mut Live, files: &mut Files, timeline: &mut Timeline, show: bool) {
-    let mut last: Option<SecondStats> = None;
+/// Write, judge and show every finished second; `last` after the shooting ended.
+fn publish(live: &mut Live, files: &mut Files, timeline: &mut Timeline, last: bool) {
+    let mut finished = Vec::new();
     while let Some(second) = live.aggregator.pop_ready() {
-        files.json(&second, &live.control);
+        files.json(&second, live);
         timeline.push(&second);
         if let Some(reason) = live.autostop.observe(&second, live.started.elapsed()) {
-            println!(
-                "tank: autostop: {} — {}",
-                reason.criterion, reason.explanation
-            );
+            live.observer.notice(&Notice::Autostop(&reason));
             if let Err(error) = std::fs::write(&live.autostop_report, reason.report_text()) {
-                files.fail(live.autostop_report.clone(), error, &live.control);
+                let file = live.autostop_report.clone();
+                files.fail(file, error, live);
             }
             live.control.stop.cancel();
         }
-        if show && matches!(live.console, Console::Lines) {
-            println!("{}", console::render_line(&second, live.started.elapsed()));
-        }
-        last = Some(second);
+        finished.push(second);
     }
-    if let (
-        true,
-        Some(second),
-        Console::Screen {
-            title,
-            instances_limit,
-            planned_duration,
-        },
-    ) = (show, &last, &live.console)
-    {
-        let totals = live.aggregator.totals();
-        let counting = live.autostop.counting();
-        let view = LiveView {
-            title,
-            second,
-            totals: &totals,
+    if !finished.is_empty() {
+        let state = LiveState {
+            aggregator: &live.aggregator,
+            autostop: &live.autostop,
             elapsed: live.started.elapsed(),
-            planned_duration: *planned_duration,
-            instances_limit: *instances_limit,
-            autostop: &counting,
+            last,
         };
-        print!("{}{}", console::CLEAR, console::render_screen(&view));
-        let _ = std::io::stdout().flush();
+        live.observer.seconds(&finished, &state);
     }
 }
 

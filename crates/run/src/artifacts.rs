@@ -3,13 +3,14 @@
 
 use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result};
 use tank_config::{Override, TestConfig};
+
+use crate::RunError;
 
 /// The artifacts of one run.
 pub struct Artifacts {
@@ -20,15 +21,18 @@ pub struct Artifacts {
 impl Artifacts {
     /// Create the directory (`artifacts_dir`, or a new one under `artifacts_base_dir`),
     /// copy the config into it with the overrides noted, and open tank.log.
-    pub fn create(config: &TestConfig, overrides: &[Override]) -> Result<Artifacts> {
+    pub fn create(config: &TestConfig, overrides: &[Override]) -> Result<Artifacts, RunError> {
         let dir = match &config.core.artifacts_dir {
             Some(dir) => PathBuf::from(dir),
             None => Path::new(&config.core.artifacts_base_dir).join(run_id(SystemTime::now())),
         };
-        fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create the artifacts directory {}", dir.display()))?;
-        let mut text = fs::read_to_string(&config.path)
-            .with_context(|| format!("cannot read {} again", config.path.display()))?;
+        let at = |what: &str, path: &Path| {
+            let what = format!("{what} {}", path.display());
+            move |source| RunError::Io { what, source }
+        };
+        fs::create_dir_all(&dir).map_err(at("creating the artifacts directory", &dir))?;
+        let mut text =
+            fs::read_to_string(&config.path).map_err(at("reading again", &config.path))?;
         if !overrides.is_empty() {
             text.push_str("\n# overridden on the command line:\n");
             for o in overrides {
@@ -39,12 +43,14 @@ impl Artifacts {
             .path
             .file_name()
             .map_or_else(|| "config".into(), |n| n.to_string_lossy().into_owned());
-        fs::write(dir.join(name), text).context("writing the config copy")?;
+        let copy = dir.join(name);
+        fs::write(&copy, text).map_err(at("writing the config copy", &copy))?;
+        let log_path = dir.join("tank.log");
         let log = OpenOptions::new()
             .create(true)
             .append(true)
-            .open(dir.join("tank.log"))
-            .context("creating tank.log")?;
+            .open(&log_path)
+            .map_err(at("creating", &log_path))?;
         Ok(Artifacts {
             dir,
             log: Mutex::new(log),
@@ -69,8 +75,12 @@ impl Artifacts {
     }
 
     /// Create a file in the directory.
-    pub fn create_file(&self, name: &str) -> io::Result<File> {
-        File::create(self.file(name))
+    pub fn create_file(&self, name: &str) -> Result<File, RunError> {
+        let path = self.file(name);
+        File::create(&path).map_err(|source| RunError::Io {
+            what: format!("creating {}", path.display()),
+            source,
+        })
     }
 }
 

@@ -1,0 +1,100 @@
+//! The live console of `tank -c`: a full screen redrawn each second on a
+//! terminal, or one plain line per second (piped, `--quiet`, `[console]
+//! short_only`). It is the run's observer; the run itself prints nothing.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use tank_report::console::{self, LiveView};
+use tank_run::{LiveState, Notice, Observer, Started};
+use tank_stats::aggregate::SecondStats;
+
+/// How the console shows the run.
+pub enum Console {
+    /// The full screen, redrawn each second.
+    Screen {
+        /// The config file.
+        title: String,
+        /// The run's instances (known once it is set up).
+        instances_limit: u64,
+        /// The longest schedule (likewise).
+        planned_duration: Option<Duration>,
+    },
+    /// One plain line per second.
+    Lines,
+}
+
+impl Console {
+    /// The screen when stdout is a terminal and lines were not asked for.
+    pub fn choose(lines: bool, title: String) -> Self {
+        if !lines && std::io::stdout().is_terminal() {
+            Console::Screen {
+                title,
+                instances_limit: 0,
+                planned_duration: None,
+            }
+        } else {
+            Console::Lines
+        }
+    }
+}
+
+impl Observer for Console {
+    fn started(&mut self, started: &Started<'_>) {
+        if let Console::Screen {
+            instances_limit,
+            planned_duration,
+            ..
+        } = self
+        {
+            *instances_limit = started.instances;
+            *planned_duration = started.longest_schedule;
+        }
+    }
+
+    fn seconds(&mut self, seconds: &[SecondStats], state: &LiveState<'_>) {
+        match self {
+            Console::Lines => {
+                for second in seconds {
+                    println!("{}", console::render_line(second, state.elapsed));
+                }
+            }
+            // The last seconds are not drawn: the summary replaces the screen.
+            Console::Screen { .. } if state.last => {}
+            Console::Screen {
+                title,
+                instances_limit,
+                planned_duration,
+            } => {
+                let Some(second) = seconds.last() else {
+                    return;
+                };
+                let totals = state.aggregator.totals();
+                let counting = state.autostop.counting();
+                let view = LiveView {
+                    title,
+                    second,
+                    totals: &totals,
+                    elapsed: state.elapsed,
+                    planned_duration: *planned_duration,
+                    instances_limit: *instances_limit,
+                    autostop: &counting,
+                };
+                print!("{}{}", console::CLEAR, console::render_screen(&view));
+                let _ = std::io::stdout().flush();
+            }
+        }
+    }
+
+    fn notice(&mut self, notice: &Notice<'_>) {
+        match notice {
+            Notice::Autostop(reason) => println!(
+                "tank: autostop: {} — {}",
+                reason.criterion, reason.explanation
+            ),
+            Notice::WriteFailed { file, error } => {
+                eprintln!("tank: stopping: cannot write {}: {error}", file.display());
+            }
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! tank-run: one run of a test, as a library.
+//!
+//! [`run`] does everything `tank -c load.ini` does between reading the config
+//! and printing the summary: start the `[origin]` simulator if asked, prepare
+//! the engine (every input error before a shot and before the artifacts
+//! directory exists), create the artifacts, fire every queue while the results
+//! thread writes phout and `test_data.log`, judges autostop and feeds an
+//! [`Observer`], then build the summary and the reports and decide the exit
+//! code. The CLI parses arguments, shows a console and forwards signals to a
+//! [`Handle`]; later commands (a search, a sweep, shards) call [`run`] many
+//! times in one process, and the tests call it in process.
+//!
+//! Data flows one way: config → plan → engine → stats → report. The only
+//! things flowing back are the [`Handle`]'s stop and abort.
+
+#![warn(missing_docs)]
+
+mod answers;
+mod artifacts;
+mod collector;
+mod limits;
+mod observer;
+mod origin;
+mod outcome;
+mod planned;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tank_config::{Override, TestConfig, WriteLog};
+use tank_engine::{
+    priority, AnswerSink, Clock, Control, Engine, EngineError, IoThreads, SampleSink,
+};
+use tank_report::stream::files::JSON_LINES;
+use tank_stats::aggregate::DEFAULT_BUFFERED_SECONDS;
+use tank_stats::autostop::Autostop;
+use tank_stats::Aggregator;
+
+use artifacts::Artifacts;
+
+pub use observer::{LiveState, Notice, Observer, Silent, Started};
+pub use outcome::{Outcome, Verdict};
+pub use planned::Planned;
+
+/// Samples buffered between the shooters and the results thread.
+const SAMPLE_QUEUE: usize = 1 << 18;
+/// The schedule starts this long after the clock is read, so that threads,
+/// instances and the first shots are ready when they are due.
+const START_LEAD: Duration = Duration::from_millis(50);
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The loaded config.
+    pub config: TestConfig,
+    /// The command line's `-o` overrides, noted in the config copy.
+    pub overrides: Vec<Override>,
+    /// Exit with [`Verdict::Warnings`]'s code instead of 0 when the run ends with
+    /// warnings (also set by `[tank] fail_on_warnings`).
+    pub fail_on_warnings: bool,
+}
+
+/// Steers one run from outside: a Ctrl-C handler, a search's time limit.
+/// A handle serves one run; once stopped it stays stopped.
+#[derive(Debug, Clone, Default)]
+pub struct Handle {
+    control: Control,
+}
+
+impl Handle {
+    /// Stop firing; shots in flight finish (within `timeout`) and are recorded.
+    pub fn stop(&self) {
+        self.control.stop.cancel();
+    }
+
+    /// Stop at once; shots in flight are recorded as abandoned (net code 125).
+    pub fn abort(&self) {
+        self.control.stop.cancel();
+        self.control.abort.cancel();
+    }
+}
+
+/// Why a run could not start or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A queue's plan, ammo or options.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// The `[autostop]` criteria.
+    #[error("{config}: [autostop] {message}")]
+    Autostop {
+        /// The config file.
+        config: PathBuf,
+        /// What is wrong with a criterion.
+        message: String,
+    },
+    /// The `[origin]` simulator.
+    #[error("[origin] {0}")]
+    Origin(String),
+    /// The machine cannot hold the run (open files).
+    #[error("{0}")]
+    Limits(String),
+    /// An I/O step of setting up or finishing the run.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done, naming the file.
+        what: String,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A thread of the run panicked.
+    #[error("the {0} thread failed")]
+    Thread(&'static str),
+}
+
+fn io(what: &str) -> impl FnOnce(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Io {
+        what: what.to_owned(),
+        source,
+    }
+}
+
+/// Run `spec`: fire every queue, record and judge every shot, write the
+/// artifacts, and say how it went. `observer` sees each finished second;
+/// `handle` stops the run from outside.
+pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<Outcome, RunError> {
+    let config = &spec.config;
+    // Asked on this thread first, to learn (and log) whether the kernel takes it;
+    // then by every I/O thread, where the instances wake.
+    let short_slice = priority::short_slice();
+    let io_threads_ask = short_slice.is_ok();
+    // This thread's runtime runs the queues' bookkeeping and the embedded origin
+    // simulator; the instances run on the I/O threads started below.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(io("starting the runtime"))?;
+    let origin = match &config.origin {
+        Some(origin) => Some(runtime.block_on(origin::start(origin))?),
+        None => None,
+    };
+    let engine = Engine::prepare(config, origin.as_ref().map(tank_origin::Server::local_addr))?;
+    let instances_limit = engine.total_instances() as u64;
+    // Checked before the artifacts directory exists: bad input leaves nothing behind.
+    let autostop = Autostop::new(&config.autostop.criteria, instances_limit).map_err(|e| {
+        RunError::Autostop {
+            config: config.path.clone(),
+            message: e.to_string(),
+        }
+    })?;
+    limits::raise_file_limit(instances_limit)?;
+    let io_threads = IoThreads::start(engine.io_threads().count, move || {
+        if io_threads_ask {
+            // Granted to this thread a moment ago: a refusal now changes nothing that matters.
+            let _ = priority::short_slice();
+        }
+    })
+    .map_err(io("starting the I/O threads"))?;
+    let artifacts = Artifacts::create(config, &spec.overrides)?;
+    log_setup(&artifacts, config, &engine, &short_slice);
+    // Held until the run is over; the kernel drops it when tank exits, however it exits.
+    let cpus_awake = config.core.keep_cpus_awake.then(priority::keep_cpus_awake);
+    artifacts.log(&match &cpus_awake {
+        Some(Ok(_)) => "CPUs kept awake while shooting (keep_cpus_awake)".to_owned(),
+        Some(Err(why)) => format!(
+            "CPUs may sleep: cannot write {} ({why}; it needs root). Shots due while a \
+             CPU wakes up go late",
+            priority::CPU_LATENCY_DEVICE
+        ),
+        None => "CPUs may sleep: keep_cpus_awake = 0".to_owned(),
+    });
+
+    let clock = Clock::starting_in(START_LEAD);
+    let planned = Planned::new(
+        engine
+            .queues()
+            .iter()
+            .filter_map(|q| q.planned().cloned())
+            .collect(),
+        clock.start_unix_us,
+    );
+    let facts = outcome::Facts::of(config, &engine);
+    let mut observer = observer;
+    observer.started(&Started {
+        instances: instances_limit,
+        longest_schedule: facts.longest_schedule(),
+        artifacts: artifacts.dir(),
+    });
+    let control = handle.control.clone();
+    let live = collector::Live {
+        aggregator: Aggregator::new(
+            config
+                .queues
+                .first()
+                .map_or(DEFAULT_BUFFERED_SECONDS, |q| q.buffered_seconds),
+        ),
+        autostop,
+        control: control.clone(),
+        json: Some(artifacts.create_file(JSON_LINES)?),
+        json_path: artifacts.file(JSON_LINES),
+        autostop_report: artifacts.file(&config.autostop.report_file),
+        active: engine.queues().iter().map(|q| q.active()).collect(),
+        planned,
+        observer,
+        started: std::time::Instant::now(),
+    };
+
+    let (samples, sample_rx) = SampleSink::new(SAMPLE_QUEUE);
+    let phout = artifacts.create_file("phout.log")?;
+    let collector = collector::spawn(sample_rx, phout, artifacts.file("phout.log"), live)
+        .map_err(io("starting the results thread"))?;
+    let answers = if config.queues.iter().any(|q| q.writelog != WriteLog::Off) {
+        let (sink, rx) = AnswerSink::new(4096);
+        let file = artifacts.create_file("answ.log")?;
+        let thread = answers::spawn(rx, file).map_err(io("starting the answers thread"))?;
+        Some((sink, thread))
+    } else {
+        None
+    };
+    if let Some(origin) = &origin {
+        artifacts.log(&format!("origin simulator on {}", origin.local_addr()));
+    }
+    let report = runtime.block_on(async {
+        let report = engine
+            .run(
+                clock,
+                samples,
+                answers.as_ref().map(|(sink, _)| sink.clone()),
+                control.clone(),
+                &io_threads,
+            )
+            .await;
+        if let Some(origin) = origin {
+            origin.shutdown().await;
+        }
+        report
+    });
+    drop(cpus_awake);
+    let measured = collector.join().map_err(|_| RunError::Thread("results"))?;
+    if let Some((sink, thread)) = answers {
+        drop(sink);
+        let written = thread
+            .join()
+            .map_err(|_| RunError::Thread("answers"))?
+            .map_err(io("writing answ.log"))?;
+        artifacts.log(&format!("answ.log: {written} entries"));
+    }
+    Ok(outcome::finish(
+        spec,
+        facts,
+        report,
+        measured,
+        control.stop.is_cancelled(),
+        &artifacts,
+    ))
+}
+
+/// What tank.log says about how the run is set up.
+fn log_setup(
+    artifacts: &Artifacts,
+    config: &TestConfig,
+    engine: &Engine,
+    short_slice: &Result<(), std::io::Error>,
+) {
+    artifacts.log(&format!(
+        "config {} with {} queue(s)",
+        config.path.display(),
+        engine.queues().len()
+    ));
+    for queue in engine.queues() {
+        artifacts.log(&format!(
+            "[{}] {} instances, target {}",
+            queue.name(),
+            queue.pool(),
+            queue.target()
+        ));
+    }
+    let threads = engine.io_threads();
+    artifacts.log(&format!(
+        "{} I/O threads ({})",
+        threads.count,
+        if threads.configured {
+            "threads"
+        } else {
+            "default: cores/2 + 1; set with threads"
+        }
+    ));
+    artifacts.log(&match short_slice {
+        Ok(()) => format!(
+            "I/O threads: {} µs scheduler slice, so instances run soon after they wake",
+            priority::SHORT_SLICE_NS / 1000
+        ),
+        Err(why) => format!("I/O threads: the default scheduler slice ({why})"),
+    });
+}

@@ -1,0 +1,75 @@
+//! What a caller sees of a run while it goes: finished seconds and notices.
+//!
+//! The run prints nothing itself. `tank -c` shows a console through an
+//! [`Observer`]; a search that runs dozens of probes shows its own progress, or
+//! nothing ([`Silent`]).
+//!
+//! Contract: the observer is called from the run's results thread, in order;
+//! it MUST return quickly (it delays the next second's data, never a shot).
+
+use std::path::Path;
+use std::time::Duration;
+
+use tank_stats::aggregate::{Aggregator, SecondStats};
+use tank_stats::autostop::{Autostop, StopReason};
+
+/// The live state an observer may read beside the finished seconds.
+pub struct LiveState<'a> {
+    /// The aggregation so far (its totals are computed on demand).
+    pub aggregator: &'a Aggregator,
+    /// The autostop criteria, with how long each has been counting.
+    pub autostop: &'a Autostop,
+    /// Since the run started.
+    pub elapsed: Duration,
+    /// The last seconds, after the shooting ended: not to be drawn on a screen
+    /// that the summary is about to replace.
+    pub last: bool,
+}
+
+/// Something worth telling the user the moment it happens.
+#[derive(Debug)]
+pub enum Notice<'a> {
+    /// An autostop criterion fired: the run stops.
+    Autostop(&'a StopReason),
+    /// An artifact could not be written: the run stops.
+    WriteFailed {
+        /// The file.
+        file: &'a Path,
+        /// Why.
+        error: &'a std::io::Error,
+    },
+}
+
+/// What is known of a run once it is set up, before its first shot.
+#[derive(Debug)]
+pub struct Started<'a> {
+    /// Instances over all queues.
+    pub instances: u64,
+    /// The longest open-model schedule, if any.
+    pub longest_schedule: Option<Duration>,
+    /// The artifacts directory.
+    pub artifacts: &'a Path,
+}
+
+/// Receives a run's progress.
+pub trait Observer: Send {
+    /// The run is set up and about to fire (called once, before any second).
+    fn started(&mut self, started: &Started<'_>) {
+        let _ = started;
+    }
+
+    /// Seconds that just became final, in order (at least one).
+    fn seconds(&mut self, seconds: &[SecondStats], state: &LiveState<'_>);
+
+    /// Something happened that stops the run.
+    fn notice(&mut self, notice: &Notice<'_>);
+}
+
+/// An observer that shows nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Silent;
+
+impl Observer for Silent {
+    fn seconds(&mut self, _: &[SecondStats], _: &LiveState<'_>) {}
+    fn notice(&mut self, _: &Notice<'_>) {}
+}

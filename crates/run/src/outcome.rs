@@ -1,0 +1,237 @@
+//! How a run ended: its counts, summary, reports and exit code, decided once.
+//!
+//! The counts are the engine's (docs/results.md defines them); the exit code
+//! follows yandex-tank's rules, with tank's own codes for an artifact that
+//! could not be written and for warnings under `fail_on_warnings`.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tank_config::{LoadProfile, TestConfig};
+use tank_engine::{Engine, QueueReport, RunReport};
+use tank_report::stream::write_outputs;
+use tank_report::{Meta, RunCounts, Summary};
+use tank_stats::autostop::{codes, rcassert};
+
+use crate::artifacts::Artifacts;
+use crate::collector::Measured;
+use crate::Spec;
+
+/// Why the run ended, before `[rcassert]` remaps its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The plan ran to its end.
+    Completed,
+    /// Stopped from outside (Ctrl-C, SIGTERM, a [`crate::Handle`]), or a queue
+    /// failed on its plan or ammo mid-run.
+    Interrupted,
+    /// An autostop criterion fired, with its code (21–33).
+    Autostop(i32),
+    /// An artifact could not be written: the run stopped at once.
+    ArtifactWrite,
+    /// The run ended with warnings and `fail_on_warnings` asked to fail on them.
+    Warnings,
+}
+
+impl Verdict {
+    /// The exit code, as yandex-tank's (0, 1, 21–33) or tank's own (34, 35).
+    pub fn code(self) -> i32 {
+        match self {
+            Verdict::Completed => codes::COMPLETED,
+            Verdict::Interrupted => codes::INTERRUPTED,
+            Verdict::Autostop(code) => code,
+            Verdict::ArtifactWrite => codes::ARTIFACT_WRITE,
+            Verdict::Warnings => codes::WARNINGS,
+        }
+    }
+}
+
+/// How a run went.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Why it ended.
+    pub verdict: Verdict,
+    /// The exit code: the verdict's, remapped by `[rcassert]`.
+    pub exit_code: i32,
+    /// The summary, as written to summary.json.
+    pub summary: Summary,
+    /// Each queue's counts, in config order.
+    pub queues: Vec<QueueReport>,
+    /// The artifacts directory.
+    pub artifacts: PathBuf,
+    /// What `tank -c` prints at the end: the summary, per-queue counts when
+    /// there are several queues, and where the artifacts are.
+    pub text: String,
+    /// Why the reports (summary.json, report.html, …) could not be written, if so.
+    pub reports_failed: Option<String>,
+}
+
+impl Outcome {
+    /// Errors that stopped a queue mid-run (its plan or ammo), as messages.
+    pub fn queue_errors(&self) -> Vec<String> {
+        self.queues
+            .iter()
+            .filter_map(|q| q.error.as_ref().map(ToString::to_string))
+            .collect()
+    }
+}
+
+/// What the reports say about the test, gathered before the engine runs.
+pub struct Facts {
+    meta: Meta,
+    /// The longest open-model schedule.
+    longest_schedule: Option<Duration>,
+}
+
+impl Facts {
+    /// The facts of `config` as `engine` prepared it.
+    pub fn of(config: &TestConfig, engine: &Engine) -> Facts {
+        let mut facts = Vec::new();
+        for (queue, prepared) in config.queues.iter().zip(engine.queues()) {
+            let load = match &queue.load_profile {
+                LoadProfile::Rps(s) => format!("rps_schedule = {}", one_line(s)),
+                LoadProfile::Instances(s) => format!("instances_schedule = {}", one_line(s)),
+                LoadProfile::StpdFile(p) => format!("stpd_file = {}", p.display()),
+            };
+            facts.push((
+                format!("[{}] target", queue.name),
+                prepared.target().to_string(),
+            ));
+            facts.push((format!("[{}] load", queue.name), load));
+            facts.push((
+                format!("[{}] instances", queue.name),
+                prepared.pool().to_string(),
+            ));
+        }
+        Facts {
+            meta: Meta {
+                title: config.path.display().to_string(),
+                sources: vec![config.path.display().to_string(), "phout.log".into()],
+                generator: format!("tank {}", env!("CARGO_PKG_VERSION")),
+                facts,
+            },
+            longest_schedule: engine
+                .queues()
+                .iter()
+                .filter_map(|q| q.schedule_duration())
+                .max(),
+        }
+    }
+}
+
+impl Facts {
+    /// The longest open-model schedule, if any.
+    pub fn longest_schedule(&self) -> Option<Duration> {
+        self.longest_schedule
+    }
+}
+
+/// A schedule's text on one line, its whitespace collapsed.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Build the summary, decide the exit code, write the reports and log the end.
+pub(crate) fn finish(
+    spec: &Spec,
+    facts: Facts,
+    report: RunReport,
+    measured: Measured,
+    stopped_early: bool,
+    artifacts: &Artifacts,
+) -> Outcome {
+    let config = &spec.config;
+    let counts = RunCounts {
+        planned: report.queues.iter().map(|q| q.planned).sum(),
+        sent: report.queues.iter().map(|q| q.fired).sum(),
+        planned_rps: planned_rate(&report, facts.longest_schedule),
+        dropped: report.samples_dropped,
+        stopped_early,
+    };
+    let queue_failed = report.queues.iter().any(|q| q.error.is_some());
+    let mut summary = Summary::build(
+        facts.meta,
+        &measured.totals,
+        measured.timeline,
+        Some(&counts),
+        measured.stopped.as_ref(),
+        None,
+    );
+    if let Some(failure) = &measured.write_failed {
+        summary.warnings.insert(
+            0,
+            format!("{failure}: the run stopped there; the artifacts hold what was written before"),
+        );
+    }
+    let fail_on_warnings = spec.fail_on_warnings || config.core.fail_on_warnings;
+    let verdict = match (&measured.stopped, &measured.write_failed) {
+        (Some(reason), _) => Verdict::Autostop(reason.code),
+        (None, Some(_)) => Verdict::ArtifactWrite,
+        (None, None) if stopped_early || queue_failed => Verdict::Interrupted,
+        (None, None) if fail_on_warnings && !summary.warnings.is_empty() => Verdict::Warnings,
+        (None, None) => Verdict::Completed,
+    };
+    // The summary is printed even when the reports cannot be written (a full disk).
+    summary.exit_code = Some(rcassert(
+        verdict.code(),
+        &config.rcassert.pass,
+        config.rcassert.fail_code,
+    ));
+    let written = write_outputs(&summary, artifacts.dir());
+    let verdict = match (&written, verdict) {
+        (Err(_), Verdict::Completed | Verdict::Warnings) => Verdict::ArtifactWrite,
+        (_, verdict) => verdict,
+    };
+    let exit_code = rcassert(
+        verdict.code(),
+        &config.rcassert.pass,
+        config.rcassert.fail_code,
+    );
+    summary.exit_code = Some(exit_code);
+    let mut text = summary.to_text();
+    if report.queues.len() > 1 {
+        for queue in &report.queues {
+            let _ = writeln!(text, "[{}] {}", queue.name, queue_counts(queue));
+        }
+    }
+    let _ = writeln!(
+        text,
+        "artifacts: {} (report.html, summary.json, phout.log)",
+        artifacts.dir().display()
+    );
+    artifacts.log(&format!("finished with exit code {exit_code}\n{text}"));
+    if verdict == Verdict::Interrupted && !queue_failed {
+        artifacts.log("interrupted");
+    }
+    Outcome {
+        verdict,
+        exit_code,
+        summary,
+        queues: report.queues,
+        artifacts: artifacts.dir().to_path_buf(),
+        text,
+        reports_failed: written.err().map(|e| format!("{e:#}")),
+    }
+}
+
+/// `planned 600, sent 495, unsent 105`, or `sent 495 (planned: no end known)`.
+fn queue_counts(queue: &QueueReport) -> String {
+    match (queue.planned, queue.unsent()) {
+        (Some(planned), Some(unsent)) => {
+            format!("planned {planned}, sent {}, unsent {unsent}", queue.fired)
+        }
+        _ => format!("sent {} (planned: no end known)", queue.fired),
+    }
+}
+
+/// The plans' own rate: all planned shots over the longest schedule, when both are known.
+fn planned_rate(report: &RunReport, longest: Option<Duration>) -> Option<f64> {
+    let planned: u64 = report
+        .queues
+        .iter()
+        .map(|q| q.planned)
+        .sum::<Option<u64>>()?;
+    let seconds = longest?.as_secs_f64();
+    (seconds > 0.0).then(|| planned as f64 / seconds)
+}

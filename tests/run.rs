@@ -1,0 +1,111 @@
+//! A test run in process, through the library the CLI calls (`tank_run::run`):
+//! the origin simulator, the engine and the results thread in this process,
+//! no binary spawned, no output polled.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tank_run::{Handle, LiveState, Notice, Observer, Silent, Spec, Started, Verdict};
+use tank_stats::aggregate::SecondStats;
+
+/// A config at `dir/load.ini` whose queue shoots tank's own origin simulator.
+fn spec(dir: &Path, schedule: &str) -> Spec {
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/origin/steady.json");
+    let path = dir.join("load.ini");
+    std::fs::write(
+        &path,
+        format!(
+            "[phantom]\naddress = origin\nuris = /\nrps_schedule = {schedule}\n\
+             [origin]\nrecipe = {}\n[tank]\nartifacts_base_dir = {}\n",
+            recipe.display(),
+            dir.join("logs").display()
+        ),
+    )
+    .unwrap();
+    Spec {
+        config: tank_config::load(&path, &[]).unwrap(),
+        overrides: Vec::new(),
+        fail_on_warnings: false,
+    }
+}
+
+/// Records what the run showed it.
+#[derive(Clone, Default)]
+struct Seen(Arc<Mutex<(u64, Vec<u64>, usize)>>);
+
+impl Observer for Seen {
+    fn started(&mut self, started: &Started<'_>) {
+        self.0.lock().unwrap().0 = started.instances;
+    }
+
+    fn seconds(&mut self, seconds: &[SecondStats], _: &LiveState<'_>) {
+        let mut seen = self.0.lock().unwrap();
+        seen.1.extend(seconds.iter().map(|s| s.sent));
+    }
+
+    fn notice(&mut self, _: &Notice<'_>) {
+        self.0.lock().unwrap().2 += 1;
+    }
+}
+
+#[test]
+fn a_test_runs_in_process_and_says_how_it_went() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path(), "const(50,1s)");
+    let seen = Seen::default();
+    let outcome = tank_run::run(&spec, Box::new(seen.clone()), &Handle::default()).unwrap();
+    assert_eq!(outcome.verdict, Verdict::Completed);
+    assert_eq!(outcome.exit_code, 0);
+    let shots = &outcome.summary.shots;
+    assert_eq!(
+        (shots.planned, shots.sent, shots.unsent),
+        (Some(50), Some(50), Some(0))
+    );
+    assert_eq!(outcome.summary.proto_codes.get("200"), Some(&50));
+    assert!(outcome.summary.warnings.is_empty());
+    let phout = std::fs::read_to_string(outcome.artifacts.join("phout.log")).unwrap();
+    assert_eq!(phout.lines().count(), 50);
+    assert!(outcome.text.contains("shots planned 50, sent 50, unsent 0"));
+    let (instances, sent, notices) = seen.0.lock().unwrap().clone();
+    assert_eq!(instances, 1000);
+    assert_eq!(sent.iter().sum::<u64>(), 50);
+    assert_eq!(notices, 0);
+    // The reported target is the endpoint shot, not the word `origin`.
+    let target = &outcome.summary.meta.facts[0];
+    assert_eq!(target.0, "[phantom] target");
+    assert!(target.1.starts_with("127.0.0.1:"), "{target:?}");
+}
+
+#[test]
+fn a_handle_stops_a_run_from_another_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path(), "const(100,60s)");
+    let handle = Handle::default();
+    let stopper = {
+        let handle = handle.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1200));
+            handle.stop();
+        })
+    };
+    let outcome = tank_run::run(&spec, Box::new(Silent), &handle).unwrap();
+    stopper.join().unwrap();
+    assert_eq!(outcome.verdict, Verdict::Interrupted);
+    assert_eq!(outcome.exit_code, 1);
+    let shots = &outcome.summary.shots;
+    let sent = shots.sent.unwrap();
+    assert!((50..6000).contains(&sent), "{sent} shots in ~1.2 s");
+    assert_eq!(shots.planned, Some(6000));
+    assert_eq!(shots.unsent, Some(6000 - sent));
+}
+
+#[test]
+fn bad_autostop_criteria_fail_before_the_artifacts_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = spec(dir.path(), "const(1,1s)");
+    spec.config.autostop.criteria = vec!["http(5xx,oops,3s)".into()];
+    let error = tank_run::run(&spec, Box::new(Silent), &Handle::default()).unwrap_err();
+    assert!(error.to_string().contains("[autostop]"), "{error}");
+    assert!(!dir.path().join("logs").exists());
+}
