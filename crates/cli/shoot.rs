@@ -301,9 +301,23 @@ async fn start_origin(origin: &OriginConfig) -> Result<tank_origin::Server> {
     };
     let recipes =
         tank_origin::Recipe::from_json(&text).with_context(|| format!("[origin] {source}"))?;
-    tank_origin::Server::start(origin.listen, recipes)
+    let body_budget = match &origin.body_budget {
+        Some(text) => tank_origin::parse_body_budget(text)
+            .map_err(|e| anyhow!("[origin] body_budget: {e}"))?,
+        None => tank_origin::DEFAULT_BODY_BUDGET,
+    };
+    let options = tank_origin::Options {
+        allow_fetch: origin.allow_fetch,
+        admin_token: tank_origin::AdminToken::from_env().map_err(|e| anyhow!(e))?,
+        body_budget,
+    };
+    let server = tank_origin::Server::start_with(origin.listen, recipes, options)
         .await
-        .with_context(|| format!("[origin] cannot listen on {}", origin.listen))
+        .with_context(|| format!("[origin] cannot start the simulator on {}", origin.listen))?;
+    for line in server.exposure_warning().iter().flat_map(|w| w.lines()) {
+        eprintln!("[origin] {line}");
+    }
+    Ok(server)
 }
 
 /// First Ctrl-C (or SIGTERM, as CI runners and supervisors send): stop firing

@@ -4,6 +4,7 @@
 
 use std::io::Read;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use tank_origin::Server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -35,6 +36,31 @@ async fn a_post_over_the_body_budget_is_refused_naming_the_route_and_sizes() {
         server.shutdown().await;
     })
     .await;
+}
+
+#[test]
+fn the_origin_section_s_body_budget_is_kept_by_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = r#"
+[phantom]
+address = origin
+uris = /
+rps_schedule = const(1,1s)
+
+[origin]
+body_budget = 1kb
+recipe_json = {"random_content": "2kb", "stages": [{}]}
+"#;
+    let output = crate::support::shoot(dir.path(), config, Duration::from_secs(30));
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "recipe for route /*: its body of 2kb would bring the bodies of all routes to 2kb, \
+             over the body budget of 1kb"
+        ),
+        "{stderr}"
+    );
 }
 
 /// What one `GET path` with `Connection: close` brings: the head, and the
