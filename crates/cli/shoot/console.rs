@@ -92,6 +92,11 @@ impl Observer for Console {
                 "tank: autostop: {} — {}",
                 reason.criterion, reason.explanation
             ),
+            Notice::Warning(text) => {
+                for line in text.lines() {
+                    eprintln!("tank: warning: {line}");
+                }
+            }
             Notice::WriteFailed { file, error } => {
                 eprintln!("tank: stopping: cannot write {}: {error}", file.display());
             }

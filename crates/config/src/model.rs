@@ -233,6 +233,12 @@ pub struct OriginConfig {
     pub recipe: OriginRecipe,
     /// `listen`: where the simulator listens (default `127.0.0.1:0`, a free port).
     pub listen: SocketAddr,
+    /// `allow_fetch`: whether recipes POSTed to its admin API may fetch an
+    /// `origin` (default no; the section's own recipe always may).
+    pub allow_fetch: bool,
+    /// `body_budget` as written (`512mb`): the most bytes all routes' bodies
+    /// may declare. The origin crate parses it; `None` keeps its default.
+    pub body_budget: Option<String>,
 }
 
 /// Where the `[origin]` recipe comes from. The config crate does not parse

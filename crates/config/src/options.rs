@@ -120,6 +120,8 @@ pub(crate) const CONSOLE: &[(&str, Kind)] = &[
 
 /// `[origin]` options (tank's own section: the in-process origin simulator).
 pub(crate) const ORIGIN: &[(&str, Kind)] = &[
+    ("allow_fetch", Kind::Bool),
+    ("body_budget", Kind::Str),
     ("enabled", Kind::Bool),
     ("listen", Kind::Str),
     ("package", Kind::Any),

@@ -1,8 +1,9 @@
 //! `[origin]`: the origin simulator tank starts in-process, and the queues aimed at it.
 //!
-//! The section only says where the recipe is and where to listen; the recipe
-//! itself is the origin crate's business (tank-config does not depend on it),
-//! so a bad recipe is reported when the run starts, by the engine. What is
+//! The section only says where the recipe is, where to listen, whether
+//! posted recipes may fetch, and the body budget; the recipe and the budget's
+//! units are the origin crate's business (tank-config does not depend on it),
+//! so a bad recipe or budget is reported when the run starts. What is
 //! checked here is what the config alone can tell: exactly one recipe
 //! source, a listen address that parses, and that `address = origin` has an
 //! `[origin]` to point at.
@@ -58,7 +59,18 @@ pub(crate) fn read(section: &RawSection) -> Result<OriginConfig, ConfigError> {
             .parse()
             .map_err(|_| ConfigError::new("internal: bad default listen address"))?,
     };
-    Ok(OriginConfig { recipe, listen })
+    let allow_fetch = match section.get("allow_fetch") {
+        Some(entry) => convert::boolean(&entry.value)
+            .map_err(|m| entry_error(&section.name, entry, m))?
+            .unwrap_or(false),
+        None => false,
+    };
+    Ok(OriginConfig {
+        recipe,
+        listen,
+        allow_fetch,
+        body_budget: string("body_budget")?.map(|s| s.trim().to_owned()),
+    })
 }
 
 /// `address = origin` needs an (enabled) `[origin]` section.
@@ -115,7 +127,24 @@ mod tests {
             OriginRecipe::File(PathBuf::from("configs/origin/steady.json"))
         );
         assert_eq!(origin.listen, "127.0.0.1:0".parse().unwrap());
+        assert_eq!((origin.allow_fetch, origin.body_budget), (false, None));
         assert_eq!(c.queues[0].address, "origin");
+    }
+
+    #[test]
+    fn allow_fetch_and_body_budget_are_read_as_written() {
+        let c = ini(&format!(
+            "{QUEUE}[origin]\nrecipe = r.json\nallow_fetch = 1\nbody_budget = 512mb\n"
+        ))
+        .unwrap();
+        let origin = c.origin.unwrap();
+        assert!(origin.allow_fetch);
+        assert_eq!(origin.body_budget.as_deref(), Some("512mb"));
+        let e = ini(&format!(
+            "{QUEUE}[origin]\nrecipe = r.json\nallow_fetch =\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key(), Some("allow_fetch"));
     }
 
     #[test]

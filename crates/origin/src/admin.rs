@@ -3,27 +3,33 @@
 //! | route | does |
 //! |---|---|
 //! | `GET /_admin/status` | `ok!` |
-//! | `POST /_admin/add_recipe` | adds recipes (one object or a list), replacing those of the same routes; 201 with the current recipes, 400 with the error |
+//! | `POST /_admin/add_recipe` | adds recipes (one object or a list), replacing those of the same routes; 201 with the current recipes, 400 with the error (a bad recipe, an origin that cannot be fetched, the body budget exceeded), 403 for an `origin` without `--allow-fetch` |
 //! | `GET /_admin/current_recipe` | the recipes as posted (JSON list), or a note that none is set |
 //! | `GET /_admin/restart` | removes every recipe |
 //! | `GET /_admin/routes` | one route per line |
 //! | `GET /_admin/routes_status` | per line: route, current status, latency (and fault, CPU time) |
 //!
 //! Everything is plain text or JSON so `curl` is the only client needed.
+//!
+//! When the server requires a token ([`crate::AdminAccess`]), every admin
+//! route answers 401 without `Authorization: Bearer TOKEN`. A posted recipe
+//! with an `origin` is refused (403) unless the server allows fetching
+//! (`--allow-fetch`), and then its fetch says little when it fails
+//! ([`crate::fetch`]).
 
 use std::fmt::Write;
 use std::time::Instant;
 
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::header::{HeaderValue, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::Value;
 
+use crate::fetch::Asker;
 use crate::handler::{text, Shared, NO_RECIPE};
-use crate::recipe::Recipe;
+use crate::recipe::{Recipe, Source};
 use crate::response_body::OriginBody;
-use crate::simulation;
 
 /// Paths under this prefix are the admin API's.
 pub(crate) const PREFIX: &str = "/_admin/";
@@ -91,13 +97,38 @@ async fn add_recipe(shared: &Shared, request: Request<Incoming>) -> Response<Ori
         Ok(recipes) => recipes,
         Err(e) => return text(StatusCode::BAD_REQUEST, e.to_string()),
     };
-    match simulation::load_all(recipes).await {
-        Ok(loaded) => {
-            shared.simulation.add(loaded);
-            json(StatusCode::CREATED, &shared.simulation.recipes_json())
+    if !shared.allow_fetch {
+        if let Some(recipe) = recipes
+            .iter()
+            .find(|r| matches!(r.source, Source::Origin(_)))
+        {
+            let message = format!(
+                "recipe for route {}: this simulator does not fetch an `origin` for a posted \
+                 recipe; start it with --allow-fetch (or allow_fetch = 1 in [origin]) to let it, \
+                 or give the recipe at start (--recipe)",
+                recipe.route
+            );
+            return text(StatusCode::FORBIDDEN, message);
         }
+    }
+    match shared.simulation.load(recipes, Asker::Admin).await {
+        Ok(()) => json(StatusCode::CREATED, &shared.simulation.recipes_json()),
         Err(e) => text(StatusCode::BAD_REQUEST, e.to_string()),
     }
+}
+
+/// The answer to an admin request without the right token.
+pub(crate) fn unauthorized() -> Response<OriginBody> {
+    let mut response = text(
+        StatusCode::UNAUTHORIZED,
+        "the admin API needs `Authorization: Bearer TOKEN`: the token given with \
+         --admin-token or TANK_ORIGIN_TOKEN, or the one printed at start",
+    );
+    response.headers_mut().insert(
+        WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"tank origin admin\""),
+    );
+    response
 }
 
 /// One line per route: `route status latency`, then ` fault` and ` cpu=TIME` when set.

@@ -1,11 +1,14 @@
 //! The crate's errors: a recipe that does not parse, one that cannot be
-//! loaded (its origin is unreachable), and a server that cannot start.
+//! loaded (its origin is unreachable, its body over the budget), and a
+//! server that cannot start.
 //!
 //! Each says where (`recipe[1].stages[0].latency`, the origin's URL, the
 //! listen address) and what was expected, so the message alone is enough to
 //! fix the input.
 
 use std::net::SocketAddr;
+
+use crate::route::Route;
 
 /// A recipe that is not valid JSON or does not describe a simulation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,13 +37,32 @@ impl RecipeError {
     }
 }
 
-/// A valid recipe whose body could not be prepared (its `origin` could not be fetched).
+/// A valid recipe that could not be loaded: its `origin` could not be
+/// fetched, or its body does not fit in the body budget.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("recipe for route {route}: origin {url}: {message}")]
+#[error("recipe for route {route}: {message}")]
 pub struct LoadError {
-    pub(crate) route: String,
-    pub(crate) url: String,
-    pub(crate) message: String,
+    route: String,
+    message: String,
+}
+
+impl LoadError {
+    pub(crate) fn new(route: &Route, message: impl Into<String>) -> Self {
+        LoadError {
+            route: route.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// The route of the recipe that could not be loaded.
+    pub fn route(&self) -> &str {
+        &self.route
+    }
+
+    /// What went wrong: `origin URL: ...`, or the sizes that exceed the budget.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
 }
 
 /// The simulator could not start.
@@ -73,11 +95,10 @@ mod tests {
             e.to_string(),
             "recipe[1].stages[0].latency: expected a latency"
         );
-        let e = LoadError {
-            route: "/*".into(),
-            url: "http://127.0.0.1:1/".into(),
-            message: "cannot connect: Connection refused".into(),
-        };
+        let e = LoadError::new(
+            &Route::new("/*").unwrap(),
+            "origin http://127.0.0.1:1/: cannot connect: Connection refused",
+        );
         assert_eq!(
             e.to_string(),
             "recipe for route /*: origin http://127.0.0.1:1/: cannot connect: Connection refused"

@@ -4,7 +4,7 @@
 //! something), then the CPU work, then the answer. A fault stage waits and
 //! works too, so "reset after 2 s" is one stage. The common case (no
 //! latency, no CPU, no fault) touches no timer and allocates only the
-//! response head: the body is the recipe's shared bytes.
+//! response head: the body is the recipe's shared pieces.
 
 use std::fmt;
 use std::sync::Arc;
@@ -13,6 +13,7 @@ use std::time::Instant;
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 
+use crate::access::AdminAccess;
 use crate::admin;
 use crate::cpu::CpuPool;
 use crate::fault_io::FaultSlot;
@@ -25,6 +26,10 @@ use crate::stage::{Fault, Stage};
 pub(crate) struct Shared {
     pub simulation: Simulation,
     pub cpu: CpuPool,
+    /// Who may use the admin API.
+    pub access: AdminAccess,
+    /// Whether a posted recipe may fetch its `origin`.
+    pub allow_fetch: bool,
 }
 
 /// What a request without a recipe gets (with status 406), as OriginSimulator says it.
@@ -50,6 +55,9 @@ pub(crate) async fn serve(
 ) -> Result<Response<OriginBody>, FaultPlayed> {
     let path = request.uri().path();
     if path.starts_with(admin::PREFIX) {
+        if !shared.access.allows(request.headers()) {
+            return Ok(admin::unauthorized());
+        }
         return Ok(admin::handle(&shared, request).await);
     }
     let loaded = match shared.simulation.lookup(path) {
@@ -76,7 +84,7 @@ pub(crate) async fn serve(
         None => Ok(respond(
             &loaded,
             stage,
-            OriginBody::full(loaded.body.clone()),
+            OriginBody::prepared(loaded.body.clone()),
         )),
         Some(Fault::Trickle { bytes_per_second }) => {
             let body = OriginBody::trickle(loaded.body.clone(), bytes_per_second);

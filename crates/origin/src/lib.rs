@@ -24,9 +24,13 @@
 //! - `route`: a path pattern with `*` wildcards (default `/*`); the most
 //!   specific matching route answers.
 //! - body source, at most one: `random_content` (a size: `b`, `kb` = 1024
-//!   bytes, `mb`), `body` (text whose `<<256kb>>` placeholders become random
-//!   text), `origin` (an `http://` URL fetched once when the recipe is loaded;
-//!   loading fails with a clear error if it is unreachable). None: empty body.
+//!   bytes, `mb`; at most 256mb), `body` (text whose `<<256kb>>` placeholders
+//!   become random text), `origin` (an `http://` URL fetched once when the
+//!   recipe is loaded; loading fails with a clear error if it is
+//!   unreachable). None: empty body. Random text is cut from one shared
+//!   buffer as it is sent, so a large body costs no memory; the bodies of
+//!   all routes together may declare at most the body budget
+//!   ([`Options::body_budget`], 256mb unless set).
 //! - `headers`: sent with every response; `content-encoding: gzip` also
 //!   compresses the body (once, at load).
 //! - `stages`: from `at` (milliseconds or `"4s"`, counted from when the recipe
@@ -45,6 +49,17 @@
 //! (see the `admin` module). Without a recipe every other request gets 406 and
 //! a message naming `/_admin/add_recipe`.
 //!
+//! # Exposure
+//! The admin API changes what the simulator serves, so [`Options`] guard it:
+//! listening beyond loopback, it needs `Authorization: Bearer TOKEN` (a
+//! token given, or one generated and shown by [`Server::exposure_warning`]);
+//! a posted recipe may fetch an `origin` only with
+//! [`Options::allow_fetch`]; and no fetch ever connects to a link-local or
+//! cloud metadata address, checked on the addresses the host resolves to.
+//! A failed fetch for a posted recipe answers the same, after the same time,
+//! whether the port was closed, filtered or open, so the API is no port
+//! scanner.
+//!
 //! # Embedding
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -61,14 +76,19 @@
 
 #![warn(missing_docs)]
 
+mod access;
 mod admin;
+mod blocked;
 mod body;
 mod cpu;
 mod error;
 mod fault_io;
 mod fetch;
+mod filler;
+mod gzip;
 mod handler;
 mod latency;
+mod options;
 mod recipe;
 mod response_body;
 mod route;
@@ -78,8 +98,10 @@ mod stage;
 mod standalone;
 mod units;
 
+pub use access::{AdminAccess, AdminToken, TOKEN_ENV};
 pub use error::{LoadError, RecipeError, StartError};
 pub use latency::Latency;
+pub use options::{parse_body_budget, Options, DEFAULT_BODY_BUDGET};
 pub use recipe::{Recipe, Source};
 pub use route::Route;
 pub use server::{Server, GRACE};

@@ -29,7 +29,7 @@ use crate::units;
 pub enum Source {
     /// No source given: an empty body.
     Empty,
-    /// `random_content`: this many bytes of random text, generated once.
+    /// `random_content`: this many bytes of random text, cut from a shared buffer as it is sent.
     RandomContent(usize),
     /// `body`: this text, each `<<256kb>>` placeholder replaced by that much random text.
     Body(String),

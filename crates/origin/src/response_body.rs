@@ -1,11 +1,14 @@
-//! The body type every response uses: a whole prepared body, or one trickled at N bytes/s.
+//! The body type every response uses: a short text, a prepared body, or one trickled at N bytes/s.
 //!
 //! One concrete type (rather than a boxed trait object) keeps the common
-//! path free of allocation: a full body is the recipe's shared [`Bytes`].
-//! A trickle sends the same bytes in small chunks, each when the elapsed time
-//! says the rate allows it (deadlines are computed from the start, so timer
-//! jitter does not accumulate), and announces its full length up front so
-//! the client sees a valid response that is merely slow.
+//! path free of allocation: a prepared body is the recipe's shared
+//! [`Body`], sent a piece per frame by a [`Cursor`] (one frame for most
+//! bodies; a `256mb` one is 256 frames that are all the same shared
+//! megabyte, so it costs no memory to send). A trickle sends the same bytes
+//! in small chunks, each when the elapsed time says the rate allows it
+//! (deadlines are computed from the start, so timer jitter does not
+//! accumulate). Every body announces its exact length up front, so the
+//! client sees a valid response that is, at worst, slow.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -14,8 +17,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use hyper::body::{Body, Frame, SizeHint};
+use hyper::body::{Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
+
+use crate::body::Body;
 
 /// How many chunks a trickle sends per second (fewer when the rate is below this).
 const CHUNKS_PER_SECOND: usize = 20;
@@ -23,17 +28,71 @@ const CHUNKS_PER_SECOND: usize = 20;
 /// A response body.
 #[derive(Debug)]
 pub(crate) enum OriginBody {
-    /// The whole body in one frame (`None` once sent).
+    /// A short body in one frame (`None` once sent).
     Full(Option<Bytes>),
-    /// The body sent at a fixed rate.
+    /// A recipe's body, a piece per frame.
+    Prepared(Cursor),
+    /// A recipe's body sent at a fixed rate.
     Trickle(Box<Trickle>),
+}
+
+/// A position in a [`Body`]: which piece, which repetition of it, how far into it.
+#[derive(Debug)]
+pub(crate) struct Cursor {
+    body: Body,
+    piece: usize,
+    repeat: usize,
+    offset: usize,
+    remaining: usize,
+}
+
+impl Cursor {
+    fn new(body: Body) -> Cursor {
+        Cursor {
+            remaining: body.len(),
+            body,
+            piece: 0,
+            repeat: 0,
+            offset: 0,
+        }
+    }
+
+    /// How long the next [`Cursor::take`] of at most `max` bytes will be (0 at the end).
+    fn next_len(&self, max: usize) -> usize {
+        self.body
+            .pieces()
+            .get(self.piece)
+            .map_or(0, |p| (p.bytes.len() - self.offset).min(max))
+    }
+
+    /// The next at most `max` bytes: a view of the piece under the cursor, never
+    /// crossing into the next one. `None` at the end.
+    fn take(&mut self, max: usize) -> Option<Bytes> {
+        let piece = self.body.pieces().get(self.piece)?;
+        let len = (piece.bytes.len() - self.offset).min(max);
+        let bytes = if len == piece.bytes.len() {
+            piece.bytes.clone()
+        } else {
+            piece.bytes.slice(self.offset..self.offset + len)
+        };
+        self.offset += len;
+        if self.offset == piece.bytes.len() {
+            self.offset = 0;
+            self.repeat += 1;
+            if self.repeat == piece.times {
+                self.repeat = 0;
+                self.piece += 1;
+            }
+        }
+        self.remaining -= len;
+        Some(bytes)
+    }
 }
 
 /// State of a trickled body.
 #[derive(Debug)]
 pub(crate) struct Trickle {
-    rest: Bytes,
-    total: usize,
+    cursor: Cursor,
     sent: usize,
     bytes_per_second: usize,
     start: Instant,
@@ -51,12 +110,16 @@ impl OriginBody {
         OriginBody::full(Bytes::from(text.into()))
     }
 
-    /// `bytes` at `bytes_per_second` (at least 1).
-    pub fn trickle(bytes: Bytes, bytes_per_second: usize) -> OriginBody {
+    /// A recipe's body, as fast as the connection takes it.
+    pub fn prepared(body: Body) -> OriginBody {
+        OriginBody::Prepared(Cursor::new(body))
+    }
+
+    /// A recipe's body at `bytes_per_second` (at least 1).
+    pub fn trickle(body: Body, bytes_per_second: usize) -> OriginBody {
         let start = Instant::now();
         OriginBody::Trickle(Box::new(Trickle {
-            total: bytes.len(),
-            rest: bytes,
+            cursor: Cursor::new(body),
             sent: 0,
             bytes_per_second: bytes_per_second.max(1),
             start,
@@ -67,9 +130,8 @@ impl OriginBody {
 
 impl Trickle {
     fn chunk_len(&self) -> usize {
-        (self.bytes_per_second / CHUNKS_PER_SECOND)
-            .max(1)
-            .min(self.rest.len())
+        self.cursor
+            .next_len((self.bytes_per_second / CHUNKS_PER_SECOND).max(1))
     }
 
     /// When the bytes up to and including the next chunk have "taken" their time.
@@ -79,7 +141,7 @@ impl Trickle {
     }
 }
 
-impl Body for OriginBody {
+impl hyper::body::Body for OriginBody {
     type Data = Bytes;
     type Error = Infallible;
 
@@ -89,11 +151,14 @@ impl Body for OriginBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match self.get_mut() {
             OriginBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            OriginBody::Prepared(cursor) => {
+                Poll::Ready(cursor.take(usize::MAX).map(|b| Ok(Frame::data(b))))
+            }
             OriginBody::Trickle(t) => {
-                if t.rest.is_empty() {
+                let chunk = t.chunk_len();
+                if chunk == 0 {
                     return Poll::Ready(None);
                 }
-                let chunk = t.chunk_len();
                 let due = t.due(chunk);
                 if Instant::now() < due {
                     t.sleep.as_mut().reset(due);
@@ -102,7 +167,7 @@ impl Body for OriginBody {
                     }
                 }
                 t.sent += chunk;
-                Poll::Ready(Some(Ok(Frame::data(t.rest.split_to(chunk)))))
+                Poll::Ready(t.cursor.take(chunk).map(|b| Ok(Frame::data(b))))
             }
         }
     }
@@ -110,14 +175,16 @@ impl Body for OriginBody {
     fn is_end_stream(&self) -> bool {
         match self {
             OriginBody::Full(bytes) => bytes.as_ref().is_none_or(Bytes::is_empty),
-            OriginBody::Trickle(t) => t.rest.is_empty(),
+            OriginBody::Prepared(cursor) => cursor.remaining == 0,
+            OriginBody::Trickle(t) => t.cursor.remaining == 0,
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         let remaining = match self {
             OriginBody::Full(bytes) => bytes.as_ref().map_or(0, Bytes::len),
-            OriginBody::Trickle(t) => t.total - t.sent,
+            OriginBody::Prepared(cursor) => cursor.remaining,
+            OriginBody::Trickle(t) => t.cursor.remaining,
         };
         SizeHint::with_exact(remaining as u64)
     }
@@ -126,7 +193,10 @@ impl Body for OriginBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::body::Part;
+    use crate::filler::{filler, FILLER_LEN};
     use http_body_util::BodyExt;
+    use hyper::body::Body as _;
 
     #[tokio::test]
     async fn a_full_body_is_one_frame_of_exact_size() {
@@ -139,7 +209,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_trickle_takes_size_over_rate_seconds() {
         let start = Instant::now();
-        let body = OriginBody::trickle(Bytes::from(vec![b'x'; 200]), 100);
+        let body = OriginBody::trickle(Body::plain(&[Part::Filler(200)]), 100);
         assert_eq!(body.size_hint().exact(), Some(200));
         let collected = body.collect().await.unwrap().to_bytes();
         assert_eq!(collected.len(), 200);
@@ -148,5 +218,32 @@ mod tests {
             took >= Duration::from_secs(2) && took < Duration::from_millis(2100),
             "{took:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_prepared_body_is_a_frame_per_piece_and_exactly_its_length() {
+        let len = 3 * FILLER_LEN + 100;
+        let mut body = OriginBody::prepared(Body::plain(&[Part::Filler(len)]));
+        assert_eq!(body.size_hint().exact(), Some(len as u64));
+        let mut frames = 0;
+        let mut total = 0;
+        while let Some(frame) = body.frame().await {
+            let data = frame.unwrap().into_data().unwrap();
+            assert_eq!(data.as_ptr(), filler().as_ptr(), "a view of the filler");
+            total += data.len();
+            frames += 1;
+        }
+        assert_eq!((frames, total), (4, len));
+        assert!(body.is_end_stream());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_trickle_crosses_pieces_without_losing_a_byte() {
+        let parts = [Part::Text(Bytes::from(vec![b'<'; 100])), Part::Filler(150)];
+        let body = OriginBody::trickle(Body::plain(&parts), 1000);
+        let collected = body.collect().await.unwrap().to_bytes();
+        assert_eq!(collected.len(), 250);
+        assert!(collected[..100].iter().all(|b| *b == b'<'));
+        assert_eq!(&collected[100..], &filler()[..150]);
     }
 }

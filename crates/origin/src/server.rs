@@ -21,12 +21,15 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 
+use crate::access::{exposure_warning, AdminAccess};
 use crate::cpu::CpuPool;
 use crate::error::{LoadError, StartError};
 use crate::fault_io::{FaultIo, FaultSlot};
+use crate::fetch::Asker;
 use crate::handler::{self, Shared};
+use crate::options::Options;
 use crate::recipe::Recipe;
-use crate::simulation::{self, Simulation};
+use crate::simulation::Simulation;
 
 /// How long a shutdown lets requests in flight finish.
 pub const GRACE: Duration = Duration::from_secs(1);
@@ -45,12 +48,25 @@ pub struct Server {
 }
 
 impl Server {
+    /// [`Server::start_with`] the default [`Options`]: no fetching for posted
+    /// recipes, the admin API open on loopback (a generated token beyond), the
+    /// default body budget.
+    pub async fn start(listen: SocketAddr, recipes: Vec<Recipe>) -> Result<Server, StartError> {
+        Server::start_with(listen, recipes, Options::default()).await
+    }
+
     /// Loads `recipes` (fetching any `origin`), binds `listen` (port 0 picks a free
     /// port) and starts serving on the current tokio runtime.
     ///
     /// The recipes' stages count from the moment they are loaded. With no
     /// recipes every request gets 406 until one is posted to `/_admin/add_recipe`.
-    pub async fn start(listen: SocketAddr, recipes: Vec<Recipe>) -> Result<Server, StartError> {
+    /// Listening beyond loopback without `options.admin_token`, the admin API
+    /// takes a generated token: show the user [`Server::exposure_warning`].
+    pub async fn start_with(
+        listen: SocketAddr,
+        recipes: Vec<Recipe>,
+        options: Options,
+    ) -> Result<Server, StartError> {
         let listener = bind(listen).map_err(|source| StartError::Bind {
             addr: listen,
             source,
@@ -60,10 +76,12 @@ impl Server {
             source,
         })?;
         let shared = Arc::new(Shared {
-            simulation: Simulation::default(),
+            simulation: Simulation::new(options.body_budget),
             cpu: CpuPool::new(),
+            access: AdminAccess::decide(listen.ip(), options.admin_token),
+            allow_fetch: options.allow_fetch,
         });
-        shared.simulation.add(simulation::load_all(recipes).await?);
+        shared.simulation.load(recipes, Asker::Operator).await?;
         let (stop, stop_rx) = watch::channel(false);
         let (done_tx, done) = mpsc::channel(1);
         tokio::spawn(accept_loop(listener, Arc::clone(&shared), stop_rx, done_tx));
@@ -80,13 +98,23 @@ impl Server {
         self.local_addr
     }
 
+    /// Who may use the admin API: open, or the token it requires.
+    pub fn admin_access(&self) -> &AdminAccess {
+        &self.shared.access
+    }
+
+    /// What the user must be told when the server listens beyond loopback
+    /// (print it to stderr): that anyone who can reach the address can use
+    /// it, and the admin token, once, if it was generated. `None` on loopback.
+    pub fn exposure_warning(&self) -> Option<String> {
+        exposure_warning(self.local_addr, &self.shared.access)
+    }
+
     /// Adds recipes as `POST /_admin/add_recipe` does: each replaces the recipe
-    /// of its route, and its stages count from now.
+    /// of its route, and its stages count from now. Being the caller's own, an
+    /// `origin` is fetched whatever [`Options::allow_fetch`] says.
     pub async fn add_recipes(&self, recipes: Vec<Recipe>) -> Result<(), LoadError> {
-        self.shared
-            .simulation
-            .add(simulation::load_all(recipes).await?);
-        Ok(())
+        self.shared.simulation.load(recipes, Asker::Operator).await
     }
 
     /// Stops accepting, lets requests in flight finish (up to [`GRACE`]), and

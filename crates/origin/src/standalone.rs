@@ -8,16 +8,19 @@
 use std::net::SocketAddr;
 
 use crate::error::StartError;
+use crate::options::Options;
 use crate::recipe::Recipe;
 use crate::server::Server;
 
-/// Starts a [`Server`] on a new multi-thread runtime (one worker per core), calls
-/// `on_ready` with the address it listens on, and serves until Ctrl-C (SIGINT),
-/// then shuts down gracefully.
+/// Starts a [`Server`] with `options` on a new multi-thread runtime (one
+/// worker per core), calls `on_ready` with it (to print its address, and
+/// [`Server::exposure_warning`]), and serves until Ctrl-C (SIGINT), then
+/// shuts down gracefully.
 pub fn run_until_interrupted(
     listen: SocketAddr,
     recipes: Vec<Recipe>,
-    on_ready: impl FnOnce(SocketAddr),
+    options: Options,
+    on_ready: impl FnOnce(&Server),
 ) -> Result<(), StartError> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -26,8 +29,8 @@ pub fn run_until_interrupted(
         .build()
         .map_err(StartError::Runtime)?;
     runtime.block_on(async {
-        let server = Server::start(listen, recipes).await?;
-        on_ready(server.local_addr());
+        let server = Server::start_with(listen, recipes, options).await?;
+        on_ready(&server);
         let interrupted = tokio::signal::ctrl_c().await;
         server.shutdown().await;
         interrupted.map_err(StartError::Runtime)

@@ -66,6 +66,11 @@ pub(crate) fn duration_from_ms(ms: f64) -> Option<Duration> {
 /// Parses a size: `"428kb"`, `"100b"`, `"1mb"`, `"1.5kb"` or bare bytes (`"100"`),
 /// case-insensitive, at most [`MAX_SIZE`].
 pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
+    parse_bytes(text, MAX_SIZE)
+}
+
+/// Parses a size as [`parse_size`] does, also in `gb`, at most `max` bytes.
+pub(crate) fn parse_bytes(text: &str, max: usize) -> Result<usize, String> {
     let t = text.trim().to_ascii_lowercase();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -75,15 +80,31 @@ pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
         "" | "b" => 1.0,
         "kb" | "k" => 1024.0,
         "mb" | "m" => 1024.0 * 1024.0,
+        "gb" | "g" => 1024.0 * 1024.0 * 1024.0,
         _ => return Err(size_expected(text)),
     };
     let value: f64 = number.parse().map_err(|_| size_expected(text))?;
     let bytes = value * scale;
-    if !bytes.is_finite() || bytes > MAX_SIZE as f64 {
-        return Err(format!("size `{text}` is too large (at most 256mb)"));
+    if !bytes.is_finite() || bytes > max as f64 {
+        return Err(format!(
+            "size `{text}` is too large (at most {})",
+            human(max)
+        ));
     }
     // Truncation is the intent: "1.5b" is one byte.
     Ok(bytes as usize)
+}
+
+/// `bytes` in the largest unit that writes it exactly: `256mb`, `1536kb`, `100b`.
+pub(crate) fn human(bytes: usize) -> String {
+    const UNITS: [(usize, &str); 3] = [(1 << 30, "gb"), (1 << 20, "mb"), (1 << 10, "kb")];
+    UNITS
+        .iter()
+        .find(|(size, _)| bytes >= *size && bytes % size == 0)
+        .map_or_else(
+            || format!("{bytes}b"),
+            |(size, unit)| format!("{}{unit}", bytes / size),
+        )
 }
 
 fn duration_expected(text: &str) -> String {
@@ -156,5 +177,26 @@ mod tests {
             parse_size("300mb").unwrap_err(),
             "size `300mb` is too large (at most 256mb)"
         );
+    }
+
+    #[test]
+    fn larger_limits_take_gigabytes() {
+        assert_eq!(parse_bytes("2gb", 4 << 30), Ok(2 << 30));
+        assert_eq!(parse_bytes("1.5G", 4 << 30), Ok(3 << 29));
+        assert_eq!(
+            parse_bytes("5gb", 4 << 30).unwrap_err(),
+            "size `5gb` is too large (at most 4gb)"
+        );
+    }
+
+    #[test]
+    fn human_sizes_are_exact() {
+        assert_eq!(human(256 << 20), "256mb");
+        assert_eq!(human(1536), "1536b");
+        assert_eq!(human(3072), "3kb");
+        assert_eq!(human(3 << 29), "1536mb");
+        assert_eq!(human(100), "100b");
+        assert_eq!(human(0), "0b");
+        assert_eq!(human(2 << 30), "2gb");
     }
 }

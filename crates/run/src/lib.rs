@@ -136,8 +136,15 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         .enable_all()
         .build()
         .map_err(io("starting the runtime"))?;
+    let mut observer = observer;
     let origin = match &config.origin {
-        Some(origin) => Some(runtime.block_on(origin::start(origin))?),
+        Some(origin) => {
+            let (server, warning) = runtime.block_on(origin::start(origin))?;
+            if let Some(warning) = &warning {
+                observer.notice(&Notice::Warning(warning));
+            }
+            Some(server)
+        }
         None => None,
     };
     let engine = Engine::prepare(config, origin.as_ref().map(tank_origin::Server::local_addr))?;
@@ -181,7 +188,6 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         clock.start_unix_us,
     );
     let facts = outcome::Facts::of(config, &engine);
-    let mut observer = observer;
     observer.started(&Started {
         instances: instances_limit,
         longest_schedule: facts.longest_schedule(),

@@ -29,6 +29,9 @@ pub struct LiveState<'a> {
 /// Something worth telling the user the moment it happens.
 #[derive(Debug)]
 pub enum Notice<'a> {
+    /// A warning about how the run is set up (the origin simulator's admin API
+    /// reachable beyond loopback, say); the run goes on.
+    Warning(&'a str),
     /// An autostop criterion fired: the run stops.
     Autostop(&'a StopReason),
     /// An artifact could not be written: the run stops.
@@ -61,7 +64,7 @@ pub trait Observer: Send {
     /// Seconds that just became final, in order (at least one).
     fn seconds(&mut self, seconds: &[SecondStats], state: &LiveState<'_>);
 
-    /// Something happened that stops the run.
+    /// Something happened that the user must see now (most stop the run).
     fn notice(&mut self, notice: &Notice<'_>);
 }
 

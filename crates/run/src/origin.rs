@@ -5,8 +5,11 @@ use tank_config::{OriginConfig, OriginRecipe};
 
 use crate::RunError;
 
-/// Start the simulator that `origin` describes; errors name the recipe.
-pub async fn start(origin: &OriginConfig) -> Result<tank_origin::Server, RunError> {
+/// Start the simulator that `origin` describes; errors name the recipe. With it
+/// comes the warning to show when its admin API is reachable beyond loopback.
+pub async fn start(
+    origin: &OriginConfig,
+) -> Result<(tank_origin::Server, Option<String>), RunError> {
     let (text, source) = match &origin.recipe {
         OriginRecipe::File(path) => (
             std::fs::read_to_string(path).map_err(|e| {
@@ -18,7 +21,24 @@ pub async fn start(origin: &OriginConfig) -> Result<tank_origin::Server, RunErro
     };
     let recipes = tank_origin::Recipe::from_json(&text)
         .map_err(|e| RunError::Origin(format!("{source}: {e}")))?;
-    tank_origin::Server::start(origin.listen, recipes)
+    let body_budget = match &origin.body_budget {
+        Some(text) => tank_origin::parse_body_budget(text)
+            .map_err(|e| RunError::Origin(format!("body_budget: {e}")))?,
+        None => tank_origin::DEFAULT_BODY_BUDGET,
+    };
+    let options = tank_origin::Options {
+        allow_fetch: origin.allow_fetch,
+        admin_token: tank_origin::AdminToken::from_env().map_err(RunError::Origin)?,
+        body_budget,
+    };
+    let server = tank_origin::Server::start_with(origin.listen, recipes, options)
         .await
-        .map_err(|e| RunError::Origin(format!("cannot listen on {}: {e}", origin.listen)))
+        .map_err(|e| {
+            RunError::Origin(format!(
+                "cannot start the simulator on {}: {e}",
+                origin.listen
+            ))
+        })?;
+    let warning = server.exposure_warning();
+    Ok((server, warning))
 }
