@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use tank_engine::gun::Gun;
+use tank_engine::gun::{Gun, Protocol};
 use tank_engine::http::{Limits, ResponseReader};
 use tank_engine::target::Target;
 use tank_stats::{phout, Aggregator, Measured, NetCode, Sample};
@@ -163,8 +163,7 @@ fn gun_loop(c: &mut Criterion) {
                 host: addr.ip().to_string(),
             },
             None,
-            true,
-            Limits::default(),
+            Protocol::Http(Limits::default()),
             Duration::from_secs(5),
             Vec::new(),
         ));

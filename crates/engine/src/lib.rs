@@ -470,11 +470,14 @@ fn prepare_queue(
         _ => (queue.instances as usize, None),
     };
     let planned = plan.planned_count();
+    let protocol = match queue.tank_type {
+        TankType::Http => gun::Protocol::Http(limits),
+        TankType::None => gun::Protocol::Tcp,
+    };
     let gun = gun::Gun::new(
         target,
         tls,
-        queue.tank_type == TankType::Http,
-        limits,
+        protocol,
         Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0)),
         sources,
     );
