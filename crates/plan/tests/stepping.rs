@@ -79,11 +79,11 @@ fn ammo_limit_gives_exactly_that_many_shots() {
 
 #[test]
 fn ammo_limit_zero_is_an_error_as_in_the_reference() {
+    // The config already refuses it, naming the line; a queue built by hand is refused too.
     let case = Case::new(TWO_CHUNKS);
-    let error = case
-        .shots("rps_schedule = const(10,1s)\nammo_limit = 0")
-        .unwrap_err()
-        .to_string();
+    let mut queue = case.queue("rps_schedule = const(10,1s)");
+    queue.ammo_limit = 0;
+    let error = shots_of(&queue).unwrap_err().to_string();
     assert!(error.contains("ammo_limit = 0"), "{error}");
 }
 
