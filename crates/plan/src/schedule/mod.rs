@@ -36,6 +36,13 @@ fn split_call<'a>(key: &'static str, step: &'a str) -> Result<(&'a str, &'a str)
     }
 }
 
+/// Whether the number found at byte `at` of a step's arguments has a `-` right
+/// before it. The reference's patterns have no sign and are searched, not
+/// anchored, so it silently reads `const(-5,1s)` as `const(5,1s)`; tank refuses.
+fn has_minus_before(params: &str, at: usize) -> bool {
+    at > 0 && params.as_bytes().get(at - 1) == Some(&b'-')
+}
+
 /// A parsed schedule of either model.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Schedule {
