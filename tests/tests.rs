@@ -1,5 +1,6 @@
 mod autostop;
 mod differential;
+mod hostile;
 mod origin;
 mod report;
 mod shoot;
