@@ -1,6 +1,7 @@
 mod autostop;
 mod counts;
 mod differential;
+mod hostile;
 mod origin;
 mod report;
 mod run;

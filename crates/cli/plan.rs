@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use tank_config::{AmmoSource, LoadProfile, Override, QueueConfig, TestConfig};
 use tank_plan::schedule::{self, RpsStep};
 use tank_plan::writer::OffThreadWriter;
-use tank_plan::{stpd, Plan, Schedule, Summary};
+use tank_plan::{stpd, Plan, PlanError, Schedule, Summary};
 
 /// Run `tank plan`.
 pub fn run(
@@ -42,7 +42,11 @@ pub fn run(
                 );
             }
         }
-        let summary = plan_queue(queue, stpd_out).with_context(context)?;
+        let summary = match plan_queue(queue, stpd_out) {
+            // A schedule error already names the file, line, section and key.
+            Err(e) if matches!(e.downcast_ref(), Some(PlanError::Located(_))) => return Err(e),
+            result => result.with_context(context)?,
+        };
         describe(&mut report, queue, &summary, stpd_out);
     }
     // With the stpd on stdout, the summary goes to stderr so the stpd stays clean.

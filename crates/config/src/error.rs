@@ -102,6 +102,44 @@ impl ConfigError {
     }
 }
 
+/// Where an option's value was written: the file, the line (or `-o`), the
+/// section and the key. A later stage that reads the value itself (the plan
+/// parses the schedules) reports a problem with it through [`Self::error`], as
+/// precisely located as the config's own errors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionPlace {
+    file: PathBuf,
+    place: Place,
+    section: String,
+    key: String,
+}
+
+impl OptionPlace {
+    /// The option `key` of `section`, written at `place` in `file`.
+    pub(crate) fn new(file: &Path, place: Place, section: &str, key: &str) -> Self {
+        OptionPlace {
+            file: file.to_path_buf(),
+            place,
+            section: section.to_owned(),
+            key: key.to_owned(),
+        }
+    }
+
+    /// The key as the config spelled it (`rps_schedule`, `load_profile.schedule`).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// An error about this option's value: `message` says what was wrong and what was expected.
+    pub fn error(&self, message: impl Into<String>) -> ConfigError {
+        ConfigError::new(message)
+            .at(self.place)
+            .in_section(&self.section)
+            .for_key(&self.key)
+            .in_file(&self.file)
+    }
+}
+
 /// `Display` helper so the derive can render the location parts.
 struct Rendered<'a>(&'a ConfigError);
 
@@ -155,6 +193,23 @@ mod tests {
             e.to_string(),
             "load.yaml: -o phantom.instances: expected an integer, found `x`"
         );
+    }
+
+    #[test]
+    fn an_option_place_locates_errors_about_its_value() {
+        let place = OptionPlace::new(
+            Path::new("load.yaml"),
+            Place::Line(5),
+            "phantom",
+            "load_profile.schedule",
+        );
+        assert_eq!(place.key(), "load_profile.schedule");
+        let e = place.error("step `const(-1,1s)`: expected a rate of 0 or more");
+        assert_eq!(
+            e.to_string(),
+            "load.yaml:5: [phantom] load_profile.schedule: step `const(-1,1s)`: expected a rate of 0 or more"
+        );
+        assert_eq!(e.line(), Some(5));
     }
 
     #[test]

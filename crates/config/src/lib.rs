@@ -33,6 +33,7 @@ use std::path::Path;
 mod convert;
 mod error;
 mod ini;
+pub mod limits;
 pub mod model;
 mod options;
 mod origin;
@@ -44,7 +45,7 @@ mod toml;
 mod validate;
 mod yaml;
 
-pub use error::{ConfigError, Place};
+pub use error::{ConfigError, OptionPlace, Place};
 pub use model::*;
 pub use overrides::{Override, OverrideParseError};
 

@@ -43,6 +43,12 @@ fn minimal_ini_gets_the_schema_defaults() {
             address: "127.0.0.1:8080".into(),
             port: None,
             load_profile: LoadProfile::Rps("const(1,1s)".into()),
+            load_profile_at: crate::OptionPlace::new(
+                Path::new("load.ini"),
+                crate::Place::Line(3),
+                "phantom",
+                "rps_schedule"
+            ),
             ammo: Some(AmmoSource::File {
                 path: "ammo.txt".into(),
                 ammo_type: AmmoType::Phantom
@@ -158,6 +164,73 @@ fn instances_must_be_positive() {
     let e = ini_err(&format!("{MINIMAL}instances = 0\n"));
     assert_eq!(e.key(), Some("instances"));
     assert!(e.message().contains("out of range"), "{e}");
+}
+
+#[test]
+fn instances_and_threads_are_bounded() {
+    let at = ini(&format!(
+        "{MINIMAL}instances = 1000000
+threads = 4096
+"
+    ));
+    assert_eq!(at.queues[0].instances, crate::limits::MAX_INSTANCES);
+    assert_eq!(at.queues[0].threads, Some(crate::limits::MAX_THREADS));
+    let e = ini_err(&format!(
+        "{MINIMAL}instances = 1000001
+"
+    ));
+    assert_eq!(
+        e.to_string(),
+        "load.ini:5: [phantom] instances: 1000001 is out of range; expected an integer from 1 to 1,000,000"
+    );
+    let e = ini_err(&format!(
+        "{MINIMAL}threads = 4097
+"
+    ));
+    assert_eq!(
+        e.to_string(),
+        "load.ini:5: [phantom] threads: 4097 is out of range; expected an integer from 1 to 4,096"
+    );
+}
+
+#[test]
+fn loop_and_ammo_limit_are_minus_one_or_a_count_up_to_the_shot_limit() {
+    for (option, ok) in [
+        ("loop", ["-1", "0", "1", "100000000000"]),
+        ("ammo_limit", ["-1", "1", "2", "100000000000"]),
+    ] {
+        for value in ok {
+            let c = ini(&format!(
+                "{MINIMAL}{option} = {value}
+"
+            ));
+            let got = if option == "loop" {
+                c.queues[0].loop_count
+            } else {
+                c.queues[0].ammo_limit
+            };
+            assert_eq!(got.to_string(), value, "{option} = {value}");
+        }
+    }
+    for (option, bad, least, what) in [
+        ("loop", "100000000001", 0, "passes"),
+        ("loop", "-2", 0, "passes"),
+        ("ammo_limit", "100000000001", 1, "shots"),
+        ("ammo_limit", "0", 1, "shots"),
+        ("ammo_limit", "-9223372036854775808", 1, "shots"),
+    ] {
+        let e = ini_err(&format!(
+            "{MINIMAL}{option} = {bad}
+"
+        ));
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "load.ini:5: [phantom] {option}: {bad} is out of range; expected -1 for no limit, \
+                 or a number of {what} from {least} to 100,000,000,000"
+            )
+        );
+    }
 }
 
 #[test]
@@ -537,6 +610,19 @@ const EQUIVALENT_INI: &str = "[phantom]\naddress = 127.0.0.1:8080\nrps_schedule 
     ammo_type = uri\n\
     [autostop]\nautostop = time(1s,10s) http(5xx,10%,3s)\n[tank]\nartifacts_base_dir = out\n";
 
+/// The queues with where their schedules were written left out: the spellings
+/// put them on different lines (YAML even under another key).
+fn unplaced(queues: &[QueueConfig]) -> Vec<QueueConfig> {
+    let nowhere = crate::OptionPlace::new(Path::new(""), crate::Place::Unknown, "", "");
+    queues
+        .iter()
+        .map(|q| QueueConfig {
+            load_profile_at: nowhere.clone(),
+            ..q.clone()
+        })
+        .collect()
+}
+
 #[test]
 fn toml_spelling_gives_the_same_config() {
     let t = toml("[phantom]\naddress = \"127.0.0.1:8080\"\nrps_schedule = \"line(1,10,10s)\"\n\
@@ -546,7 +632,7 @@ fn toml_spelling_gives_the_same_config() {
         ammofile = \"a.ammo\"\nuris = []\nammo_type = \"uri\"\n\
         [autostop]\nautostop = [\"time(1s,10s)\", \"http(5xx,10%,3s)\"]\n[tank]\nartifacts_base_dir = \"out\"\n");
     let i = ini(EQUIVALENT_INI);
-    assert_eq!(t.queues, i.queues);
+    assert_eq!(unplaced(&t.queues), unplaced(&i.queues));
     assert_eq!(t.autostop, i.autostop);
     assert_eq!(t.core, i.core);
 }
@@ -561,7 +647,16 @@ fn yaml_spelling_gives_the_same_config() {
         autostop:\n  enabled: true\n  package: yandextank.plugins.Autostop\n  autostop: ['time(1s,10s)', 'http(5xx,10%,3s)']\n\
         core: {artifacts_base_dir: out}\nuploader: {enabled: false, api_address: 'https://x'}\n");
     let i = ini(EQUIVALENT_INI);
-    assert_eq!(y.queues, i.queues);
+    assert_eq!(unplaced(&y.queues), unplaced(&i.queues));
+    let where_written = |q: &QueueConfig| q.load_profile_at.error("x").to_string();
+    assert_eq!(
+        where_written(&y.queues[1]),
+        "load.yaml:16: [phantom-1] load_profile.schedule: x"
+    );
+    assert_eq!(
+        where_written(&i.queues[1]),
+        "load.ini:13: [phantom-1] instances_schedule: x"
+    );
     assert_eq!(y.autostop, i.autostop);
     assert_eq!(y.core, i.core);
 }

@@ -7,6 +7,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use crate::error::OptionPlace;
+
 /// Which spelling a config file used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConfigFormat {
@@ -51,6 +53,8 @@ pub struct QueueConfig {
     pub port: Option<u16>,
     /// `rps_schedule` / `instances_schedule` / `stpd_file` (YAML `load_profile`).
     pub load_profile: LoadProfile,
+    /// Where the load profile was written, for errors the plan finds in the schedule.
+    pub load_profile_at: OptionPlace,
     /// `ammofile` (+ `ammo_type`) or `uris`: exactly one of them. `None` only
     /// for a `stpd_file` queue that names neither (its stpd holds the requests).
     pub ammo: Option<AmmoSource>,
@@ -64,11 +68,13 @@ pub struct QueueConfig {
     pub enum_ammo: bool,
     /// `chosen_cases`, split on ASCII whitespace.
     pub chosen_cases: Vec<Vec<u8>>,
-    /// `loop` as written (`-1` = not set). The plan applies the reference's rules.
+    /// `loop` as written (`-1` = not set; `0`, as in the reference, no limit either;
+    /// at most [`crate::limits::MAX_SHOTS`]). The plan applies the reference's rules.
     pub loop_count: i64,
-    /// `ammo_limit` as written (`-1` = not set). The plan applies the reference's rules.
+    /// `ammo_limit` as written (`-1` = not set; else 1 to [`crate::limits::MAX_SHOTS`]).
+    /// The plan applies the reference's rules.
     pub ammo_limit: i64,
-    /// `instances`: the instance pool size (default 1000).
+    /// `instances`: the instance pool size (default 1000, at most [`crate::limits::MAX_INSTANCES`]).
     pub instances: u32,
     /// `timeout` as written (stepper duration syntax, default `11s`).
     pub timeout: String,
@@ -101,7 +107,8 @@ pub struct QueueConfig {
     pub connection_test: bool,
     /// `buffered_seconds`.
     pub buffered_seconds: u32,
-    /// `threads`: how many I/O threads fire the test's shots (`None`: the
+    /// `threads`: how many I/O threads fire the test's shots, at most
+    /// [`crate::limits::MAX_THREADS`] (`None`: the
     /// default, as phantom's, cores/2 + 1). Read from the first queue, as
     /// yandex-tank reads it from `[phantom]` only.
     pub threads: Option<u32>,

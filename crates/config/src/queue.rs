@@ -5,8 +5,11 @@
 //! reference's `dict(main, **extra)` does: setting any spelling of the load
 //! profile replaces the whole profile, setting `headers` replaces the list.
 
+use std::path::Path;
+
 use crate::convert::{self, Converted};
-use crate::error::{ConfigError, Place};
+use crate::error::{ConfigError, OptionPlace, Place};
+use crate::limits::{grouped, MAX_INSTANCES, MAX_SHOTS, MAX_THREADS};
 use crate::model::{AmmoSource, AmmoType, Autocases, LoadProfile, QueueConfig, TankType, WriteLog};
 use crate::options::SCHEDULE_KEYS;
 use crate::raw::{RawEntry, RawSection, RawValue};
@@ -119,15 +122,15 @@ pub(crate) fn entry_error(
         .for_key(&entry.key)
 }
 
-/// Builds and checks one queue.
-pub(crate) fn build(q: &Layered<'_>) -> Result<QueueConfig, ConfigError> {
+/// Builds and checks one queue of the config read from `file`.
+pub(crate) fn build(q: &Layered<'_>, file: &Path) -> Result<QueueConfig, ConfigError> {
     let address = q.get("address", convert::string)?.unwrap_or_default();
     if address.trim().is_empty() {
         return Err(q.error("`address` is required (host[:port], [ipv6]:port or a host name)"));
     }
     let instances = q.get("instances", convert::integer)?.unwrap_or(1000);
-    let instances = positive_u32(q, "instances", instances)?;
-    let load_profile = load_profile(q)?;
+    let instances = bounded_u32(q, "instances", instances, MAX_INSTANCES)?;
+    let (load_profile, load_profile_at) = load_profile(q, file)?;
     let ammo = match load_profile {
         // A ready stpd file carries its own requests: an ammo source is optional and unused.
         LoadProfile::StpdFile(_) => ammo(q).ok(),
@@ -138,6 +141,7 @@ pub(crate) fn build(q: &Layered<'_>) -> Result<QueueConfig, ConfigError> {
         address,
         port: q.parsed("port", None, port)?,
         load_profile,
+        load_profile_at,
         ammo,
         headers: q.get("headers", convert::headers)?.unwrap_or_default(),
         header_http: q
@@ -148,8 +152,14 @@ pub(crate) fn build(q: &Layered<'_>) -> Result<QueueConfig, ConfigError> {
         chosen_cases: convert::split_ascii_whitespace(
             &q.get("chosen_cases", convert::string)?.unwrap_or_default(),
         ),
-        loop_count: q.get("loop", convert::integer)?.unwrap_or(-1),
-        ammo_limit: q.get("ammo_limit", convert::integer)?.unwrap_or(-1),
+        loop_count: {
+            let n = q.get("loop", convert::integer)?.unwrap_or(-1);
+            shot_count(q, "loop", n, 0, "a number of passes")?
+        },
+        ammo_limit: {
+            let n = q.get("ammo_limit", convert::integer)?.unwrap_or(-1);
+            shot_count(q, "ammo_limit", n, 1, "a number of shots")?
+        },
         instances,
         timeout: q
             .get("timeout", convert::string)?
@@ -191,7 +201,7 @@ pub(crate) fn build(q: &Layered<'_>) -> Result<QueueConfig, ConfigError> {
         },
         threads: q
             .get("threads", convert::integer)?
-            .map(|n| positive_u32(q, "threads", n))
+            .map(|n| bounded_u32(q, "threads", n, MAX_THREADS))
             .transpose()?,
         file_cache: {
             let n = q.get("file_cache", convert::integer)?.unwrap_or(8192);
@@ -212,11 +222,36 @@ fn range_error(q: &Layered<'_>, key: &str, value: i64, expected: &str) -> Config
     }
 }
 
-fn positive_u32(q: &Layered<'_>, key: &str, value: i64) -> Result<u32, ConfigError> {
+/// A count from 1 to `max`.
+fn bounded_u32(q: &Layered<'_>, key: &str, value: i64, max: u32) -> Result<u32, ConfigError> {
     u32::try_from(value)
         .ok()
-        .filter(|&n| n >= 1)
-        .ok_or_else(|| range_error(q, key, value, "an integer from 1 to 4294967295"))
+        .filter(|&n| (1..=max).contains(&n))
+        .ok_or_else(|| {
+            let expected = format!("an integer from 1 to {}", grouped(u64::from(max)));
+            range_error(q, key, value, &expected)
+        })
+}
+
+/// `loop` or `ammo_limit`: -1 (not set), or `least` to [`MAX_SHOTS`] (`loop = 0`
+/// is the reference's other way to say "no limit"). Any more passes or shots
+/// than that could not be fired, and a plan that long would never end.
+fn shot_count(
+    q: &Layered<'_>,
+    key: &str,
+    value: i64,
+    least: i64,
+    what: &str,
+) -> Result<i64, ConfigError> {
+    let fits = value == -1 || u64::try_from(value).is_ok_and(|n| n <= MAX_SHOTS);
+    if fits && (value == -1 || value >= least) {
+        return Ok(value);
+    }
+    let expected = format!(
+        "-1 for no limit, or {what} from {least} to {}",
+        grouped(MAX_SHOTS)
+    );
+    Err(range_error(q, key, value, &expected))
 }
 
 fn non_negative(q: &Layered<'_>, key: &str, value: i64) -> Result<u32, ConfigError> {
@@ -336,15 +371,19 @@ fn ammo(q: &Layered<'_>) -> Result<AmmoSource, ConfigError> {
     }
 }
 
-fn load_profile(q: &Layered<'_>) -> Result<LoadProfile, ConfigError> {
+/// The load profile, and where its schedule (or stpd path) was written.
+fn load_profile(q: &Layered<'_>, file: &Path) -> Result<(LoadProfile, OptionPlace), ConfigError> {
+    let place =
+        |section: &str, entry: &RawEntry| OptionPlace::new(file, entry.place, section, &entry.key);
     for key in SCHEDULE_KEYS {
         if let Some((section, entry)) = q.entry(key) {
             let schedule = schedule_text(section, entry, *key != "stpd_file")?;
-            return Ok(match *key {
+            let profile = match *key {
                 "rps_schedule" => LoadProfile::Rps(schedule),
                 "instances_schedule" => LoadProfile::Instances(schedule),
                 _ => LoadProfile::StpdFile(convert::expand_user(&schedule)),
-            });
+            };
+            return Ok((profile, place(section, entry)));
         }
     }
     let load_type = q.entry("load_profile.load_type");
@@ -364,16 +403,19 @@ fn load_profile(q: &Layered<'_>) -> Result<LoadProfile, ConfigError> {
         .map_err(|m| entry_error(type_section, type_entry, m))?
         .unwrap_or_default();
     let schedule = schedule_text(section, entry, load_type != "stpd_file")?;
-    match load_type.as_str() {
-        "rps" => Ok(LoadProfile::Rps(schedule)),
-        "instances" => Ok(LoadProfile::Instances(schedule)),
-        "stpd_file" => Ok(LoadProfile::StpdFile(convert::expand_user(&schedule))),
-        other => Err(entry_error(
-            type_section,
-            type_entry,
-            format!("expected `rps`, `instances` or `stpd_file`, found `{other}`"),
-        )),
-    }
+    let profile = match load_type.as_str() {
+        "rps" => LoadProfile::Rps(schedule),
+        "instances" => LoadProfile::Instances(schedule),
+        "stpd_file" => LoadProfile::StpdFile(convert::expand_user(&schedule)),
+        other => {
+            return Err(entry_error(
+                type_section,
+                type_entry,
+                format!("expected `rps`, `instances` or `stpd_file`, found `{other}`"),
+            ))
+        }
+    };
+    Ok((profile, place(section, entry)))
 }
 
 /// The schedule string. A blank schedule is allowed where `blank_ok` (rps and

@@ -104,11 +104,13 @@ pub(crate) fn validate(
             None => ConfigError::new("no [phantom] section (YAML: phantom:): nothing to run"),
         });
     };
-    config.queues.push(queue::build(&Layered::main(main))?);
+    config
+        .queues
+        .push(queue::build(&Layered::main(main), path)?);
     for extra in extras {
         config
             .queues
-            .push(queue::build(&Layered::extra(main, extra))?);
+            .push(queue::build(&Layered::extra(main, extra), path)?);
     }
     origin::check_queue_addresses(raw, &config)?;
     Ok(config)

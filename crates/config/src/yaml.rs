@@ -184,7 +184,9 @@ pub(crate) fn read(text: &str) -> Result<RawConfig, ConfigError> {
     let mut builder = Builder::default();
     let mut parser = Parser::new_from_str(text);
     parser.load(&mut builder, false).map_err(|e| {
-        ConfigError::new(format!("invalid YAML: {}", e.info())).at(Place::Line(e.marker().line()))
+        // At the end of a text without a final newline the parser counts one line more.
+        let line = e.marker().line().min(text.split('\n').count());
+        ConfigError::new(format!("invalid YAML: {}", e.info())).at(Place::Line(line))
     })?;
     if let Some(error) = builder.error {
         return Err(error);
@@ -255,6 +257,14 @@ fn to_raw(node: Node) -> RawValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_at_the_end_names_the_last_line() {
+        let e = read("[a").unwrap_err();
+        assert_eq!(e.line(), Some(1), "{e}");
+        let e = read("phantom:\n  a: [b").unwrap_err();
+        assert_eq!(e.line(), Some(2), "{e}");
+    }
 
     #[test]
     fn plain_scalars_are_typed_and_quoted_ones_are_strings() {

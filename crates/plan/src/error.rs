@@ -19,6 +19,11 @@ pub enum PlanError {
     /// A schedule that is empty, or a config combination the stepper cannot plan.
     #[error("{0}")]
     Config(String),
+    /// A problem with an option's value, located where the config wrote it
+    /// (file, line, section and key): what [`PlanError::Schedule`] becomes
+    /// once the plan knows which config the schedule came from.
+    #[error("{0}")]
+    Located(Box<tank_config::ConfigError>),
     /// Malformed ammo: names the file, the byte offset (in the decompressed
     /// stream for gzip files) and what was expected there.
     #[error("{}: byte {offset}: {message}", path.display())]
@@ -42,6 +47,17 @@ pub enum PlanError {
 }
 
 impl PlanError {
+    /// A [`PlanError::Schedule`] located at `place`, the option it was read from;
+    /// any other error as it is.
+    pub fn located_at(self, place: &tank_config::OptionPlace) -> Self {
+        match self {
+            PlanError::Schedule { step, message, .. } => {
+                PlanError::Located(Box::new(place.error(format!("step `{step}`: {message}"))))
+            }
+            other => other,
+        }
+    }
+
     pub(crate) fn schedule(key: &'static str, step: &str, message: impl Into<String>) -> Self {
         PlanError::Schedule {
             key,

@@ -23,9 +23,9 @@ impl Marker {
         }
     }
 
-    /// Whether markers are the same on every pass over the ammo (no counter, no randomness).
-    pub fn is_repeatable(&self) -> bool {
-        !self.enumerate && self.autocases != Autocases::Uniq
+    /// Whether markers are numbered (`enum_ammo`): then each pass gives new ones.
+    pub fn enumerates(&self) -> bool {
+        self.enumerate
     }
 
     /// The index the next enumerated marker gets.

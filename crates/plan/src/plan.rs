@@ -19,12 +19,14 @@ pub enum Plan {
 
 impl Plan {
     /// Build the plan of `queue`: parse its schedule and open its ammo.
+    /// A schedule error names the config file, line, section and key it was read from.
     pub fn new(queue: &QueueConfig) -> Result<Self> {
         let schedule = match &queue.load_profile {
-            LoadProfile::Rps(text) => Schedule::rps(text)?,
-            LoadProfile::Instances(text) => Schedule::instances(text)?,
+            LoadProfile::Rps(text) => Schedule::rps(text),
+            LoadProfile::Instances(text) => Schedule::instances(text),
             LoadProfile::StpdFile(path) => return Ok(Plan::Stpd(StpdReader::open(path)?)),
-        };
+        }
+        .map_err(|e| e.located_at(&queue.load_profile_at))?;
         let ammo = queue.ammo.as_ref().ok_or_else(|| {
             PlanError::Config(
                 "no ammo: expected `ammofile` or `uris` (only `stpd_file` needs neither)".into(),

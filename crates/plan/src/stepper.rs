@@ -1,9 +1,12 @@
 //! The stepper: pairs a schedule's due times with the ammo stream, applying
 //! markers, `chosen_cases`, `loop` and `ammo_limit` exactly as the reference's
-//! stepper does (section 3 of SEMANTICS.md), with two departures on purpose:
-//! `ammo_limit = M` gives exactly M shots, and inputs on which the reference
-//! would loop forever are errors.
+//! stepper does (section 3 of SEMANTICS.md), with departures on purpose:
+//! `ammo_limit = M` gives exactly M shots, inputs on which the reference
+//! would loop forever are errors, and no plan goes on past
+//! [`MAX_SHOTS`] shots. Every plan ends: the schedule bounds an rps plan, and
+//! the ammo side stops, or fails, as soon as no further pass could give a shot.
 
+use tank_config::limits::{grouped, MAX_SHOTS};
 use tank_config::{AmmoSource, QueueConfig};
 
 use crate::ammo::{show, AmmoReader, Passes, ReadState, Slot};
@@ -52,6 +55,8 @@ pub struct Stepper {
     /// The schedule step of the previous shot (shots are looked up in order).
     step_hint: usize,
     stopped: bool,
+    /// [`MAX_SHOTS`], lower in tests.
+    shot_cap: u64,
 }
 
 impl Stepper {
@@ -103,6 +108,7 @@ impl Stepper {
             seq: 0,
             step_hint: 0,
             stopped: false,
+            shot_cap: MAX_SHOTS,
         })
     }
 
@@ -165,6 +171,16 @@ impl Stepper {
             self.stopped = true;
             return Ok(None);
         }
+        // An rps schedule never gets here (it has at most MAX_SHOTS shots); a plan
+        // whose ammo sets its length (`loop` × a long pass) may.
+        if self.seq >= self.shot_cap {
+            self.stopped = true;
+            return Err(PlanError::Config(format!(
+                "the plan goes on past {} shots, the most one queue may fire: expected a smaller \
+                 `loop`, or an `ammo_limit`",
+                grouped(self.shot_cap)
+            )));
+        }
         self.state.written += 1;
         let seq = self.seq;
         self.seq += 1;
@@ -218,7 +234,11 @@ impl Stepper {
                 None => done >= 1,
                 Some(pass) => done >= pass + 2,
             };
-            if quiet_pass && self.state.passes.unlimited() && !self.may_match_later() {
+            if quiet_pass && !self.may_match_later() {
+                if !self.state.passes.unlimited() {
+                    // The reference would read the remaining passes and find nothing.
+                    return Ok(false);
+                }
                 let chosen: Vec<String> = self.chosen.iter().map(|c| show(c)).collect();
                 return Err(PlanError::Config(format!(
                     "chosen_cases `{}` matched no request in a whole pass over the ammo, and with no `loop` \
@@ -229,9 +249,12 @@ impl Stepper {
         }
     }
 
-    /// With `enum_ammo` the markers change every pass: a chosen `…#N` may still come.
+    /// With `enum_ammo` the markers change every pass: a chosen `…#N` may still
+    /// come, if it is less than [`MAX_SHOTS`] requests away. Other markers are
+    /// the same on every pass (or, with `autocases = uniq`, random: a chosen case
+    /// matches one by chance too rarely to wait for).
     fn may_match_later(&self) -> bool {
-        if self.marker.is_repeatable() {
+        if !self.marker.enumerates() {
             return false;
         }
         let next = self.marker.next_index();
@@ -240,7 +263,62 @@ impl Stepper {
                 .next()
                 .filter(|_| case.contains(&b'#'))
                 .and_then(|n| std::str::from_utf8(n).ok()?.parse::<u64>().ok())
-                .is_some_and(|n| n >= next)
+                .is_some_and(|n| n >= next && n - next < MAX_SHOTS)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use tank_config::{load_str, ConfigFormat, LoadProfile};
+
+    /// A stepper over two chunks read three times under an instances schedule.
+    fn three_passes(dir: &Path, shot_cap: u64) -> Stepper {
+        let ammo = dir.join("ammo");
+        std::fs::write(&ammo, b"5\nGET 1\n5\nGET 2\n").unwrap();
+        let text = format!(
+            "[phantom]\naddress = a:1\ninstances_schedule = start(1)\nloop = 3\nammofile = {}\n",
+            ammo.display()
+        );
+        let mut config = load_str(&text, ConfigFormat::Ini, Path::new("t.ini"), &[]).unwrap();
+        let queue = config.queues.remove(0);
+        let LoadProfile::Instances(schedule) = &queue.load_profile else {
+            unreachable!("an instances schedule")
+        };
+        let schedule = Schedule::instances(schedule).unwrap();
+        let mut stepper = Stepper::new(&queue, schedule, queue.ammo.as_ref().unwrap()).unwrap();
+        stepper.shot_cap = shot_cap;
+        stepper
+    }
+
+    /// Shots until the end, or the error.
+    fn count(mut stepper: Stepper) -> (u64, Option<String>) {
+        let mut shots = 0;
+        loop {
+            match stepper.next_shot() {
+                Ok(Some(_)) => shots += 1,
+                Ok(None) => return (shots, None),
+                Err(e) => return (shots, Some(e.to_string())),
+            }
+        }
+    }
+
+    #[test]
+    fn a_plan_may_reach_the_shot_cap_but_not_pass_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (all, error) = count(three_passes(dir.path(), MAX_SHOTS));
+        assert_eq!((all, error), (6, None));
+        assert_eq!(count(three_passes(dir.path(), all)), (all, None));
+        let (shots, error) = count(three_passes(dir.path(), all - 1));
+        assert_eq!(shots, all - 1);
+        assert_eq!(
+            error.as_deref(),
+            Some(
+                "the plan goes on past 5 shots, the most one queue may fire: expected a smaller \
+                 `loop`, or an `ammo_limit`"
+            )
+        );
     }
 }

@@ -164,4 +164,38 @@ mod tests {
         let error = reader.next_shot().err().unwrap().to_string();
         assert!(error.contains("read 3 bytes instead of 10"), "{error}");
     }
+
+    /// Stpd as tank and the reference write it: tags, empty markers, negative
+    /// times, blank lines before a header, missiles with line breaks.
+    const SEEDS: [&[u8]; 3] = [
+        b"18 0 \nGET / HTTP/1.0\r\n\r\n\n5 333 tag\nGET 1\n",
+        b"\n\n3 -12 x\nabc\n5 7 a#1\nab\ncd\n",
+        b"0 0 \n\n1 99999999999 t\nz\n",
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn fuzzed_stpd_reads_to_an_end_or_a_located_error(
+            bytes in crate::ammo::fuzzing::ammo(&SEEDS),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("fuzz.stpd");
+            std::fs::write(&path, &bytes).unwrap();
+            let mut records = 0u64;
+            let read = StpdReader::open(&path).and_then(|mut reader| {
+                while let Some(shot) = reader.next_shot()? {
+                    if shot.seq != records || records >= bytes.len() as u64 {
+                        // Records are numbered in order, and each takes at least a header line.
+                        return Ok(false);
+                    }
+                    records += 1;
+                }
+                Ok(true)
+            });
+            match read {
+                Ok(in_order) => proptest::prop_assert!(in_order, "record {} out of order or past the end", records),
+                Err(error) => crate::ammo::fuzzing::check_refusal(&error, &path, &bytes)?,
+            }
+        }
+    }
 }

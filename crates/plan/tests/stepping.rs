@@ -79,11 +79,11 @@ fn ammo_limit_gives_exactly_that_many_shots() {
 
 #[test]
 fn ammo_limit_zero_is_an_error_as_in_the_reference() {
+    // The config already refuses it, naming the line; a queue built by hand is refused too.
     let case = Case::new(TWO_CHUNKS);
-    let error = case
-        .shots("rps_schedule = const(10,1s)\nammo_limit = 0")
-        .unwrap_err()
-        .to_string();
+    let mut queue = case.queue("rps_schedule = const(10,1s)");
+    queue.ammo_limit = 0;
+    let error = shots_of(&queue).unwrap_err().to_string();
     assert!(error.contains("ammo_limit = 0"), "{error}");
 }
 
@@ -304,6 +304,73 @@ fn chosen_cases_matching_nothing_is_an_error_not_a_hang() {
             .len(),
         0
     );
+}
+
+/// `options`' shots over `ammo`, on a thread of their own: a plan that does not
+/// end within 20 s fails the test instead of hanging the test run.
+fn shots_within_20s(ammo: &[u8], options: &str) -> Result<Vec<(i64, String, String)>, PlanError> {
+    let case = Case::new(ammo);
+    let queue = case.queue(options);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(shots_of(&queue));
+        drop(case);
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("the plan of `{options}` did not end within 20 s"))
+}
+
+#[test]
+fn a_pass_with_no_requests_under_the_largest_loop_ends_the_plan_at_once() {
+    // The reference reads all 10^11 passes before it ends with nothing.
+    let huge_loop = "loop = 100000000000";
+    for (ammo, ammo_type) in [
+        (&b"no request here\n"[..], "access"),
+        (b"0\n5\nGET 1\n", "phantom"),
+    ] {
+        let options = format!("rps_schedule = const(3,1s)\nammo_type = {ammo_type}\n{huge_loop}");
+        assert_eq!(
+            shots_within_20s(ammo, &options).unwrap().len(),
+            0,
+            "{ammo_type}"
+        );
+        let options =
+            format!("instances_schedule = const(2,1s)\nammo_type = {ammo_type}\n{huge_loop}");
+        assert_eq!(
+            shots_within_20s(ammo, &options).unwrap().len(),
+            0,
+            "{ammo_type}"
+        );
+    }
+}
+
+#[test]
+fn chosen_cases_matching_nothing_under_the_largest_loop_end_the_plan_at_once() {
+    let shots = shots_within_20s(
+        b"5 a\nGET 1\n",
+        "rps_schedule = const(3,1s)\nchosen_cases = zzz\nloop = 100000000000",
+    );
+    assert_eq!(shots.unwrap().len(), 0);
+}
+
+#[test]
+fn an_enumerated_chosen_case_out_of_reach_is_an_error_not_a_hang() {
+    // `#5` comes in the sixth pass over a one-request file.
+    let found = shots_within_20s(
+        b"5\nGET 1\n",
+        "rps_schedule = const(1,1s)\nenum_ammo = 1\nchosen_cases = #5",
+    );
+    assert_eq!(found.unwrap()[0].1, "#5");
+    // `#N` 10^11 requests or more away is never waited for.
+    for far in ["#200000000000", "#18446744073709551615"] {
+        let error = shots_within_20s(
+            b"5\nGET 1\n",
+            &format!("rps_schedule = const(1,1s)\nenum_ammo = 1\nchosen_cases = {far}"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("chosen_cases"), "{far}: {error}");
+    }
 }
 
 #[test]

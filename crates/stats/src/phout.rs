@@ -322,8 +322,151 @@ mod tests {
         }
 
         #[test]
-        fn parser_never_panics(line in proptest::collection::vec(any::<u8>(), 0..120)) {
-            let _ = parse_line(&line);
+        fn any_bytes_parse_or_fail_at_the_first_bad_field(line in proptest::collection::vec(any::<u8>(), 0..120)) {
+            check_first_bad_field(&line)?;
         }
+
+        #[test]
+        fn mutated_lines_parse_or_fail_at_the_first_bad_field(
+            seed in proptest::sample::select(&SEEDS[..]),
+            edits in proptest::collection::vec(field_edit(), 0..4),
+        ) {
+            let mut fields: Vec<Vec<u8>> = seed.split('\t').map(|f| f.as_bytes().to_vec()).collect();
+            for edit in &edits {
+                edit.apply(&mut fields);
+            }
+            check_first_bad_field(&fields.join(&b'\t'))?;
+        }
+    }
+
+    /// Phout lines as tank, phantom (timeout, empty tag) and pandora (one decimal, CRLF) write them.
+    const SEEDS: [&str; 3] = [
+        "1700000000.123\tsearch\t1500\t100\t20\t1300\t80\t1400\t74\t230\t0\t200",
+        "1700000000.004\t\t11000000\t0\t0\t0\t0\t11000000\t74\t0\t110\t0",
+        "1700000001.5\tcase#12\t1\t0\t0\t1\t0\t1\t1\t1\t0\t404\r",
+    ];
+
+    /// Field values at the edges of what a column takes.
+    const VALUES: [&str; 14] = [
+        "",
+        "0",
+        "-1",
+        "1.5",
+        "+5",
+        " 5",
+        "x",
+        "\r",
+        "65535",
+        "65536",
+        "9999999999999999999",
+        "99999999999999999999",
+        "18446744073709551615",
+        "18446744073709551.999",
+    ];
+
+    /// One edit of a line's fields: (which field, as a fraction of their count).
+    #[derive(Debug, Clone)]
+    enum FieldEdit {
+        Replace(f64, &'static str),
+        Remove(f64),
+        Double(f64),
+        Byte(f64, u8),
+    }
+
+    impl FieldEdit {
+        fn apply(&self, fields: &mut Vec<Vec<u8>>) {
+            let at = |f: f64, fields: &Vec<Vec<u8>>| {
+                ((fields.len() as f64 * f) as usize).min(fields.len().saturating_sub(1))
+            };
+            match *self {
+                _ if fields.is_empty() => {}
+                FieldEdit::Replace(f, value) => {
+                    let i = at(f, fields);
+                    fields[i] = value.as_bytes().to_vec();
+                }
+                FieldEdit::Remove(f) => {
+                    let i = at(f, fields);
+                    fields.remove(i);
+                }
+                FieldEdit::Double(f) => {
+                    let i = at(f, fields);
+                    fields.insert(i, fields[i].clone());
+                }
+                FieldEdit::Byte(f, byte) => {
+                    let i = at(f, fields);
+                    fields[i].push(byte);
+                }
+            }
+        }
+    }
+
+    fn field_edit() -> impl Strategy<Value = FieldEdit> {
+        let at = || 0.0..1.0f64;
+        prop_oneof![
+            3 => (at(), proptest::sample::select(&VALUES[..])).prop_map(|(f, v)| FieldEdit::Replace(f, v)),
+            1 => at().prop_map(FieldEdit::Remove),
+            1 => at().prop_map(FieldEdit::Double),
+            1 => (at(), any::<u8>()).prop_map(|(f, b)| FieldEdit::Byte(f, b)),
+        ]
+    }
+
+    /// The phout grammar, field by field: the 1-based field a reader must
+    /// report for `line`, or `None` when the line is good.
+    fn first_bad_field(line: &[u8]) -> Option<usize> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let fields: Vec<&[u8]> = line.split(|b| *b == b'\t').collect();
+        let number = |f: &[u8]| (1..=19).contains(&f.len()) && f.iter().all(u8::is_ascii_digit);
+        let (whole, fraction) = match fields[0].iter().position(|b| *b == b'.') {
+            Some(at) => (&fields[0][..at], &fields[0][at + 1..]),
+            None => (fields[0], &b""[..]),
+        };
+        let millis = (0..3).fold(0, |ms, i| {
+            ms * 10
+                + fraction
+                    .get(i)
+                    .map_or(0, |d| u64::from(d.wrapping_sub(b'0')))
+        });
+        let seconds_fit = number(whole)
+            && fraction.iter().all(u8::is_ascii_digit)
+            && std::str::from_utf8(whole)
+                .ok()
+                .and_then(|w| w.parse::<u64>().ok())
+                .and_then(|s| s.checked_mul(1000))
+                .and_then(|ms| ms.checked_add(millis))
+                .is_some();
+        if !seconds_fit {
+            return Some(1);
+        }
+        if fields.len() < 2 {
+            return Some(2);
+        }
+        for field in 3..=12 {
+            if fields.len() < field || !number(fields[field - 1]) {
+                return Some(field);
+            }
+        }
+        (11..=12).find(|field| {
+            std::str::from_utf8(fields[field - 1])
+                .ok()
+                .and_then(|f| f.parse::<u64>().ok())
+                .is_none_or(|code| code > 65535)
+        })
+    }
+
+    /// `parse_line` agrees with the grammar, and an error names its field by number and name.
+    fn check_first_bad_field(line: &[u8]) -> Result<(), TestCaseError> {
+        let parsed = parse_line(line);
+        prop_assert_eq!(
+            parsed.as_ref().err().map(|e| e.field),
+            first_bad_field(line),
+            "{:?}",
+            String::from_utf8_lossy(line)
+        );
+        if let Err(error) = parsed {
+            prop_assert_eq!(error.name, column_name(error.field - 1));
+            let prefix = format!("phout field {} ({}): ", error.field, error.name);
+            prop_assert!(error.to_string().starts_with(&prefix), "{}", error);
+        }
+        Ok(())
     }
 }

@@ -1048,6 +1048,107 @@ mod tests {
         }
     }
 
+    /// Replies in every framing: length, chunked with extensions and trailers,
+    /// interim 1xx, bodiless statuses, close-delimited, bare LF line ends.
+    const SEEDS: [&[u8]; 6] = [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n10\r\n0123456789abcdef\r\n0\r\nTrailer: a\r\n\r\n",
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n",
+        b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\n\r\nbody until close",
+        b"HTTP/1.1 304 Not Modified\nContent-Length: 10\n\n",
+        b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\nX-A: b\r\n\r\nabcNEXT",
+    ];
+
+    /// Bytes that matter to framing, and numbers at the edges.
+    const SNIPPETS: [&[u8]; 12] = [
+        b"\r\n",
+        b"\n",
+        b"\r",
+        b":",
+        b" ",
+        b"\0",
+        b"HTTP/1.1 ",
+        b"Content-Length: 99999999999999999999\r\n",
+        b"Content-Length: 18446744073709551615\r\n",
+        b"Transfer-Encoding: chunked\r\n",
+        b"ffffffffffffffff\r\n",
+        b"0\r\n\r\n",
+    ];
+
+    /// One mutation: where (a fraction of the length) and what.
+    #[derive(Debug, Clone)]
+    enum Mutation {
+        Flip(f64, u8),
+        Insert(f64, &'static [u8]),
+        Cut(f64, f64),
+        Double(f64, f64),
+    }
+
+    fn mutated_reply() -> impl Strategy<Value = Vec<u8>> {
+        let at = || 0.0..1.0f64;
+        let mutation = prop_oneof![
+            (at(), any::<u8>()).prop_map(|(a, b)| Mutation::Flip(a, b)),
+            (at(), proptest::sample::select(&SNIPPETS[..]))
+                .prop_map(|(a, s)| Mutation::Insert(a, s)),
+            (at(), at()).prop_map(|(a, b)| Mutation::Cut(a, b)),
+            (at(), at()).prop_map(|(a, b)| Mutation::Double(a, b)),
+        ];
+        (
+            proptest::sample::select(&SEEDS[..]),
+            proptest::collection::vec(mutation, 0..4),
+        )
+            .prop_map(|(seed, mutations)| {
+                let mut bytes = seed.to_vec();
+                for m in mutations {
+                    let at = |f: f64| ((bytes.len() as f64) * f) as usize;
+                    match m {
+                        Mutation::Flip(f, b) if !bytes.is_empty() => {
+                            let i = at(f).min(bytes.len() - 1);
+                            bytes[i] = b;
+                        }
+                        Mutation::Flip(..) => {}
+                        Mutation::Insert(f, s) => {
+                            let i = at(f);
+                            bytes.splice(i..i, s.iter().copied());
+                        }
+                        Mutation::Cut(f, g) => {
+                            let (i, j) = (at(f.min(g)), at(f.max(g)));
+                            bytes.drain(i..j);
+                        }
+                        Mutation::Double(f, g) => {
+                            let (i, j) = (at(f.min(g)), at(f.max(g)));
+                            let copy = bytes[i..j].to_vec();
+                            bytes.splice(j..j, copy);
+                        }
+                    }
+                }
+                bytes
+            })
+    }
+
+    /// How feeding `bytes` in pieces cut at `cuts` (then the end of the
+    /// connection) ends: the reply and the bytes it took, or the error.
+    fn outcome(
+        bytes: &[u8],
+        cuts: &[usize],
+        head_request: bool,
+    ) -> Result<(Reply, usize), ReplyError> {
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| (*c).min(bytes.len())).collect();
+        cuts.sort_unstable();
+        cuts.push(bytes.len());
+        let mut reader = ResponseReader::new(Limits::default(), head_request);
+        let mut from = 0;
+        for cut in cuts {
+            if let Some(used) = reader.feed(&bytes[from..cut])? {
+                assert!(used <= cut - from, "used {used} of {} bytes", cut - from);
+                let reply = reader.reply().expect("a complete reply");
+                return Ok((reply, from + used));
+            }
+            from = cut;
+        }
+        Ok((reader.finish_at_eof()?, bytes.len()))
+    }
+
     proptest! {
 
         #[test]
@@ -1058,6 +1159,19 @@ mod tests {
                 let _ = reader.feed(&bytes[split..]);
             }
             let _ = reader.finish_at_eof();
+        }
+
+        #[test]
+        fn a_mutated_reply_reads_the_same_whole_or_in_pieces(
+            bytes in mutated_reply(),
+            cuts in proptest::collection::vec(0usize..400, 0..4),
+            head_request in proptest::bool::weighted(0.1),
+        ) {
+            let whole = outcome(&bytes, &[], head_request);
+            prop_assert_eq!(&outcome(&bytes, &cuts, head_request), &whole);
+            if let Ok((reply, _)) = whole {
+                prop_assert!((100..=999).contains(&reply.status), "status {}", reply.status);
+            }
         }
 
         #[test]

@@ -93,4 +93,21 @@ mod tests {
         assert_eq!(get_request("no quotes"), None);
         assert_eq!(get_request("x \"GET /a HTTP/1.0"), Some(("/a", "1.0")));
     }
+
+    /// Access logs from the corpus.
+    const SEEDS: [&[u8]; 2] = [
+        include_bytes!("../../../../tests/corpus/ammo/access_basic.log"),
+        include_bytes!("../../../../tests/corpus/ammo/access_no_get.log"),
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn fuzzed_access_logs_read_to_an_end_or_a_located_error(
+            bytes in crate::ammo::fuzzing::ammo(&SEEDS),
+        ) {
+            crate::ammo::fuzzing::read_to_end(&bytes, |file| {
+                Ok(crate::ammo::AmmoReader::Access(AccessReader::new(file, &["Host: fuzz".into()])))
+            })?;
+        }
+    }
 }

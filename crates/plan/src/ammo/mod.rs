@@ -5,6 +5,8 @@
 //! one is read, so reading allocates nothing per shot.
 
 mod access;
+#[cfg(test)]
+pub(crate) mod fuzzing;
 mod headers;
 mod passes;
 mod phantom;

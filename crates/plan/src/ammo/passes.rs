@@ -27,16 +27,21 @@ impl Passes {
     }
 
     /// The reference's `inc_loop_count`: count a finished pass and say whether
-    /// another may start. `yielded` tells whether the pass produced anything:
-    /// a pass that produced nothing with no limit would repeat forever in the
-    /// reference, so it is an error here, naming `source`.
+    /// another may start. `yielded` tells whether the pass produced anything.
+    /// A pass that produced nothing will produce nothing again: with no limit
+    /// the reference would read forever, so it is an error here, naming
+    /// `source`; with a limit it would read the remaining passes for nothing,
+    /// so the reading ends here, with the same shots.
     pub fn finish(&mut self, yielded: bool, source: &str) -> Result<bool> {
         self.done += 1;
-        if !yielded && self.unlimited() {
-            return Err(PlanError::Config(format!(
-                "{source}: a whole pass over the ammo gave no requests, and with no `loop` limit it would be \
-                 read forever; expected at least one request (or set `loop`)"
-            )));
+        if !yielded {
+            if self.unlimited() {
+                return Err(PlanError::Config(format!(
+                    "{source}: a whole pass over the ammo gave no requests, and with no `loop` limit it would be \
+                     read forever; expected at least one request (or set `loop`)"
+                )));
+            }
+            return Ok(false);
         }
         Ok(match self.limit {
             Some(limit) if limit != 0 => (self.done as i64) < limit,
@@ -52,4 +57,30 @@ pub struct ReadState {
     pub passes: Passes,
     /// Shots written so far (the uri reader fails a pass when none were).
     pub written: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pass_with_nothing_ends_the_reading_or_is_an_error_without_a_limit() {
+        let mut limited = Passes::new(Some(100_000_000_000));
+        assert_eq!(limited.finish(true, "a").ok(), Some(true));
+        assert_eq!(limited.finish(false, "a").ok(), Some(false));
+        assert_eq!(limited.done(), 2);
+        let mut unlimited = Passes::new(None);
+        assert_eq!(unlimited.finish(true, "a").ok(), Some(true));
+        let error = unlimited.finish(false, "ammo.txt").unwrap_err().to_string();
+        assert!(error.starts_with("ammo.txt: a whole pass"), "{error}");
+        assert!(Passes::new(Some(0)).finish(false, "a").is_err());
+    }
+
+    #[test]
+    fn a_limit_of_l_passes_gives_l_passes() {
+        let mut passes = Passes::new(Some(3));
+        assert_eq!(passes.finish(true, "a").ok(), Some(true));
+        assert_eq!(passes.finish(true, "a").ok(), Some(true));
+        assert_eq!(passes.finish(true, "a").ok(), Some(false));
+    }
 }

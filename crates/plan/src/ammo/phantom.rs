@@ -433,4 +433,37 @@ mod tests {
         );
         assert_eq!(two_fields(b" \t "), (None, None));
     }
+
+    /// Request-style ammo in every shape the corpus has, plain and gzip.
+    const SEEDS: [&[u8]; 9] = [
+        include_bytes!("../../../../tests/corpus/ammo/phantom_tags.ammo"),
+        include_bytes!("../../../../tests/corpus/ammo/phantom_notags.ammo"),
+        include_bytes!("../../../../tests/corpus/ammo/phantom_blank_lines.ammo"),
+        include_bytes!("../../../../tests/corpus/ammo/phantom_crlf.ammo"),
+        include_bytes!("../../../../tests/corpus/ammo/phantom_negative.ammo"),
+        include_bytes!("../../../../tests/corpus/ammo/phantom_size0.ammo"),
+        include_bytes!("../../../../tests/corpus/ammo/phantom_utf8_tag.ammo"),
+        include_bytes!("../../../../tests/corpus/ammo/phantom_sniff_uri.ammo"),
+        include_bytes!("../../../../tests/corpus/ammo/phantom_tags.ammo.gz"),
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn fuzzed_request_style_ammo_reads_to_an_end_or_a_located_error(
+            bytes in crate::ammo::fuzzing::ammo(&SEEDS),
+        ) {
+            // As `ammo_type = phantom` reads a file: sniffed, then read as phantom or uri ammo.
+            crate::ammo::fuzzing::read_to_end(&bytes, |mut file| {
+                let path = file.path().to_path_buf();
+                Ok(match crate::ammo::sniff(&mut file, &path)? {
+                    tank_config::AmmoType::Phantom => crate::ammo::AmmoReader::Phantom(PhantomReader::new(file)),
+                    _ => crate::ammo::AmmoReader::Uri(crate::ammo::uri::UriReader::new(
+                        file,
+                        crate::ammo::headers::HeaderMap::default(),
+                        "1.0",
+                    )),
+                })
+            })?;
+        }
+    }
 }

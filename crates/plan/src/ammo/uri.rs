@@ -74,3 +74,31 @@ impl UriReader {
         Ok(false)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ammo::{fuzzing, AmmoReader};
+    use crate::error::PlanError;
+
+    /// Uri ammo in every shape the corpus has, plain and gzip.
+    const SEEDS: [&[u8]; 7] = [
+        include_bytes!("../../../../tests/corpus/ammo/uri_basic.txt"),
+        include_bytes!("../../../../tests/corpus/ammo/uri_headers.txt"),
+        include_bytes!("../../../../tests/corpus/ammo/uri_spacing.txt"),
+        include_bytes!("../../../../tests/corpus/ammo/uri_header_case.txt"),
+        include_bytes!("../../../../tests/corpus/ammo/uri_utf8.txt"),
+        include_bytes!("../../../../tests/corpus/ammo/uri_indented_header.txt"),
+        include_bytes!("../../../../tests/corpus/ammo/uri_sniff.ammo.gz"),
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn fuzzed_uri_ammo_reads_to_an_end_or_a_located_error(bytes in fuzzing::ammo(&SEEDS)) {
+            fuzzing::read_to_end(&bytes, |file| {
+                let headers = HeaderMap::from_config(&["Host: fuzz".into()]).map_err(PlanError::Config)?;
+                Ok(AmmoReader::Uri(UriReader::new(file, headers, "1.1")))
+            })?;
+        }
+    }
+}

@@ -122,3 +122,28 @@ impl UriPostReader {
         Ok(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ammo::{fuzzing, AmmoReader};
+    use crate::error::PlanError;
+
+    /// Uri+post ammo in every shape the corpus has.
+    const SEEDS: [&[u8]; 4] = [
+        include_bytes!("../../../../tests/corpus/ammo/uripost_basic.txt"),
+        include_bytes!("../../../../tests/corpus/ammo/uripost_crlf.txt"),
+        include_bytes!("../../../../tests/corpus/ammo/uripost_truncated.txt"),
+        include_bytes!("../../../../tests/corpus/ammo/uripost_bad_size.txt"),
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn fuzzed_uripost_ammo_reads_to_an_end_or_a_located_error(bytes in fuzzing::ammo(&SEEDS)) {
+            fuzzing::read_to_end(&bytes, |file| {
+                let headers = HeaderMap::from_config(&["Host: fuzz".into()]).map_err(PlanError::Config)?;
+                Ok(AmmoReader::UriPost(UriPostReader::new(file, headers, "1.1")))
+            })?;
+        }
+    }
+}

@@ -12,6 +12,7 @@ use regex::Regex;
 use crate::duration::parse_duration_ms;
 use crate::error::{PlanError, Result};
 use crate::pynum::py_trunc;
+use tank_config::limits::{grouped, MAX_DURATION_MS, MAX_INSTANCES};
 
 const KEY: &str = "instances_schedule";
 
@@ -64,6 +65,9 @@ impl Segment {
 }
 
 /// Start times of instances, then 0 forever.
+///
+/// Parsing checks the bounds of [`tank_config::limits`]: at most
+/// [`MAX_INSTANCES`] instances, started within [`MAX_DURATION_MS`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct InstancesSchedule {
     segments: Vec<(u64, Segment)>,
@@ -107,14 +111,27 @@ impl InstancesSchedule {
         segment.offset_ms(i - first)
     }
 
-    fn push(&mut self, segment: Segment) -> Result<()> {
+    /// Add the start times of `segment`; `grown` more instances then run.
+    fn push(&mut self, segment: Segment, grown: i64, step: &str) -> Result<()> {
+        self.instances = self
+            .instances
+            .checked_add(grown)
+            .filter(|n| *n <= i64::from(MAX_INSTANCES))
+            .ok_or_else(|| {
+                PlanError::schedule(
+                    KEY,
+                    step,
+                    format!(
+                        "would run more than {} instances: expected at most that many",
+                        grouped(u64::from(MAX_INSTANCES))
+                    ),
+                )
+            })?;
         let len = segment.len();
         if len > 0 {
             self.segments.push((self.starts, segment));
-            self.starts = self
-                .starts
-                .checked_add(len)
-                .ok_or_else(|| PlanError::Config(format!("{KEY}: too many instances")))?;
+            // Every start is an instance, so this stays within MAX_INSTANCES.
+            self.starts += len;
         }
         Ok(())
     }
@@ -131,16 +148,30 @@ impl InstancesSchedule {
                 ),
             )
         })?;
-        self.push(Segment::Repeat {
-            at_ms: self.duration_ms,
-            count,
-        })?;
-        self.instances = add(self.instances, count as i64, step)?;
-        Ok(())
+        let grown = i64::try_from(count).map_err(|_| overflow(step))?;
+        self.push(
+            Segment::Repeat {
+                at_ms: self.duration_ms,
+                count,
+            },
+            grown,
+            step,
+        )
     }
 
     fn wait(&mut self, duration_ms: i64, step: &str) -> Result<()> {
-        self.duration_ms = add(self.duration_ms, duration_ms, step)?;
+        self.duration_ms = self
+            .duration_ms
+            .checked_add(duration_ms)
+            .filter(|ms| *ms <= MAX_DURATION_MS)
+            .ok_or_else(|| {
+                PlanError::schedule(
+                    KEY,
+                    step,
+                    "the schedule would last more than 30 days by the end of this step: \
+                     expected at most 30 days in all",
+                )
+            })?;
         Ok(())
     }
 
@@ -156,12 +187,15 @@ impl InstancesSchedule {
             ));
         }
         let interval_ms = duration_ms as f64 / (count - 1) as f64;
-        self.push(Segment::Ramp {
-            start_ms: self.duration_ms,
-            interval_ms,
-            count: count as u64,
-        })?;
-        self.instances = add(self.instances, count, step)?;
+        self.push(
+            Segment::Ramp {
+                start_ms: self.duration_ms,
+                interval_ms,
+                count: count as u64,
+            },
+            count,
+            step,
+        )?;
         self.wait(duration_ms, step)
     }
 
@@ -185,14 +219,17 @@ impl InstancesSchedule {
         if stairs > 0 {
             // `stairs` times: wait(d) then start(size), as one closed-form segment.
             let first_ms = add(self.duration_ms, duration_ms, step)?;
-            self.push(Segment::Stairs {
-                first_ms,
-                every_ms: duration_ms,
-                per_stair: size as u64,
-                stairs: stairs as u64,
-            })?;
             let grown = stairs.checked_mul(size).ok_or_else(|| overflow(step))?;
-            self.instances = add(self.instances, grown, step)?;
+            self.push(
+                Segment::Stairs {
+                    first_ms,
+                    every_ms: duration_ms,
+                    per_stair: size as u64,
+                    stairs: stairs as u64,
+                },
+                grown,
+                step,
+            )?;
             let waited = stairs
                 .checked_mul(duration_ms)
                 .ok_or_else(|| overflow(step))?;
@@ -240,13 +277,43 @@ impl InstancesSchedule {
             )
         })?;
         let int = |index: usize| -> Result<i64> {
-            caps[index].parse::<i64>().map_err(|_| {
-                PlanError::schedule(KEY, step, format!("`{}` is too large", &caps[index]))
+            let found = caps
+                .get(index)
+                .ok_or_else(|| PlanError::schedule(KEY, step, format!("expected `{usage}`")))?;
+            if super::has_minus_before(params, found.start()) {
+                return Err(PlanError::schedule(
+                    KEY,
+                    step,
+                    format!(
+                        "`-{}` is negative: expected a number of instances, 0 or more",
+                        found.as_str()
+                    ),
+                ));
+            }
+            found.as_str().parse::<i64>().map_err(|_| {
+                PlanError::schedule(
+                    KEY,
+                    step,
+                    format!(
+                        "`{}` is too large: expected at most {} instances",
+                        found.as_str(),
+                        grouped(u64::from(MAX_INSTANCES))
+                    ),
+                )
             })
         };
         // The duration is the last group. Its pattern repeats a token, so (as in
         // the reference) only the last token counts: `ramp(5, 1m30s)` lasts 30 s.
         let duration = || -> Result<i64> {
+            // Only `wait(...)` has nothing before its duration but the `(`.
+            let whole = caps.get(0).map_or(0, |m| m.start());
+            if name == "wait" && super::has_minus_before(params, whole) {
+                return Err(PlanError::schedule(
+                    KEY,
+                    step,
+                    "the duration is negative: expected a duration of 0 or more",
+                ));
+            }
             let last = &caps[caps.len() - 1];
             parse_duration_ms(last).map_err(|message| PlanError::schedule(KEY, step, message))
         };
@@ -361,6 +428,81 @@ mod tests {
     fn decimal_count_is_searched_past_the_dot_like_the_reference() {
         // `(\d+),` searched in "1.5, 2s)" finds "5,".
         assert_eq!(take("ramp(1.5, 2s)", 6), [0, 500, 1000, 1500, 2000, 0]);
+    }
+
+    /// The error for `schedule`, which must name `step`.
+    fn rejected(schedule: &str, step: &str) -> String {
+        match InstancesSchedule::parse(&split_steps(schedule)) {
+            Ok(_) => panic!("{schedule} was accepted"),
+            Err(PlanError::Schedule {
+                step: named,
+                message,
+                ..
+            }) => {
+                assert_eq!(named, step, "{schedule}: {message}");
+                message
+            }
+            Err(other) => panic!("{schedule}: not a schedule error: {other}"),
+        }
+    }
+
+    fn instances(schedule: &str) -> i64 {
+        InstancesSchedule::parse(&split_steps(schedule))
+            .unwrap_or_else(|e| panic!("{schedule}: {e}"))
+            .instances()
+    }
+
+    #[test]
+    fn every_step_starts_at_most_a_million_instances_in_all() {
+        for at_bound in [
+            "const(1000000,1s)",
+            "ramp(1000000,1s)",
+            "line(1,1000000,1s)",
+            "step(0,1000000,1000,1s)",
+            "start(1000000)",
+            "const(500000,1s) start(500000)",
+        ] {
+            assert_eq!(instances(at_bound), 1_000_000, "{at_bound}");
+        }
+        let message = rejected("const(1000001,1s)", "const(1000001,1s)");
+        assert_eq!(
+            message,
+            "would run more than 1,000,000 instances: expected at most that many"
+        );
+        rejected("ramp(1000001,1s)", "ramp(1000001,1s)");
+        rejected("line(1,1000001,1s)", "line(1,1000001,1s)");
+        rejected("step(0,1000001,1000,1s)", "step(0,1000001,1000,1s)");
+        rejected("step(1,4000000000,1,1s)", "step(1,4000000000,1,1s)");
+        rejected("const(500000,1s) start(500001)", "start(500001)");
+        let message = rejected(
+            "const(99999999999999999999,1s)",
+            "const(99999999999999999999,1s)",
+        );
+        assert!(message.contains("at most 1,000,000 instances"), "{message}");
+    }
+
+    #[test]
+    fn the_schedule_lasts_at_most_30_days() {
+        let plan = InstancesSchedule::parse(&split_steps("ramp(2,15d) wait(15d)")).unwrap();
+        assert_eq!(plan.duration_ms(), MAX_DURATION_MS);
+        let message = rejected("ramp(2,15d) wait(15d) wait(0.001s)", "wait(0.001s)");
+        assert!(message.contains("more than 30 days"), "{message}");
+        rejected("const(5,2592000.001s)", "const(5,2592000.001s)");
+        rejected("step(1,5,1,10d)", "step(1,5,1,10d)");
+    }
+
+    #[test]
+    fn a_minus_sign_the_reference_would_drop_is_an_error() {
+        let message = rejected("const(-5,1s)", "const(-5,1s)");
+        assert_eq!(
+            message,
+            "`-5` is negative: expected a number of instances, 0 or more"
+        );
+        rejected("ramp(3,1s) start(-3)", "start(-3)");
+        rejected("line(2,-9,1s)", "line(2,-9,1s)");
+        let message = rejected("wait(-5s)", "wait(-5s)");
+        assert!(message.contains("negative"), "{message}");
+        assert_eq!(take("wait(x5s) start(1)", 1), [5000]);
     }
 
     proptest! {

@@ -36,6 +36,13 @@ fn split_call<'a>(key: &'static str, step: &'a str) -> Result<(&'a str, &'a str)
     }
 }
 
+/// Whether the number found at byte `at` of a step's arguments has a `-` right
+/// before it. The reference's patterns have no sign and are searched, not
+/// anchored, so it silently reads `const(-5,1s)` as `const(5,1s)`; tank refuses.
+fn has_minus_before(params: &str, at: usize) -> bool {
+    at > 0 && params.as_bytes().get(at - 1) == Some(&b'-')
+}
+
 /// A parsed schedule of either model.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Schedule {
@@ -134,11 +141,179 @@ mod tests {
         assert!(is_blank(" \n "));
     }
 
+    use tank_config::limits::{MAX_DURATION_MS, MAX_INSTANCES, MAX_SHOTS, MAX_STEPS};
+
+    /// Schedule text near the syntax: every step kind (and junk), numbers at and
+    /// past the bounds, signs, fractions, durations in every unit, a missing `)`.
+    fn schedule_text() -> impl Strategy<Value = String> {
+        let number = prop_oneof![
+            8 => "[0-9]{1,3}",
+            3 => "[0-9]{1,3}\\.[0-9]{0,3}",
+            1 => "-[0-9]{1,11}",
+            1 => proptest::sample::select(vec![
+                "0", "10000000", "10000001", "1000000", "1000001", "4294967296",
+                "9223372036854775807", "99999999999999999999999999", ".", "1.2.3", "", "1e5", "x2",
+            ])
+            .prop_map(str::to_owned),
+        ];
+        let duration = prop_oneof![
+            8 => "[0-9]{1,4}(\\.[0-9])?[dhms]?",
+            1 => proptest::sample::select(vec![
+                "30d", "2592000s", "2592000.001s", "4294967296s", "1m30s", "0", "-1s", "1ms", "",
+            ])
+            .prop_map(str::to_owned),
+        ];
+        // Each kind with its own arity most of the time: (name, numbers before the duration).
+        let kind = |names: Vec<(&'static str, usize)>| {
+            prop_oneof![
+                8 => proptest::sample::select(names).prop_map(|(name, arity)| (name, Some(arity))),
+                1 => proptest::sample::select(vec!["const", "line", "step", "ramp", "wait", "start", "Const", ""])
+                    .prop_map(|name| (name, None)),
+            ]
+        };
+        let rps = kind(vec![("const", 1), ("line", 2), ("step", 3)]);
+        let instances = kind(vec![
+            ("const", 1),
+            ("line", 2),
+            ("step", 3),
+            ("ramp", 1),
+            ("wait", 0),
+            ("start", 1),
+        ]);
+        let step = |kind: BoxedStrategy<(&'static str, Option<usize>)>| {
+            (
+                kind,
+                proptest::collection::vec(number.clone(), 0..4),
+                duration.clone(),
+                proptest::sample::select(vec![",", ",", ",", ",", ",", ", ", ",\n", " ,"]),
+                proptest::sample::select(vec![")", ")", ")", ")", ")", ")", ")", ""]),
+            )
+                .prop_map(|((name, arity), mut numbers, duration, comma, close)| {
+                    if let Some(arity) = arity {
+                        numbers.resize(arity, "2".to_owned());
+                    }
+                    if name != "start" || arity.is_none() {
+                        numbers.push(duration);
+                    }
+                    format!("{name}({}{close}", numbers.join(comma))
+                })
+        };
+        (
+            prop_oneof![
+                proptest::collection::vec(step(rps.boxed()), 0..4),
+                proptest::collection::vec(step(instances.boxed()), 0..4),
+            ],
+            proptest::sample::select(vec![" ", "\n", ""]),
+        )
+            .prop_map(|(steps, gap)| steps.join(gap))
+    }
+
+    /// A refusal names one of the steps as split, and says what was wrong.
+    fn check_refusal(text: &str, error: PlanError) -> Result<(), TestCaseError> {
+        let PlanError::Schedule { step, message, .. } = error else {
+            return Err(TestCaseError::fail(format!("{text:?}: {error}")));
+        };
+        prop_assert!(
+            split_steps(text).contains(&step),
+            "{:?} names `{}`",
+            text,
+            step
+        );
+        prop_assert!(!message.is_empty());
+        Ok(())
+    }
+
+    /// Shots `i` of a schedule to look at: the ends, the middle, and around them.
+    fn probes(len: u64) -> Vec<u64> {
+        let mut at = vec![
+            0,
+            1,
+            len / 2,
+            len / 2 + 1,
+            len.saturating_sub(2),
+            len.saturating_sub(1),
+        ];
+        at.retain(|i| *i < len);
+        at
+    }
+
+    fn check_accepted(text: &str, schedule: &Schedule) -> Result<(), TestCaseError> {
+        let duration = schedule.duration_ms();
+        prop_assert!(
+            (0..=MAX_DURATION_MS).contains(&duration),
+            "{:?}: {} ms",
+            text,
+            duration
+        );
+        match schedule {
+            Schedule::Rps(plan) => {
+                prop_assert!(plan.len() <= MAX_SHOTS, "{:?}: {} shots", text, plan.len());
+                prop_assert!(plan.steps().count() <= MAX_STEPS);
+                for i in probes(plan.len()) {
+                    let at = plan.offset_ms(i);
+                    prop_assert!(
+                        at.is_some_and(|ms| (0..=duration).contains(&ms)),
+                        "{:?}: shot {} at {:?}",
+                        text,
+                        i,
+                        at
+                    );
+                    if i + 1 < plan.len() {
+                        prop_assert!(
+                            plan.offset_ms(i + 1) >= at,
+                            "{:?}: shot {} before shot {}",
+                            text,
+                            i + 1,
+                            i
+                        );
+                    }
+                }
+                prop_assert_eq!(plan.offset_ms(plan.len()), None);
+            }
+            Schedule::Instances(plan) => {
+                prop_assert!(
+                    (0..=i64::from(MAX_INSTANCES)).contains(&plan.instances()),
+                    "{:?}",
+                    text
+                );
+                prop_assert_eq!(plan.starts(), plan.instances() as u64);
+                for i in probes(plan.starts()) {
+                    let at = plan.offset_ms(i);
+                    prop_assert!(
+                        (0..=duration).contains(&at),
+                        "{:?}: start {} at {}",
+                        text,
+                        i,
+                        at
+                    );
+                }
+                prop_assert_eq!(plan.offset_ms(plan.starts()), 0);
+            }
+        }
+        Ok(())
+    }
+
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
         #[test]
-        fn parsers_never_panic(text in "[a-z(),.0-9 \\n\\t]{0,60}") {
-            let _ = Schedule::rps(&text).map(|s| s.offset_ms(0));
-            let _ = Schedule::instances(&text).map(|s| s.offset_ms(3));
+        fn near_valid_schedules_are_within_bounds_or_refused_naming_a_step(text in schedule_text()) {
+            for parsed in [Schedule::rps(&text), Schedule::instances(&text)] {
+                match parsed {
+                    Ok(schedule) => check_accepted(&text, &schedule)?,
+                    Err(error) => check_refusal(&text, error)?,
+                }
+            }
+        }
+
+        #[test]
+        fn any_text_is_within_bounds_or_refused_naming_a_step(text in "\\PC{0,80}") {
+            for parsed in [Schedule::rps(&text), Schedule::instances(&text)] {
+                match parsed {
+                    Ok(schedule) => check_accepted(&text, &schedule)?,
+                    Err(error) => check_refusal(&text, error)?,
+                }
+            }
         }
     }
 }

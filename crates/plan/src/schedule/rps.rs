@@ -12,6 +12,7 @@ use regex::Regex;
 use crate::duration::parse_duration_ms;
 use crate::error::{PlanError, Result};
 use crate::pynum::{py_float, py_trunc};
+use tank_config::limits::{grouped, MAX_DURATION_MS, MAX_RPS, MAX_SHOTS, MAX_STEPS};
 
 const KEY: &str = "rps_schedule";
 
@@ -72,7 +73,7 @@ impl RpsStep {
                 ..
             } => (to + from) / 2.0 * duration_s,
         };
-        // Saturates: an absurd count is caught by the caller's overflow check.
+        // Saturates: an absurd count is caught by the schedule's shot limit.
         py_trunc(count).map_or(u64::MAX, |n| n.max(0) as u64)
     }
 
@@ -133,6 +134,11 @@ struct Segment {
 }
 
 /// A whole rps schedule: its steps with their starting offsets and shot indices.
+///
+/// Parsing checks the bounds of [`tank_config::limits`]: every rate at most
+/// [`MAX_RPS`], the schedule at most [`MAX_DURATION_MS`] long, with at most
+/// [`MAX_SHOTS`] shots in at most [`MAX_STEPS`] steps, so every schedule that
+/// parses ends, and soon enough to be run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpsSchedule {
     segments: Vec<Segment>,
@@ -143,38 +149,65 @@ pub struct RpsSchedule {
 impl RpsSchedule {
     /// Parse the steps (already split by [`super::split_steps`]).
     pub fn parse(steps: &[String]) -> Result<Self> {
-        let mut parsed = Vec::with_capacity(steps.len());
+        let mut schedule = RpsSchedule {
+            segments: Vec::with_capacity(steps.len()),
+            len: 0,
+            duration_ms: 0,
+        };
+        let mut parsed = Vec::new();
         for step in steps {
-            parse_step(step, &mut parsed)?;
+            parsed.clear();
+            parse_step(step, schedule.segments.len(), &mut parsed)?;
+            for one in parsed.drain(..) {
+                schedule.push(one, step)?;
+            }
         }
-        Self::from_steps(parsed)
+        Ok(schedule)
     }
 
-    /// Lay the steps end to end.
-    pub fn from_steps(steps: Vec<RpsStep>) -> Result<Self> {
-        let mut segments = Vec::with_capacity(steps.len());
-        let (mut first, mut base_ms) = (0u64, 0i64);
-        for step in steps {
-            let len = step.len();
-            let duration = step.duration_ms();
-            segments.push(Segment {
-                step,
-                first,
-                len,
-                base_ms,
-            });
-            first = first
-                .checked_add(len)
-                .ok_or_else(|| PlanError::Config(format!("{KEY}: too many shots")))?;
-            base_ms = base_ms
-                .checked_add(duration)
-                .ok_or_else(|| PlanError::Config(format!("{KEY}: the schedule is too long")))?;
+    /// Lay `step` after the steps so far; `text` is the step as written, for errors.
+    fn push(&mut self, step: RpsStep, text: &str) -> Result<()> {
+        if self.segments.len() >= MAX_STEPS {
+            return Err(too_many_steps(text));
         }
-        Ok(RpsSchedule {
-            segments,
-            len: first,
-            duration_ms: base_ms,
-        })
+        let len = step.len();
+        let duration = step.duration_ms();
+        let first = self.len;
+        self.len = self
+            .len
+            .checked_add(len)
+            .filter(|n| *n <= MAX_SHOTS)
+            .ok_or_else(|| {
+                PlanError::schedule(
+                    KEY,
+                    text,
+                    format!(
+                        "the schedule would fire more than {} shots by the end of this step: expected at most \
+                         that many in one queue (a lower rate or a shorter duration)",
+                        grouped(MAX_SHOTS)
+                    ),
+                )
+            })?;
+        let base_ms = self.duration_ms;
+        self.duration_ms = self
+            .duration_ms
+            .checked_add(duration)
+            .filter(|ms| *ms <= MAX_DURATION_MS)
+            .ok_or_else(|| {
+                PlanError::schedule(
+                    KEY,
+                    text,
+                    "the schedule would last more than 30 days by the end of this step: \
+                     expected at most 30 days in all",
+                )
+            })?;
+        self.segments.push(Segment {
+            step,
+            first,
+            len,
+            base_ms,
+        });
+        Ok(())
     }
 
     /// Total number of shots.
@@ -242,7 +275,9 @@ fn number_re() -> &'static [Regex; 3] {
     })
 }
 
-fn parse_step(step: &str, out: &mut Vec<RpsStep>) -> Result<()> {
+/// Parse one step into `out` (a stairway gives one step per stair); `before`
+/// steps are already in the schedule.
+fn parse_step(step: &str, before: usize, out: &mut Vec<RpsStep>) -> Result<()> {
     let (name, params) = super::split_call(KEY, step)?;
     let (pattern, usage) = match name {
         "const" => (&number_re()[0], "const(rps, duration)"),
@@ -272,27 +307,84 @@ fn parse_step(step: &str, out: &mut Vec<RpsStep>) -> Result<()> {
     let groups = caps.len() - 1;
     let mut numbers = [0.0f64; 3];
     for (slot, index) in numbers.iter_mut().zip(1..groups) {
-        let text = &caps[index];
+        let Some(found) = caps.get(index) else {
+            continue;
+        };
+        let text = found.as_str();
+        // The pattern has no sign, so the reference reads `-5` as 5: refuse it instead.
+        if super::has_minus_before(params, found.start()) {
+            return Err(PlanError::schedule(
+                KEY,
+                step,
+                format!("`-{text}` is negative: expected a number of 0 or more"),
+            ));
+        }
         *slot = py_float(text)
             .ok_or_else(|| PlanError::schedule(KEY, step, format!("`{text}` is not a number")))?;
     }
     let duration_ms = parse_duration_ms(&caps[groups])
         .map_err(|message| PlanError::schedule(KEY, step, message))?;
+    if duration_ms > MAX_DURATION_MS {
+        return Err(PlanError::schedule(
+            KEY,
+            step,
+            format!(
+                "`{}` is longer than 30 days: expected a duration of at most 30d",
+                &caps[groups]
+            ),
+        ));
+    }
+    // The rates: const's one, line's and step's first two (step's third is its increment).
+    let rates = if name == "const" { 1 } else { 2 };
+    if let Some(index) = (0..rates).find(|i| numbers[*i] > MAX_RPS) {
+        return Err(PlanError::schedule(
+            KEY,
+            step,
+            format!(
+                "rate `{}` is too high: expected at most {} shots a second in one queue \
+                 (spread a larger load over several queues)",
+                &caps[index + 1],
+                grouped(MAX_RPS as u64)
+            ),
+        ));
+    }
     match name {
         "const" => out.push(RpsStep::constant(numbers[0], duration_ms)),
         "line" => out.push(RpsStep::line(numbers[0], numbers[1], duration_ms, step)?),
-        _ => stairway(numbers[0], numbers[1], numbers[2], duration_ms, step, out)?,
+        _ => stairway(
+            numbers[0],
+            numbers[1],
+            numbers[2],
+            duration_ms,
+            MAX_STEPS.saturating_sub(before),
+            step,
+            out,
+        )?,
     }
     Ok(())
 }
 
+fn too_many_steps(step: &str) -> PlanError {
+    PlanError::schedule(
+        KEY,
+        step,
+        format!(
+            "the schedule would have more than {} steps (each stair of a `step` counts): \
+             expected at most that many",
+            grouped(MAX_STEPS as u64)
+        ),
+    )
+}
+
 /// `step(from, to, increment, duration)`: const stairs from `from` toward `to`,
 /// plus a last stair at exactly `to` when the increment does not land on it.
+/// At most `room` stairs fit in the schedule.
 fn stairway(
     from: f64,
     to: f64,
     increment: f64,
     duration_ms: i64,
+    room: usize,
     step: &str,
     out: &mut Vec<RpsStep>,
 ) -> Result<()> {
@@ -304,9 +396,11 @@ fn stairway(
             "the increment must not be 0",
         ));
     }
+    // `stairs + 1` stairs, and maybe one more at `to`.
     let stairs = py_trunc((to - from) / increment)
-        .filter(|n| (0..=10_000_000).contains(n))
-        .ok_or_else(|| PlanError::schedule(KEY, step, "too many stairs (at most 10,000,000)"))?;
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| *n < room)
+        .ok_or_else(|| too_many_steps(step))?;
     for i in 0..=stairs {
         out.push(RpsStep::constant(from + i as f64 * increment, duration_ms));
     }
@@ -384,6 +478,112 @@ mod tests {
         assert!(RpsSchedule::parse(&split_steps("ramp(1,1s)")).is_err());
         assert!(RpsSchedule::parse(&split_steps("line(1,2,0s)")).is_err());
         assert!(RpsSchedule::parse(&split_steps("step(1,2,0,1s)")).is_err());
+    }
+
+    fn parsed(schedule: &str) -> RpsSchedule {
+        RpsSchedule::parse(&split_steps(schedule)).unwrap_or_else(|e| panic!("{schedule}: {e}"))
+    }
+
+    /// The error for `schedule`, which must name `step`.
+    fn rejected(schedule: &str, step: &str) -> String {
+        match RpsSchedule::parse(&split_steps(schedule)) {
+            Ok(_) => panic!("{schedule} was accepted"),
+            Err(PlanError::Schedule {
+                step: named,
+                message,
+                ..
+            }) => {
+                assert_eq!(named, step, "{schedule}: {message}");
+                message
+            }
+            Err(other) => panic!("{schedule}: not a schedule error: {other}"),
+        }
+    }
+
+    #[test]
+    fn rates_are_bounded_at_ten_million_a_second() {
+        assert_eq!(parsed("const(10000000,1s)").len(), 10_000_000);
+        assert_eq!(parsed("line(0,10000000,1s)").len(), 5_000_000);
+        assert_eq!(parsed("step(10000000,1,9999999,0.001s)").len(), 10_000);
+        let message = rejected("const(10000001,1s)", "const(10000001,1s)");
+        assert_eq!(
+            message,
+            "rate `10000001` is too high: expected at most 10,000,000 shots a second in one queue \
+             (spread a larger load over several queues)"
+        );
+        rejected("line(1,10000000.5,1s)", "line(1,10000000.5,1s)");
+        rejected("line(10000001,0,1s)", "line(10000001,0,1s)");
+        rejected(
+            "step(1,10000001,10000000,1s)",
+            "step(1,10000001,10000000,1s)",
+        );
+    }
+
+    #[test]
+    fn a_minus_sign_the_reference_would_drop_is_an_error() {
+        let message = rejected("const(2,1s) const(-9999999999,1s)", "const(-9999999999,1s)");
+        assert_eq!(
+            message,
+            "`-9999999999` is negative: expected a number of 0 or more"
+        );
+        rejected("line(1,-2,1s)", "line(1,-2,1s)");
+        rejected("step(1,5,-1,1s)", "step(1,5,-1,1s)");
+        rejected("const(x-2,1s)", "const(x-2,1s)");
+        // Other junk before a number is skipped, as the reference skips it.
+        assert_eq!(parsed("const(x2,1s)").len(), 2);
+    }
+
+    #[test]
+    fn steps_and_schedules_last_at_most_30_days() {
+        assert_eq!(parsed("const(1,2592000s)").duration_ms(), MAX_DURATION_MS);
+        assert_eq!(parsed("line(1,2,30d)").duration_ms(), MAX_DURATION_MS);
+        let message = rejected("const(1,2592000.001s)", "const(1,2592000.001s)");
+        assert_eq!(
+            message,
+            "`2592000.001s` is longer than 30 days: expected a duration of at most 30d"
+        );
+        rejected("const(5,4294967296s)", "const(5,4294967296s)");
+        assert_eq!(
+            parsed("const(1,15d) const(1,15d)").duration_ms(),
+            MAX_DURATION_MS
+        );
+        let message = rejected(
+            "const(1,15d) const(1,15d) const(0,0.001s)",
+            "const(0,0.001s)",
+        );
+        assert!(message.contains("more than 30 days"), "{message}");
+    }
+
+    #[test]
+    fn a_queue_plans_at_most_a_hundred_billion_shots() {
+        assert_eq!(parsed("const(10000000,10000s)").len(), MAX_SHOTS);
+        let message = rejected("const(10000000,10000s) const(1,1s)", "const(1,1s)");
+        assert!(
+            message.contains("more than 100,000,000,000 shots"),
+            "{message}"
+        );
+        rejected("const(10000000,10000.001s)", "const(10000000,10000.001s)");
+    }
+
+    #[test]
+    fn a_schedule_has_at_most_a_hundred_thousand_steps() {
+        assert_eq!(parsed("step(1,100000,1,0.001s)").steps().count(), MAX_STEPS);
+        assert_eq!(
+            parsed("step(1,99999,1,0.001s) const(1,0.001s)")
+                .steps()
+                .count(),
+            MAX_STEPS
+        );
+        let message = rejected("step(1,100001,1,0.001s)", "step(1,100001,1,0.001s)");
+        assert!(message.contains("more than 100,000 steps"), "{message}");
+        rejected(
+            "step(1,99999,1,0.001s) const(1,0.001s) const(1,0.001s)",
+            "const(1,0.001s)",
+        );
+        rejected(
+            "step(0,10000000,0.0000001,0.001s)",
+            "step(0,10000000,0.0000001,0.001s)",
+        );
     }
 
     proptest! {

@@ -635,10 +635,159 @@ mod tests {
         assert!(!parse_mask("0").unwrap().matches(10));
     }
 
+    /// The kind each criterion name gives.
+    fn name_of(kind: &Kind) -> &'static str {
+        match kind {
+            Kind::Time { .. } => "time",
+            Kind::Http { .. } => "http",
+            Kind::Net { .. } => "net",
+            Kind::Quantile { .. } => "quantile",
+            Kind::Limit { .. } => "limit",
+            Kind::Instances { .. } => "instances",
+            Kind::TotalTime { .. } => "total_time",
+            Kind::TotalHttp { .. } => "total_http",
+            Kind::TotalNet { .. } => "total_net",
+            Kind::NegativeHttp { .. } => "negative_http",
+            Kind::NegativeNet { .. } => "negative_net",
+            Kind::HttpTrend { .. } => "http_trend",
+            Kind::SteadyCumulative { .. } => "steady_cumulative",
+        }
+    }
+
+    /// A criterion is read as written, or refused naming it, the parameter at
+    /// fault (one that exists) and what was expected.
+    fn check(text: &str) -> Result<(), TestCaseError> {
+        match parse(text) {
+            Ok(criterion) => {
+                prop_assert_eq!(&criterion.text, text.trim());
+                let name = text
+                    .split('(')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_ascii_lowercase();
+                prop_assert_eq!(name_of(&criterion.kind), name);
+            }
+            Err(error) => {
+                prop_assert_eq!(&error.criterion, text);
+                prop_assert!(!error.problem.is_empty());
+                if let Some(rest) = error.problem.strip_prefix("parameter ") {
+                    let n: usize = rest
+                        .split(' ')
+                        .next()
+                        .unwrap_or_default()
+                        .parse()
+                        .unwrap_or(0);
+                    let inside = text
+                        .split_once('(')
+                        .and_then(|(_, r)| r.split_once(')'))
+                        .map_or("", |(i, _)| i);
+                    prop_assert!((1..=inside.split(',').count()).contains(&n), "{}", error);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What a criterion's parameter is.
+    #[derive(Debug, Clone, Copy)]
+    enum Param {
+        Mask,
+        Level,
+        Time,
+        Quantile,
+        Ratio,
+    }
+
+    /// Criteria near the syntax: every criterion with its own parameters (each
+    /// now and then replaced by one at or past what it takes), in any case,
+    /// with or without a tag, a `)`, or junk after it.
+    fn criterion_text() -> impl Strategy<Value = String> {
+        use Param::*;
+        const JUNK: &[&str] = &[
+            "5yy",
+            "123456",
+            "-1",
+            "1e3%",
+            "ten",
+            "1.5s",
+            "10q",
+            "99999999999999999999w",
+            "",
+            " ",
+            "97",
+            "7",
+            "search",
+        ];
+        let forms: Vec<(&str, Vec<Param>)> = vec![
+            ("time", vec![Time, Time]),
+            ("http", vec![Mask, Level, Time]),
+            ("net", vec![Mask, Level, Time]),
+            ("quantile", vec![Quantile, Time, Time]),
+            ("limit", vec![Time]),
+            ("instances", vec![Level, Time]),
+            ("total_time", vec![Time, Ratio, Time]),
+            ("total_http", vec![Mask, Level, Time]),
+            ("total_net", vec![Mask, Level, Time]),
+            ("negative_http", vec![Mask, Level, Time]),
+            ("negative_net", vec![Mask, Level, Time]),
+            ("http_trend", vec![Mask, Time]),
+            ("steady_cumulative", vec![Time]),
+            ("metric_higher", vec![Time, Time, Time, Time]),
+        ];
+        let pick = |pool: &'static [&'static str]| {
+            prop_oneof![
+                6 => proptest::sample::select(pool),
+                1 => proptest::sample::select(JUNK),
+            ]
+        };
+        let drawn = (
+            pick(&["5xx", "2x0", "404", "xx", "0"]),
+            pick(&["10%", "5", "0", "100.5%"]),
+            pick(&["1s", "500ms", "1m30s", "3", "1h1m"]),
+            pick(&["95", "99.5", "50", "100"]),
+            pick(&["70%", "0%"]),
+        );
+        (
+            proptest::sample::select(forms),
+            proptest::collection::vec(drawn, 4),
+            proptest::sample::select(vec!["", "", ", search", ", x, y"]),
+            proptest::sample::select(vec![",", ",", ", ", " , "]),
+            proptest::sample::select(vec![")", ")", ")", ")", ") tail", "", "))"]),
+            proptest::sample::select(vec![false, false, false, true]),
+        )
+            .prop_map(|((name, params), drawn, tag, comma, close, upper)| {
+                let params: Vec<&str> = params
+                    .iter()
+                    .zip(&drawn)
+                    .map(
+                        |(param, (mask, level, time, quantile, ratio))| match param {
+                            Mask => *mask,
+                            Level => *level,
+                            Time => *time,
+                            Quantile => *quantile,
+                            Ratio => *ratio,
+                        },
+                    )
+                    .collect();
+                let name = if upper {
+                    name.to_ascii_uppercase()
+                } else {
+                    name.to_owned()
+                };
+                format!("{name}({}{tag}{close}", params.join(comma))
+            })
+    }
+
     proptest! {
         #[test]
-        fn parser_never_panics(text in "\\PC{0,40}") {
-            let _ = parse(&text);
+        fn any_text_is_read_or_refused_naming_the_criterion(text in "\\PC{0,40}") {
+            check(&text)?;
+        }
+
+        #[test]
+        fn near_valid_criteria_are_read_or_refused_naming_the_parameter(text in criterion_text()) {
+            check(&text)?;
         }
 
         #[test]
