@@ -233,7 +233,9 @@ fn closed_model_reads_the_ammo_once_per_loop() {
         .collect();
     let span = starts.iter().cloned().fold(f64::MIN, f64::max)
         - starts.iter().cloned().fold(f64::MAX, f64::min);
-    assert!((0.9..5.0).contains(&span), "shots span {span} s");
+    // The first shot may start late on a busy machine; the second instance's
+    // start is held until a second after the schedule's start all the same.
+    assert!((0.5..5.0).contains(&span), "shots span {span} s");
 }
 
 #[test]

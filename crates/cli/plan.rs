@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use tank_config::{AmmoSource, LoadProfile, Override, QueueConfig, TestConfig};
 use tank_plan::schedule::{self, RpsStep};
 use tank_plan::writer::OffThreadWriter;
-use tank_plan::{stpd, Plan, PlanError, Schedule, Summary};
+use tank_plan::{stpd, Plan, Schedule, Summary};
 
 /// Run `tank plan`.
 pub fn run(
@@ -20,6 +20,15 @@ pub fn run(
     overrides: &[Override],
 ) -> Result<()> {
     let config = tank_config::load(config_path, overrides)?;
+    for warning in &config.warnings {
+        eprintln!("tank: warning: {warning}");
+    }
+    // Everything `tank -c` would reject before its first shot, rejected here too.
+    let instances = config.queues.iter().map(|q| u64::from(q.instances)).sum();
+    tank_run::autostop_for(&config, instances)?;
+    for queue in &config.queues {
+        tank_engine::check_queue(queue, config.origin.is_some())?;
+    }
     let queues = select_queues(&config, section)?;
     if stpd_out.is_some() && queues.len() > 1 {
         let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
@@ -32,21 +41,19 @@ pub fn run(
     }
     let mut report = String::new();
     for queue in queues {
-        let context = || format!("{} [{}]", config_path.display(), queue.name);
         if let LoadProfile::Rps(text) | LoadProfile::Instances(text) = &queue.load_profile {
             if schedule::is_blank(text) {
                 eprintln!(
-                    "tank: warning: {}: the schedule is empty; as yandex-tank does, every shot is due at 0 \
-                     and the ammo is read once",
-                    context()
+                    "tank: warning: {}",
+                    queue.load_profile_at.error(
+                        "the schedule is empty; as yandex-tank does, every shot is due at 0 \
+                         and the ammo is read once"
+                    )
                 );
             }
         }
-        let summary = match plan_queue(queue, stpd_out) {
-            // A schedule error already names the file, line, section and key.
-            Err(e) if matches!(e.downcast_ref(), Some(PlanError::Located(_))) => return Err(e),
-            result => result.with_context(context)?,
-        };
+        // Its errors name the config file, line, section and option.
+        let summary = plan_queue(queue, stpd_out)?;
         describe(&mut report, queue, &summary, stpd_out);
     }
     // With the stpd on stdout, the summary goes to stderr so the stpd stays clean.
@@ -168,6 +175,9 @@ fn describe(
         _ => String::new(),
     };
     let _ = writeln!(report, "  shots          {}{span}", totals.shots);
+    if let Some(end) = Plan::closed_model_end(queue) {
+        let _ = writeln!(report, "  the test       {end}");
+    }
     if let Some(average) = totals.bytes.checked_div(totals.shots) {
         let _ = writeln!(
             report,

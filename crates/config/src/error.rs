@@ -125,6 +125,27 @@ impl OptionPlace {
         }
     }
 
+    /// Option `key` of `section` in `file`, where no line is known (not written, defaulted).
+    pub fn unwritten(file: &Path, section: &str, key: &str) -> OptionPlace {
+        OptionPlace::new(file, Place::Unknown, section, key)
+    }
+
+    /// The same section and place, for `key` (an option the section did not set).
+    pub(crate) fn with_key(&self, key: &str) -> OptionPlace {
+        OptionPlace {
+            key: key.to_owned(),
+            ..self.clone()
+        }
+    }
+
+    /// An error about the section this option is in, as a whole.
+    pub(crate) fn section_error(&self, message: impl Into<String>) -> ConfigError {
+        ConfigError::new(message)
+            .at(self.place)
+            .in_section(&self.section)
+            .in_file(&self.file)
+    }
+
     /// The key as the config spelled it (`rps_schedule`, `load_profile.schedule`).
     pub fn key(&self) -> &str {
         &self.key

@@ -16,7 +16,8 @@
 //!
 //! # Choosing the spelling
 //! By extension: `.ini`, `.cfg`, `.conf` → INI; `.toml` → TOML; `.yaml`, `.yml`
-//! → YAML. Any other name is sniffed from the text (see [`sniff_format`]).
+//! → YAML. Any other name is sniffed from the text (see [`sniff_format`]), and
+//! read as YAML when the text does not tell, as yandex-tank reads it.
 //!
 //! # Queues
 //! `[phantom]` is the first queue; every other section whose name starts with
@@ -31,6 +32,7 @@
 use std::path::Path;
 
 mod convert;
+pub mod duration;
 mod error;
 mod ini;
 pub mod limits;
@@ -38,10 +40,12 @@ pub mod model;
 mod options;
 mod origin;
 mod overrides;
+pub mod pynum;
 mod queue;
 mod raw;
 mod sections;
 mod toml;
+pub mod units;
 mod validate;
 mod yaml;
 
@@ -64,13 +68,10 @@ pub fn load(path: &Path, overrides: &[Override]) -> Result<TestConfig, ConfigErr
             .at(Place::Line(line))
             .in_file(path)
     })?;
-    let format = match format_from_extension(path) {
-        Some(format) => format,
-        None => sniff_format(&text).ok_or_else(|| {
-            ConfigError::new("cannot tell the config format; name the file .ini, .toml or .yaml")
-                .in_file(path)
-        })?,
-    };
+    // As yandex-tank, a name that does not tell is read as YAML, unless the text says otherwise.
+    let format = format_from_extension(path)
+        .or_else(|| sniff_format(&text))
+        .unwrap_or(ConfigFormat::Yaml);
     load_str(&text, format, path, overrides)
 }
 

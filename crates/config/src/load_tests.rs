@@ -61,23 +61,19 @@ fn minimal_ini_gets_the_schema_defaults() {
             loop_count: -1,
             ammo_limit: -1,
             instances: 1000,
-            timeout: "11s".into(),
+            timeout: std::time::Duration::from_secs(11),
             ssl: false,
             tank_type: TankType::Http,
             writelog: WriteLog::Off,
-            phantom_http_line: "1K".into(),
-            phantom_http_field: "8K".into(),
-            phantom_http_field_num: 128,
-            phantom_http_entity: "8M".into(),
-            gatling_ip: "".into(),
-            client_certificate: "".into(),
-            client_key: "".into(),
-            client_cipher_suites: "".into(),
-            connection_test: true,
+            reply_limits: crate::ReplyLimits::default(),
+            gatling_ip: vec![],
+            client_certificate: None,
+            client_key: None,
+            client_cipher_suites: vec![],
             ssl_verify: false,
             buffered_seconds: 2,
             threads: None,
-            file_cache: 8192,
+            places: c.queues[0].places.clone(),
         }]
     );
     assert_eq!(c.autostop.criteria, Vec::<String>::new());
@@ -369,12 +365,27 @@ fn typed_options_are_read() {
     );
     assert_eq!(q.writelog, WriteLog::ProtoWarning);
     assert_eq!(q.tank_type, TankType::None);
-    assert_eq!((q.header_http.as_str(), q.timeout.as_str()), ("1.1", "5s"));
-    assert_eq!(q.gatling_ip, "10.0.0.1 10.0.0.2");
     assert_eq!(
-        (q.ammo_limit, q.file_cache, q.connection_test),
-        (7, 100, false)
+        (q.header_http.as_str(), q.timeout),
+        ("1.1", std::time::Duration::from_secs(5))
     );
+    assert_eq!(
+        q.gatling_ip,
+        vec![
+            "10.0.0.1".parse::<std::net::IpAddr>().unwrap(),
+            "10.0.0.2".parse().unwrap()
+        ]
+    );
+    assert_eq!(q.ammo_limit, 7);
+    // Options tank does not act on are accepted, with a warning naming each.
+    assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+    assert!(
+        c.warnings[0]
+            .starts_with("load.ini:16: [phantom] file_cache: an option tank does not act on"),
+        "{:?}",
+        c.warnings
+    );
+    assert!(c.warnings[1].contains("connection_test"));
 }
 
 #[test]
@@ -618,6 +629,10 @@ fn unplaced(queues: &[QueueConfig]) -> Vec<QueueConfig> {
         .iter()
         .map(|q| QueueConfig {
             load_profile_at: nowhere.clone(),
+            places: crate::Places {
+                section: nowhere.clone(),
+                options: Vec::new(),
+            },
             ..q.clone()
         })
         .collect()
@@ -633,7 +648,7 @@ fn toml_spelling_gives_the_same_config() {
         [autostop]\nautostop = [\"time(1s,10s)\", \"http(5xx,10%,3s)\"]\n[tank]\nartifacts_base_dir = \"out\"\n");
     let i = ini(EQUIVALENT_INI);
     assert_eq!(unplaced(&t.queues), unplaced(&i.queues));
-    assert_eq!(t.autostop, i.autostop);
+    assert_eq!(t.autostop.criteria, i.autostop.criteria);
     assert_eq!(t.core, i.core);
 }
 
@@ -657,7 +672,7 @@ fn yaml_spelling_gives_the_same_config() {
         where_written(&i.queues[1]),
         "load.ini:13: [phantom-1] instances_schedule: x"
     );
-    assert_eq!(y.autostop, i.autostop);
+    assert_eq!(y.autostop.criteria, i.autostop.criteria);
     assert_eq!(y.core, i.core);
 }
 
@@ -749,12 +764,15 @@ fn load_reads_files_by_extension_and_sniffs_others() {
     let path = dir.path().join("load.txt");
     std::fs::write(&path, "phantom:\n  address: h\n  uris: [/]\n  load_profile: {load_type: rps, schedule: 'const(1,1s)'}\n").unwrap();
     assert_eq!(crate::load(&path, &[]).unwrap().format, ConfigFormat::Yaml);
+    // What the text does not tell is read as YAML, as yandex-tank reads it;
+    // `version:` is yandex-tank 2's schema key.
+    let path = dir.path().join("load");
+    std::fs::write(&path, "version: 2\nphantom:\n  address: h\n  uris: [/]\n  load_profile: {load_type: rps, schedule: 'const(1,1s)'}\n").unwrap();
+    assert_eq!(crate::load(&path, &[]).unwrap().format, ConfigFormat::Yaml);
     let path = dir.path().join("load.txt");
     std::fs::write(&path, "words\n").unwrap();
-    assert!(crate::load(&path, &[])
-        .unwrap_err()
-        .message()
-        .starts_with("cannot tell the config format"));
+    let e = crate::load(&path, &[]).unwrap_err();
+    assert_eq!(e.file(), path.as_path());
     let missing = dir.path().join("missing.ini");
     let e = crate::load(&missing, &[]).unwrap_err();
     assert_eq!(e.file(), missing.as_path());

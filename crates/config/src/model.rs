@@ -4,8 +4,9 @@
 //! (`loop`, `ammo_limit`, schedule strings, header strings): the plan crate owns
 //! those semantics, so the config crate only checks types and presence.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::error::OptionPlace;
 
@@ -40,6 +41,10 @@ pub struct TestConfig {
     pub console: ConsoleConfig,
     /// `[origin]`: the origin simulator to start before shooting, if any.
     pub origin: Option<OriginConfig>,
+    /// What the config asks for that tank does not do: sections of yandex-tank
+    /// plugins it does not implement, options it does not act on. Each names
+    /// the file, line and section; `tank plan` and `tank -c` print them.
+    pub warnings: Vec<String>,
 }
 
 /// One request queue: a `[phantom]`-style section.
@@ -76,8 +81,8 @@ pub struct QueueConfig {
     pub ammo_limit: i64,
     /// `instances`: the instance pool size (default 1000, at most [`crate::limits::MAX_INSTANCES`]).
     pub instances: u32,
-    /// `timeout` as written (stepper duration syntax, default `11s`).
-    pub timeout: String,
+    /// `timeout`: each shot's budget (stepper duration syntax plus `ms`; default 11 s).
+    pub timeout: Duration,
     /// `ssl`.
     pub ssl: bool,
     /// `ssl_verify` (tank's own option): verify the server's certificate
@@ -87,24 +92,16 @@ pub struct QueueConfig {
     pub tank_type: TankType,
     /// `writelog`.
     pub writelog: WriteLog,
-    /// `phantom_http_line` as written (`1K`).
-    pub phantom_http_line: String,
-    /// `phantom_http_field` as written (`8K`).
-    pub phantom_http_field: String,
-    /// `phantom_http_field_num`.
-    pub phantom_http_field_num: u32,
-    /// `phantom_http_entity` as written (`8M`).
-    pub phantom_http_entity: String,
-    /// `gatling_ip`: source addresses, whitespace separated.
-    pub gatling_ip: String,
-    /// `client_certificate` (path, empty = none).
-    pub client_certificate: String,
-    /// `client_key` (path, empty = none).
-    pub client_key: String,
-    /// `client_cipher_suites` (colon separated, empty = library default).
-    pub client_cipher_suites: String,
-    /// `connection_test`.
-    pub connection_test: bool,
+    /// phantom's limits on a reply: `phantom_http_line`, `_field`, `_field_num`, `_entity`.
+    pub reply_limits: ReplyLimits,
+    /// `gatling_ip`: source addresses to connect from, round-robin (empty: the kernel's choice).
+    pub gatling_ip: Vec<IpAddr>,
+    /// `client_certificate`: a PEM file to present to the server (`None`: none).
+    pub client_certificate: Option<PathBuf>,
+    /// `client_key`: the certificate's PEM key (`None`: none).
+    pub client_key: Option<PathBuf>,
+    /// `client_cipher_suites`, split on `:` (empty: the TLS library's defaults).
+    pub client_cipher_suites: Vec<String>,
     /// `buffered_seconds`.
     pub buffered_seconds: u32,
     /// `threads`: how many I/O threads fire the test's shots, at most
@@ -112,8 +109,59 @@ pub struct QueueConfig {
     /// default, as phantom's, cores/2 + 1). Read from the first queue, as
     /// yandex-tank reads it from `[phantom]` only.
     pub threads: Option<u32>,
-    /// `file_cache`: write buffer size in bytes.
-    pub file_cache: usize,
+    /// Where each option the queue sees was written, for errors a later stage
+    /// finds in a value (a certificate file that cannot be read, say).
+    pub places: Places,
+}
+
+/// phantom's limits on a reply, in bytes (`phantom_http_field_num`: a count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyLimits {
+    /// `phantom_http_line` (default 1K): the status line and each header line.
+    pub line: u64,
+    /// `phantom_http_field` (default 8K): all header lines together.
+    pub field: u64,
+    /// `phantom_http_field_num` (default 128): header lines.
+    pub field_num: u32,
+    /// `phantom_http_entity` (default 8M): the body.
+    pub entity: u64,
+}
+
+impl Default for ReplyLimits {
+    fn default() -> Self {
+        ReplyLimits {
+            line: 1 << 10,
+            field: 8 << 10,
+            field_num: 128,
+            entity: 8 << 20,
+        }
+    }
+}
+
+/// Where a queue's options were written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Places {
+    /// The queue's own section, for options it does not set.
+    pub(crate) section: OptionPlace,
+    /// Each option the queue sees, its own or inherited.
+    pub(crate) options: Vec<OptionPlace>,
+}
+
+impl Places {
+    /// An error about the queue as a whole, located at its section.
+    pub fn error(&self, message: impl Into<String>) -> crate::ConfigError {
+        self.section.section_error(message)
+    }
+
+    /// Where `key` was written, or the queue's section when it was not set.
+    pub fn of(&self, key: &str) -> OptionPlace {
+        self.options
+            .iter()
+            .rev()
+            .find(|place| place.key() == key)
+            .cloned()
+            .unwrap_or_else(|| self.section.with_key(key))
+    }
 }
 
 /// How a queue's shots are timed.
@@ -194,6 +242,8 @@ pub enum WriteLog {
 pub struct AutostopConfig {
     /// Criteria as written, one `name(params)` each.
     pub criteria: Vec<String>,
+    /// Where they were written, for errors about them (`None`: none were).
+    pub criteria_at: Option<OptionPlace>,
     /// `report_file` (default `autostop_report.txt`).
     pub report_file: String,
 }

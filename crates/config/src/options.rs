@@ -83,6 +83,30 @@ pub(crate) const PHANTOM: &[(&str, Kind)] = &[
     ("writelog", Kind::Any),
 ];
 
+/// `[phantom]` options of yandex-tank's schema that tank accepts (their type is
+/// still checked) but does not act on: each one set gets a warning, so that no
+/// option is silently ignored. Most belong to the phantom binary itself.
+pub(crate) const PHANTOM_NOT_ACTED_ON: &[&str] = &[
+    "additional_libs",
+    "affinity",
+    "cache_dir",
+    "config",
+    "connection_test",
+    "file_cache",
+    "force_stepping",
+    "method_options",
+    "method_prefix",
+    "phantom_modules_path",
+    "phantom_path",
+    "phout_file",
+    "source_log_prefix",
+    "use_caching",
+];
+
+/// `[tank]` / `core:` options that would change how the load is generated, which
+/// tank does not act on (the rest of the core schema is bookkeeping).
+pub(crate) const CORE_NOT_ACTED_ON: &[&str] = &["affinity", "taskset_path"];
+
 /// The INI shorthands for `load_profile`; at most one per section.
 pub(crate) const SCHEDULE_KEYS: &[&str] = &["rps_schedule", "instances_schedule", "stpd_file"];
 

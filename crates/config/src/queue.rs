@@ -5,14 +5,20 @@
 //! reference's `dict(main, **extra)` does: setting any spelling of the load
 //! profile replaces the whole profile, setting `headers` replaces the list.
 
-use std::path::Path;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::convert::{self, Converted};
 use crate::error::{ConfigError, OptionPlace, Place};
 use crate::limits::{grouped, MAX_INSTANCES, MAX_SHOTS, MAX_THREADS};
-use crate::model::{AmmoSource, AmmoType, Autocases, LoadProfile, QueueConfig, TankType, WriteLog};
+use crate::model::{
+    AmmoSource, AmmoType, Autocases, LoadProfile, Places, QueueConfig, ReplyLimits, TankType,
+    WriteLog,
+};
 use crate::options::SCHEDULE_KEYS;
 use crate::raw::{RawEntry, RawSection, RawValue};
+use crate::units;
 
 /// The options one queue sees: its own entries over the ones it inherits.
 pub(crate) struct Layered<'a> {
@@ -71,6 +77,18 @@ impl<'a> Layered<'a> {
             .rev()
             .find(|(_, e)| e.key == key)
             .copied()
+    }
+
+    /// Where each option the queue sees was written, in `file`.
+    fn places(&self, file: &Path) -> Places {
+        Places {
+            section: OptionPlace::new(file, self.place, self.name, ""),
+            options: self
+                .entries
+                .iter()
+                .map(|(section, entry)| OptionPlace::new(file, entry.place, section, &entry.key))
+                .collect(),
+        }
     }
 
     /// An error about the queue as a whole.
@@ -161,40 +179,23 @@ pub(crate) fn build(q: &Layered<'_>, file: &Path) -> Result<QueueConfig, ConfigE
             shot_count(q, "ammo_limit", n, 1, "a number of shots")?
         },
         instances,
-        timeout: q
-            .get("timeout", convert::string)?
-            .unwrap_or_else(|| "11s".into()),
+        timeout: q.parsed("timeout", Duration::from_secs(11), units::parse_timeout)?,
         ssl: q.get("ssl", convert::boolean)?.unwrap_or(false),
         ssl_verify: q.get("ssl_verify", convert::boolean)?.unwrap_or(false),
         tank_type: q.parsed("tank_type", TankType::Http, tank_type)?,
         writelog: writelog(q)?,
-        phantom_http_line: q
-            .get("phantom_http_line", convert::string)?
-            .unwrap_or_else(|| "1K".into()),
-        phantom_http_field: q
-            .get("phantom_http_field", convert::string)?
-            .unwrap_or_else(|| "8K".into()),
-        phantom_http_field_num: {
-            let n = q
-                .get("phantom_http_field_num", convert::integer)?
-                .unwrap_or(128);
-            non_negative(q, "phantom_http_field_num", n)?
-        },
-        phantom_http_entity: q
-            .get("phantom_http_entity", convert::string)?
-            .unwrap_or_else(|| "8M".into()),
-        gatling_ip: q
-            .get("gatling_ip", convert::string)?
-            .unwrap_or_default()
-            .replace('\n', " "),
-        client_certificate: q
-            .get("client_certificate", convert::string)?
-            .unwrap_or_default(),
-        client_key: q.get("client_key", convert::string)?.unwrap_or_default(),
+        reply_limits: reply_limits(q)?,
+        gatling_ip: q.parsed("gatling_ip", Vec::new(), source_addresses)?,
+        client_certificate: q.parsed("client_certificate", None, optional_path)?,
+        client_key: q.parsed("client_key", None, optional_path)?,
         client_cipher_suites: q
             .get("client_cipher_suites", convert::string)?
-            .unwrap_or_default(),
-        connection_test: q.get("connection_test", convert::boolean)?.unwrap_or(true),
+            .unwrap_or_default()
+            .split(':')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(str::to_owned)
+            .collect(),
         buffered_seconds: {
             let n = q.get("buffered_seconds", convert::integer)?.unwrap_or(2);
             non_negative(q, "buffered_seconds", n)?
@@ -203,12 +204,40 @@ pub(crate) fn build(q: &Layered<'_>, file: &Path) -> Result<QueueConfig, ConfigE
             .get("threads", convert::integer)?
             .map(|n| bounded_u32(q, "threads", n, MAX_THREADS))
             .transpose()?,
-        file_cache: {
-            let n = q.get("file_cache", convert::integer)?.unwrap_or(8192);
-            usize::try_from(n)
-                .map_err(|_| range_error(q, "file_cache", n, "a size in bytes, 0 or more"))?
-        },
+        places: q.places(file),
     })
+}
+
+/// phantom's reply limits: three sizes and a count.
+fn reply_limits(q: &Layered<'_>) -> Result<ReplyLimits, ConfigError> {
+    let defaults = ReplyLimits::default();
+    Ok(ReplyLimits {
+        line: q.parsed("phantom_http_line", defaults.line, units::parse_size)?,
+        field: q.parsed("phantom_http_field", defaults.field, units::parse_size)?,
+        field_num: {
+            let n = q
+                .get("phantom_http_field_num", convert::integer)?
+                .unwrap_or(i64::from(defaults.field_num));
+            non_negative(q, "phantom_http_field_num", n)?
+        },
+        entity: q.parsed("phantom_http_entity", defaults.entity, units::parse_size)?,
+    })
+}
+
+/// `gatling_ip`: IP addresses separated by whitespace.
+fn source_addresses(text: &str) -> Result<Vec<IpAddr>, String> {
+    text.split_whitespace()
+        .map(|ip| {
+            ip.parse::<IpAddr>()
+                .map_err(|_| format!("`{ip}` is not an IP address"))
+        })
+        .collect()
+}
+
+/// A file path; empty means none.
+fn optional_path(text: &str) -> Result<Option<PathBuf>, String> {
+    let text = text.trim();
+    Ok((!text.is_empty()).then(|| PathBuf::from(text)))
 }
 
 fn range_error(q: &Layered<'_>, key: &str, value: i64, expected: &str) -> ConfigError {

@@ -82,6 +82,38 @@ fn compiled() -> &'static [(Regex, SectionKind)] {
     })
 }
 
+/// The yandex-tank plugin a section of kind [`SectionKind::Ignored`] belongs to,
+/// when tank does not do what that plugin does (so the section deserves a
+/// warning); `None` for the plugins whose work tank does itself (aggregator,
+/// json_report: test_data.log; tips, meta: nothing to do).
+pub(crate) fn unimplemented_plugin(name: &str) -> Option<&'static str> {
+    const UNIMPLEMENTED: &[(&str, &str)] = &[
+        ("lunaport", "Lunaport uploader"),
+        ("android", "Android"),
+        ("appium", "Appium"),
+        ("battery_historian", "Battery Historian"),
+        (
+            "bfg|ultimate_gun|http_gun|custom_gun|scenario_gun",
+            "BFG gun",
+        ),
+        ("overload|uploader|datauploader", "Overload uploader"),
+        ("telegraf|monitoring", "Telegraf monitoring"),
+        ("jmeter", "JMeter"),
+        ("rcheck", "resource check"),
+        ("shell_?exec", "ShellExec"),
+        ("shoot_?exec", "ShootExec"),
+        ("pandora", "Pandora gun"),
+        ("influx", "InfluxDB uploader"),
+        ("opentsdb", "OpenTSDB uploader"),
+    ];
+    UNIMPLEMENTED
+        .iter()
+        .find(|(pattern, _)| {
+            Regex::new(&format!("^(?:{pattern})")).is_ok_and(|re| re.is_match(name))
+        })
+        .map(|(_, plugin)| *plugin)
+}
+
 /// The kind of section `name` (already lower-cased), or `None` if no plugin claims it.
 ///
 /// Autostop, RCAssert and Console are acted on only under their exact names: a

@@ -24,9 +24,10 @@ pub(crate) fn validate(
     format: ConfigFormat,
 ) -> Result<TestConfig, ConfigError> {
     let mut kinds = Vec::with_capacity(raw.sections.len());
+    let mut warnings = Vec::new();
     for section in &raw.sections {
         let kind = section_kind(section)?;
-        check_keys(section, kind)?;
+        check_keys(section, kind, &mut warnings)?;
         kinds.push(kind);
     }
     let disabled = disabled_by_core(raw, &kinds);
@@ -50,6 +51,7 @@ pub(crate) fn validate(
         queues: Vec::new(),
         autostop: AutostopConfig {
             criteria: Vec::new(),
+            criteria_at: None,
             report_file: "autostop_report.txt".into(),
         },
         core: CoreConfig {
@@ -64,6 +66,7 @@ pub(crate) fn validate(
         },
         console: ConsoleConfig::default(),
         origin: None,
+        warnings: Vec::new(),
     };
     for (section, kind) in raw.sections.iter().zip(&kinds) {
         match kind {
@@ -78,7 +81,7 @@ pub(crate) fn validate(
             SectionKind::ExtraQueue if enabled(section)? => extras.push(section),
             SectionKind::Core => read_core(section, &mut config.core)?,
             SectionKind::Autostop if enabled(section)? => {
-                read_autostop(section, &mut config.autostop)?
+                read_autostop(section, &mut config.autostop, path)?
             }
             SectionKind::RcAssert if enabled(section)? => {
                 read_rcassert(section, &mut config.rcassert)?
@@ -89,9 +92,25 @@ pub(crate) fn validate(
             SectionKind::Origin if enabled(section)? => {
                 config.origin = Some(origin::read(section)?);
             }
+            SectionKind::Ignored if enabled(section)? => {
+                if let Some(plugin) = sections::unimplemented_plugin(&section.name.to_lowercase()) {
+                    warnings.push(
+                        ConfigError::new(format!(
+                            "yandex-tank's {plugin} plugin, which tank does not implement: \
+                             the section is ignored"
+                        ))
+                        .at(section.place)
+                        .in_section(&section.name),
+                    );
+                }
+            }
             _ => {}
         }
     }
+    config.warnings = warnings
+        .into_iter()
+        .map(|w| w.in_file(path).to_string())
+        .collect();
 
     let Some(main) = main else {
         return Err(match extras.first() {
@@ -165,7 +184,27 @@ fn kind_from_package(section: &RawSection) -> Result<Option<SectionKind>, Config
 }
 
 /// Every key of `section` must be known for its kind and hold a value of its type.
-fn check_keys(section: &RawSection, kind: SectionKind) -> Result<(), ConfigError> {
+/// Check `section`'s keys and their types; the options tank accepts but does
+/// not act on become `warnings`.
+fn check_keys(
+    section: &RawSection,
+    kind: SectionKind,
+    warnings: &mut Vec<ConfigError>,
+) -> Result<(), ConfigError> {
+    let not_acted_on = match kind {
+        SectionKind::Phantom | SectionKind::ExtraQueue => options::PHANTOM_NOT_ACTED_ON,
+        SectionKind::Core => options::CORE_NOT_ACTED_ON,
+        _ => &[],
+    };
+    for entry in &section.entries {
+        if not_acted_on.contains(&entry.key.as_str()) {
+            warnings.push(entry_error(
+                &section.name,
+                entry,
+                "an option tank does not act on (phantom's own, or yandex-tank's): it is ignored",
+            ));
+        }
+    }
     let table = match kind {
         SectionKind::Phantom | SectionKind::ExtraQueue => options::PHANTOM,
         SectionKind::Core => options::CORE,
@@ -289,11 +328,21 @@ fn read_core(section: &RawSection, core: &mut CoreConfig) -> Result<(), ConfigEr
     Ok(())
 }
 
-fn read_autostop(section: &RawSection, autostop: &mut AutostopConfig) -> Result<(), ConfigError> {
+fn read_autostop(
+    section: &RawSection,
+    autostop: &mut AutostopConfig,
+    path: &Path,
+) -> Result<(), ConfigError> {
     if let Some(entry) = section.get("autostop") {
         let criteria =
             convert::criteria(&entry.value).map_err(|m| entry_error(&section.name, entry, m))?;
         autostop.criteria = criteria.unwrap_or_default();
+        autostop.criteria_at = Some(crate::error::OptionPlace::new(
+            path,
+            entry.place,
+            &section.name,
+            &entry.key,
+        ));
     }
     if let Some(entry) = section.get("report_file") {
         if let Some(file) =

@@ -208,6 +208,11 @@ pub(crate) fn read(text: &str) -> Result<RawConfig, ConfigError> {
     for (key, value) in pairs {
         let name = key_text(&key)?;
         let place = Place::Line(key.line);
+        // yandex-tank 2's schema allows a top-level `version: N`; it names the
+        // config format, not a plugin.
+        if name == "version" && matches!(value.kind, Kind::Scalar(_)) {
+            continue;
+        }
         let options = match value.kind {
             Kind::Map(options) => options,
             Kind::Scalar(RawValue::Null) => Vec::new(),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tank_plan::{Plan, PlanError, Schedule};
+use tank_plan::{Model, Plan, PlanError};
 use tank_stats::Tag;
 
 use crate::dispatch::{Discipline, Dispatch, Offered};
@@ -43,46 +43,14 @@ pub struct FeedReport {
     pub complete: bool,
 }
 
-/// Which shots have a due time. An rps plan's all do; an instances schedule's
-/// only up to its last start time (then every shot is due at 0: "at once");
-/// in a ready stpd file, a 0 after a later time means the same.
-enum Timing {
-    All,
-    UpTo(u64),
-    StpdZeros { latest_ms: i64 },
-}
-
-/// How `plan`'s shots are taken: an rps schedule's when due, by any free
-/// instance; otherwise (an instances schedule, a ready stpd file, which may be
+/// How `model`'s shots are taken: an open model's when due, by any free
+/// instance; otherwise (a closed model, a ready stpd file, which may be
 /// either) as phantom does, at once and held until due, which is what makes
 /// an instance start at its start time.
-pub fn discipline(plan: &Plan) -> Discipline {
-    match plan.schedule() {
-        Some(Schedule::Rps(_)) => Discipline::Open,
-        Some(Schedule::Instances(_)) | None => Discipline::Closed,
-    }
-}
-
-impl Timing {
-    fn of(plan: &Plan) -> Timing {
-        match plan.schedule() {
-            Some(Schedule::Rps(_)) => Timing::All,
-            Some(Schedule::Instances(schedule)) => Timing::UpTo(schedule.starts()),
-            None => Timing::StpdZeros { latest_ms: 0 },
-        }
-    }
-
-    fn due(&mut self, seq: u64, due_ms: i64) -> Option<Duration> {
-        let timed = match self {
-            Timing::All => true,
-            Timing::UpTo(starts) => seq < *starts,
-            Timing::StpdZeros { latest_ms } => {
-                let timed = !(due_ms == 0 && *latest_ms > 0);
-                *latest_ms = (*latest_ms).max(due_ms);
-                timed
-            }
-        };
-        timed.then(|| Duration::from_millis(u64::try_from(due_ms).unwrap_or(0)))
+pub fn discipline(model: &Model) -> Discipline {
+    match model {
+        Model::Open { .. } => Discipline::Open,
+        Model::Closed { .. } | Model::Stpd { .. } => Discipline::Closed,
     }
 }
 
@@ -168,18 +136,17 @@ pub fn spawn(
             let mut tags = Interner::new(INTERNED_TAGS, INTERNED_TAG_BYTES);
             let mut requests = Interner::new(INTERNED_REQUESTS, INTERNED_REQUEST_BYTES);
             let mut report = FeedReport::default();
-            let mut timing = Timing::of(&plan);
             let mut pause = REFILL_PAUSE;
             let mut batch = VecDeque::with_capacity(BATCH);
             // The dispatch ends its instances once closed and drained, also on an error.
             let walked = (|| {
                 let mut halted = false;
-                while let Some(shot) = plan.next_shot()? {
+                while let Some(timed) = plan.next_timed()? {
                     report.planned += 1;
                     batch.push_back(Shot {
-                        due: timing.due(shot.seq, shot.due_ms),
-                        tag: tags.get(shot.marker),
-                        request: requests.get(shot.missile),
+                        due: timed.due,
+                        tag: tags.get(timed.shot.marker),
+                        request: requests.get(timed.shot.missile),
                     });
                     if batch.len() == BATCH && !hand_over(&dispatch, &mut batch, &mut pause) {
                         halted = true;

@@ -25,15 +25,14 @@ pub mod target;
 mod timer;
 pub mod tls;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tank_config::{LoadProfile, QueueConfig, TankType, TestConfig, WriteLog, ORIGIN_ADDRESS};
-use tank_plan::duration::parse_duration_ms;
-use tank_plan::{Plan, PlanError, PlannedCount, Schedule};
+use tank_config::{ConfigError, QueueConfig, TankType, TestConfig, WriteLog, ORIGIN_ADDRESS};
+use tank_plan::{Plan, PlanError, PlannedCount};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -43,24 +42,22 @@ pub use active::Active;
 pub use io_threads::IoThreads;
 pub use sink::{Answer, AnswerSink, SampleSink};
 
-/// Why a test cannot start, or a queue failed.
+/// Why a test cannot start, or a queue failed. Every message names the config
+/// file, line, section and option it is about.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     /// A queue's plan or ammo.
-    #[error("[{queue}] {source}")]
-    Plan {
-        /// The queue.
-        queue: String,
-        /// What went wrong.
-        #[source]
-        source: PlanError,
-    },
-    /// A queue option the engine acts on.
+    #[error("{0}")]
+    Plan(PlanError),
+    /// A queue option the engine acts on (a target, a certificate).
+    #[error("{0}")]
+    Option(ConfigError),
+    /// A queue failed for a reason no option is to blame for.
     #[error("[{queue}] {message}")]
     Queue {
         /// The queue.
         queue: String,
-        /// What was wrong and what was expected.
+        /// What went wrong.
         message: String,
     },
 }
@@ -283,7 +280,7 @@ impl Engine {
             let count_rest = Arc::new(AtomicBool::new(false));
             let dispatch = Arc::new(Dispatch::new(
                 clock.start.into_std(),
-                feed::discipline(&queue.plan),
+                feed::discipline(queue.plan.model()),
             ));
             let feeder = match feed::spawn(
                 queue.plan,
@@ -350,13 +347,7 @@ impl Engine {
             let feed = tokio::task::spawn_blocking(move || feeder.join()).await;
             let (counted, error) = match feed {
                 Ok(Ok(Ok(report))) => (report.complete.then_some(report.planned), None),
-                Ok(Ok(Err(source))) => (
-                    None,
-                    Some(EngineError::Plan {
-                        queue: name.clone(),
-                        source,
-                    }),
-                ),
+                Ok(Ok(Err(error))) => (None, Some(EngineError::Plan(error))),
                 _ => (
                     None,
                     Some(EngineError::Queue {
@@ -380,61 +371,52 @@ impl Engine {
     }
 }
 
-/// `timeout`, in ms: the stepper's duration syntax (`11s`, `1m30s`, `5`), plus
-/// `ms`. yandex-tank reads `500ms` as 500 minutes (the stepper has no `ms`);
-/// tank departs from that on purpose, since no one means it.
-pub fn parse_timeout_ms(text: &str) -> Result<i64, String> {
-    let text = text.trim();
-    if !text.bytes().any(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "`{text}` is not a duration like 500ms, 11s or 1m30s"
-        ));
-    }
-    match text.strip_suffix("ms") {
-        Some(millis)
-            if !millis.is_empty() && millis.bytes().all(|b| b.is_ascii_digit() || b == b'.') =>
-        {
-            millis
-                .parse::<f64>()
-                .ok()
-                .filter(|ms| ms.is_finite())
-                .map(|ms| ms as i64)
-                .ok_or_else(|| format!("`{text}` is not a duration like 500ms, 11s or 1m30s"))
-        }
-        _ => parse_duration_ms(text),
-    }
-}
-
 fn prepare_queue(
     queue: &QueueConfig,
     origin: Option<SocketAddr>,
 ) -> Result<PreparedQueue, EngineError> {
-    let fail = |message: String| EngineError::Queue {
-        queue: queue.name.clone(),
-        message,
-    };
-    let plan = Plan::new(queue).map_err(|source| EngineError::Plan {
-        queue: queue.name.clone(),
-        source,
-    })?;
+    let plan = Plan::new(queue).map_err(EngineError::Plan)?;
+    let gun = gun_for(queue, origin)?;
+    Ok(PreparedQueue {
+        name: queue.name.clone(),
+        pool: plan.model().instances(),
+        schedule_ms: plan
+            .model()
+            .deadline()
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        planned: plan.planned_count().cloned(),
+        plan,
+        gun: Arc::new(gun),
+        writelog: queue.writelog,
+        active: Arc::default(),
+    })
+}
+
+/// Check what the engine would reject in `queue` besides its plan (the
+/// target, TLS files and suites), without firing: what `tank plan` checks.
+/// `has_origin` says whether the config starts the origin simulator.
+pub fn check_queue(queue: &QueueConfig, has_origin: bool) -> Result<(), EngineError> {
+    let stand_in = has_origin.then(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+    gun_for(queue, stand_in).map(drop)
+}
+
+/// The gun `queue` asks for: its target resolved, its TLS set up.
+fn gun_for(queue: &QueueConfig, origin: Option<SocketAddr>) -> Result<gun::Gun, EngineError> {
+    let at = |key: &str, message: String| EngineError::Option(queue.places.of(key).error(message));
     let target = if queue.address.trim() == ORIGIN_ADDRESS {
-        let addr =
-            origin.ok_or_else(|| fail("address = origin needs an [origin] section".into()))?;
+        let addr = origin.ok_or_else(|| {
+            at(
+                "address",
+                "`origin` is the origin simulator: it needs an [origin] section".into(),
+            )
+        })?;
         target::Target {
             addr,
             host: addr.ip().to_string(),
         }
     } else {
-        target::resolve(&queue.address, queue.port, queue.ssl).map_err(fail)?
+        target::resolve(&queue.address, queue.port, queue.ssl).map_err(|m| at("address", m))?
     };
-    let timeout_ms = parse_timeout_ms(&queue.timeout).map_err(|e| fail(format!("timeout: {e}")))?;
-    if timeout_ms <= 0 {
-        return Err(fail(format!(
-            "timeout = `{}`: expected a positive duration like 11s",
-            queue.timeout
-        )));
-    }
-    let limits = http::Limits::from_queue(queue).map_err(fail)?;
     let tls = if queue.ssl {
         let options = tls::TlsOptions {
             verify: queue.ssl_verify,
@@ -442,55 +424,21 @@ fn prepare_queue(
             client_key: queue.client_key.clone(),
             cipher_suites: queue.client_cipher_suites.clone(),
         };
-        Some(tls::client_config(&options).map_err(fail)?)
+        Some(tls::client_config(&options).map_err(|e| at(e.key, e.message))?)
     } else {
         None
     };
-    let sources = queue
-        .gatling_ip
-        .split_whitespace()
-        .map(|ip| {
-            ip.parse::<IpAddr>()
-                .map_err(|_| fail(format!("gatling_ip: `{ip}` is not an IP address")))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let (pool, schedule_ms) = match (&queue.load_profile, plan.schedule()) {
-        (LoadProfile::Instances(_), Some(Schedule::Instances(schedule)))
-            if schedule.instances() > 0 =>
-        {
-            (
-                usize::try_from(schedule.instances()).unwrap_or(usize::MAX),
-                None,
-            )
-        }
-        (_, Some(Schedule::Rps(rps))) => (
-            queue.instances as usize,
-            Some(u64::try_from(rps.duration_ms()).unwrap_or(0)),
-        ),
-        _ => (queue.instances as usize, None),
-    };
-    let planned = plan.planned_count();
     let protocol = match queue.tank_type {
-        TankType::Http => gun::Protocol::Http(limits),
+        TankType::Http => gun::Protocol::Http(http::Limits::from(queue.reply_limits)),
         TankType::None => gun::Protocol::Tcp,
     };
-    let gun = gun::Gun::new(
+    Ok(gun::Gun::new(
         target,
         tls,
         protocol,
-        Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0)),
-        sources,
-    );
-    Ok(PreparedQueue {
-        name: queue.name.clone(),
-        plan,
-        gun: Arc::new(gun),
-        pool,
-        schedule_ms,
-        planned,
-        writelog: queue.writelog,
-        active: Arc::default(),
-    })
+        queue.timeout,
+        queue.gatling_ip.clone(),
+    ))
 }
 
 /// The longest period of the I/O threads' timer anchors (see [`io_threads`]).
@@ -499,15 +447,6 @@ const TIMER_ANCHOR: Duration = Duration::from_secs(1);
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timeouts_accept_milliseconds() {
-        assert_eq!(parse_timeout_ms("500ms"), Ok(500));
-        assert_eq!(parse_timeout_ms("11s"), Ok(11_000));
-        assert_eq!(parse_timeout_ms("1m30s"), Ok(90_000));
-        assert_eq!(parse_timeout_ms("5"), Ok(5000));
-        assert!(parse_timeout_ms("xms").is_err());
-    }
 
     #[test]
     fn io_threads_are_the_configured_count_else_half_the_cores_plus_one() {

@@ -2,7 +2,7 @@
 //! not verified unless asked for: a load test usually targets a staging host
 //! with a self-signed certificate, and verification is not what is measured.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -16,24 +16,41 @@ use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 pub struct TlsOptions {
     /// Verify the server's certificate against the Mozilla roots.
     pub verify: bool,
-    /// `client_certificate`: a PEM file (empty = no client authentication).
-    pub client_certificate: String,
+    /// `client_certificate`: a PEM file (`None`: no client authentication).
+    pub client_certificate: Option<PathBuf>,
     /// `client_key`: a PEM file with the certificate's private key.
-    pub client_key: String,
-    /// `client_cipher_suites`: colon-separated OpenSSL or IANA names (empty = rustls defaults).
-    pub cipher_suites: String,
+    pub client_key: Option<PathBuf>,
+    /// `client_cipher_suites`: OpenSSL or IANA names (empty = rustls defaults).
+    pub cipher_suites: Vec<String>,
+}
+
+/// Why a TLS option cannot be used: the option, and what was wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsError {
+    /// The option (`client_certificate`, `client_key`, `client_cipher_suites`).
+    pub key: &'static str,
+    /// What was wrong and what was expected.
+    pub message: String,
+}
+
+fn tls_error(key: &'static str, message: impl Into<String>) -> TlsError {
+    TlsError {
+        key,
+        message: message.into(),
+    }
 }
 
 /// Build a client config; errors name the option and what was expected.
-pub fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
+pub fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, TlsError> {
     let mut provider = rustls::crypto::ring::default_provider();
-    if !options.cipher_suites.trim().is_empty() {
-        provider.cipher_suites = select_suites(&provider, &options.cipher_suites)?;
+    if !options.cipher_suites.is_empty() {
+        provider.cipher_suites = select_suites(&provider, &options.cipher_suites)
+            .map_err(|m| tls_error("client_cipher_suites", m))?;
     }
     let provider = Arc::new(provider);
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("client_cipher_suites: {e}"))?;
+        .map_err(|e| tls_error("client_cipher_suites", e.to_string()))?;
     let builder = if options.verify {
         let roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
@@ -44,24 +61,37 @@ pub fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, String> 
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
     };
-    let config = match (options.client_certificate.trim(), options.client_key.trim()) {
-        ("", "") => builder.with_no_client_auth(),
-        ("", _) | (_, "") => {
-            return Err(
-                "client_certificate and client_key go together: set both or neither".into(),
-            );
+    let config = match (&options.client_certificate, &options.client_key) {
+        (None, None) => builder.with_no_client_auth(),
+        (None, Some(_)) | (Some(_), None) => {
+            let key = if options.client_certificate.is_none() {
+                "client_key"
+            } else {
+                "client_certificate"
+            };
+            return Err(tls_error(
+                key,
+                "client_certificate and client_key go together: set both or neither",
+            ));
         }
-        (cert, key) => {
-            let certs = CertificateDer::pem_file_iter(Path::new(cert))
+        (Some(cert), Some(key)) => {
+            let certs = CertificateDer::pem_file_iter(cert)
                 .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
                 .map_err(|e| {
-                    format!("client_certificate `{cert}`: expected PEM certificates: {e}")
+                    tls_error(
+                        "client_certificate",
+                        format!("{}: expected PEM certificates: {e}", cert.display()),
+                    )
                 })?;
-            let key = PrivateKeyDer::from_pem_file(Path::new(key))
-                .map_err(|e| format!("client_key `{key}`: expected a PEM private key: {e}"))?;
+            let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+                tls_error(
+                    "client_key",
+                    format!("{}: expected a PEM private key: {e}", key.display()),
+                )
+            })?;
             builder
                 .with_client_auth_cert(certs, key)
-                .map_err(|e| format!("client_certificate/client_key: {e}"))?
+                .map_err(|e| tls_error("client_key", format!("the key does not fit: {e}")))?
         }
     };
     Ok(Arc::new(config))
@@ -138,10 +168,10 @@ const SUITE_NAMES: &[(&str, &str)] = &[
 
 fn select_suites(
     provider: &CryptoProvider,
-    list: &str,
+    list: &[String],
 ) -> Result<Vec<rustls::SupportedCipherSuite>, String> {
     let mut chosen = Vec::new();
-    for name in list.split(':').map(str::trim).filter(|n| !n.is_empty()) {
+    for name in list {
         let rustls_name = SUITE_NAMES
             .iter()
             .find(|(openssl, iana)| {
@@ -150,10 +180,7 @@ fn select_suites(
             .map(|(_, iana)| *iana)
             .ok_or_else(|| {
                 let known: Vec<&str> = SUITE_NAMES.iter().map(|(o, _)| *o).collect();
-                format!(
-                    "client_cipher_suites: unknown suite `{name}`; known: {}",
-                    known.join(", ")
-                )
+                format!("unknown suite `{name}`; known: {}", known.join(", "))
             })?;
         if let Some(suite) = provider
             .cipher_suites
@@ -164,7 +191,7 @@ fn select_suites(
         }
     }
     if chosen.is_empty() {
-        return Err(format!("client_cipher_suites `{list}` selects no suite"));
+        return Err(format!("`{}` selects no suite", list.join(":")));
     }
     Ok(chosen)
 }
@@ -242,13 +269,14 @@ mod tests {
     #[test]
     fn cipher_suites_by_openssl_or_iana_name() {
         let provider = rustls::crypto::ring::default_provider();
+        let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<Vec<_>>();
         let suites = select_suites(
             &provider,
-            "ECDHE-RSA-AES128-GCM-SHA256:TLS_AES_128_GCM_SHA256",
+            &names(&["ECDHE-RSA-AES128-GCM-SHA256", "TLS_AES_128_GCM_SHA256"]),
         )
         .unwrap();
         assert_eq!(suites.len(), 2);
-        assert!(select_suites(&provider, "RC4-MD5")
+        assert!(select_suites(&provider, &names(&["RC4-MD5"]))
             .unwrap_err()
             .contains("unknown suite `RC4-MD5`"));
     }
@@ -256,10 +284,12 @@ mod tests {
     #[test]
     fn key_without_certificate_is_an_error() {
         let options = TlsOptions {
-            client_key: "key.pem".into(),
+            client_key: Some("key.pem".into()),
             ..TlsOptions::default()
         };
-        assert!(client_config(&options).unwrap_err().contains("go together"));
+        let error = client_config(&options).unwrap_err();
+        assert_eq!(error.key, "client_key");
+        assert!(error.message.contains("go together"), "{error:?}");
         assert!(client_config(&TlsOptions::default()).is_ok());
     }
 }

@@ -36,13 +36,12 @@ pub enum PlanError {
         message: String,
     },
     /// An ammo or stpd file that cannot be opened or read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
+        /// The OS error (shown in the message, so not also a source).
+        error: std::io::Error,
     },
 }
 
@@ -56,6 +55,29 @@ impl PlanError {
             }
             other => other,
         }
+    }
+
+    /// This error, located where `queue`'s config wrote what it is about: a
+    /// schedule error at the load profile, an ammo error at `ammo_key`
+    /// (`ammofile`, `uris`, `stpd_file`), anything else at the queue's section.
+    pub fn located(self, queue: &tank_config::QueueConfig, ammo_key: &str) -> Self {
+        match self {
+            PlanError::Schedule { .. } => self.located_at(&queue.load_profile_at),
+            other => other.located_in(&queue.places, ammo_key),
+        }
+    }
+
+    /// This error located in `places`: at `ammo_key` for ammo, else at the section.
+    pub fn located_in(self, places: &tank_config::Places, ammo_key: &str) -> Self {
+        let located = match &self {
+            PlanError::Located(_) => return self,
+            PlanError::Ammo { .. } | PlanError::Io { .. } => {
+                places.of(ammo_key).error(self.to_string())
+            }
+            PlanError::Schedule { key, .. } => places.of(key).error(self.to_string()),
+            PlanError::Config(message) => places.error(message.clone()),
+        };
+        PlanError::Located(Box::new(located))
     }
 
     pub(crate) fn schedule(key: &'static str, step: &str, message: impl Into<String>) -> Self {

@@ -11,12 +11,14 @@
 #![warn(missing_docs)]
 
 pub mod ammo;
-pub mod duration;
+/// The stepper's duration syntax (kept in tank-config, which reads `timeout` with it).
+pub use tank_config::duration;
+// Python's number rules, shared with tank-config.
+pub(crate) use tank_config::pynum;
 pub mod error;
 pub mod marker;
 pub mod plan;
 pub mod planned;
-mod pynum;
 pub mod schedule;
 pub mod stepper;
 pub mod stpd;
@@ -24,7 +26,7 @@ pub mod summary;
 pub mod writer;
 
 pub use error::{PlanError, Result};
-pub use plan::Plan;
+pub use plan::{Model, Plan, TimedShot};
 pub use planned::PlannedCount;
 pub use schedule::Schedule;
 pub use stepper::ShotRef;

@@ -1,7 +1,10 @@
 //! A queue's plan: stepped from its schedule and ammo, or read from a ready
-//! stpd file. Either way, a lazy stream of shots.
+//! stpd file. Either way, a lazy stream of shots, and a statement of how they
+//! are to be fired ([`Model`]), so no later stage re-derives it.
 
-use tank_config::{LoadProfile, QueueConfig};
+use std::time::Duration;
+
+use tank_config::{LoadProfile, Places, QueueConfig};
 
 use crate::error::{PlanError, Result};
 use crate::planned::PlannedCount;
@@ -9,39 +12,197 @@ use crate::schedule::Schedule;
 use crate::stepper::{ShotRef, Stepper};
 use crate::stpd::StpdReader;
 
-/// The shots of one queue.
-pub enum Plan {
-    /// Stepped from `rps_schedule` / `instances_schedule` and the ammo.
+/// How a queue's shots are fired.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Model {
+    /// Open (`rps_schedule`): every shot is due at its time and goes to
+    /// whichever of `instances` is free; when all are busy, shots go late.
+    /// The queue ends at `deadline`: shots not started by then are unsent.
+    Open {
+        /// The instance pool (`instances`).
+        instances: usize,
+        /// The schedule's end, from the start.
+        deadline: Duration,
+        /// The planned count in closed form, when the ammo cannot end the plan first.
+        planned: Option<PlannedCount>,
+    },
+    /// Closed (`instances_schedule`): instances start at the schedule's times
+    /// (the first `starts` shots are due then) and fire back to back after.
+    Closed {
+        /// The instances running at the end of the schedule.
+        instances: usize,
+        /// How many shots are instance starts.
+        starts: u64,
+    },
+    /// A ready stpd file: due times as written, fired as phantom fires them
+    /// (each instance takes the next shot at once and holds it until due); a
+    /// 0 after a later time means "at once" (a closed model written out).
+    Stpd {
+        /// The instance pool (`instances`).
+        instances: usize,
+    },
+}
+
+impl Model {
+    /// The instances the queue runs.
+    pub fn instances(&self) -> usize {
+        match self {
+            Model::Open { instances, .. }
+            | Model::Closed { instances, .. }
+            | Model::Stpd { instances } => *instances,
+        }
+    }
+
+    /// When the queue ends, from the start: the open model's deadline.
+    pub fn deadline(&self) -> Option<Duration> {
+        match self {
+            Model::Open { deadline, .. } => Some(*deadline),
+            _ => None,
+        }
+    }
+}
+
+enum Source {
     Stepped(Box<Stepper>),
-    /// Read from `stpd_file`, as written.
     Stpd(StpdReader),
 }
 
+/// The shots of one queue.
+pub struct Plan {
+    source: Source,
+    model: Model,
+    /// Which shots have a due time (see [`Timing`]).
+    timing: Timing,
+    /// Where the queue's options were written, for errors met while streaming.
+    places: Places,
+    /// The option the shots' bytes come from (`ammofile`, `uris`, `stpd_file`).
+    ammo_key: &'static str,
+}
+
+/// Which shots have a due time. An rps plan's all do; an instances schedule's
+/// only up to its last start time (then every shot is due "at once"); in a
+/// ready stpd file, a 0 after a later time means the same.
+enum Timing {
+    All,
+    UpTo(u64),
+    StpdZeros { latest_ms: i64 },
+}
+
+impl Timing {
+    fn due(&mut self, seq: u64, due_ms: i64) -> Option<Duration> {
+        let timed = match self {
+            Timing::All => true,
+            Timing::UpTo(starts) => seq < *starts,
+            Timing::StpdZeros { latest_ms } => {
+                let timed = !(due_ms == 0 && *latest_ms > 0);
+                *latest_ms = (*latest_ms).max(due_ms);
+                timed
+            }
+        };
+        timed.then(|| Duration::from_millis(u64::try_from(due_ms).unwrap_or(0)))
+    }
+}
+
+/// One shot of a plan, with its due time as the model has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimedShot<'a> {
+    /// The shot as stepped (its `due_ms` as written in stpd).
+    pub shot: ShotRef<'a>,
+    /// When it is due, from the start; `None` for "as soon as an instance is
+    /// free" (a closed model's shots after its start times), which neither
+    /// waits nor has a lag.
+    pub due: Option<Duration>,
+}
+
 impl Plan {
-    /// Build the plan of `queue`: parse its schedule and open its ammo.
-    /// A schedule error names the config file, line, section and key it was read from.
+    /// Build the plan of `queue`: parse its schedule and open its ammo. Every
+    /// error names the config file, line, section and option it comes from.
     pub fn new(queue: &QueueConfig) -> Result<Self> {
+        let ammo_key = match (&queue.load_profile, &queue.ammo) {
+            (LoadProfile::StpdFile(_), _) => "stpd_file",
+            (_, Some(tank_config::AmmoSource::Uris(_))) => "uris",
+            _ => "ammofile",
+        };
+        let locate = |error: PlanError| error.located(queue, ammo_key);
+        let instances = queue.instances as usize;
         let schedule = match &queue.load_profile {
             LoadProfile::Rps(text) => Schedule::rps(text),
             LoadProfile::Instances(text) => Schedule::instances(text),
-            LoadProfile::StpdFile(path) => return Ok(Plan::Stpd(StpdReader::open(path)?)),
+            LoadProfile::StpdFile(path) => {
+                return Ok(Plan {
+                    source: Source::Stpd(StpdReader::open(path).map_err(locate)?),
+                    model: Model::Stpd { instances },
+                    timing: Timing::StpdZeros { latest_ms: 0 },
+                    places: queue.places.clone(),
+                    ammo_key,
+                })
+            }
         }
-        .map_err(|e| e.located_at(&queue.load_profile_at))?;
+        .map_err(locate)?;
         let ammo = queue.ammo.as_ref().ok_or_else(|| {
-            PlanError::Config(
+            locate(PlanError::Config(
                 "no ammo: expected `ammofile` or `uris` (only `stpd_file` needs neither)".into(),
-            )
+            ))
         })?;
-        Ok(Plan::Stepped(Box::new(Stepper::new(
-            queue, schedule, ammo,
-        )?)))
+        let stepper = Stepper::new(queue, schedule, ammo).map_err(locate)?;
+        let (model, timing) = match stepper.schedule() {
+            Schedule::Rps(rps) => (
+                Model::Open {
+                    instances,
+                    deadline: Duration::from_millis(u64::try_from(rps.duration_ms()).unwrap_or(0)),
+                    planned: stepper
+                        .known_len()
+                        .map(|len| PlannedCount::new(rps.clone(), len)),
+                },
+                Timing::All,
+            ),
+            Schedule::Instances(schedule) => (
+                Model::Closed {
+                    // A schedule that starts none (a blank rps_schedule) runs the pool.
+                    instances: usize::try_from(schedule.instances())
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .unwrap_or(instances),
+                    starts: schedule.starts(),
+                },
+                Timing::UpTo(schedule.starts()),
+            ),
+        };
+        Ok(Plan {
+            source: Source::Stepped(Box::new(stepper)),
+            model,
+            timing,
+            places: queue.places.clone(),
+            ammo_key,
+        })
+    }
+
+    /// How a closed model ends, for the user to read before it starts: it has
+    /// no end of its own, so its ammo's end ends it (`None` for other models).
+    pub fn closed_model_end(queue: &QueueConfig) -> Option<String> {
+        if !matches!(queue.load_profile, LoadProfile::Instances(_)) {
+            return None;
+        }
+        Some(match (queue.loop_count, queue.ammo_limit) {
+            (_, limit) if limit > 0 => format!("ends after {limit} shots (ammo_limit)"),
+            (1, _) => "ends after one pass over its ammo (loop = 1)".to_string(),
+            (passes, _) if passes > 1 => format!("ends after {passes} passes over its ammo (loop)"),
+            _ => "ends after one pass over its ammo, as yandex-tank's does; \
+                  set `loop` = N passes or `ammo_limit` = N shots for more"
+                .to_string(),
+        })
+    }
+
+    /// How the shots are to be fired.
+    pub fn model(&self) -> &Model {
+        &self.model
     }
 
     /// The schedule, when the plan is stepped.
     pub fn schedule(&self) -> Option<&Schedule> {
-        match self {
-            Plan::Stepped(stepper) => Some(stepper.schedule()),
-            Plan::Stpd(_) => None,
+        match &self.source {
+            Source::Stepped(stepper) => Some(stepper.schedule()),
+            Source::Stpd(_) => None,
         }
     }
 
@@ -49,37 +210,76 @@ impl Plan {
     /// walking the plan: an rps schedule over ammo that never runs out (see
     /// [`Stepper::known_len`]). `None` for instances schedules, ready stpd files,
     /// and ammo that a `loop` limit ends.
-    pub fn planned_count(&self) -> Option<PlannedCount> {
-        match self {
-            Plan::Stepped(stepper) => match (stepper.schedule(), stepper.known_len()) {
-                (Schedule::Rps(rps), Some(len)) => Some(PlannedCount::new(rps.clone(), len)),
-                _ => None,
-            },
-            Plan::Stpd(_) => None,
+    pub fn planned_count(&self) -> Option<&PlannedCount> {
+        match &self.model {
+            Model::Open { planned, .. } => planned.as_ref(),
+            _ => None,
         }
     }
 
     /// The ammo format being read (`stpd` for a ready stpd file).
     pub fn ammo_format(&self) -> &'static str {
-        match self {
-            Plan::Stepped(stepper) => stepper.ammo_format(),
-            Plan::Stpd(_) => "stpd",
+        match &self.source {
+            Source::Stepped(stepper) => stepper.ammo_format(),
+            Source::Stpd(_) => "stpd",
         }
     }
 
     /// Passes over the ammo finished so far (0 for a ready stpd file).
     pub fn passes(&self) -> u64 {
-        match self {
-            Plan::Stepped(stepper) => stepper.passes(),
-            Plan::Stpd(_) => 0,
+        match &self.source {
+            Source::Stepped(stepper) => stepper.passes(),
+            Source::Stpd(_) => 0,
         }
     }
 
-    /// The next shot, or `None` at the end.
+    /// The next shot, or `None` at the end. An error names the config option
+    /// the bytes come from, then the file and byte offset.
     pub fn next_shot(&mut self) -> Result<Option<ShotRef<'_>>> {
-        match self {
-            Plan::Stepped(stepper) => stepper.next_shot(),
-            Plan::Stpd(reader) => reader.next_shot(),
-        }
+        let (places, key) = (&self.places, self.ammo_key);
+        let next = match &mut self.source {
+            Source::Stepped(stepper) => stepper.next_shot(),
+            Source::Stpd(reader) => reader.next_shot(),
+        };
+        next.map_err(|error| error.located_in(places, key))
+    }
+
+    /// The next shot with its due time as the model has it.
+    pub fn next_timed(&mut self) -> Result<Option<TimedShot<'_>>> {
+        let (places, key) = (&self.places, self.ammo_key);
+        let next = match &mut self.source {
+            Source::Stepped(stepper) => stepper.next_shot(),
+            Source::Stpd(reader) => reader.next_shot(),
+        };
+        let timing = &mut self.timing;
+        next.map(|shot| {
+            shot.map(|shot| TimedShot {
+                due: timing.due(shot.seq, shot.due_ms),
+                shot,
+            })
+        })
+        .map_err(|error| error.located_in(places, key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_instances_schedule_times_only_its_starts() {
+        let mut timing = Timing::UpTo(2);
+        assert_eq!(timing.due(0, 0), Some(Duration::ZERO));
+        assert_eq!(timing.due(1, 500), Some(Duration::from_millis(500)));
+        assert_eq!(timing.due(2, 0), None);
+    }
+
+    #[test]
+    fn a_zero_after_a_later_time_in_stpd_means_at_once() {
+        let mut timing = Timing::StpdZeros { latest_ms: 0 };
+        assert_eq!(timing.due(0, 0), Some(Duration::ZERO));
+        assert_eq!(timing.due(1, 100), Some(Duration::from_millis(100)));
+        assert_eq!(timing.due(2, 0), None);
+        assert_eq!(timing.due(3, 200), Some(Duration::from_millis(200)));
     }
 }

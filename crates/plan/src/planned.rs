@@ -10,7 +10,7 @@
 use crate::schedule::RpsSchedule;
 
 /// The planned count of an rps plan as a function of time.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PlannedCount {
     schedule: RpsSchedule,
     /// The plan's length: the schedule's, or fewer under `ammo_limit`.

@@ -24,10 +24,9 @@ mod origin;
 mod outcome;
 mod planned;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use tank_config::{Override, TestConfig, WriteLog};
+use tank_config::{ConfigError, Override, TestConfig, WriteLog};
 use tank_engine::{
     priority, AnswerSink, Clock, Control, Engine, EngineError, IoThreads, SampleSink,
 };
@@ -86,14 +85,9 @@ pub enum RunError {
     /// A queue's plan, ammo or options.
     #[error(transparent)]
     Engine(#[from] EngineError),
-    /// The `[autostop]` criteria.
-    #[error("{config}: [autostop] {message}")]
-    Autostop {
-        /// The config file.
-        config: PathBuf,
-        /// What is wrong with a criterion.
-        message: String,
-    },
+    /// The `[autostop]` criteria, located where they were written.
+    #[error("{0}")]
+    Autostop(ConfigError),
     /// The `[origin]` simulator.
     #[error("[origin] {0}")]
     Origin(String),
@@ -137,6 +131,22 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         .build()
         .map_err(io("starting the runtime"))?;
     let mut observer = observer;
+    for warning in &config.warnings {
+        observer.notice(&Notice::Warning(warning));
+    }
+    // A closed model that nothing but its ammo ends, said before it starts.
+    for queue in config
+        .queues
+        .iter()
+        .filter(|q| q.loop_count == -1 && q.ammo_limit == -1)
+    {
+        if let Some(end) = tank_plan::Plan::closed_model_end(queue) {
+            observer.notice(&Notice::Warning(&format!(
+                "[{}] the test {end}",
+                queue.name
+            )));
+        }
+    }
     let origin = match &config.origin {
         Some(origin) => {
             let (server, warning) = runtime.block_on(origin::start(origin))?;
@@ -150,12 +160,7 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
     let engine = Engine::prepare(config, origin.as_ref().map(tank_origin::Server::local_addr))?;
     let instances_limit = engine.total_instances() as u64;
     // Checked before the artifacts directory exists: bad input leaves nothing behind.
-    let autostop = Autostop::new(&config.autostop.criteria, instances_limit).map_err(|e| {
-        RunError::Autostop {
-            config: config.path.clone(),
-            message: e.to_string(),
-        }
-    })?;
+    let autostop = autostop_for(config, instances_limit).map_err(RunError::Autostop)?;
     limits::raise_file_limit(instances_limit)?;
     let io_threads = IoThreads::start(engine.io_threads().count, move || {
         if io_threads_ask {
@@ -166,6 +171,9 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
     .map_err(io("starting the I/O threads"))?;
     let artifacts = Artifacts::create(config, &spec.overrides)?;
     log_setup(&artifacts, config, &engine, &short_slice);
+    for warning in &config.warnings {
+        artifacts.log(&format!("warning: {warning}"));
+    }
     // Held until the run is over; the kernel drops it when tank exits, however it exits.
     let cpus_awake = config.core.keep_cpus_awake.then(priority::keep_cpus_awake);
     artifacts.log(&match &cpus_awake {
@@ -260,6 +268,17 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         control.stop.is_cancelled(),
         &artifacts,
     ))
+}
+
+/// The `[autostop]` criteria of `config`, checked; errors name where they were written.
+pub fn autostop_for(config: &TestConfig, instances_limit: u64) -> Result<Autostop, ConfigError> {
+    Autostop::new(&config.autostop.criteria, instances_limit).map_err(|e| {
+        match &config.autostop.criteria_at {
+            Some(place) => place.error(e.to_string()),
+            None => tank_config::OptionPlace::unwritten(&config.path, "autostop", "autostop")
+                .error(e.to_string()),
+        }
+    })
 }
 
 /// What tank.log says about how the run is set up.

@@ -37,9 +37,9 @@ pub struct AmmoFile {
 impl AmmoFile {
     /// Open `path`, detecting gzip by its first two bytes.
     pub fn open(path: &Path) -> Result<Self> {
-        let io_err = |source| PlanError::Io {
+        let io_err = |error| PlanError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let mut file = File::open(path).map_err(io_err)?;
         let mut magic = [0u8; 2];
@@ -249,9 +249,9 @@ impl AmmoFile {
     /// Python `seek(0)`: start the file over.
     pub fn rewind(&mut self) -> Result<()> {
         let path = self.path.clone();
-        let io_err = |source| PlanError::Io {
+        let io_err = |error| PlanError::Io {
             path: path.clone(),
-            source,
+            error,
         };
         match &mut self.inner {
             Inner::Memory(cursor) => cursor.set_position(0),
@@ -280,10 +280,10 @@ fn line_len(bytes: &[u8]) -> usize {
     }
 }
 
-fn io_error(path: &Path, source: io::Error) -> PlanError {
+fn io_error(path: &Path, error: io::Error) -> PlanError {
     PlanError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 
