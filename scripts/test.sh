@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # tank's test command: the one the README gives a newcomer, and the one CI runs.
 #
-# Checks formatting and lints, then runs every test of the workspace, including
+# Installs the machine packages the tests use when missing (scripts/deps.sh),
+# checks formatting and lints, then runs every test of the workspace, including
 # the differential test against yandex-tank 2.0.11's stepper (its venv is made
 # on the first run by scripts/reference-venv.sh; later runs reuse it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+scripts/deps.sh
 
 TANK_REFERENCE_PYTHON="$(scripts/reference-venv.sh)"
 export TANK_REFERENCE_PYTHON

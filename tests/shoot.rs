@@ -571,6 +571,35 @@ fn bad_input_is_a_clear_error_before_any_shot() {
     );
 }
 
+#[test]
+fn bad_ammo_past_the_first_request_stops_the_test_before_its_first_shot() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    // A good request, then one that says 74 bytes and has 18.
+    let good = "GET / HTTP/1.0\r\n\r\n";
+    let ammo = format!("{}\n{good}\n74\nGET /broken HTTP/1.0\n", good.len());
+    std::fs::write(dir.path().join("ammo.txt"), ammo).unwrap();
+    let out = shoot(
+        dir.path(),
+        &config(
+            server.addr(),
+            "rps_schedule = const(10,2s)\nammofile = ammo.txt",
+        ),
+        LIMIT,
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .contains("load.ini:4: [phantom] ammofile: ammo.txt: byte 46: unexpected end of file"),
+        "{stderr}"
+    );
+    // Once, not repeated by each layer that passed it on.
+    assert_eq!(stderr.matches("ammo.txt: byte").count(), 1, "{stderr}");
+    assert!(!dir.path().join("logs").exists(), "no artifacts");
+    assert!(server.requests().is_empty(), "no shot fired");
+}
+
 /// Run tank on `config` in `dir`, let it fire for 1.5 s, send `signals` 300 ms
 /// apart, and wait: its output, and how long it took to exit after the last signal.
 #[cfg(unix)]

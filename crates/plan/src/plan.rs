@@ -193,6 +193,16 @@ impl Plan {
         })
     }
 
+    /// Read `queue`'s ammo through once (a ready stpd file to its end) and
+    /// report the first error, as the run would meet it mid-way: so that bad
+    /// ammo stops a test before its first shot, not after its start. The
+    /// shots are not kept; memory does not grow with the ammo.
+    pub fn check_ammo(queue: &QueueConfig) -> Result<()> {
+        let mut plan = Plan::new(queue)?;
+        while plan.passes() == 0 && plan.next_shot()?.is_some() {}
+        Ok(())
+    }
+
     /// How the shots are to be fired.
     pub fn model(&self) -> &Model {
         &self.model

@@ -158,6 +158,10 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         None => None,
     };
     let engine = Engine::prepare(config, origin.as_ref().map(tank_origin::Server::local_addr))?;
+    // Bad ammo found mid-run would stop a test already under way.
+    for queue in &config.queues {
+        tank_plan::Plan::check_ammo(queue).map_err(|e| RunError::Engine(EngineError::Plan(e)))?;
+    }
     let instances_limit = engine.total_instances() as u64;
     // Checked before the artifacts directory exists: bad input leaves nothing behind.
     let autostop = autostop_for(config, instances_limit).map_err(RunError::Autostop)?;

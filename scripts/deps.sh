@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The machine packages the tests use, installed when missing (Debian/Ubuntu).
+#
+# The tests start real components (a headless browser for the HTML report, ...)
+# rather than mocks; this installs what a fresh machine lacks. As root it runs
+# apt-get itself; otherwise it prints the one command to run and fails.
+set -euo pipefail
+
+# command it provides → Debian package
+needed=(
+    "chromium:chromium"
+)
+
+missing=()
+for pair in "${needed[@]}"; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+done
+# The yandex-tank reference venv needs Python's venv module (and ensurepip).
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+    echo "the tests need: ${missing[*]}" >&2
+    echo "install them with: sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+apt-get update -q
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
