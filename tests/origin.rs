@@ -7,6 +7,7 @@
 //! Every test is bounded by [`within`]. The admin API's guards are in
 //! [`exposure`], the body budget and memory in [`memory`].
 
+mod capacity;
 mod exposure;
 mod memory;
 
@@ -664,6 +665,7 @@ async fn every_recipe_in_configs_origin_loads_and_serves() {
         assert_eq!(
             names,
             [
+                "capacity.json",
                 "degradation.json",
                 "heavy_tail.json",
                 "outage.json",

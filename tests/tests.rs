@@ -2,6 +2,7 @@ mod autostop;
 mod counts;
 mod differential;
 mod hostile;
+mod limit;
 mod origin;
 mod report;
 mod run;

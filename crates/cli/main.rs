@@ -3,11 +3,15 @@
 //! This file is thin wiring: parse the command line, run the subcommand, and
 //! map any error to a message on stderr and a non-zero exit code, once.
 
+mod bench;
 mod compare;
 mod origin;
 mod plan;
 mod report;
+mod search;
 mod shoot;
+mod sweep;
+mod target_args;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -78,6 +82,26 @@ enum Command {
     /// files): cumulative quantiles with deltas, codes, per-tag deltas; with
     /// --out, an HTML page with the runs' charts overlaid.
     Compare(compare::CompareArgs),
+    /// A wrk-style one-liner: `tank bench URL -c 64 -d 10s` (connections
+    /// firing back to back) or `-R 10000` (requests per second, latency from
+    /// the intended start, as wrk2). Prints wrk's summary (Latency,
+    /// Requests/sec, Transfer/sec) and leaves the usual artifacts.
+    Bench(bench::BenchArgs),
+    /// Sweep concurrency (closed model): one run per step (`-c 1,2,4,8` or
+    /// `line(1,64,16)`), measured after a warm-up; per step rps, p50/p90/p99/
+    /// p99.9 and errors; the knee (p99 over twice the first step's, or errors
+    /// over 1%) and a Universal Scalability Law fit. Table, --json, report.html.
+    Sweep(sweep::SweepArgs),
+    /// Find the highest rate whose latency quantile stays under a bound
+    /// (`--quantile 99 --under 50ms`), bisecting open-model probes between
+    /// --from and --to to --precision. A probe where the generator fell behind
+    /// (achieved < 98% of the rate, lag p99 > 1 ms, or unsent shots, while
+    /// connections were free) is invalid and never a pass. Exits 3 when no
+    /// rate meets the bound.
+    Search(search::SearchArgs),
+    /// Measure every rate of `--rate lo:hi:step` against a latency bound, as
+    /// search does; the limit is the highest rate passing with all below it.
+    Scan(search::ScanArgs),
 }
 
 /// Arguments of `tank plan`.
@@ -125,6 +149,10 @@ fn main() -> ExitCode {
         Some(Command::Origin(args)) => origin::run(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Report(args)) => report::run(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Compare(args)) => compare::run(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Bench(args)) => bench::run(&args),
+        Some(Command::Sweep(args)) => sweep::run(&args),
+        Some(Command::Search(args)) => search::search(&args),
+        Some(Command::Scan(args)) => search::scan(&args),
     };
     match result {
         Ok(code) => code,

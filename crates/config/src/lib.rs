@@ -95,6 +95,14 @@ pub fn load_str(
     result.map_err(|e| e.in_file(path))
 }
 
+/// A config made of options alone, as if each were a `-o section.key=value`
+/// on an empty file: for commands that take a target on the command line
+/// (`tank bench URL`). The options are checked, and defaults filled in,
+/// exactly as a file's; `path` names the config in errors and reports.
+pub fn from_options(path: &Path, options: &[Override]) -> Result<TestConfig, ConfigError> {
+    load_str("", ConfigFormat::Ini, path, options)
+}
+
 /// The spelling a file name implies: `.ini`/`.cfg`/`.conf`, `.toml`, `.yaml`/`.yml`
 /// (case-insensitive); `None` for anything else.
 pub fn format_from_extension(path: &Path) -> Option<ConfigFormat> {

@@ -808,3 +808,19 @@ fn yaml_sections_with_custom_names_are_identified_by_package() {
     .unwrap_err();
     assert!(e.message().starts_with("unrecognized section"), "{e}");
 }
+
+#[test]
+fn a_config_from_options_alone_equals_the_same_lines_in_a_file() {
+    let options: Vec<Override> = [
+        "phantom.address=127.0.0.1:8080",
+        "phantom.rps_schedule=const(1,1s)",
+        "phantom.ammofile=ammo.txt",
+    ]
+    .iter()
+    .map(|o| o.parse().unwrap())
+    .collect();
+    let built = crate::from_options(Path::new("load.ini"), &options).unwrap();
+    assert_eq!(built.queues, ini(MINIMAL).queues);
+    let error = crate::from_options(Path::new("bench"), &options[..2]).unwrap_err();
+    assert!(error.to_string().starts_with("bench"), "{error}");
+}

@@ -7,7 +7,7 @@
 //! | `GET /_admin/current_recipe` | the recipes as posted (JSON list), or a note that none is set |
 //! | `GET /_admin/restart` | removes every recipe |
 //! | `GET /_admin/routes` | one route per line |
-//! | `GET /_admin/routes_status` | per line: route, current status, latency (and fault, CPU time) |
+//! | `GET /_admin/routes_status` | per line: route, current status, latency (and fault, CPU time, workers busy and waiting) |
 //!
 //! Everything is plain text or JSON so `curl` is the only client needed.
 //!
@@ -131,7 +131,8 @@ pub(crate) fn unauthorized() -> Response<OriginBody> {
     response
 }
 
-/// One line per route: `route status latency`, then ` fault` and ` cpu=TIME` when set.
+/// One line per route: `route status latency`, then ` fault`, ` cpu=TIME` and
+/// ` workers=BUSY/N waiting=W[/LIMIT]` when set.
 fn routes_status(shared: &Shared) -> String {
     let now = Instant::now();
     let mut out = String::new();
@@ -152,6 +153,18 @@ fn routes_status(shared: &Shared) -> String {
         }
         if !stage.cpu.is_zero() {
             let _ = write!(out, " cpu={:?}", stage.cpu);
+        }
+        if let Some(workers) = &loaded.workers {
+            let (busy, waiting) = workers.load(now);
+            let capacity = workers.capacity();
+            let _ = write!(
+                out,
+                " workers={busy}/{} waiting={waiting}",
+                capacity.workers
+            );
+            if let Some(limit) = capacity.queue_limit {
+                let _ = write!(out, "/{limit}");
+            }
         }
     }
     out

@@ -20,6 +20,7 @@ use crate::fault_io::FaultSlot;
 use crate::response_body::OriginBody;
 use crate::simulation::{Loaded, Lookup, Simulation};
 use crate::stage::{Fault, Stage};
+use crate::workers::{Admission, Capacity};
 
 /// What every connection of a server shares.
 #[derive(Debug)]
@@ -72,8 +73,15 @@ pub(crate) async fn serve(
         }
     };
     drop(request);
-    let stage = loaded.stage_at(Instant::now());
-    if !stage.latency.is_zero() {
+    let now = Instant::now();
+    let stage = loaded.stage_at(now);
+    if let Some(workers) = &loaded.workers {
+        let service = stage.latency.sample(&mut rand::rng());
+        match workers.admit(now, service) {
+            Admission::Until(end) => tokio::time::sleep_until(end.into()).await,
+            Admission::Full => return Ok(queue_full(workers.capacity())),
+        }
+    } else if !stage.latency.is_zero() {
         let wait = stage.latency.sample(&mut rand::rng());
         tokio::time::sleep(wait).await;
     }
@@ -111,6 +119,16 @@ fn respond(loaded: &Loaded, stage: &Stage, body: OriginBody) -> Response<OriginB
         headers.append(name.clone(), value.clone());
     }
     response
+}
+
+/// The 503 of a route whose queue is at its limit.
+fn queue_full(capacity: Capacity) -> Response<OriginBody> {
+    let message = format!(
+        "all {} workers are busy and {} requests wait (queue_limit)",
+        capacity.workers,
+        capacity.queue_limit.unwrap_or_default()
+    );
+    text(StatusCode::SERVICE_UNAVAILABLE, message)
 }
 
 /// A `text/plain` response.

@@ -33,6 +33,11 @@
 //!   ([`Options::body_budget`], 256mb unless set).
 //! - `headers`: sent with every response; `content-encoding: gzip` also
 //!   compresses the body (once, at load).
+//! - `workers` (optional): at most this many requests in service at once;
+//!   the others wait in a FIFO queue, and the wait counts in their latency.
+//!   A worker serves a request for the stage's latency, so the route's
+//!   capacity is `workers` ÷ the mean latency. `queue_limit`: at most this
+//!   many waiting; past it a request gets 503 at once (0: no queue).
 //! - `stages`: from `at` (milliseconds or `"4s"`, counted from when the recipe
 //!   was loaded) on, answer with `status` (default 200) after `latency`
 //!   (default 0): fixed (`"100ms"`, `0`), a uniform range (`"1000ms..1500ms"`),
@@ -97,6 +102,7 @@ mod simulation;
 mod stage;
 mod standalone;
 mod units;
+mod workers;
 
 pub use access::{AdminAccess, AdminToken, TOKEN_ENV};
 pub use error::{LoadError, RecipeError, StartError};
@@ -107,3 +113,4 @@ pub use route::Route;
 pub use server::{Server, GRACE};
 pub use stage::{Fault, Stage};
 pub use standalone::run_until_interrupted;
+pub use workers::Capacity;

@@ -23,6 +23,7 @@ use crate::error::RecipeError;
 use crate::route::Route;
 use crate::stage::Stage;
 use crate::units;
+use crate::workers::{Capacity, MAX_WORKERS};
 
 /// Where a recipe's response body comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +45,7 @@ pub struct Recipe {
     pub(crate) source: Source,
     pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
     pub(crate) stages: Vec<Stage>,
+    pub(crate) capacity: Option<Capacity>,
     pub(crate) json: Value,
 }
 
@@ -51,9 +53,11 @@ const KEYS: &[&str] = &[
     "body",
     "headers",
     "origin",
+    "queue_limit",
     "random_content",
     "route",
     "stages",
+    "workers",
 ];
 
 impl Recipe {
@@ -127,11 +131,13 @@ impl Recipe {
         )?;
         let headers = headers(object.get("headers"), &at("headers"))?;
         let stages = stages(object.get("stages"), &at("stages"))?;
+        let capacity = capacity(object.get("workers"), object.get("queue_limit"), place)?;
         Ok(Recipe {
             route,
             source,
             headers,
             stages,
+            capacity,
             json,
         })
     }
@@ -149,6 +155,11 @@ impl Recipe {
     /// The stages, in order of `at`.
     pub fn stages(&self) -> &[Stage] {
         &self.stages
+    }
+
+    /// `workers` and `queue_limit`, when the recipe sets them.
+    pub fn capacity(&self) -> Option<Capacity> {
+        self.capacity
     }
 
     /// The recipe object as it was written.
@@ -192,6 +203,44 @@ pub(crate) fn check_origin_url(url: &str) -> Result<(), String> {
         _ => Err(format!(
             "expected an http:// URL like \"http://127.0.0.1:8081/page\", found `{url}`"
         )),
+    }
+}
+
+/// `workers` (1 to [`MAX_WORKERS`]) and `queue_limit` (0 or more; only with `workers`).
+fn capacity(
+    workers: Option<&Value>,
+    queue_limit: Option<&Value>,
+    place: &str,
+) -> Result<Option<Capacity>, RecipeError> {
+    let count = |value: Option<&Value>, key: &str, min: u64| -> Result<Option<u64>, RecipeError> {
+        match value {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => match n.as_u64() {
+                Some(n) if n >= min && n <= MAX_WORKERS as u64 => Ok(Some(n)),
+                _ => Err(RecipeError::new(
+                    format!("{place}.{key}"),
+                    format!("expected a whole number from {min} to {MAX_WORKERS}, found {n}"),
+                )),
+            },
+            Some(other) => Err(RecipeError::new(
+                format!("{place}.{key}"),
+                format!("expected a whole number from {min} to {MAX_WORKERS}, found {other}"),
+            )),
+        }
+    };
+    let workers = count(workers, "workers", 1)?;
+    let queue_limit = count(queue_limit, "queue_limit", 0)?;
+    match (workers, queue_limit) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(RecipeError::new(
+            format!("{place}.queue_limit"),
+            "a queue limit needs `workers` (the queue is of requests waiting for a worker)",
+        )),
+        // Both are at most MAX_WORKERS, so they fit a usize.
+        (Some(workers), queue_limit) => Ok(Some(Capacity {
+            workers: workers as usize,
+            queue_limit: queue_limit.map(|q| q as usize),
+        })),
     }
 }
 
@@ -326,7 +375,7 @@ mod tests {
         );
         assert_eq!(
             err(r#"{"stages": [{"at": 0}], "rout": "/x"}"#),
-            "recipe.rout: unknown key (expected one of: body, headers, origin, random_content, route, stages)"
+            "recipe.rout: unknown key (expected one of: body, headers, origin, queue_limit, random_content, route, stages, workers)"
         );
         assert_eq!(
             err(r#"{"stages": []}"#),
@@ -344,6 +393,42 @@ mod tests {
         assert_eq!(
             err("[]"),
             "recipe: an empty list: expected at least one recipe object"
+        );
+    }
+
+    #[test]
+    fn workers_and_queue_limit_make_a_capacity() {
+        let r = one(r#"{"workers": 8, "queue_limit": 0, "stages": [{"latency": "10ms"}]}"#);
+        assert_eq!(
+            r.capacity(),
+            Some(Capacity {
+                workers: 8,
+                queue_limit: Some(0)
+            })
+        );
+        assert_eq!(one(r#"{"stages": [{}]}"#).capacity(), None);
+        assert_eq!(
+            one(r#"{"workers": 2, "stages": [{}]}"#).capacity(),
+            Some(Capacity {
+                workers: 2,
+                queue_limit: None
+            })
+        );
+        assert_eq!(
+            err(r#"{"workers": 0, "stages": [{}]}"#),
+            "recipe.workers: expected a whole number from 1 to 1000000, found 0"
+        );
+        assert_eq!(
+            err(r#"{"workers": "8", "stages": [{}]}"#),
+            "recipe.workers: expected a whole number from 1 to 1000000, found \"8\""
+        );
+        assert_eq!(
+            err(r#"{"workers": 2.5, "stages": [{}]}"#),
+            "recipe.workers: expected a whole number from 1 to 1000000, found 2.5"
+        );
+        assert_eq!(
+            err(r#"{"queue_limit": 5, "stages": [{}]}"#),
+            "recipe.queue_limit: a queue limit needs `workers` (the queue is of requests waiting for a worker)"
         );
     }
 

@@ -25,6 +25,7 @@ use crate::recipe::Recipe;
 use crate::route::Route;
 use crate::stage::Stage;
 use crate::units::{human, MAX_SIZE};
+use crate::workers::Workers;
 
 /// A recipe ready to serve: its body prepared and its clock started.
 #[derive(Debug)]
@@ -32,6 +33,8 @@ pub(crate) struct Loaded {
     pub recipe: Recipe,
     pub body: Body,
     pub posted: Instant,
+    /// The route's workers, when its recipe sets `workers`.
+    pub workers: Option<Workers>,
 }
 
 impl Loaded {
@@ -113,6 +116,7 @@ impl Simulation {
             .into_iter()
             .zip(bodies)
             .map(|(recipe, body)| Loaded {
+                workers: recipe.capacity.map(Workers::new),
                 recipe,
                 body,
                 posted,
@@ -201,6 +205,7 @@ mod tests {
             recipe: Recipe::from_json(json).unwrap().remove(0),
             body: Body::plain(&[]),
             posted,
+            workers: None,
         }
     }
 

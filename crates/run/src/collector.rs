@@ -176,6 +176,7 @@ fn collect(
                     live.aggregator.note_sent(sent, 1);
                     live.aggregator.note_lag(sent, sample.lag_us);
                     live.aggregator.add_sample(&sample);
+                    live.observer.sample(&sample);
                 }
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {

@@ -204,6 +204,7 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         instances: instances_limit,
         longest_schedule: facts.longest_schedule(),
         artifacts: artifacts.dir(),
+        start_unix_us: clock.start_unix_us,
     });
     let control = handle.control.clone();
     let live = collector::Live {

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use tank_stats::aggregate::{Aggregator, SecondStats};
 use tank_stats::autostop::{Autostop, StopReason};
+use tank_stats::Sample;
 
 /// The live state an observer may read beside the finished seconds.
 pub struct LiveState<'a> {
@@ -52,6 +53,8 @@ pub struct Started<'a> {
     pub longest_schedule: Option<Duration>,
     /// The artifacts directory.
     pub artifacts: &'a Path,
+    /// When the schedules start (offset 0), µs since the Unix epoch.
+    pub start_unix_us: u64,
 }
 
 /// Receives a run's progress.
@@ -59,6 +62,13 @@ pub trait Observer: Send {
     /// The run is set up and about to fire (called once, before any second).
     fn started(&mut self, started: &Started<'_>) {
         let _ = started;
+    }
+
+    /// One shot's sample, as it reaches the results thread (in completion
+    /// order). For a caller that measures a window of the run itself, as a
+    /// search's probe does; it MUST be cheap: it runs once per shot.
+    fn sample(&mut self, sample: &Sample) {
+        let _ = sample;
     }
 
     /// Seconds that just became final, in order (at least one).

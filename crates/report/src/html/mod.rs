@@ -48,6 +48,12 @@ pub fn compare(a: &Summary, b: &Summary) -> String {
     )
 }
 
+/// The page of a search, scan or sweep (`data` has `kind`: `search`, `scan`
+/// or `sweep`, and its probes or steps): a chart of rate and latency per probe.
+pub fn limit(title: &str, data: &serde_json::Value) -> String {
+    page(title, &json!({ "kind": "limit", "limit": data }))
+}
+
 fn page(title: &str, data: &serde_json::Value) -> String {
     // `</` inside the JSON would end the script element early; `<\/` is the same JSON string.
     let data = data.to_string().replace("</", "<\\/");

@@ -39,7 +39,8 @@
 
   // series: [{name, values}], x: numbers (seconds from start). Draws polylines with axes,
   // a legend and a hover read-out.
-  function lineChart(parent, x, series, unit) {
+  function lineChart(parent, x, series, unit, xunit) {
+    xunit = xunit === undefined ? " s" : xunit;
     var W = 960, H = 260, L = 60, R = 16, T = 12, B = 28;
     var svg = el("svg:svg", { viewBox: "0 0 " + W + " " + H, "class": "chart", role: "img" }, parent);
     var xmax = x.length ? Math.max(x[x.length - 1], 1) : 1;
@@ -55,7 +56,7 @@
     }
     for (var j = 0; j <= 6; j++) {
       var xv = xmax * j / 6;
-      el("svg:text", { x: sx(xv), y: H - 8, "text-anchor": "middle" }, svg, Math.round(xv) + " s");
+      el("svg:text", { x: sx(xv), y: H - 8, "text-anchor": "middle" }, svg, Math.round(xv) + xunit);
     }
     el("svg:text", { x: 4, y: 12 }, svg, unit);
     series.forEach(function (s, k) {
@@ -79,7 +80,7 @@
       if (!x.length) { return; }
       cursor.setAttribute("x1", sx(x[n])); cursor.setAttribute("x2", sx(x[n]));
       cursor.setAttribute("visibility", "visible");
-      readout.textContent = x[n] + " s: " + series.map(function (s) {
+      readout.textContent = x[n] + xunit + ": " + series.map(function (s) {
         return s.name + " " + fmt(s.values[n]);
       }).join(" · ");
     });
@@ -245,10 +246,55 @@
       }));
   }
 
+  // A search, scan or sweep: one point per probe or step, in order of rate or concurrency.
+  function limit(d) {
+    var byX = function (key) { return function (a, b) { return a[key] - b[key]; }; };
+    if (d.kind === "sweep") {
+      var steps = d.steps.slice().sort(byX("concurrency"));
+      var n = steps.map(function (s) { return s.concurrency; });
+      var thr = [{ name: "achieved rps", values: steps.map(function (s) { return s.achieved_rps; }) }];
+      if (d.usl) {
+        var u = d.usl;
+        thr.push({ name: "USL fit", values: n.map(function (c) {
+          return u.gamma * c / (1 + u.sigma * (c - 1) + u.kappa * c * (c - 1)); }) });
+      }
+      lineChart(section("Throughput by concurrency"), n, thr, "rps", "");
+      lineChart(section("Latency by concurrency"), n, [
+        { name: "p50", values: steps.map(function (s) { return s.p50_ms; }) },
+        { name: "p99", values: steps.map(function (s) { return s.p99_ms; }) },
+        { name: "p99.9", values: steps.map(function (s) { return s.p999_ms; }) }], "ms", "");
+      var facts = [["knee", d.knee_concurrency === null ? "none" : d.knee_concurrency + " connections"]];
+      if (d.usl) {
+        facts.push(["USL σ, κ, γ", fmt(d.usl.sigma, 5) + ", " + fmt(d.usl.kappa, 6) + ", " + fmt(d.usl.gamma)]);
+        facts.push(["USL R²", fmt(d.usl.r_squared, 3)]);
+      }
+      table(section("Fit"), ["", ""], facts);
+      table(section("Steps"), ["connections", "rps", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "errors %"],
+        d.steps.map(function (s) { return [s.concurrency, s.achieved_rps, s.p50_ms, s.p90_ms, s.p99_ms, s.p999_ms, s.error_pct]; }));
+      return;
+    }
+    var probes = d.probes.slice().sort(byX("target_rps"));
+    var x = probes.map(function (p) { return p.target_rps; });
+    lineChart(section("p" + d.quantile + " by rate (bound " + d.under_ms + " ms)"), x, [
+      { name: "p" + d.quantile + " ms", values: probes.map(function (p) { return p.quantile_ms; }) },
+      { name: "bound", values: probes.map(function () { return d.under_ms; }) }], "ms", " rps");
+    lineChart(section("Achieved by rate"), x, [
+      { name: "achieved rps", values: probes.map(function (p) { return p.achieved_rps; }) },
+      { name: "target rps", values: x }], "rps", " rps");
+    table(section("Probes (limit: " + (d.limit_rps === null ? "none" : d.limit_rps + " rps") + ")"),
+      ["rate", "achieved", "p" + d.quantile + " ms", "errors %", "lag p99 ms", "valid", "passed", "why"],
+      d.probes.map(function (p) {
+        return [p.target_rps, p.achieved_rps, p.quantile_ms, p.error_pct, p.lag_p99_ms,
+                p.valid ? "yes" : "NO", p.passed ? "yes" : "no", p.reasons.join("; ")];
+      }));
+  }
+
   var status = "ok";
   try {
     var data = JSON.parse(document.getElementById("tank-data").textContent);
-    if (data.kind === "compare") { compare(data.a, data.b); } else { report(data.summary, data.names); }
+    if (data.kind === "compare") { compare(data.a, data.b); }
+    else if (data.kind === "limit") { limit(data.limit); }
+    else { report(data.summary, data.names); }
   } catch (e) {
     status = "error: " + e;
     throw e;

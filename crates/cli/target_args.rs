@@ -1,0 +1,160 @@
+//! The target flags `bench`, `sweep`, `search` and `scan` share: a URL with
+//! wrk's request flags, or `--config FILE` (its first queue's target and ammo).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use tank_limit::{Options, Request, Target};
+
+/// Where the load goes and what it sends.
+#[derive(Debug, clap::Args)]
+pub struct TargetArgs {
+    /// The URL to load: http://host[:port]/path or https://…
+    #[arg(value_name = "URL", required_unless_present = "config")]
+    pub url: Option<String>,
+    /// Instead of a URL: a config (load.ini, .toml, load.yaml) whose first
+    /// queue gives the target, the ammo and the options; its [origin] is
+    /// started for each run.
+    #[arg(long, value_name = "FILE", conflicts_with = "url")]
+    pub config: Option<PathBuf>,
+    /// A header line, `Name: value` (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// The request method.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// The request body (sent with Content-Length).
+    #[arg(long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// A file whose bytes are the request body.
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+    /// Per-request timeout (e.g. 2s, 500ms) [default: the config's, 11s].
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Send HTTP/1.0 requests (no keep-alive) instead of HTTP/1.1.
+    #[arg(long = "http1.0")]
+    pub http10: bool,
+    /// I/O threads [default: cores/2 + 1, as phantom].
+    #[arg(short = 't', long)]
+    pub threads: Option<u32>,
+    /// Where the runs' artifacts go (a new directory under it per command).
+    #[arg(long, value_name = "DIR", default_value = "logs")]
+    pub artifacts: PathBuf,
+}
+
+impl TargetArgs {
+    /// The target, and a fresh directory for this command's artifacts.
+    pub fn target(&self, command: &str) -> Result<(Target, PathBuf, String)> {
+        let root = self.artifacts.join(format!("{command}_{}", stamp()));
+        std::fs::create_dir_all(&root)
+            .with_context(|| format!("creating the artifacts directory {}", root.display()))?;
+        let options = Options {
+            threads: self.threads,
+            timeout: self.timeout,
+            artifacts: self.artifacts.clone(),
+        };
+        let request_flags = !self.headers.is_empty()
+            || self.method != "GET"
+            || self.body.is_some()
+            || self.body_file.is_some()
+            || self.http10;
+        if let Some(path) = &self.config {
+            if request_flags {
+                bail!("-H, -m, --body, --body-file and --http1.0 shape a URL's request; with --config the ammo does");
+            }
+            let name = path.display().to_string();
+            return Ok((Target::from_config(path, &options)?, root, name));
+        }
+        let Some(url) = &self.url else {
+            bail!("give a URL, or --config FILE");
+        };
+        for header in &self.headers {
+            if !header.contains(':') || header.contains(['\r', '\n']) {
+                bail!("-H `{header}`: expected one header line, `Name: value`");
+            }
+        }
+        let body = match (&self.body, &self.body_file) {
+            (Some(text), _) => Some(text.clone().into_bytes()),
+            (None, Some(path)) => Some(
+                std::fs::read(path)
+                    .with_context(|| format!("reading the body file {}", path.display()))?,
+            ),
+            (None, None) => None,
+        };
+        if self.method.is_empty() || !self.method.bytes().all(|b| b.is_ascii_alphabetic()) {
+            bail!("-m `{}`: expected a method like GET or POST", self.method);
+        }
+        let request = Request {
+            method: self.method.clone(),
+            headers: self.headers.clone(),
+            body,
+            http10: self.http10,
+        };
+        Ok((
+            Target::from_url(url, &request, &options)?,
+            root,
+            url.clone(),
+        ))
+    }
+}
+
+/// `10s`, `500ms`, `2m`, `1h`, or bare seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (number, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(at) => t.split_at(at),
+        None => (t, "s"),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}`: expected a duration like 10s, 500ms or 2m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => {
+            return Err(format!(
+                "`{text}`: expected a duration like 10s, 500ms or 2m"
+            ))
+        }
+    };
+    if !seconds.is_finite() || seconds <= 0.0 || seconds > 7.0 * 86_400.0 {
+        return Err(format!(
+            "`{text}`: expected a duration above 0 and at most a week"
+        ));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// A name for this command's directory: seconds since the epoch, then the process id.
+fn stamp() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{secs}_{}", std::process::id())
+}
+
+/// `dir/NN_label`: one probe's artifacts.
+pub fn probe_dir(root: &Path, index: usize, label: &str) -> PathBuf {
+    root.join(format!("{:02}_{label}", index + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_units() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("10x")
+            .unwrap_err()
+            .contains("expected a duration"));
+    }
+}
