@@ -32,8 +32,11 @@ use std::path::Path;
 
 mod convert;
 mod error;
+mod export;
 mod ini;
 pub mod model;
+mod monitoring;
+mod monitoring_hosts;
 mod options;
 mod origin;
 mod overrides;

@@ -217,7 +217,7 @@ fn keep_cpus_awake_is_on_unless_switched_off() {
 #[test]
 fn other_plugin_sections_are_ignored_and_unknown_ones_are_errors() {
     let c = ini(&format!(
-        "{MINIMAL}[overload]\ntoken_file = t\n[telegraf]\nconfig = m.xml\n[shellexec]\nprepare = x\n[aggregator]\nfoo = 1\n"
+        "{MINIMAL}[overload]\ntoken_file = t\n[telegraf]\nconfig = none\n[shellexec]\nprepare = x\n[aggregator]\nfoo = 1\n"
     ));
     assert_eq!(c.queues.len(), 1);
     let e = ini_err(&format!("{MINIMAL}[autostp]\nautostop = time(1s,1s)\n"));

@@ -8,9 +8,11 @@ use std::path::Path;
 
 use crate::convert;
 use crate::error::ConfigError;
+use crate::export;
 use crate::model::{
     AutostopConfig, ConfigFormat, ConsoleConfig, CoreConfig, RcAssertConfig, TestConfig,
 };
+use crate::monitoring;
 use crate::options::{self, Kind, SCHEDULE_KEYS};
 use crate::origin;
 use crate::queue::{self, entry_error, Layered};
@@ -44,6 +46,7 @@ pub(crate) fn validate(
 
     let mut main = None;
     let mut extras = Vec::new();
+    let mut monitoring_sections = Vec::new();
     let mut config = TestConfig {
         path: path.to_path_buf(),
         format,
@@ -64,6 +67,9 @@ pub(crate) fn validate(
         },
         console: ConsoleConfig::default(),
         origin: None,
+        monitoring: None,
+        influx: None,
+        prometheus: None,
     };
     for (section, kind) in raw.sections.iter().zip(&kinds) {
         match kind {
@@ -89,6 +95,15 @@ pub(crate) fn validate(
             SectionKind::Origin if enabled(section)? => {
                 config.origin = Some(origin::read(section)?);
             }
+            SectionKind::Monitoring if enabled(section)? => {
+                monitoring_sections.push(section);
+            }
+            SectionKind::Influx if enabled(section)? => {
+                config.influx = Some(export::read_influx(section)?);
+            }
+            SectionKind::Prometheus if enabled(section)? => {
+                config.prometheus = Some(export::read_prometheus(section)?);
+            }
             _ => {}
         }
     }
@@ -111,6 +126,7 @@ pub(crate) fn validate(
             .push(queue::build(&Layered::extra(main, extra))?);
     }
     origin::check_queue_addresses(raw, &config)?;
+    config.monitoring = monitoring::read(&monitoring_sections, &config.queues[0], path)?;
     Ok(config)
 }
 
@@ -171,6 +187,9 @@ fn check_keys(section: &RawSection, kind: SectionKind) -> Result<(), ConfigError
         SectionKind::RcAssert => options::RCASSERT,
         SectionKind::Console => options::CONSOLE,
         SectionKind::Origin => options::ORIGIN,
+        SectionKind::Monitoring => options::MONITORING,
+        SectionKind::Influx => options::INFLUX,
+        SectionKind::Prometheus => options::PROMETHEUS,
         SectionKind::Ignored => return Ok(()),
     };
     for entry in &section.entries {
@@ -178,6 +197,10 @@ fn check_keys(section: &RawSection, kind: SectionKind) -> Result<(), ConfigError
         let kind_of_key = match known {
             Some(k) => k,
             None if kind == SectionKind::Core && entry.key.starts_with("plugin_") => Kind::Any,
+            // A YAML/TOML `custom_tags` map, flattened into `custom_tags.NAME`.
+            None if kind == SectionKind::Influx && entry.key.starts_with("custom_tags.") => {
+                Kind::Str
+            }
             None => {
                 let message = options::unknown_option_message(&entry.key, table);
                 return Err(entry_error(&section.name, entry, message));
