@@ -138,10 +138,16 @@ impl Monitor {
     /// Asks the threads to take a last reading and stop (they do within one
     /// request's deadline, at most a few seconds); returns what is left.
     pub fn stop(self) -> Vec<Event> {
+        self.stop_keeping_count(&mut 0)
+    }
+
+    /// [`Monitor::stop`], writing the final count of dropped events to `dropped`.
+    pub fn stop_keeping_count(self, dropped: &mut u64) -> Vec<Event> {
         self.stop.store(true, Ordering::Relaxed);
         for thread in self.threads {
             let _ = thread.join();
         }
+        *dropped = self.dropped.load(Ordering::Relaxed);
         self.events.try_iter().collect()
     }
 }

@@ -23,6 +23,7 @@ mod observer;
 mod origin;
 mod outcome;
 mod planned;
+mod watch;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -156,6 +157,14 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
             message: e.to_string(),
         }
     })?;
+    if autostop.watches_monitoring() && config.monitoring.is_none() {
+        return Err(RunError::Autostop {
+            config: config.path.clone(),
+            message: "metric_higher / metric_lower judge monitoring, which is off: add a \
+                      [telegraf] section naming the hosts to watch"
+                .into(),
+        });
+    }
     limits::raise_file_limit(instances_limit)?;
     let io_threads = IoThreads::start(engine.io_threads().count, move || {
         if io_threads_ask {
@@ -194,6 +203,24 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         artifacts: artifacts.dir(),
     });
     let control = handle.control.clone();
+    let watch = match &config.monitoring {
+        Some(monitoring) => {
+            for warning in &monitoring.warnings {
+                observer.notice(&Notice::Warning(warning));
+                artifacts.log(&format!("monitoring: {warning}"));
+            }
+            let log = artifacts.create_file(watch::MONITORING_LOG)?;
+            let watch = watch::Watch::start(monitoring, log, artifacts.file(watch::MONITORING_LOG))
+                .map_err(io("starting the monitoring threads"))?;
+            artifacts.log(&format!(
+                "monitoring {} host(s) into {}",
+                monitoring.hosts.len(),
+                watch::MONITORING_LOG
+            ));
+            Some(watch)
+        }
+        None => None,
+    };
     let live = collector::Live {
         aggregator: Aggregator::new(
             config
@@ -210,6 +237,7 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         planned,
         observer,
         started: std::time::Instant::now(),
+        watch,
     };
 
     let (samples, sample_rx) = SampleSink::new(SAMPLE_QUEUE);

@@ -158,6 +158,16 @@ pub(crate) fn finish(
         measured.stopped.as_ref(),
         None,
     );
+    if let Some(watched) = &measured.watched {
+        summary.monitoring = watched.recorder.align(&summary.timeline.ts);
+        for warning in &watched.warnings {
+            artifacts.log(&format!("monitoring: {warning}"));
+        }
+        artifacts.log(&format!(
+            "monitoring: {} host seconds written to monitoring.log, {} dropped",
+            watched.seconds, watched.dropped
+        ));
+    }
     if let Some(failure) = &measured.write_failed {
         summary.warnings.insert(
             0,
