@@ -1,6 +1,7 @@
 mod autostop;
 mod counts;
 mod differential;
+mod monitoring;
 mod origin;
 mod report;
 mod run;
