@@ -254,3 +254,165 @@ fn metric_criteria_without_monitoring_are_an_error_before_the_run() {
     assert!(e.to_string().contains("[telegraf]"), "{e}");
     assert!(!dir.path().join("logs").exists(), "nothing left behind");
 }
+
+/// InfluxDB 1.x on a free port with its own data directory.
+fn influxd() -> Option<Component> {
+    let influxd = binary("influxd", "influxdb")?;
+    Some(Component::start(&influxd, |port, dir| {
+        let rpc = crate::support::component::free_port();
+        let conf = dir.join("influxdb.conf");
+        let d = dir.display();
+        std::fs::write(
+            &conf,
+            format!(
+                "reporting-disabled = true\nbind-address = \"127.0.0.1:{rpc}\"\n\
+                 [meta]\n  dir = \"{d}/meta\"\n[data]\n  dir = \"{d}/data\"\n  wal-dir = \"{d}/wal\"\n\
+                 [http]\n  bind-address = \"127.0.0.1:{port}\"\n  log-enabled = false\n\
+                 [monitor]\n  store-enabled = false\n"
+            ),
+        )
+        .unwrap();
+        vec!["-config".into(), conf.display().to_string()]
+    }))
+}
+
+/// An InfluxQL statement's JSON answer.
+fn influxql(port: u16, q: &str) -> serde_json::Value {
+    let mut encoded = String::new();
+    for b in q.bytes() {
+        if b.is_ascii_alphanumeric() {
+            encoded.push(b as char);
+        } else {
+            encoded.push_str(&format!("%{b:02X}"));
+        }
+    }
+    let url = tank_monitor::http::Url::parse(&format!(
+        "http://127.0.0.1:{port}/query?db=tank&q={encoded}"
+    ))
+    .unwrap();
+    let response = tank_monitor::http::post(&url, &[], b"", Duration::from_secs(10)).unwrap();
+    assert_eq!(
+        response.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&response.body)
+    );
+    serde_json::from_slice(&response.body).unwrap()
+}
+
+#[test]
+fn influxdb_gets_every_second_with_yandex_tanks_names() {
+    let Some(influx) = influxd() else {
+        return;
+    };
+    influxql(influx.port, "CREATE DATABASE tank");
+    let dir = tempfile::tempdir().unwrap();
+    let extra = format!(
+        "[influx]\naddress = 127.0.0.1\nport = {}\ndatabase = tank\ntank_tag = ci\nlabeled = 1\n\
+         [telegraf]\nconfig = <Monitoring><Host address=\"localhost\"><System/></Host></Monitoring>\n",
+        influx.port
+    );
+    let spec = spec(dir.path(), "const(40,3s)", &extra);
+    let outcome = tank_run::run(&spec, Box::new(Seen::default()), &Handle::default()).unwrap();
+    assert!(outcome.text.contains(" dropped"), "{}", outcome.text);
+    let seconds = outcome.summary.timeline.ts.len();
+    let answer = influxql(
+        influx.port,
+        "SELECT q50, q99, q100 FROM overall_quantiles WHERE label = '__OVERALL__' AND tank = 'ci'",
+    );
+    let rows = answer["results"][0]["series"][0]["values"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no rows: {answer}"));
+    assert_eq!(rows.len(), seconds, "{answer}");
+    let meta = influxql(
+        influx.port,
+        "SELECT sum(RPS) FROM overall_meta WHERE label = '__OVERALL__'",
+    );
+    assert_eq!(
+        meta["results"][0]["series"][0]["values"][0][1], 120,
+        "{meta}"
+    );
+    let codes = influxql(
+        influx.port,
+        "SELECT sum(\"200\") FROM proto_codes WHERE label = '__OVERALL__'",
+    );
+    assert_eq!(
+        codes["results"][0]["series"][0]["values"][0][1], 120,
+        "{codes}"
+    );
+    let tags = influxql(influx.port, "SHOW TAG KEYS FROM overall_meta");
+    let keys = tags["results"][0]["series"][0]["values"].to_string();
+    for key in ["label", "tank", "uuid"] {
+        assert!(keys.contains(key), "{key} missing: {tags}");
+    }
+    let mon = influxql(
+        influx.port,
+        "SELECT System_la1 FROM monitoring WHERE host = 'localhost'",
+    );
+    assert!(
+        mon["results"][0]["series"][0]["values"]
+            .as_array()
+            .is_some_and(|v| !v.is_empty()),
+        "{mon}"
+    );
+}
+
+#[test]
+fn an_influxdb_that_is_down_costs_no_shot_and_drops_are_counted() {
+    let port = crate::support::component::free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let extra = format!("[influx]\naddress = 127.0.0.1\nport = {port}\n");
+    let spec = spec(dir.path(), "const(100,2s)", &extra);
+    let outcome = tank_run::run(&spec, Box::new(Seen::default()), &Handle::default()).unwrap();
+    assert_eq!(outcome.summary.shots.sent, Some(200));
+    let phout = std::fs::read_to_string(outcome.artifacts.join("phout.log")).unwrap();
+    assert_eq!(phout.lines().count(), 200);
+    assert!(
+        outcome.text.contains("influx: 0 points written"),
+        "{}",
+        outcome.text
+    );
+    assert!(!outcome.text.contains(", 0 dropped"), "{}", outcome.text);
+}
+
+#[test]
+fn prometheus_scrapes_tanks_metrics_during_the_run() {
+    let Some(prometheus) = binary("prometheus", "prometheus") else {
+        return;
+    };
+    let tank_port = crate::support::component::free_port();
+    let server = Component::start(&prometheus, |port, dir| {
+        let conf = dir.join("prometheus.yml");
+        std::fs::write(
+            &conf,
+            format!(
+                "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: tank\n    \
+                 static_configs:\n      - targets: ['127.0.0.1:{tank_port}']\n"
+            ),
+        )
+        .unwrap();
+        vec![
+            format!("--config.file={}", conf.display()),
+            format!("--storage.tsdb.path={}", dir.join("data").display()),
+            format!("--web.listen-address=127.0.0.1:{port}"),
+        ]
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let extra = format!("[prometheus]\nlisten = 127.0.0.1:{tank_port}\n");
+    let spec = spec(dir.path(), "const(50,6s)", &extra);
+    let outcome = tank_run::run(&spec, Box::new(Seen::default()), &Handle::default()).unwrap();
+    assert_eq!(outcome.verdict, Verdict::Completed);
+    let url = tank_monitor::http::Url::parse(&format!(
+        "http://127.0.0.1:{}/api/v1/query?query=tank_responses_total%7Btag%3D%22__OVERALL__%22%7D%5B1m%5D",
+        server.port
+    ))
+    .unwrap();
+    let response = tank_monitor::http::get(&url, Duration::from_secs(10), 1 << 20).unwrap();
+    let answer: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
+    let values = answer["data"]["result"][0]["values"].as_array();
+    assert!(
+        values.is_some_and(|v| !v.is_empty()),
+        "prometheus has no tank series: {answer}\n{}",
+        server.log()
+    );
+}

@@ -56,6 +56,23 @@ pub struct Live {
     pub started: Instant,
     /// `[telegraf]` / `[monitoring]`, when configured.
     pub watch: Option<Watch>,
+    /// `[influx]` and `[prometheus]`, when configured.
+    pub exports: Exports,
+}
+
+/// Where finished seconds are sent besides the artifacts.
+#[derive(Default)]
+pub struct Exports {
+    /// `[influx]`.
+    pub influx: Option<tank_export::influx::Influx>,
+    /// `[prometheus]`.
+    pub prometheus: Option<tank_export::prometheus::Endpoint>,
+}
+
+/// What the exporters did, for the summary.
+pub struct Exported {
+    /// `[influx]`'s counts.
+    pub influx: Option<tank_export::influx::InfluxReport>,
 }
 
 /// What the results thread measured.
@@ -70,6 +87,8 @@ pub struct Measured {
     pub write_failed: Option<WriteFailure>,
     /// What monitoring collected, when configured.
     pub watched: Option<Watched>,
+    /// What the exporters did.
+    pub exported: Exported,
 }
 
 /// An artifact that could not be written.
@@ -203,12 +222,18 @@ fn collect(
     feed_planned(&mut live, unix_second());
     watch(&mut live, &mut files, true);
     publish(&mut live, &mut files, &mut timeline, true);
+    if let Some(endpoint) = live.exports.prometheus.take() {
+        endpoint.finish();
+    }
     Measured {
         totals: live.aggregator.totals(),
         timeline,
         stopped: live.autostop.stopped().cloned(),
         write_failed: files.failed,
         watched: live.watch.take().map(Watch::finish),
+        exported: Exported {
+            influx: live.exports.influx.take().map(|i| i.finish()),
+        },
     }
 }
 
@@ -236,6 +261,9 @@ fn watch(live: &mut Live, files: &mut Files, last: bool) {
     }
     for warning in &taken.warnings {
         live.observer.notice(&Notice::Warning(warning));
+    }
+    if let Some(influx) = &live.exports.influx {
+        influx.monitoring(&taken.seconds);
     }
     for second in &taken.seconds {
         if let Some(reason) =
@@ -269,6 +297,12 @@ fn publish(live: &mut Live, files: &mut Files, timeline: &mut Timeline, last: bo
     while let Some(second) = live.aggregator.pop_ready() {
         files.json(&second, live);
         timeline.push(&second);
+        if let Some(influx) = &live.exports.influx {
+            influx.second(&second);
+        }
+        if let Some(endpoint) = live.exports.prometheus.as_mut() {
+            endpoint.second(&second);
+        }
         if let Some(reason) = live.autostop.observe(&second, live.started.elapsed()) {
             stop_for(live, files, &reason);
         }

@@ -221,6 +221,32 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         }
         None => None,
     };
+    let mut exports = collector::Exports::default();
+    if let Some(influx) = &config.influx {
+        let uuid = uuid::Uuid::new_v4().simple().to_string();
+        exports.influx = Some(
+            tank_export::influx::Influx::start(influx, &uuid)
+                .map_err(io("starting the InfluxDB writer"))?,
+        );
+        artifacts.log(&format!(
+            "influx: writing to {}:{} (uuid {uuid})",
+            influx.address, influx.port
+        ));
+    }
+    if let Some(prometheus) = &config.prometheus {
+        let endpoint =
+            tank_export::prometheus::Endpoint::start(prometheus.listen).map_err(|e| {
+                RunError::Io {
+                    what: format!("[prometheus] listen {}", prometheus.listen),
+                    source: e,
+                }
+            })?;
+        artifacts.log(&format!(
+            "prometheus: serving http://{}/metrics",
+            endpoint.local_addr()
+        ));
+        exports.prometheus = Some(endpoint);
+    }
     let live = collector::Live {
         aggregator: Aggregator::new(
             config
@@ -238,6 +264,7 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         observer,
         started: std::time::Instant::now(),
         watch,
+        exports,
     };
 
     let (samples, sample_rx) = SampleSink::new(SAMPLE_QUEUE);
