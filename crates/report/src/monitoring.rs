@@ -23,10 +23,13 @@ pub struct HostSeries {
     pub metrics: BTreeMap<String, Vec<Option<f64>>>,
 }
 
+/// A host's comment and its seconds (unix second → metric → value).
+type HostRows = (String, BTreeMap<u64, BTreeMap<String, f64>>);
+
 /// The monitoring seconds of a run, as they arrive.
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
-    hosts: BTreeMap<String, (String, BTreeMap<u64, BTreeMap<String, f64>>)>,
+    hosts: BTreeMap<String, HostRows>,
 }
 
 /// What the report keeps of a metric: per-core modes fold into one busy share.
