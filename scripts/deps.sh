@@ -9,6 +9,10 @@ set -euo pipefail
 # command it provides → Debian package
 needed=(
     "chromium:chromium"
+    # tests/monitoring.rs: a real node_exporter, InfluxDB and Prometheus.
+    "prometheus-node-exporter:prometheus-node-exporter"
+    "influxd:influxdb"
+    "prometheus:prometheus"
 )
 
 missing=()

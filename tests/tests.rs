@@ -3,6 +3,7 @@ mod counts;
 mod differential;
 mod hostile;
 mod limit;
+mod monitoring;
 mod origin;
 mod report;
 mod run;

@@ -79,6 +79,7 @@ impl Observer for Console {
                     planned_duration: *planned_duration,
                     instances_limit: *instances_limit,
                     autostop: &counting,
+                    monitoring: state.monitoring,
                 };
                 print!("{}{}", console::CLEAR, console::render_screen(&view));
                 let _ = std::io::stdout().flush();

@@ -45,6 +45,12 @@ pub struct TestConfig {
     /// plugins it does not implement, options it does not act on. Each names
     /// the file, line and section; `tank plan` and `tank -c` print them.
     pub warnings: Vec<String>,
+    /// `[telegraf]` / `[monitoring]`: what to watch on the target while shooting.
+    pub monitoring: Option<MonitoringConfig>,
+    /// `[influx]`: where to send each finished second (InfluxDB line protocol).
+    pub influx: Option<InfluxConfig>,
+    /// `[prometheus]`: serve `/metrics` while the test runs.
+    pub prometheus: Option<PrometheusConfig>,
 }
 
 /// One request queue: a `[phantom]`-style section.
@@ -310,3 +316,159 @@ pub enum OriginRecipe {
 
 /// The `address` value that points a queue at the `[origin]` simulator.
 pub const ORIGIN_ADDRESS: &str = "origin";
+
+/// `[telegraf]` / `[monitoring]`: yandex-tank's monitoring host list, collected
+/// without an agent (node_exporter, /proc, Prometheus endpoints, local commands).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonitoringConfig {
+    /// The section it was read from (`telegraf` or `monitoring`).
+    pub section: String,
+    /// The hosts to watch, in file order.
+    pub hosts: Vec<MonitoredHost>,
+    /// What the config asks for that tank cannot do (SSH-only options), one line each.
+    pub warnings: Vec<String>,
+}
+
+/// One `<Host>` of the monitoring config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonitoredHost {
+    /// The host name as written (`[target]` resolved), lower-cased as yandex-tank does.
+    pub address: String,
+    /// Where the host's system metrics come from.
+    pub source: HostSource,
+    /// `interval`: how often to collect (default 1 s).
+    pub interval_ms: u64,
+    /// `comment`, written beside the metrics in `monitoring.log`.
+    pub comment: String,
+    /// Which metric groups to report.
+    pub groups: MetricGroups,
+    /// `<Custom>`: commands run on this machine, one number each.
+    pub custom: Vec<CustomCommand>,
+    /// `<Process>`: processes of this machine to watch (local hosts only).
+    pub processes: Vec<ProcessSelector>,
+    /// `<Prometheus>`: endpoints to scrape for chosen metrics.
+    pub prometheus: Vec<PrometheusScrape>,
+}
+
+/// Where a host's system metrics come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostSource {
+    /// A Prometheus node_exporter: `http://ADDRESS:9100/metrics`, or `metrics_url`.
+    NodeExporter {
+        /// The page to scrape.
+        url: String,
+    },
+    /// This machine's /proc (`address` is `localhost`, `127.0.0.1`, `::1` or `local`).
+    Local,
+    /// No system metrics (`metrics_url="none"`): only custom commands, processes and endpoints.
+    None,
+}
+
+/// The metric groups of a host (yandex-tank's `<CPU/>`, `<Memory/>`, ...).
+/// A host that names none gets yandex-tank's default set: CPU, Memory, Disk, Net, System, Kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MetricGroups {
+    /// `<CPU>`: CPU time shares, total.
+    pub cpu: bool,
+    /// `<CPU percpu=...>`: also per core (tank's default: yes).
+    pub percpu: bool,
+    /// `<Memory>`.
+    pub memory: bool,
+    /// `<Disk>`: I/O per device.
+    pub disk: bool,
+    /// `<Disk devices=...>`: only these devices (empty: every disk but loop/ram devices).
+    pub devices: Vec<String>,
+    /// `<Net>`: bytes, packets and errors per interface.
+    pub net: bool,
+    /// `<Net interfaces=...>`: only these (empty: every interface but `lo`).
+    pub interfaces: Vec<String>,
+    /// `<Netstat>`: TCP connections by state.
+    pub netstat: bool,
+    /// `<Nstat>`: TCP retransmits.
+    pub nstat: bool,
+    /// `<System>`: load average.
+    pub system: bool,
+    /// `<Kernel>`: context switches, interrupts, forks.
+    pub kernel: bool,
+}
+
+/// A `<Custom>` command: run with `sh -c` on this machine each interval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomCommand {
+    /// The command (the element's text).
+    pub command: String,
+    /// `label`: the metric is `custom:<label>_exec_value`, as yandex-tank names it.
+    pub label: String,
+    /// `diff`: report the change per second instead of the value.
+    pub diff: bool,
+}
+
+/// A `<Process>` to watch: CPU share and resident memory from /proc.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcessSelector {
+    /// `pid="1234"`.
+    Pid(u32),
+    /// `name="nginx"`: every process whose command name is this (summed).
+    Name(String),
+}
+
+/// A `<Prometheus url=... metrics=...>` endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrometheusScrape {
+    /// The page to scrape.
+    pub url: String,
+    /// The metric names to keep (each summed over its series; counters become rates).
+    pub metrics: Vec<String>,
+}
+
+/// `[influx]`: yandex-tank's InfluxUploader options, plus tank's own for InfluxDB 2.x.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InfluxConfig {
+    /// `address` (default `localhost`).
+    pub address: String,
+    /// `port` (default 8086).
+    pub port: u16,
+    /// `database` (default `mydb`; 1.x).
+    pub database: String,
+    /// `username` (default `root`; 1.x).
+    pub username: String,
+    /// `password` (default `root`; 1.x).
+    pub password: String,
+    /// `tank_tag` (default `unknown`).
+    pub tank_tag: String,
+    /// `labeled`: also one set of points per tag.
+    pub labeled: bool,
+    /// `histograms`: also the `histograms` measurement.
+    pub histograms: bool,
+    /// `prefix_measurement`: prepended to the aggregate measurements' names.
+    pub prefix_measurement: String,
+    /// `custom_tags`: tags added to every point.
+    pub custom_tags: Vec<(String, String)>,
+    /// `chunk_size`: the most bytes one write sends (default 500000).
+    pub chunk_size: usize,
+    /// tank's own `api_version` (1 or 2) and its 2.x options.
+    pub api: InfluxApi,
+}
+
+/// Which InfluxDB write API `[influx]` speaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InfluxApi {
+    /// 1.x: `POST /write?db=DATABASE&precision=s` with `u`/`p`.
+    V1,
+    /// 2.x: `POST /api/v2/write?org=ORG&bucket=BUCKET&precision=s` with `Authorization: Token`.
+    V2 {
+        /// `org`.
+        org: String,
+        /// `bucket` (default: `database`).
+        bucket: String,
+        /// `token`.
+        token: String,
+    },
+}
+
+/// `[prometheus]`: tank's own section; tank serves `/metrics` while the test runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrometheusConfig {
+    /// `listen` (default `127.0.0.1:9464`).
+    pub listen: SocketAddr,
+}

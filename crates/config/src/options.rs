@@ -180,6 +180,45 @@ pub(crate) const CORE: &[(&str, Kind)] = &[
     ("uuid", Kind::Any),
 ];
 
+/// `[telegraf]` / `[monitoring]` options (yandex-tank's Telegraf schema; the
+/// SSH ones are accepted and warned about).
+pub(crate) const MONITORING: &[(&str, Kind)] = &[
+    ("config", Kind::Any),
+    ("config_contents", Kind::Any),
+    ("default_target", Kind::Str),
+    ("disguise_hostnames", Kind::Bool),
+    ("enabled", Kind::Bool),
+    ("kill_old", Kind::Bool),
+    ("package", Kind::Any),
+    ("ssh_key_path", Kind::Str),
+    ("ssh_timeout", Kind::Str),
+];
+
+/// `[influx]` options (yandex-tank's InfluxUploader schema, plus tank's own
+/// `api_version`, `org`, `bucket`, `token` for InfluxDB 2.x).
+pub(crate) const INFLUX: &[(&str, Kind)] = &[
+    ("address", Kind::Str),
+    ("api_version", Kind::Int),
+    ("bucket", Kind::Str),
+    ("chunk_size", Kind::Int),
+    ("custom_tags", Kind::Any),
+    ("database", Kind::Str),
+    ("enabled", Kind::Bool),
+    ("histograms", Kind::Bool),
+    ("labeled", Kind::Bool),
+    ("org", Kind::Str),
+    ("package", Kind::Any),
+    ("password", Kind::Str),
+    ("port", Kind::Int),
+    ("prefix_measurement", Kind::Str),
+    ("tank_tag", Kind::Str),
+    ("token", Kind::Str),
+    ("username", Kind::Str),
+];
+
+/// `[prometheus]` options (tank's own section).
+pub(crate) const PROMETHEUS: &[(&str, Kind)] = &[("enabled", Kind::Bool), ("listen", Kind::Str)];
+
 /// The kind of `key` in `table`, if it is known.
 pub(crate) fn kind_of(table: &[(&str, Kind)], key: &str) -> Option<Kind> {
     table

@@ -105,9 +105,13 @@ impl RawSection {
     }
 
     /// Sets `key`, turning a table value into dotted keys (`a: {b: 1}` → `a.b = 1`).
+    /// The monitoring sections' `config` stays a table: it is a host list whose
+    /// host names may hold dots.
     pub fn set_flattened(&mut self, key: String, value: RawValue, place: Place) {
+        let keeps_table =
+            key == "config" && matches!(self.name.as_str(), "telegraf" | "monitoring");
         match value {
-            RawValue::Table(entries) => {
+            RawValue::Table(entries) if !keeps_table => {
                 for entry in entries {
                     let dotted = format!("{key}.{}", entry.key);
                     self.set_flattened(dotted, entry.value, entry.place);

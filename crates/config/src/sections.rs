@@ -29,6 +29,12 @@ pub(crate) enum SectionKind {
     Origin,
     /// Another yandex-tank plugin's section: accepted, not acted on.
     Ignored,
+    /// `[telegraf]` / `[monitoring]`: the hosts to watch.
+    Monitoring,
+    /// `[influx]`: yandex-tank's InfluxUploader.
+    Influx,
+    /// `[prometheus]`: tank's own, serve `/metrics` during the run.
+    Prometheus,
 }
 
 /// yandex-tank's plugin patterns, in its order (the first match wins), with what tank does.
@@ -46,7 +52,7 @@ const PATTERNS: &[(&str, SectionKind)] = &[
     ),
     ("phantom", SectionKind::ExtraQueue),
     ("meta|overload|uploader|datauploader", SectionKind::Ignored),
-    ("telegraf|monitoring", SectionKind::Ignored),
+    ("telegraf|monitoring", SectionKind::Monitoring),
     ("jmeter", SectionKind::Ignored),
     ("rcheck", SectionKind::Ignored),
     ("shell_?exec", SectionKind::Ignored),
@@ -56,18 +62,19 @@ const PATTERNS: &[(&str, SectionKind)] = &[
     ("rcassert", SectionKind::RcAssert),
     ("json_report|jsonreport", SectionKind::Ignored),
     ("pandora", SectionKind::Ignored),
-    ("influx", SectionKind::Ignored),
+    ("influx", SectionKind::Influx),
     ("opentsdb", SectionKind::Ignored),
     // tank's own, after every yandex-tank pattern.
     ("origin", SectionKind::Origin),
+    ("prometheus", SectionKind::Prometheus),
 ];
 
 /// The known section names, for "unrecognized section" messages.
 pub(crate) const KNOWN: &str =
-    "phantom, phantom-*, autostop, rcassert, console, origin, tank/core \
-    (and, ignored: aggregator, android, appium, battery_historian, bfg, meta, overload, \
-    uploader, datauploader, telegraf, monitoring, jmeter, rcheck, shellexec, shootexec, tips, \
-    json_report, pandora, influx, opentsdb)";
+    "phantom, phantom-*, autostop, rcassert, console, origin, telegraf/monitoring, influx, \
+    prometheus, tank/core (and, ignored: aggregator, android, appium, battery_historian, bfg, \
+    meta, overload, uploader, datauploader, jmeter, rcheck, shellexec, shootexec, tips, \
+    json_report, pandora, opentsdb)";
 
 fn compiled() -> &'static [(Regex, SectionKind)] {
     static COMPILED: OnceLock<Vec<(Regex, SectionKind)>> = OnceLock::new();
@@ -97,13 +104,11 @@ pub(crate) fn unimplemented_plugin(name: &str) -> Option<&'static str> {
             "BFG gun",
         ),
         ("overload|uploader|datauploader", "Overload uploader"),
-        ("telegraf|monitoring", "Telegraf monitoring"),
         ("jmeter", "JMeter"),
         ("rcheck", "resource check"),
         ("shell_?exec", "ShellExec"),
         ("shoot_?exec", "ShootExec"),
         ("pandora", "Pandora gun"),
-        ("influx", "InfluxDB uploader"),
         ("opentsdb", "OpenTSDB uploader"),
     ];
     UNIMPLEMENTED
@@ -130,6 +135,9 @@ pub(crate) fn classify(name: &str) -> Option<SectionKind> {
         SectionKind::RcAssert if name != "rcassert" => None,
         SectionKind::Console if name != "console" => None,
         SectionKind::Origin if name != "origin" => None,
+        SectionKind::Monitoring if name != "telegraf" && name != "monitoring" => None,
+        SectionKind::Influx if name != "influx" => None,
+        SectionKind::Prometheus if name != "prometheus" => None,
         kind => Some(kind),
     }
 }
@@ -157,8 +165,6 @@ mod tests {
         for name in [
             "overload",
             "meta",
-            "telegraf",
-            "monitoring",
             "shellexec",
             "shell_exec",
             "jsonreport",
@@ -180,5 +186,9 @@ mod tests {
         assert_eq!(classify("console"), Some(SectionKind::Console));
         assert_eq!(classify("origin"), Some(SectionKind::Origin));
         assert_eq!(classify("origin2"), None);
+        assert_eq!(classify("telegraf"), Some(SectionKind::Monitoring));
+        assert_eq!(classify("monitoring"), Some(SectionKind::Monitoring));
+        assert_eq!(classify("influx"), Some(SectionKind::Influx));
+        assert_eq!(classify("prometheus"), Some(SectionKind::Prometheus));
     }
 }

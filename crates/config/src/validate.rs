@@ -8,9 +8,11 @@ use std::path::Path;
 
 use crate::convert;
 use crate::error::ConfigError;
+use crate::export;
 use crate::model::{
     AutostopConfig, ConfigFormat, ConsoleConfig, CoreConfig, RcAssertConfig, TestConfig,
 };
+use crate::monitoring;
 use crate::options::{self, Kind, SCHEDULE_KEYS};
 use crate::origin;
 use crate::queue::{self, entry_error, Layered};
@@ -45,6 +47,7 @@ pub(crate) fn validate(
 
     let mut main = None;
     let mut extras = Vec::new();
+    let mut monitoring_sections = Vec::new();
     let mut config = TestConfig {
         path: path.to_path_buf(),
         format,
@@ -67,6 +70,9 @@ pub(crate) fn validate(
         console: ConsoleConfig::default(),
         origin: None,
         warnings: Vec::new(),
+        monitoring: None,
+        influx: None,
+        prometheus: None,
     };
     for (section, kind) in raw.sections.iter().zip(&kinds) {
         match kind {
@@ -104,6 +110,15 @@ pub(crate) fn validate(
                     );
                 }
             }
+            SectionKind::Monitoring if enabled(section)? => {
+                monitoring_sections.push(section);
+            }
+            SectionKind::Influx if enabled(section)? => {
+                config.influx = Some(export::read_influx(section)?);
+            }
+            SectionKind::Prometheus if enabled(section)? => {
+                config.prometheus = Some(export::read_prometheus(section)?);
+            }
             _ => {}
         }
     }
@@ -132,6 +147,7 @@ pub(crate) fn validate(
             .push(queue::build(&Layered::extra(main, extra), path)?);
     }
     origin::check_queue_addresses(raw, &config)?;
+    config.monitoring = monitoring::read(&monitoring_sections, &config.queues[0], path)?;
     Ok(config)
 }
 
@@ -212,6 +228,9 @@ fn check_keys(
         SectionKind::RcAssert => options::RCASSERT,
         SectionKind::Console => options::CONSOLE,
         SectionKind::Origin => options::ORIGIN,
+        SectionKind::Monitoring => options::MONITORING,
+        SectionKind::Influx => options::INFLUX,
+        SectionKind::Prometheus => options::PROMETHEUS,
         SectionKind::Ignored => return Ok(()),
     };
     for entry in &section.entries {
@@ -219,6 +238,10 @@ fn check_keys(
         let kind_of_key = match known {
             Some(k) => k,
             None if kind == SectionKind::Core && entry.key.starts_with("plugin_") => Kind::Any,
+            // A YAML/TOML `custom_tags` map, flattened into `custom_tags.NAME`.
+            None if kind == SectionKind::Influx && entry.key.starts_with("custom_tags.") => {
+                Kind::Str
+            }
             None => {
                 let message = options::unknown_option_message(&entry.key, table);
                 return Err(entry_error(&section.name, entry, message));

@@ -27,6 +27,8 @@ pub struct LiveView<'a> {
     pub instances_limit: u64,
     /// Autostop criteria that are counting (from `Autostop::counting`).
     pub autostop: &'a [String],
+    /// The latest monitoring second of each monitored host (empty without monitoring).
+    pub monitoring: &'a [tank_monitor::HostSecond],
 }
 
 /// ANSI: move home and clear the screen; print before [`render_screen`]'s text on a TTY.
@@ -178,6 +180,7 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
             );
         }
     }
+    crate::monitoring::render_panel(&mut out, view.monitoring);
     if !view.autostop.is_empty() {
         let _ = writeln!(out, "\nautostop:");
         for line in view.autostop {
@@ -283,6 +286,7 @@ mod tests {
             planned_duration: Some(Duration::from_secs(120)),
             instances_limit: 1000,
             autostop: &counting,
+            monitoring: &[],
         });
         for needle in [
             "25%",
@@ -326,6 +330,7 @@ mod tests {
                 planned_duration: None,
                 instances_limit: 1,
                 autostop: &[],
+                monitoring: &[],
             })
         };
         assert!(!view(&second, &totals).contains("retries"));

@@ -4,7 +4,8 @@
 //! * [`summary`]: the final [`Summary`] (`summary.json`, `summary.txt`);
 //! * [`html`]: the single-file HTML report and the comparison page;
 //! * [`stream`]: `tank report`'s streaming core (phout → all of the above);
-//! * [`compare`]: `tank compare` of two runs.
+//! * [`compare`]: `tank compare` of two runs;
+//! * [`monitoring`]: monitored hosts' metrics for the console and the report.
 //!
 //! The per-second JSON lines in yandex-tank's shape are written by `tank_stats::json`.
 
@@ -13,6 +14,7 @@
 pub mod compare;
 pub mod console;
 pub mod html;
+pub mod monitoring;
 pub mod names;
 pub mod stream;
 pub mod summary;

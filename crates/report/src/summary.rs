@@ -12,6 +12,7 @@ use tank_stats::autostop::StopReason;
 use tank_stats::quantile::percent;
 use tank_stats::{Field, GroupStats, TotalStats, QUANTILES};
 
+use crate::monitoring::HostSeries;
 use crate::names::{http_reason, net_reason};
 use crate::timeline::Timeline;
 
@@ -55,6 +56,9 @@ pub struct Summary {
     pub distribution: Vec<(f64, u64)>,
     /// Per-second series.
     pub timeline: Timeline,
+    /// Monitored hosts' metrics on the timeline's seconds (`[telegraf]` / `[monitoring]`).
+    #[serde(default)]
+    pub monitoring: Vec<HostSeries>,
 }
 
 /// Where a summary comes from.
@@ -297,6 +301,7 @@ impl Summary {
                 .map(|(edge, n)| (ms(*edge as f64), *n))
                 .collect(),
             timeline,
+            monitoring: Vec::new(),
         }
     }
 

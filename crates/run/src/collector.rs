@@ -24,6 +24,7 @@ use tank_stats::{json, phout, Sample};
 
 use crate::observer::{LiveState, Notice, Observer};
 use crate::planned::Planned;
+use crate::watch::{Watch, Watched};
 
 const PHOUT_BUFFER: usize = 1 << 20;
 /// The thread drains the samples this often instead of sleeping on the channel:
@@ -53,6 +54,25 @@ pub struct Live {
     pub observer: Box<dyn Observer>,
     /// When the run started.
     pub started: Instant,
+    /// `[telegraf]` / `[monitoring]`, when configured.
+    pub watch: Option<Watch>,
+    /// `[influx]` and `[prometheus]`, when configured.
+    pub exports: Exports,
+}
+
+/// Where finished seconds are sent besides the artifacts.
+#[derive(Default)]
+pub struct Exports {
+    /// `[influx]`.
+    pub influx: Option<tank_export::influx::Influx>,
+    /// `[prometheus]`.
+    pub prometheus: Option<tank_export::prometheus::Endpoint>,
+}
+
+/// What the exporters did, for the summary.
+pub struct Exported {
+    /// `[influx]`'s counts.
+    pub influx: Option<tank_export::influx::InfluxReport>,
 }
 
 /// What the results thread measured.
@@ -65,6 +85,10 @@ pub struct Measured {
     pub stopped: Option<StopReason>,
     /// The first artifact write that failed (it stopped the run), if one did.
     pub write_failed: Option<WriteFailure>,
+    /// What monitoring collected, when configured.
+    pub watched: Option<Watched>,
+    /// What the exporters did.
+    pub exported: Exported,
 }
 
 /// An artifact that could not be written.
@@ -197,12 +221,20 @@ fn collect(
     files.flush_phout(&mut live);
     live.aggregator.finish();
     feed_planned(&mut live, unix_second());
+    watch(&mut live, &mut files, true);
     publish(&mut live, &mut files, &mut timeline, true);
+    if let Some(endpoint) = live.exports.prometheus.take() {
+        endpoint.finish();
+    }
     Measured {
         totals: live.aggregator.totals(),
         timeline,
         stopped: live.autostop.stopped().cloned(),
         write_failed: files.failed,
+        watched: live.watch.take().map(Watch::finish),
+        exported: Exported {
+            influx: live.exports.influx.take().map(|i| i.finish()),
+        },
     }
 }
 
@@ -213,7 +245,45 @@ fn tick(live: &mut Live, now: u64, files: &mut Files, timeline: &mut Timeline) {
     let instances: usize = live.active.iter().map(|a| a.take_peak()).sum();
     live.aggregator.note_instances(now, instances as u64);
     live.aggregator.advance(now);
+    watch(live, files, false);
     publish(live, files, timeline, false);
+}
+
+/// Take what monitoring collected: warnings to the observer, seconds to
+/// `monitoring.log` and to autostop's metric criteria.
+fn watch(live: &mut Live, files: &mut Files, last: bool) {
+    let Some(watch) = live.watch.as_mut() else {
+        return;
+    };
+    let (taken, failed) = watch.take(last);
+    let log_path = watch.log_path.clone();
+    if let Some(error) = failed {
+        files.fail(log_path, error, live);
+    }
+    for warning in &taken.warnings {
+        live.observer.notice(&Notice::Warning(warning));
+    }
+    if let Some(influx) = &live.exports.influx {
+        influx.monitoring(&taken.seconds);
+    }
+    for second in &taken.seconds {
+        if let Some(reason) =
+            live.autostop
+                .observe_monitoring(second.ts, &second.host, &second.metrics)
+        {
+            stop_for(live, files, &reason);
+        }
+    }
+}
+
+/// A criterion fired: say so, write the report, stop the run.
+fn stop_for(live: &mut Live, files: &mut Files, reason: &StopReason) {
+    live.observer.notice(&Notice::Autostop(reason));
+    if let Err(error) = std::fs::write(&live.autostop_report, reason.report_text()) {
+        let file = live.autostop_report.clone();
+        files.fail(file, error, live);
+    }
+    live.control.stop.cancel();
 }
 
 fn feed_planned(live: &mut Live, now: u64) {
@@ -228,13 +298,14 @@ fn publish(live: &mut Live, files: &mut Files, timeline: &mut Timeline, last: bo
     while let Some(second) = live.aggregator.pop_ready() {
         files.json(&second, live);
         timeline.push(&second);
+        if let Some(influx) = &live.exports.influx {
+            influx.second(&second);
+        }
+        if let Some(endpoint) = live.exports.prometheus.as_mut() {
+            endpoint.second(&second);
+        }
         if let Some(reason) = live.autostop.observe(&second, live.started.elapsed()) {
-            live.observer.notice(&Notice::Autostop(&reason));
-            if let Err(error) = std::fs::write(&live.autostop_report, reason.report_text()) {
-                let file = live.autostop_report.clone();
-                files.fail(file, error, live);
-            }
-            live.control.stop.cancel();
+            stop_for(live, files, &reason);
         }
         finished.push(second);
     }
@@ -244,6 +315,7 @@ fn publish(live: &mut Live, files: &mut Files, timeline: &mut Timeline, last: bo
             autostop: &live.autostop,
             elapsed: live.started.elapsed(),
             last,
+            monitoring: live.watch.as_ref().map_or(&[], |w| w.latest.as_slice()),
         };
         live.observer.seconds(&finished, &state);
     }

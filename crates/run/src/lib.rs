@@ -23,6 +23,7 @@ mod observer;
 mod origin;
 mod outcome;
 mod planned;
+mod watch;
 
 use std::time::Duration;
 
@@ -207,6 +208,50 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         start_unix_us: clock.start_unix_us,
     });
     let control = handle.control.clone();
+    let watch = match &config.monitoring {
+        Some(monitoring) => {
+            for warning in &monitoring.warnings {
+                observer.notice(&Notice::Warning(warning));
+                artifacts.log(&format!("monitoring: {warning}"));
+            }
+            let log = artifacts.create_file(watch::MONITORING_LOG)?;
+            let watch = watch::Watch::start(monitoring, log, artifacts.file(watch::MONITORING_LOG))
+                .map_err(io("starting the monitoring threads"))?;
+            artifacts.log(&format!(
+                "monitoring {} host(s) into {}",
+                monitoring.hosts.len(),
+                watch::MONITORING_LOG
+            ));
+            Some(watch)
+        }
+        None => None,
+    };
+    let mut exports = collector::Exports::default();
+    if let Some(influx) = &config.influx {
+        let uuid = uuid::Uuid::new_v4().simple().to_string();
+        exports.influx = Some(
+            tank_export::influx::Influx::start(influx, &uuid)
+                .map_err(io("starting the InfluxDB writer"))?,
+        );
+        artifacts.log(&format!(
+            "influx: writing to {}:{} (uuid {uuid})",
+            influx.address, influx.port
+        ));
+    }
+    if let Some(prometheus) = &config.prometheus {
+        let endpoint =
+            tank_export::prometheus::Endpoint::start(prometheus.listen).map_err(|e| {
+                RunError::Io {
+                    what: format!("[prometheus] listen {}", prometheus.listen),
+                    source: e,
+                }
+            })?;
+        artifacts.log(&format!(
+            "prometheus: serving http://{}/metrics",
+            endpoint.local_addr()
+        ));
+        exports.prometheus = Some(endpoint);
+    }
     let live = collector::Live {
         aggregator: Aggregator::new(
             config
@@ -223,6 +268,8 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         planned,
         observer,
         started: std::time::Instant::now(),
+        watch,
+        exports,
     };
 
     let (samples, sample_rx) = SampleSink::new(SAMPLE_QUEUE);
@@ -277,13 +324,19 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
 
 /// The `[autostop]` criteria of `config`, checked; errors name where they were written.
 pub fn autostop_for(config: &TestConfig, instances_limit: u64) -> Result<Autostop, ConfigError> {
-    Autostop::new(&config.autostop.criteria, instances_limit).map_err(|e| {
-        match &config.autostop.criteria_at {
-            Some(place) => place.error(e.to_string()),
-            None => tank_config::OptionPlace::unwritten(&config.path, "autostop", "autostop")
-                .error(e.to_string()),
-        }
-    })
+    let at = || match &config.autostop.criteria_at {
+        Some(place) => place.clone(),
+        None => tank_config::OptionPlace::unwritten(&config.path, "autostop", "autostop"),
+    };
+    let autostop = Autostop::new(&config.autostop.criteria, instances_limit)
+        .map_err(|e| at().error(e.to_string()))?;
+    if autostop.watches_monitoring() && config.monitoring.is_none() {
+        return Err(at().error(
+            "metric_higher / metric_lower judge monitoring, which is off: add a \
+             [telegraf] section naming the hosts to watch",
+        ));
+    }
+    Ok(autostop)
 }
 
 /// What tank.log says about how the run is set up.

@@ -25,6 +25,8 @@ pub struct LiveState<'a> {
     /// The last seconds, after the shooting ended: not to be drawn on a screen
     /// that the summary is about to replace.
     pub last: bool,
+    /// The latest monitoring second of each monitored host (empty without monitoring).
+    pub monitoring: &'a [tank_monitor::HostSecond],
 }
 
 /// Something worth telling the user the moment it happens.

@@ -158,6 +158,29 @@ pub(crate) fn finish(
         measured.stopped.as_ref(),
         None,
     );
+    if let Some(watched) = &measured.watched {
+        summary.monitoring = watched.recorder.align(&summary.timeline.ts);
+        for warning in &watched.warnings {
+            artifacts.log(&format!("monitoring: {warning}"));
+        }
+        artifacts.log(&format!(
+            "monitoring: {} host seconds written to monitoring.log, {} dropped",
+            watched.seconds, watched.dropped
+        ));
+    }
+    let mut export_lines = Vec::new();
+    if let Some(influx) = &measured.exported.influx {
+        let mut line = format!(
+            "{} points written, {} dropped",
+            influx.written, influx.dropped
+        );
+        if let Some(error) = &influx.first_error {
+            line.push_str(&format!(" (first error: {error})"));
+        }
+        artifacts.log(&format!("influx: {line}"));
+        summary.meta.facts.push(("influx".into(), line.clone()));
+        export_lines.push(format!("influx: {line}"));
+    }
     if let Some(failure) = &measured.write_failed {
         summary.warnings.insert(
             0,
@@ -194,6 +217,9 @@ pub(crate) fn finish(
         for queue in &report.queues {
             let _ = writeln!(text, "[{}] {}", queue.name, queue_counts(queue));
         }
+    }
+    for line in &export_lines {
+        let _ = writeln!(text, "{line}");
     }
     let _ = writeln!(
         text,

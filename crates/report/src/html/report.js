@@ -31,6 +31,10 @@
     return 10 * p;
   }
 
+  // Every time chart registers here, so hovering one second shows it on all of them.
+  var HOVER = [];
+  function hoverAll(n) { HOVER.forEach(function (show) { show(n); }); }
+
   function section(title) {
     var s = el("section", {}, document.getElementById("content"));
     el("h2", {}, s, title);
@@ -45,7 +49,7 @@
     var svg = el("svg:svg", { viewBox: "0 0 " + W + " " + H, "class": "chart", role: "img" }, parent);
     var xmax = x.length ? Math.max(x[x.length - 1], 1) : 1;
     var ymax = 0;
-    series.forEach(function (s) { s.values.forEach(function (v) { if (v > ymax) { ymax = v; } }); });
+    series.forEach(function (s) { s.values.forEach(function (v) { if (v !== null && v > ymax) { ymax = v; } }); });
     ymax = niceMax(ymax);
     function sx(v) { return L + (W - L - R) * v / xmax; }
     function sy(v) { return H - B - (H - T - B) * v / ymax; }
@@ -60,9 +64,16 @@
     }
     el("svg:text", { x: 4, y: 12 }, svg, unit);
     series.forEach(function (s, k) {
-      var points = s.values.map(function (v, n) { return sx(x[n]).toFixed(1) + "," + sy(v).toFixed(1); });
-      el("svg:polyline", { points: points.join(" "), fill: "none", stroke: s.color || COLORS[k % COLORS.length],
-                           "stroke-width": 1.5, "class": "series", "data-name": s.name }, svg);
+      // A missing value (a monitoring gap) breaks the line instead of drawing it at zero.
+      var runs = [[]];
+      s.values.forEach(function (v, n) {
+        if (v === null || v === undefined) { if (runs[runs.length - 1].length) { runs.push([]); } return; }
+        runs[runs.length - 1].push(sx(x[n]).toFixed(1) + "," + sy(v).toFixed(1));
+      });
+      runs.filter(function (r) { return r.length; }).forEach(function (r) {
+        el("svg:polyline", { points: r.join(" "), fill: "none", stroke: s.color || COLORS[k % COLORS.length],
+                             "stroke-width": 1.5, "class": "series", "data-name": s.name }, svg);
+      });
     });
     var legend = el("div", { "class": "legend" }, parent);
     series.forEach(function (s, k) {
@@ -72,17 +83,22 @@
     });
     var cursor = el("svg:line", { y1: T, y2: H - B, "class": "cursor", visibility: "hidden" }, svg);
     var readout = el("div", { "class": "readout" }, parent, "\u00a0");
+    function show(n) {
+      if (n >= x.length) { return; }
+      cursor.setAttribute("x1", sx(x[n])); cursor.setAttribute("x2", sx(x[n]));
+      cursor.setAttribute("visibility", "visible");
+      readout.textContent = x[n] + xunit + ": " + series.map(function (s) {
+        return s.name + " " + fmt(s.values[n]);
+      }).join(" · ");
+    }
+    HOVER.push(show);
     svg.addEventListener("mousemove", function (e) {
       var box = svg.getBoundingClientRect();
       var xv = ((e.clientX - box.left) * W / box.width - L) / (W - L - R) * xmax;
       var n = 0;
       while (n + 1 < x.length && Math.abs(x[n + 1] - xv) < Math.abs(x[n] - xv)) { n++; }
       if (!x.length) { return; }
-      cursor.setAttribute("x1", sx(x[n])); cursor.setAttribute("x2", sx(x[n]));
-      cursor.setAttribute("visibility", "visible");
-      readout.textContent = x[n] + xunit + ": " + series.map(function (s) {
-        return s.name + " " + fmt(s.values[n]);
-      }).join(" · ");
+      hoverAll(n);
     });
     return svg;
   }
@@ -173,6 +189,7 @@
         { name: "from intended start p99", values: tl.intended_p99_ms },
         { name: "service time p99", values: tl.quantiles_ms[7] || [] }], "ms");
     }
+    (s.monitoring || []).forEach(function (h) { monitoringCharts(h, x); });
     lineChart(section("HTTP codes per second"), x, codeSeries(tl.proto_codes), "responses");
     lineChart(section("Net codes per second"), x, codeSeries(tl.net_codes), "responses");
     barChart(section("Response time distribution"),
@@ -194,6 +211,40 @@
         return [t.tag || "(no tag)", t.count, t.percent, t.errors, t.avg_ms,
                 t.quantiles_ms[0], t.quantiles_ms[5], t.quantiles_ms[7], t.quantiles_ms[9]];
       }));
+  }
+
+  // One host's monitoring, on the load's time axis: per-core CPU, CPU total, and the rest by kind.
+  function monitoringCharts(h, x) {
+    var names = Object.keys(h.metrics);
+    var used = {};
+    function pick(test) {
+      return names.filter(function (n) { return !used[n] && test(n); }).map(function (n) {
+        used[n] = true;
+        return { name: n.replace(/^custom:/, ""), values: h.metrics[n] };
+      });
+    }
+    var title = "Monitoring: " + h.host + (h.comment ? " (" + h.comment + ")" : "") + " — ";
+    var cores = pick(function (n) { return /^custom:cpu-cpu\d+_busy$/.test(n); });
+    cores.sort(function (a, b) { return parseInt(a.name.slice(7), 10) - parseInt(b.name.slice(7), 10); });
+    var groups = [
+      ["CPU per core, busy", "%", cores],
+      ["CPU total", "%", pick(function (n) { return /^custom:cpu-cpu-total_usage_(user|system|iowait|steal|idle)$/.test(n); })],
+      ["load average", "", pick(function (n) { return /^System_la/.test(n); })],
+      ["memory", "bytes", pick(function (n) { return /^(Memory_|custom:mem_)/.test(n); })],
+      ["network", "per second", pick(function (n) { return /^custom:net-/.test(n); })],
+      ["disks", "per second", pick(function (n) { return /^custom:diskio-/.test(n); })],
+      ["kernel and TCP", "per second", pick(function (n) { return /^(System_|Net_|custom:netstat_)/.test(n); })],
+      ["processes, CPU", "% of a core", pick(function (n) { return /^custom:proc-.*_cpu$/.test(n); })],
+      ["processes, memory", "bytes", pick(function (n) { return /^custom:proc-.*_rss$/.test(n); })],
+      ["other metrics", "", pick(function (n) { return !/^custom:cpu-/.test(n); })]
+    ];
+    groups.forEach(function (g) {
+      if (g[2].length) {
+        var sec = section(title + g[0]);
+        sec.setAttribute("class", "monitoring");
+        lineChart(sec, x, g[2], g[1]);
+      }
+    });
   }
 
   function delta(a, b) {

@@ -12,7 +12,8 @@ use crate::aggregate::SecondStats;
 use crate::group::{CodeCounts, Field, GroupStats};
 use crate::quantile::percent;
 
-use super::parse::{CodeMask, Criterion, Kind, Level};
+use super::parse::{CodeMask, Criterion, Kind, Level, MetricLimit};
+use std::collections::BTreeMap;
 
 /// A criterion and what it has seen so far.
 #[derive(Debug, Clone)]
@@ -77,6 +78,8 @@ impl Check {
             return None;
         }
         match kind {
+            // Judged on monitoring seconds (`observe_metric`).
+            Kind::MetricHigher(_) | Kind::MetricLower(_) => None,
             Kind::Time { rt_ms, dur_s } => {
                 let avg_ms = group.map_or(0.0, |g| g.field(Field::IntervalReal).mean() / 1000.0);
                 let met = avg_ms > rt_ms as f64;
@@ -252,6 +255,42 @@ impl Check {
         }
     }
 
+    /// Look at one host's monitoring second; `Some(explanation)` when a metric criterion
+    /// fires. Other criteria and other hosts are untouched. As the reference: a metric
+    /// missing from the second counts as 0, and `custom:` may be left out of its name.
+    pub(crate) fn observe_metric(
+        &mut self,
+        host: &str,
+        metrics: &BTreeMap<String, f64>,
+    ) -> Option<String> {
+        let (limit, higher) = match &self.criterion.kind {
+            Kind::MetricHigher(limit) => (limit.clone(), true),
+            Kind::MetricLower(limit) => (limit.clone(), false),
+            _ => return None,
+        };
+        let MetricLimit {
+            host: pattern,
+            metric,
+            limit,
+            dur_s,
+        } = limit;
+        if !glob(&pattern, host) {
+            return None;
+        }
+        let value = metrics
+            .get(&metric)
+            .or_else(|| metrics.get(&format!("custom:{metric}")))
+            .copied()
+            .unwrap_or(0.0);
+        let met = if higher { value > limit } else { value < limit };
+        let sign = if higher { ">" } else { "<" };
+        let word = if higher { "higher" } else { "lower" };
+        self.in_a_row(met, dur_s, || format!("{host}/{metric} {sign} {limit}"))
+            .then(|| {
+                format!("{host}/{metric} was {value} ({word} than {limit}) for {dur_s} s in a row")
+            })
+    }
+
     /// Count a second in a row; true once `dur_s` seconds have met the condition.
     fn in_a_row(&mut self, met: bool, dur_s: u64, what: impl FnOnce() -> String) -> bool {
         if met {
@@ -283,6 +322,29 @@ impl Check {
     }
 }
 
+/// Shell-style matching as Python's `fnmatch` for `*` and `?` (other characters literal).
+fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
 fn codes(group: &GroupStats, net: bool) -> &CodeCounts {
     if net {
         &group.net_codes
@@ -310,4 +372,28 @@ fn slower_than(group: &GroupStats, limit_us: u64) -> u64 {
         .map(|(_, n)| n)
         .sum();
     group.len() - fast
+}
+
+#[cfg(test)]
+mod glob_tests {
+    use super::glob;
+
+    #[test]
+    fn globs_match_as_fnmatch() {
+        assert!(glob("*", "anything"));
+        assert!(glob("db*", "db1.example"));
+        assert!(glob("h?st", "host"));
+        assert!(!glob("h?st", "hoost"));
+        assert!(glob("localhost", "localhost"));
+        assert!(!glob("local", "localhost"));
+        assert!(glob("*.tld", "a.b.tld"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_name_matches_itself_and_star(name in "[a-z0-9.]{0,20}") {
+            proptest::prop_assert!(glob(&name, &name));
+            proptest::prop_assert!(glob("*", &name));
+        }
+    }
 }

@@ -12,16 +12,20 @@
 //! * a tagged `total_time` / `negative_*` second without the tag counts as "no match"
 //!   (the reference counts every response of the second as slow, or as not matching);
 //! * malformed parameters are errors (see [`parse`]);
-//! * `metric_higher` / `metric_lower` need yandex-tank's monitoring: an error here.
+//! * `metric_higher` / `metric_lower` judge the monitoring seconds (tank-monitor's, fed
+//!   through [`Autostop::observe_monitoring`]) as the reference does: a host pattern, a
+//!   metric missing from a second counts as 0, a run of matching seconds fires; without
+//!   `[telegraf]` / `[monitoring]` they are an error (the reference silently never fires).
 
 mod check;
 pub mod parse;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::aggregate::SecondStats;
 use check::Check;
-pub use parse::{CodeMask, Criterion, CriterionError, Kind, Level};
+pub use parse::{CodeMask, Criterion, CriterionError, Kind, Level, MetricLimit};
 
 /// Exit codes of a run, as yandex-tank's.
 pub mod codes {
@@ -49,6 +53,10 @@ pub mod codes {
     pub const NEGATIVE_NET: i32 = 29;
     /// `http_trend`.
     pub const HTTP_TREND: i32 = 30;
+    /// `metric_higher`.
+    pub const METRIC_HIGHER: i32 = 31;
+    /// `metric_lower`.
+    pub const METRIC_LOWER: i32 = 32;
     /// `steady_cumulative`.
     pub const STEADY_CUMULATIVE: i32 = 33;
     /// tank's own: an artifact (phout, test_data.log, a report) could not be
@@ -73,6 +81,8 @@ impl Kind {
             Kind::NegativeNet { .. } => codes::NEGATIVE_NET,
             Kind::HttpTrend { .. } => codes::HTTP_TREND,
             Kind::SteadyCumulative { .. } => codes::STEADY_CUMULATIVE,
+            Kind::MetricHigher(_) => codes::METRIC_HIGHER,
+            Kind::MetricLower(_) => codes::METRIC_LOWER,
         }
     }
 }
@@ -162,6 +172,42 @@ impl Autostop {
                     criterion: check.criterion.text.clone(),
                     explanation,
                     ts: second.ts,
+                });
+            }
+        }
+        self.stopped = first.clone();
+        first
+    }
+
+    /// Whether a criterion judges monitoring (`metric_higher`, `metric_lower`).
+    pub fn watches_monitoring(&self) -> bool {
+        self.checks.iter().any(|c| {
+            matches!(
+                c.criterion.kind,
+                Kind::MetricHigher(_) | Kind::MetricLower(_)
+            )
+        })
+    }
+
+    /// Look at one host's monitoring second (`ts`, unix seconds): the metric
+    /// criteria count it. Returns the reason the first time one fires.
+    pub fn observe_monitoring(
+        &mut self,
+        ts: u64,
+        host: &str,
+        metrics: &BTreeMap<String, f64>,
+    ) -> Option<StopReason> {
+        if self.stopped.is_some() {
+            return None;
+        }
+        let mut first = None;
+        for check in &mut self.checks {
+            if let Some(explanation) = check.observe_metric(host, metrics) {
+                first.get_or_insert(StopReason {
+                    code: check.criterion.kind.exit_code(),
+                    criterion: check.criterion.text.clone(),
+                    explanation,
+                    ts,
                 });
             }
         }

@@ -171,6 +171,24 @@ pub enum Kind {
         /// Seconds in a row it must hold (for `limit`: the run's length), s.
         dur_s: u64,
     },
+    /// `metric_higher(host, metric, value, dur)`: a monitoring metric above `limit`
+    /// for `dur_s` monitoring seconds in a row.
+    MetricHigher(MetricLimit),
+    /// `metric_lower(host, metric, value, dur)`: a monitoring metric below `limit`.
+    MetricLower(MetricLimit),
+}
+
+/// The parameters of `metric_higher` / `metric_lower`, as yandex-tank reads them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricLimit {
+    /// The host, a shell pattern (`*`, `?`) matched against monitored host names.
+    pub host: String,
+    /// The metric (`custom:` may be left out, as in yandex-tank).
+    pub metric: String,
+    /// The limit.
+    pub limit: f64,
+    /// Monitoring seconds in a row it must hold, s.
+    pub dur_s: u64,
 }
 
 /// A criterion that could not be read.
@@ -185,7 +203,8 @@ pub struct CriterionError {
 
 /// The names tank knows, for error messages.
 const NAMES: &str = "time, http, net, quantile, limit, instances, total_time, total_http, \
-                     total_net, negative_http, negative_net, http_trend, steady_cumulative";
+                     total_net, negative_http, negative_net, http_trend, steady_cumulative, \
+                     metric_higher, metric_lower";
 
 /// Read one criterion.
 pub fn parse(text: &str) -> Result<Criterion, CriterionError> {
@@ -203,17 +222,8 @@ pub fn parse(text: &str) -> Result<Criterion, CriterionError> {
     };
     let name = name.trim().to_ascii_lowercase();
     let params: Vec<&str> = inside.split(',').map(str::trim).collect();
-    let usage = usage(&name).ok_or_else(|| {
-        let hint = match name.as_str() {
-            "metric_higher" | "metric_lower" => {
-                " (it needs yandex-tank's monitoring, which tank does not have)"
-            }
-            _ => "",
-        };
-        fail(format!(
-            "unknown criterion `{name}`{hint}; tank knows {NAMES}"
-        ))
-    })?;
+    let usage = usage(&name)
+        .ok_or_else(|| fail(format!("unknown criterion `{name}`; tank knows {NAMES}")))?;
     let (required, optional_tag) = usage.1;
     let count_ok = params.len() == required || (optional_tag && params.len() == required + 1);
     if !count_ok {
@@ -334,6 +344,35 @@ pub fn parse(text: &str) -> Result<Criterion, CriterionError> {
         "steady_cumulative" => Kind::SteadyCumulative {
             dur_s: secs(0, "duration")?,
         },
+        "metric_higher" | "metric_lower" => {
+            if params[0].is_empty() || params[1].is_empty() {
+                return Err(fail(format!(
+                    "the host and the metric must not be empty; expected {}",
+                    usage.0
+                )));
+            }
+            let limit = params[2]
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| {
+                    fail(format!(
+                        "parameter 3 (value): expected a number, found `{}`; expected {}",
+                        params[2], usage.0
+                    ))
+                })?;
+            let limit = MetricLimit {
+                host: params[0].to_string(),
+                metric: params[1].to_string(),
+                limit,
+                dur_s: secs(3, "duration")?,
+            };
+            if name == "metric_higher" {
+                Kind::MetricHigher(limit)
+            } else {
+                Kind::MetricLower(limit)
+            }
+        }
         _ => unreachable!("usage() knows exactly these names"),
     };
     Ok(Criterion {
@@ -394,6 +433,16 @@ fn usage(name: &str) -> Option<(&'static str, (usize, bool))> {
         "steady_cumulative" => (
             "steady_cumulative(DURATION), e.g. steady_cumulative(30s)",
             (1, false),
+        ),
+        "metric_higher" => (
+            "metric_higher(HOST, METRIC, VALUE, DURATION), e.g. \
+             metric_higher(localhost, cpu-cpu-total_usage_user, 90, 10s)",
+            (4, false),
+        ),
+        "metric_lower" => (
+            "metric_lower(HOST, METRIC, VALUE, DURATION), e.g. \
+             metric_lower(db*, Memory_free, 1e9, 30s)",
+            (4, false),
         ),
         _ => return None,
     })
@@ -595,10 +644,14 @@ mod tests {
         assert!(e.problem.contains("99.5"), "{e}");
         let e = parse("speed(1)").unwrap_err();
         assert!(e.problem.contains("unknown criterion `speed`"), "{e}");
-        assert!(parse("metric_higher(a,b,1,1)")
+        assert!(parse("metric_higher(a,b,high,1)")
             .unwrap_err()
             .problem
-            .contains("monitoring"));
+            .contains("parameter 3 (value)"));
+        assert!(parse("metric_lower(a,b,1)")
+            .unwrap_err()
+            .problem
+            .contains("metric_lower(HOST, METRIC, VALUE, DURATION)"));
         assert!(parse("http(5yy,1,1)")
             .unwrap_err()
             .problem
@@ -651,6 +704,8 @@ mod tests {
             Kind::NegativeNet { .. } => "negative_net",
             Kind::HttpTrend { .. } => "http_trend",
             Kind::SteadyCumulative { .. } => "steady_cumulative",
+            Kind::MetricHigher(_) => "metric_higher",
+            Kind::MetricLower(_) => "metric_lower",
         }
     }
 

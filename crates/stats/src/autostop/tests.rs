@@ -381,3 +381,38 @@ fn rcassert_maps_codes_like_yandex_tank() {
     assert_eq!(rcassert(0, &[21], 7), 7);
     assert_eq!(rcassert(0, &[0], 7), 0);
 }
+
+#[test]
+fn metric_criteria_judge_monitoring_seconds_with_yandex_tank_codes() {
+    let mut autostop = Autostop::new(
+        &[
+            "metric_higher(web*, cpu-cpu-total_usage_user, 90, 2s)",
+            "metric_lower(db, Memory_free, 100, 1s)",
+        ],
+        0,
+    )
+    .unwrap();
+    assert!(autostop.watches_monitoring());
+    let busy: std::collections::BTreeMap<String, f64> =
+        [("custom:cpu-cpu-total_usage_user".to_string(), 95.0)].into();
+    let calm: std::collections::BTreeMap<String, f64> =
+        [("custom:cpu-cpu-total_usage_user".to_string(), 10.0)].into();
+    // Load seconds never move them.
+    assert!(autostop
+        .observe(&second(1, &ok(1), 0), Duration::ZERO)
+        .is_none());
+    assert!(autostop.observe_monitoring(1, "web1", &busy).is_none());
+    assert!(autostop.observe_monitoring(2, "web1", &calm).is_none());
+    assert!(autostop.observe_monitoring(3, "other", &busy).is_none());
+    assert!(autostop.observe_monitoring(3, "web1", &busy).is_none());
+    let reason = autostop.observe_monitoring(4, "web1", &busy).unwrap();
+    assert_eq!((reason.code, reason.ts), (codes::METRIC_HIGHER, 4));
+    assert!(reason.explanation.contains("higher than 90"), "{reason:?}");
+
+    let mut lower = Autostop::new(&["metric_lower(db, Memory_free, 100, 1s)"], 0).unwrap();
+    // A missing metric counts as 0, as in the reference.
+    let reason = lower
+        .observe_monitoring(9, "db", &std::collections::BTreeMap::new())
+        .unwrap();
+    assert_eq!(reason.code, codes::METRIC_LOWER);
+}

@@ -1,0 +1,214 @@
+//! One host's collection thread: every `interval`, on the wall clock's
+//! boundaries, take a [`Reading`] from each of the host's sources, derive the
+//! interval's metrics from the previous one, and hand them over.
+//!
+//! Each source (the system metrics, each `<Prometheus>` endpoint, each
+//! `<Custom>` command, the processes) fails on its own: the first failure is a
+//! warning, its metrics are missing (a gap) until it answers again, and the
+//! recovery is noted. Every request has a deadline shorter than the interval,
+//! and the hand-over never blocks (see [`crate::Monitor`]).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tank_config::{HostSource, MonitoredHost};
+
+use crate::http::{self, Url};
+use crate::reading::{derive, Reading};
+use crate::{custom, node, procfs, prom, Event, HostSecond};
+
+/// The largest page a scrape reads.
+const MAX_PAGE: usize = 32 << 20;
+/// How often a waiting thread looks at the stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(50);
+
+/// What a host thread owns.
+pub(crate) struct Task {
+    pub host: MonitoredHost,
+    pub events: SyncSender<Event>,
+    pub stop: Arc<AtomicBool>,
+    pub dropped: Arc<AtomicU64>,
+}
+
+/// One of a host's sources, with whether it is failing now.
+struct Part {
+    name: String,
+    failing: bool,
+}
+
+impl Task {
+    fn send(&self, event: Event) {
+        match self.events.try_send(event) {
+            Ok(()) | Err(TrySendError::Disconnected(_)) => {}
+            Err(TrySendError::Full(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Notes a part's outcome; warns on its first failure and on its recovery.
+    fn outcome(&self, part: &mut Part, result: Result<(), String>) {
+        let address = &self.host.address;
+        match result {
+            Ok(()) if part.failing => {
+                part.failing = false;
+                self.send(Event::Warning(format!(
+                    "monitoring {address}: {} answers again",
+                    part.name
+                )));
+            }
+            Ok(()) => {}
+            Err(e) if !part.failing => {
+                part.failing = true;
+                self.send(Event::Warning(format!(
+                    "monitoring {address}: {}: {e}; its metrics have a gap until it answers",
+                    part.name
+                )));
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// The thread's body.
+pub(crate) fn run(task: Task) {
+    let host = &task.host;
+    let interval = Duration::from_millis(host.interval_ms);
+    // A request may take most of an interval, never more than 2 s.
+    let timeout = (interval * 4 / 5).clamp(Duration::from_millis(100), Duration::from_secs(2));
+    let mut parts = parts(host);
+    let mut previous = collect(&task, &mut parts, timeout).map(|r| (r, unix_now().as_secs()));
+    loop {
+        let stopping = !wait_for_boundary(&task.stop, interval);
+        let ts = unix_now().as_secs();
+        let reading = collect(&task, &mut parts, timeout);
+        if let (Some((before, before_ts)), Some(now)) = (&previous, &reading) {
+            let metrics = derive(before, now, host.groups.percpu);
+            if !metrics.is_empty() {
+                task.send(Event::Second(HostSecond {
+                    ts: *before_ts,
+                    host: host.address.clone(),
+                    comment: host.comment.clone(),
+                    metrics,
+                }));
+            }
+        }
+        previous = reading.map(|r| (r, ts));
+        if stopping {
+            return;
+        }
+    }
+}
+
+fn parts(host: &MonitoredHost) -> Vec<Part> {
+    let mut parts = vec![Part {
+        name: match &host.source {
+            HostSource::NodeExporter { url } => url.clone(),
+            HostSource::Local => "/proc".into(),
+            HostSource::None => "system metrics".into(),
+        },
+        failing: false,
+    }];
+    parts.extend(host.prometheus.iter().map(|p| Part {
+        name: p.url.clone(),
+        failing: false,
+    }));
+    parts.extend(host.custom.iter().map(|c| Part {
+        name: format!("<Custom label=\"{}\">", c.label),
+        failing: false,
+    }));
+    parts.push(Part {
+        name: "<Process>".into(),
+        failing: false,
+    });
+    parts
+}
+
+/// One reading from every part; `None` when none of them answered.
+fn collect(task: &Task, parts: &mut [Part], timeout: Duration) -> Option<Reading> {
+    let host = &task.host;
+    let mut reading = Reading::new(Instant::now());
+    let mut any = false;
+    let mut note = |part: &mut Part, result: Result<(), String>| {
+        any |= result.is_ok();
+        task.outcome(part, result);
+    };
+    let (system, rest) = parts.split_first_mut()?;
+    let result = match &host.source {
+        HostSource::NodeExporter { url } => scrape(url, timeout).and_then(|text| {
+            let page = prom::parse(&text).map_err(|e| format!("not a metrics page: {e}"))?;
+            node::read(&page, &host.groups, &mut reading);
+            Ok(())
+        }),
+        HostSource::Local => procfs::machine(&host.groups, &mut reading),
+        HostSource::None => Ok(()),
+    };
+    note(system, result);
+    let (endpoints, rest) = rest.split_at_mut(host.prometheus.len());
+    for (scrape_config, part) in host.prometheus.iter().zip(endpoints) {
+        let result = scrape(&scrape_config.url, timeout).and_then(|text| {
+            let page = prom::parse(&text).map_err(|e| format!("not a metrics page: {e}"))?;
+            for name in &scrape_config.metrics {
+                let total: f64 = page
+                    .samples
+                    .iter()
+                    .filter(|s| s.name == name)
+                    .map(|s| s.value)
+                    .sum();
+                if page.is_counter(name) {
+                    reading.counter(format!("custom:{name}"), total);
+                } else {
+                    reading.gauge(format!("custom:{name}"), total);
+                }
+            }
+            Ok(())
+        });
+        note(part, result);
+    }
+    let (commands, rest) = rest.split_at_mut(host.custom.len());
+    for (command, part) in host.custom.iter().zip(commands) {
+        note(part, custom::run(command, timeout, &mut reading));
+    }
+    if let Some(part) = rest.first_mut() {
+        if !host.processes.is_empty() {
+            note(part, procfs::processes(&host.processes, &mut reading));
+        }
+    }
+    any.then_some(reading)
+}
+
+fn scrape(url: &str, timeout: Duration) -> Result<String, String> {
+    let url = Url::parse(url)?;
+    let response = http::get(&url, timeout, MAX_PAGE)?;
+    if response.status != 200 {
+        return Err(format!("HTTP {}", response.status));
+    }
+    String::from_utf8(response.body).map_err(|_| "the page is not UTF-8 text".into())
+}
+
+fn unix_now() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+/// Sleeps until the wall clock reaches the next multiple of `interval`; false
+/// when `stop` was set meanwhile (then it returns at once).
+fn wait_for_boundary(stop: &AtomicBool, interval: Duration) -> bool {
+    let period = interval.as_millis().max(1) as u64;
+    let now_ms = unix_now().as_millis() as u64;
+    let next = (now_ms / period + 1) * period;
+    let deadline = Instant::now() + Duration::from_millis(next - now_ms);
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(STOP_CHECK));
+    }
+}
