@@ -6,6 +6,7 @@ use tank_config::{LoadProfile, QueueConfig};
 use crate::error::{PlanError, Result};
 use crate::planned::PlannedCount;
 use crate::schedule::Schedule;
+use crate::shard::{Shard, ShardedPlan};
 use crate::stepper::{ShotRef, Stepper};
 use crate::stpd::StpdReader;
 
@@ -15,6 +16,8 @@ pub enum Plan {
     Stepped(Box<Stepper>),
     /// Read from `stpd_file`, as written.
     Stpd(StpdReader),
+    /// One shard's slice of another plan.
+    Sharded(Box<ShardedPlan>),
 }
 
 impl Plan {
@@ -35,11 +38,21 @@ impl Plan {
         )?)))
     }
 
-    /// The schedule, when the plan is stepped.
+    /// `shard`'s slice of this plan (the plan itself for the whole).
+    pub fn shard(self, shard: Shard) -> Plan {
+        if shard.is_whole() {
+            self
+        } else {
+            Plan::Sharded(Box::new(ShardedPlan::new(self, shard)))
+        }
+    }
+
+    /// The schedule, when the plan is stepped (a shard's is the whole plan's).
     pub fn schedule(&self) -> Option<&Schedule> {
         match self {
             Plan::Stepped(stepper) => Some(stepper.schedule()),
             Plan::Stpd(_) => None,
+            Plan::Sharded(sharded) => sharded.inner().schedule(),
         }
     }
 
@@ -54,6 +67,10 @@ impl Plan {
                 _ => None,
             },
             Plan::Stpd(_) => None,
+            Plan::Sharded(sharded) => sharded
+                .inner()
+                .planned_count()
+                .map(|count| count.sharded(sharded.shard())),
         }
     }
 
@@ -62,6 +79,7 @@ impl Plan {
         match self {
             Plan::Stepped(stepper) => stepper.ammo_format(),
             Plan::Stpd(_) => "stpd",
+            Plan::Sharded(sharded) => sharded.inner().ammo_format(),
         }
     }
 
@@ -70,6 +88,7 @@ impl Plan {
         match self {
             Plan::Stepped(stepper) => stepper.passes(),
             Plan::Stpd(_) => 0,
+            Plan::Sharded(sharded) => sharded.inner().passes(),
         }
     }
 
@@ -78,6 +97,7 @@ impl Plan {
         match self {
             Plan::Stepped(stepper) => stepper.next_shot(),
             Plan::Stpd(reader) => reader.next_shot(),
+            Plan::Sharded(sharded) => sharded.next_shot(),
         }
     }
 }
