@@ -33,7 +33,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tank_config::{LoadProfile, QueueConfig, TankType, TestConfig, WriteLog, ORIGIN_ADDRESS};
 use tank_plan::duration::parse_duration_ms;
-use tank_plan::{Plan, PlanError, PlannedCount, Schedule};
+use tank_plan::{Plan, PlanError, PlannedCount, Schedule, Shard};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -235,10 +235,21 @@ impl Engine {
     /// Prepare every queue of `config`. Queues whose address is `origin` shoot
     /// at `origin` (the in-process simulator's address).
     pub fn prepare(config: &TestConfig, origin: Option<SocketAddr>) -> Result<Engine, EngineError> {
+        Engine::prepare_shard(config, origin, Shard::WHOLE)
+    }
+
+    /// Prepare `shard`'s slice of every queue of `config`: each plan's shots
+    /// `k ≡ I (mod N)`, and the instances divided among the shards (a closed
+    /// model's pool too), so that N shards together run the whole test.
+    pub fn prepare_shard(
+        config: &TestConfig,
+        origin: Option<SocketAddr>,
+        shard: Shard,
+    ) -> Result<Engine, EngineError> {
         let queues = config
             .queues
             .iter()
-            .map(|queue| prepare_queue(queue, origin))
+            .map(|queue| prepare_queue(queue, origin, shard))
             .collect::<Result<_, _>>()?;
         Ok(Engine {
             queues,
@@ -408,15 +419,18 @@ pub fn parse_timeout_ms(text: &str) -> Result<i64, String> {
 fn prepare_queue(
     queue: &QueueConfig,
     origin: Option<SocketAddr>,
+    shard: Shard,
 ) -> Result<PreparedQueue, EngineError> {
     let fail = |message: String| EngineError::Queue {
         queue: queue.name.clone(),
         message,
     };
-    let plan = Plan::new(queue).map_err(|source| EngineError::Plan {
-        queue: queue.name.clone(),
-        source,
-    })?;
+    let plan = Plan::new(queue)
+        .map_err(|source| EngineError::Plan {
+            queue: queue.name.clone(),
+            source,
+        })?
+        .shard(shard);
     let target = if queue.address.trim() == ORIGIN_ADDRESS {
         let addr =
             origin.ok_or_else(|| fail("address = origin needs an [origin] section".into()))?;
@@ -454,20 +468,28 @@ fn prepare_queue(
                 .map_err(|_| fail(format!("gatling_ip: `{ip}` is not an IP address")))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let divided = |total: u64| {
+        let mine = if shard.is_whole() {
+            total
+        } else {
+            shard.instances(total)
+        };
+        usize::try_from(mine).unwrap_or(usize::MAX)
+    };
     let (pool, schedule_ms) = match (&queue.load_profile, plan.schedule()) {
         (LoadProfile::Instances(_), Some(Schedule::Instances(schedule)))
             if schedule.instances() > 0 =>
         {
             (
-                usize::try_from(schedule.instances()).unwrap_or(usize::MAX),
+                divided(u64::try_from(schedule.instances()).unwrap_or(0)),
                 None,
             )
         }
         (_, Some(Schedule::Rps(rps))) => (
-            queue.instances as usize,
+            divided(u64::from(queue.instances)),
             Some(u64::try_from(rps.duration_ms()).unwrap_or(0)),
         ),
-        _ => (queue.instances as usize, None),
+        _ => (divided(u64::from(queue.instances)), None),
     };
     let planned = plan.planned_count();
     let gun = gun::Gun::new(
