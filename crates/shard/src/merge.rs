@@ -178,7 +178,9 @@ mod tests {
         )
     }
 
-    fn merged(files: &[String]) -> Result<(Vec<(usize, String)>, Vec<String>), MergeError> {
+    type Lines = Vec<(usize, String)>;
+
+    fn merged(files: &[String]) -> Result<(Lines, Vec<String>), MergeError> {
         let readers = files
             .iter()
             .map(|text| {

@@ -21,11 +21,9 @@ pub fn parse_time(text: &str) -> Result<u64, String> {
 fn unix_seconds(text: &str) -> Option<u64> {
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
     let seconds: u64 = whole.parse().ok()?;
-    Some(
-        seconds
-            .checked_mul(1_000_000)?
-            .checked_add(fraction_us(fraction)?)?,
-    )
+    seconds
+        .checked_mul(1_000_000)?
+        .checked_add(fraction_us(fraction)?)
 }
 
 /// Digits after a decimal point as µs (beyond µs truncated).
