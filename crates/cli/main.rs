@@ -4,9 +4,12 @@
 //! map any error to a message on stderr and a non-zero exit code, once.
 
 mod compare;
+mod merge;
 mod origin;
 mod plan;
+mod processes;
 mod report;
+mod scale;
 mod shoot;
 
 use std::path::PathBuf;
@@ -44,6 +47,9 @@ struct ShootArgs {
     /// 1% or more unsent or failing, samples dropped, ...), as `[tank] fail_on_warnings = 1`.
     #[arg(long)]
     fail_on_warnings: bool,
+    /// Sharding: --shard, --start-at, --processes.
+    #[command(flatten)]
+    scale: scale::ScaleArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -78,6 +84,12 @@ enum Command {
     /// files): cumulative quantiles with deltas, codes, per-tag deltas; with
     /// --out, an HTML page with the runs' charts overlaid.
     Compare(compare::CompareArgs),
+    /// Merge the runs of a sharded test (`--shard I/N` on several machines or
+    /// processes) into one: their phouts merged by time, per-second data with
+    /// the planned counts of the whole plan, summary, report.html, the autostop
+    /// verdict over the merged data, and each shard's first-shot skew against
+    /// the common start and its share of its plan (merge.json).
+    Merge(merge::MergeArgs),
 }
 
 /// Arguments of `tank plan`.
@@ -106,9 +118,13 @@ fn main() -> ExitCode {
                 _ => cli.shoot,
             };
             match args.config {
-                Some(config) => {
-                    shoot::run(&config, &args.overrides, args.quiet, args.fail_on_warnings)
-                }
+                Some(config) => shoot::run(
+                    &config,
+                    &args.overrides,
+                    args.quiet,
+                    args.fail_on_warnings,
+                    &args.scale,
+                ),
                 None => {
                     eprintln!("tank: nothing to do: run a test with `tank -c load.ini`, or see `tank --help`");
                     return ExitCode::from(2);
@@ -125,6 +141,7 @@ fn main() -> ExitCode {
         Some(Command::Origin(args)) => origin::run(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Report(args)) => report::run(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Compare(args)) => compare::run(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Merge(args)) => merge::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -72,6 +72,10 @@ pub struct ShardResult {
     pub share: Option<f64>,
     /// Its clock.
     pub clock: ClockInfo,
+    /// Instances it ran.
+    pub instances: u64,
+    /// Its process's peak resident memory, KiB.
+    pub max_rss_kib: Option<u64>,
 }
 
 /// What a merge found.
@@ -280,6 +284,8 @@ pub fn merge_runs(
                     .filter(|p| *p > 0)
                     .map(|p| rows[i] as f64 / p as f64),
                 clock: record.clock.clone(),
+                instances: record.instances,
+                max_rss_kib: record.max_rss_kib,
             }
         })
         .collect();
@@ -450,6 +456,16 @@ pub fn describe(merged: &Merged) -> String {
                 .share
                 .map_or("-".into(), |s| format!("{:.2}%", s * 100.0)),
             shard.dir.display()
+        );
+    }
+    let rss: Option<u64> = merged.shards.iter().map(|s| s.max_rss_kib).sum();
+    let instances: u64 = merged.shards.iter().map(|s| s.instances).sum();
+    if let Some(rss) = rss.filter(|_| instances > 0) {
+        let _ = writeln!(
+            text,
+            "memory: {} MiB peak RSS over the shards for {instances} instances: {:.1} KiB per instance",
+            rss / 1024,
+            rss as f64 / instances as f64
         );
     }
     let _ = writeln!(

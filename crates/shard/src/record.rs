@@ -41,6 +41,9 @@ pub struct ShardRecord {
     pub first_shot_unix_us: Option<u64>,
     /// Shots fired, over the queues (written at the end of the run).
     pub fired: Option<u64>,
+    /// The process's peak resident memory, KiB (written at the end of the run).
+    #[serde(default)]
+    pub max_rss_kib: Option<u64>,
 }
 
 /// One queue's plan, as far as it is known in closed form.
@@ -90,6 +93,16 @@ impl ShardRecord {
     /// The earliest due time of this shard's first shots, ms from the start.
     pub fn first_due_ms(&self) -> Option<i64> {
         self.queues.iter().filter_map(|q| q.first_due_ms).min()
+    }
+
+    /// This process's peak resident memory so far, KiB (getrusage).
+    pub fn peak_rss_kib() -> Option<u64> {
+        // SAFETY: getrusage writes into the zeroed struct we own.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+            return None;
+        }
+        u64::try_from(usage.ru_maxrss).ok()
     }
 
     /// Write it as `dir/shard.json`.
@@ -145,6 +158,7 @@ mod tests {
             }],
             first_shot_unix_us: None,
             fired: None,
+            max_rss_kib: None,
         }
     }
 
