@@ -4,5 +4,6 @@ mod differential;
 mod origin;
 mod report;
 mod run;
+mod shards;
 mod shoot;
 mod support;
