@@ -4,6 +4,7 @@
 //! map any error to a message on stderr and a non-zero exit code, once.
 
 mod compare;
+mod k8s;
 mod merge;
 mod origin;
 mod plan;
@@ -90,6 +91,13 @@ enum Command {
     /// verdict over the merged data, and each shard's first-shot skew against
     /// the common start and its share of its plan (merge.json).
     Merge(merge::MergeArgs),
+    /// Print Kubernetes manifests that run the test as N shards with a common
+    /// start: a ConfigMap with the config and small ammo, and an Indexed Job
+    /// (completions = parallelism = N) whose pods run `tank -c ... --shard
+    /// $(JOB_COMPLETION_INDEX)/N --start-at ...` and keep their artifacts on the
+    /// claim tank-artifacts. --dockerfile prints a Dockerfile for the image.
+    /// See docs/kubernetes.md.
+    K8s(k8s::K8sArgs),
 }
 
 /// Arguments of `tank plan`.
@@ -142,6 +150,7 @@ fn main() -> ExitCode {
         Some(Command::Report(args)) => report::run(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Compare(args)) => compare::run(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Merge(args)) => merge::run(&args),
+        Some(Command::K8s(args)) => k8s::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod clock;
+pub mod k8s;
 pub mod merge;
 pub mod merged;
 pub mod record;
