@@ -1,6 +1,7 @@
 mod autostop;
 mod counts;
 mod differential;
+mod k8s;
 mod origin;
 mod report;
 mod run;
