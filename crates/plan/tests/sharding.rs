@@ -67,7 +67,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let schedule = if instances {
-            format!("instances_schedule = line(1,{rps},{secs}s)\nloop = 2")
+            format!("instances_schedule = line(1,{},{secs}s)\nloop = 2", rps + 1)
         } else {
             format!("rps_schedule = line(1,{rps},{secs}s)\n{limit}")
         };
