@@ -13,6 +13,8 @@ needed=(
     "prometheus-node-exporter:prometheus-node-exporter"
     "influxd:influxdb"
     "prometheus:prometheus"
+    # tests/shard.rs: shards in network namespaces (ip netns).
+    "ip:iproute2"
 )
 
 missing=()

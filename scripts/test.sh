@@ -12,6 +12,8 @@ scripts/deps.sh
 
 TANK_REFERENCE_PYTHON="$(scripts/reference-venv.sh)"
 export TANK_REFERENCE_PYTHON
+TANK_K8S_VALIDATE="$(scripts/k8s-validate-venv.sh)"
+export TANK_K8S_VALIDATE
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -28,11 +28,7 @@ pub(crate) fn spec(dir: &Path, schedule: &str, extra: &str) -> Spec {
         ),
     )
     .unwrap();
-    Spec {
-        config: tank_config::load(&path, &[]).unwrap(),
-        overrides: Vec::new(),
-        fail_on_warnings: false,
-    }
+    Spec::new(tank_config::load(&path, &[]).unwrap())
 }
 
 /// Keeps the warnings and the monitoring the run showed.

@@ -23,11 +23,7 @@ fn spec(dir: &Path, schedule: &str) -> Spec {
         ),
     )
     .unwrap();
-    Spec {
-        config: tank_config::load(&path, &[]).unwrap(),
-        overrides: Vec::new(),
-        fail_on_warnings: false,
-    }
+    Spec::new(tank_config::load(&path, &[]).unwrap())
 }
 
 /// Records what the run showed it.

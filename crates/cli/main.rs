@@ -5,9 +5,13 @@
 
 mod bench;
 mod compare;
+mod k8s;
+mod merge;
 mod origin;
 mod plan;
+mod processes;
 mod report;
+mod scale;
 mod search;
 mod shoot;
 mod sweep;
@@ -48,6 +52,9 @@ struct ShootArgs {
     /// 1% or more unsent or failing, samples dropped, ...), as `[tank] fail_on_warnings = 1`.
     #[arg(long)]
     fail_on_warnings: bool,
+    /// Sharding: --shard, --start-at, --processes.
+    #[command(flatten)]
+    scale: scale::ScaleArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -102,6 +109,19 @@ enum Command {
     /// Measure every rate of `--rate lo:hi:step` against a latency bound, as
     /// search does; the limit is the highest rate passing with all below it.
     Scan(search::ScanArgs),
+    /// Merge the runs of a sharded test (`--shard I/N` on several machines or
+    /// processes) into one: their phouts merged by time, per-second data with
+    /// the planned counts of the whole plan, summary, report.html, the autostop
+    /// verdict over the merged data, and each shard's first-shot skew against
+    /// the common start and its share of its plan (merge.json).
+    Merge(merge::MergeArgs),
+    /// Print Kubernetes manifests that run the test as N shards with a common
+    /// start: a ConfigMap with the config and small ammo, and an Indexed Job
+    /// (completions = parallelism = N) whose pods run `tank -c ... --shard
+    /// $(JOB_COMPLETION_INDEX)/N --start-at ...` and keep their artifacts on the
+    /// claim tank-artifacts. --dockerfile prints a Dockerfile for the image.
+    /// See docs/kubernetes.md.
+    K8s(k8s::K8sArgs),
 }
 
 /// Arguments of `tank plan`.
@@ -130,9 +150,13 @@ fn main() -> ExitCode {
                 _ => cli.shoot,
             };
             match args.config {
-                Some(config) => {
-                    shoot::run(&config, &args.overrides, args.quiet, args.fail_on_warnings)
-                }
+                Some(config) => shoot::run(
+                    &config,
+                    &args.overrides,
+                    args.quiet,
+                    args.fail_on_warnings,
+                    &args.scale,
+                ),
                 None => {
                     eprintln!("tank: nothing to do: run a test with `tank -c load.ini`, or see `tank --help`");
                     return ExitCode::from(2);
@@ -153,6 +177,8 @@ fn main() -> ExitCode {
         Some(Command::Sweep(args)) => sweep::run(&args),
         Some(Command::Search(args)) => search::search(&args),
         Some(Command::Scan(args)) => search::scan(&args),
+        Some(Command::Merge(args)) => merge::run(&args),
+        Some(Command::K8s(args)) => k8s::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -15,6 +15,7 @@ use anyhow::{bail, Context, Result};
 use tank_config::Override;
 use tank_run::{Handle, Spec};
 
+use crate::scale::ScaleArgs;
 use console::Console;
 
 /// Run the test in `config_path`.
@@ -23,7 +24,13 @@ pub fn run(
     overrides: &[Override],
     quiet: bool,
     fail_on_warnings: bool,
+    scale: &ScaleArgs,
 ) -> Result<ExitCode> {
+    let start_at = scale.start_at()?;
+    if let Some(processes) = scale.processes {
+        return crate::processes::run(config_path, overrides, processes, start_at);
+    }
+    let shard = scale.shard()?;
     let config = tank_config::load(config_path, overrides)?;
     let console = Console::choose(
         quiet || config.console.short_only,
@@ -33,6 +40,8 @@ pub fn run(
         config,
         overrides: overrides.to_vec(),
         fail_on_warnings,
+        shard,
+        start_at,
     };
     let handle = Handle::default();
     watch_signals(handle.clone()).context("watching for Ctrl-C")?;
@@ -93,13 +102,13 @@ fn watch_signals(handle: Handle) -> std::io::Result<()> {
 }
 
 /// SIGINT (Ctrl-C) and SIGTERM, as one stream; registered when made.
-struct Signals {
+pub(crate) struct Signals {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
 }
 
 impl Signals {
-    fn new() -> std::io::Result<Self> {
+    pub(crate) fn new() -> std::io::Result<Self> {
         use tokio::signal::unix::{signal, SignalKind};
         Ok(Signals {
             interrupt: signal(SignalKind::interrupt())?,
@@ -108,7 +117,7 @@ impl Signals {
     }
 
     /// Wait for the next signal (forever, if none can come).
-    async fn next(&mut self) {
+    pub(crate) async fn next(&mut self) {
         let received = tokio::select! {
             signal = self.interrupt.recv() => signal.is_some(),
             signal = self.terminate.recv() => signal.is_some(),

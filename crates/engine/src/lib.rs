@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tank_config::{ConfigError, QueueConfig, TankType, TestConfig, WriteLog, ORIGIN_ADDRESS};
-use tank_plan::{Plan, PlanError, PlannedCount};
+use tank_plan::{Plan, PlanError, PlannedCount, Shard};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -232,10 +232,21 @@ impl Engine {
     /// Prepare every queue of `config`. Queues whose address is `origin` shoot
     /// at `origin` (the in-process simulator's address).
     pub fn prepare(config: &TestConfig, origin: Option<SocketAddr>) -> Result<Engine, EngineError> {
+        Engine::prepare_shard(config, origin, Shard::WHOLE)
+    }
+
+    /// Prepare `shard`'s slice of every queue of `config`: each plan's shots
+    /// `k ≡ I (mod N)`, and the instances divided among the shards (a closed
+    /// model's pool too), so that N shards together run the whole test.
+    pub fn prepare_shard(
+        config: &TestConfig,
+        origin: Option<SocketAddr>,
+        shard: Shard,
+    ) -> Result<Engine, EngineError> {
         let queues = config
             .queues
             .iter()
-            .map(|queue| prepare_queue(queue, origin))
+            .map(|queue| prepare_queue(queue, origin, shard))
             .collect::<Result<_, _>>()?;
         Ok(Engine {
             queues,
@@ -374,8 +385,9 @@ impl Engine {
 fn prepare_queue(
     queue: &QueueConfig,
     origin: Option<SocketAddr>,
+    shard: Shard,
 ) -> Result<PreparedQueue, EngineError> {
-    let plan = Plan::new(queue).map_err(EngineError::Plan)?;
+    let plan = Plan::new(queue).map_err(EngineError::Plan)?.shard(shard);
     let gun = gun_for(queue, origin)?;
     Ok(PreparedQueue {
         name: queue.name.clone(),

@@ -202,9 +202,8 @@ impl Target {
         let config = load(&self.path, &self.url_options, &self.common, &extra)?;
         let overrides = self.common.iter().chain(&extra).cloned().collect();
         Ok(Spec {
-            config,
             overrides,
-            fail_on_warnings: false,
+            ..Spec::new(config)
         })
     }
 

@@ -9,6 +9,7 @@ use tank_config::{LoadProfile, Places, QueueConfig};
 use crate::error::{PlanError, Result};
 use crate::planned::PlannedCount;
 use crate::schedule::Schedule;
+use crate::shard::Shard;
 use crate::stepper::{ShotRef, Stepper};
 use crate::stpd::StpdReader;
 
@@ -77,6 +78,10 @@ pub struct Plan {
     places: Places,
     /// The option the shots' bytes come from (`ammofile`, `uris`, `stpd_file`).
     ammo_key: &'static str,
+    /// The slice of the plan this process fires (the whole plan unless sharded).
+    shard: Shard,
+    /// The whole plan's index of the next shot the source gives.
+    next_seq: u64,
 }
 
 /// Which shots have a due time. An rps plan's all do; an instances schedule's
@@ -135,6 +140,8 @@ impl Plan {
                     timing: Timing::StpdZeros { latest_ms: 0 },
                     places: queue.places.clone(),
                     ammo_key,
+                    shard: Shard::WHOLE,
+                    next_seq: 0,
                 })
             }
         }
@@ -174,7 +181,57 @@ impl Plan {
             timing,
             places: queue.places.clone(),
             ammo_key,
+            shard: Shard::WHOLE,
+            next_seq: 0,
         })
+    }
+
+    /// `shard`'s slice of this plan: its shots `k ≡ I (mod N)`, keeping their
+    /// index and due time in the whole plan, with the instances divided among
+    /// the shards (at least one each) and the planned count the slice's.
+    pub fn shard(mut self, shard: Shard) -> Plan {
+        if shard.is_whole() {
+            return self;
+        }
+        self.shard = shard;
+        let divided =
+            |total: usize| usize::try_from(shard.instances(total as u64)).unwrap_or(usize::MAX);
+        self.model = match self.model {
+            Model::Open {
+                instances,
+                deadline,
+                planned,
+            } => Model::Open {
+                instances: divided(instances),
+                deadline,
+                planned: planned.map(|count| count.sharded(shard)),
+            },
+            Model::Closed { instances, starts } => Model::Closed {
+                instances: divided(instances),
+                starts,
+            },
+            Model::Stpd { instances } => Model::Stpd {
+                instances: divided(instances),
+            },
+        };
+        self
+    }
+
+    /// Skip the whole plan's shots that are not this shard's; `false` at the plan's end.
+    fn skip_to_own(&mut self) -> Result<bool> {
+        while !self.shard.owns(self.next_seq) {
+            let read = match &mut self.source {
+                Source::Stepped(stepper) => stepper.next_shot().map(|s| s.is_some()),
+                Source::Stpd(reader) => reader.next_shot().map(|s| s.is_some()),
+            };
+            match read {
+                Ok(true) => self.next_seq += 1,
+                Ok(false) => return Ok(false),
+                Err(error) => return Err(error.located_in(&self.places, self.ammo_key)),
+            }
+        }
+        self.next_seq += 1;
+        Ok(true)
     }
 
     /// How a closed model ends, for the user to read before it starts: it has
@@ -246,6 +303,9 @@ impl Plan {
     /// The next shot, or `None` at the end. An error names the config option
     /// the bytes come from, then the file and byte offset.
     pub fn next_shot(&mut self) -> Result<Option<ShotRef<'_>>> {
+        if !self.skip_to_own()? {
+            return Ok(None);
+        }
         let (places, key) = (&self.places, self.ammo_key);
         let next = match &mut self.source {
             Source::Stepped(stepper) => stepper.next_shot(),
@@ -256,6 +316,9 @@ impl Plan {
 
     /// The next shot with its due time as the model has it.
     pub fn next_timed(&mut self) -> Result<Option<TimedShot<'_>>> {
+        if !self.skip_to_own()? {
+            return Ok(None);
+        }
         let (places, key) = (&self.places, self.ammo_key);
         let next = match &mut self.source {
             Source::Stepped(stepper) => stepper.next_shot(),

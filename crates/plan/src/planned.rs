@@ -8,6 +8,7 @@
 //! closed-form offset. A 10-hour plan costs the same as a 10-second one.
 
 use crate::schedule::RpsSchedule;
+use crate::shard::Shard;
 
 /// The planned count of an rps plan as a function of time.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,23 +16,48 @@ pub struct PlannedCount {
     schedule: RpsSchedule,
     /// The plan's length: the schedule's, or fewer under `ammo_limit`.
     len: u64,
+    /// The slice of the plan counted (the whole plan unless sharded).
+    shard: Shard,
 }
 
 impl PlannedCount {
     /// The count of `schedule`'s shots, of which the plan fires the first `len`.
     pub fn new(schedule: RpsSchedule, len: u64) -> PlannedCount {
         let len = len.min(schedule.len());
-        PlannedCount { schedule, len }
+        PlannedCount {
+            schedule,
+            len,
+            shard: Shard::WHOLE,
+        }
+    }
+
+    /// The count of `shard`'s slice of this plan: its shots `k ≡ I (mod N)`.
+    pub fn sharded(self, shard: Shard) -> PlannedCount {
+        PlannedCount { shard, ..self }
     }
 
     /// All the shots the plan holds.
     pub fn total(&self) -> u64 {
+        self.shard.in_prefix(self.len)
+    }
+
+    /// The whole plan's length, before any sharding.
+    pub fn whole_len(&self) -> u64 {
         self.len
     }
 
     /// When the plan's last shot is due, ms from the start (`None`: no shots).
     pub fn last_due_ms(&self) -> Option<i64> {
-        self.schedule.offset_ms(self.len.checked_sub(1)?)
+        let last = self.shard.nth(self.total().checked_sub(1)?);
+        self.schedule.offset_ms(last)
+    }
+
+    /// When the plan's first shot is due, ms from the start (`None`: no shots).
+    pub fn first_due_ms(&self) -> Option<i64> {
+        if self.total() == 0 {
+            return None;
+        }
+        self.schedule.offset_ms(self.shard.nth(0))
     }
 
     /// Shots due strictly before `ms` from the start (0 for `ms <= 0`).
@@ -47,7 +73,7 @@ impl PlannedCount {
                 _ => high = mid,
             }
         }
-        low
+        self.shard.in_prefix(low)
     }
 
     /// Shots due in `[from_ms, to_ms)` from the start.
@@ -115,6 +141,37 @@ mod tests {
                 .filter(|due| (from..to).contains(due))
                 .count() as u64;
             prop_assert_eq!(count.between_ms(from, to), walked);
+        }
+
+        /// A shard's count is the walk over its own shots, and the shards' counts
+        /// add up to the whole plan's in every window.
+        #[test]
+        fn shards_count_their_slice_and_add_up(
+            a in 0u32..300, secs in 1u32..20, cap in 0u64..8_000, shards in 1u64..9,
+            from in -500i64..25_000, width in 0i64..5_000,
+        ) {
+            let schedule = rps(&format!("line(1,{a},{secs}s) const(7,3s)"));
+            let whole = PlannedCount::new(schedule.clone(), cap);
+            let to = from + width;
+            let mut sum = 0;
+            let mut total = 0;
+            for index in 0..shards {
+                let shard = Shard::new(index, shards).unwrap();
+                let count = whole.clone().sharded(shard);
+                let walked: Vec<i64> = (0..schedule.len().min(cap))
+                    .filter(|k| shard.owns(*k))
+                    .filter_map(|k| schedule.offset_ms(k))
+                    .collect();
+                prop_assert_eq!(count.total(), walked.len() as u64);
+                prop_assert_eq!(count.first_due_ms(), walked.first().copied());
+                prop_assert_eq!(count.last_due_ms(), walked.last().copied());
+                let inside = walked.iter().filter(|due| (from..to).contains(*due)).count() as u64;
+                prop_assert_eq!(count.between_ms(from, to), inside);
+                sum += inside;
+                total += count.total();
+            }
+            prop_assert_eq!(sum, whole.between_ms(from, to));
+            prop_assert_eq!(total, whole.total());
         }
     }
 }

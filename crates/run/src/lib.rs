@@ -23,14 +23,14 @@ mod observer;
 mod origin;
 mod outcome;
 mod planned;
+mod start;
 mod watch;
 
 use std::time::Duration;
 
 use tank_config::{ConfigError, Override, TestConfig, WriteLog};
-use tank_engine::{
-    priority, AnswerSink, Clock, Control, Engine, EngineError, IoThreads, SampleSink,
-};
+use tank_engine::{priority, AnswerSink, Control, Engine, EngineError, IoThreads, SampleSink};
+use tank_plan::Shard;
 use tank_report::stream::files::JSON_LINES;
 use tank_stats::aggregate::DEFAULT_BUFFERED_SECONDS;
 use tank_stats::autostop::Autostop;
@@ -47,6 +47,10 @@ const SAMPLE_QUEUE: usize = 1 << 18;
 /// The schedule starts this long after the clock is read, so that threads,
 /// instances and the first shots are ready when they are due.
 const START_LEAD: Duration = Duration::from_millis(50);
+/// The same for a common start (`start_at`): the run waits anyway, so it wakes
+/// this much before it, to have its threads, instances and first shots ready on a
+/// busy machine too; shards' first shots then leave within a timer tick of it.
+const COMMON_START_LEAD: Duration = Duration::from_secs(1);
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -58,6 +62,25 @@ pub struct Spec {
     /// Exit with [`Verdict::Warnings`]'s code instead of 0 when the run ends with
     /// warnings (also set by `[tank] fail_on_warnings`).
     pub fail_on_warnings: bool,
+    /// The slice of every queue's plan this run fires ([`Shard::WHOLE`]: all of it).
+    pub shard: Shard,
+    /// A common wall-clock start, µs since the Unix epoch: the run waits for it
+    /// and starts its schedule there (`None`: a moment after it is ready). A
+    /// start already past is an error, never a late start.
+    pub start_at: Option<u64>,
+}
+
+impl Spec {
+    /// Run `config` as it is: the whole plan, starting when ready.
+    pub fn new(config: TestConfig) -> Spec {
+        Spec {
+            config,
+            overrides: Vec::new(),
+            fail_on_warnings: false,
+            shard: Shard::WHOLE,
+            start_at: None,
+        }
+    }
 }
 
 /// Steers one run from outside: a Ctrl-C handler, a search's time limit.
@@ -107,6 +130,9 @@ pub enum RunError {
     /// A thread of the run panicked.
     #[error("the {0} thread failed")]
     Thread(&'static str),
+    /// The common start (`--start-at`) cannot be kept.
+    #[error("{0}")]
+    Start(String),
 }
 
 fn io(what: &str) -> impl FnOnce(std::io::Error) -> RunError + '_ {
@@ -121,6 +147,9 @@ fn io(what: &str) -> impl FnOnce(std::io::Error) -> RunError + '_ {
 /// `handle` stops the run from outside.
 pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<Outcome, RunError> {
     let config = &spec.config;
+    if let Some(at) = spec.start_at {
+        start::check_ahead(at, Duration::ZERO)?;
+    }
     // Asked on this thread first, to learn (and log) whether the kernel takes it;
     // then by every I/O thread, where the instances wake.
     let short_slice = priority::short_slice();
@@ -158,7 +187,11 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         }
         None => None,
     };
-    let engine = Engine::prepare(config, origin.as_ref().map(tank_origin::Server::local_addr))?;
+    let engine = Engine::prepare_shard(
+        config,
+        origin.as_ref().map(tank_origin::Server::local_addr),
+        spec.shard,
+    )?;
     // Bad ammo found mid-run would stop a test already under way.
     for queue in &config.queues {
         tank_plan::Plan::check_ammo(queue).map_err(|e| RunError::Engine(EngineError::Plan(e)))?;
@@ -191,7 +224,23 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         None => "CPUs may sleep: keep_cpus_awake = 0".to_owned(),
     });
 
-    let clock = Clock::starting_in(START_LEAD);
+    let clock_info = tank_shard::ClockInfo::read();
+    artifacts.log(&clock_info.describe());
+    let clock = match spec.start_at {
+        Some(at) => {
+            artifacts.log(&format!(
+                "shard {}: waiting for the common start {}",
+                spec.shard,
+                tank_shard::time::format_rfc3339(at)
+            ));
+            start::wait_for(at, COMMON_START_LEAD, &runtime, &handle.control)?
+        }
+        None => tank_engine::Clock::starting_in(START_LEAD),
+    };
+    let mut record = start::record(spec, &engine, clock.start_unix_us, clock_info);
+    record
+        .write(artifacts.dir())
+        .map_err(io(tank_shard::SHARD_JSON))?;
     let planned = Planned::new(
         engine
             .queues()
@@ -304,6 +353,15 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
     });
     drop(cpus_awake);
     let measured = collector.join().map_err(|_| RunError::Thread("results"))?;
+    record.first_shot_unix_us = measured.totals.active_us.map(|(first, _)| first);
+    record.fired = Some(report.queues.iter().map(|q| q.fired).sum());
+    record.max_rss_kib = tank_shard::ShardRecord::peak_rss_kib();
+    if let Err(error) = record.write(artifacts.dir()) {
+        artifacts.log(&format!(
+            "cannot update {}: {error}",
+            tank_shard::SHARD_JSON
+        ));
+    }
     if let Some((sink, thread)) = answers {
         drop(sink);
         let written = thread

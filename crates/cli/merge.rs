@@ -1,0 +1,41 @@
+//! `tank merge RUN_DIR... -o OUT_DIR`: join a sharded test's runs into one.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use tank_stats::aggregate::DEFAULT_BUFFERED_SECONDS;
+
+/// Arguments of `tank merge`.
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// The shards' artifacts directories (each with phout.log and shard.json).
+    #[arg(value_name = "RUN_DIR", required = true)]
+    runs: Vec<PathBuf>,
+    /// Write the merged phout.log, test_data.log, summaries, report.html and
+    /// merge.json here (created; it must not hold a phout.log yet).
+    #[arg(short, long, value_name = "OUT_DIR")]
+    out: PathBuf,
+    /// Seconds to wait for late responses before a second is final.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_BUFFERED_SECONDS)]
+    buffered_seconds: u32,
+}
+
+/// Run `tank merge`; the exit code is the merged data's autostop verdict (0 or 21–33).
+pub fn run(args: &MergeArgs) -> Result<ExitCode> {
+    let merged = tank_shard::merge_runs(&args.runs, &args.out, args.buffered_seconds)
+        .context("tank merge")?;
+    for warning in &merged.warnings {
+        eprintln!("tank: warning: {warning}");
+    }
+    print!("{}", merged.summary.to_text());
+    print!("{}", tank_shard::merged::describe(&merged));
+    println!(
+        "{} lines from {} shards; wrote phout.log, test_data.log, summary.json, summary.txt, \
+         report.html, merge.json in {}",
+        merged.lines,
+        merged.shards.len(),
+        args.out.display()
+    );
+    Ok(ExitCode::from(u8::try_from(merged.exit_code).unwrap_or(1)))
+}

@@ -1,0 +1,193 @@
+//! `shard.json`: what a run writes about its place in a sharded test, so that
+//! `tank merge` can judge and join the shards without their configs or ammo:
+//! which shard it was, when it started and on what clock, each queue's plan in
+//! closed form (the schedule text and the whole plan's length, from which every
+//! second's planned count follows), the autostop criteria, and, at the end, when
+//! its first shot actually left.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use tank_plan::{PlannedCount, Schedule, Shard};
+
+use crate::clock::ClockInfo;
+
+/// The file's name in a run's artifacts directory.
+pub const SHARD_JSON: &str = "shard.json";
+
+/// A run's `shard.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardRecord {
+    /// This shard's index, from 0.
+    pub index: u64,
+    /// How many shards the test has (1: not sharded).
+    pub count: u64,
+    /// When the schedule started, µs since the Unix epoch.
+    pub start_unix_us: u64,
+    /// The same, as RFC 3339 (for people).
+    pub start: String,
+    /// Whether the start was a common one (`--start-at`) rather than "now".
+    pub common_start: bool,
+    /// The clock the start was read from.
+    pub clock: ClockInfo,
+    /// Instances this shard ran, over its queues.
+    pub instances: u64,
+    /// The `[autostop]` criteria, as written.
+    pub autostop: Vec<String>,
+    /// Each queue's plan.
+    pub queues: Vec<QueuePlan>,
+    /// When this shard's first shot started, µs since the Unix epoch (written at
+    /// the end of the run; `None` before, or when nothing was fired).
+    pub first_shot_unix_us: Option<u64>,
+    /// Shots fired, over the queues (written at the end of the run).
+    pub fired: Option<u64>,
+    /// The process's peak resident memory, KiB (written at the end of the run).
+    #[serde(default)]
+    pub max_rss_kib: Option<u64>,
+}
+
+/// One queue's plan, as far as it is known in closed form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueuePlan {
+    /// The section name.
+    pub name: String,
+    /// The rps schedule, as written (`None`: an instances schedule or a ready stpd file).
+    pub rps_schedule: Option<String>,
+    /// The whole (unsharded) plan's length, when known without walking it.
+    pub whole_len: Option<u64>,
+    /// This shard's planned shots, when known.
+    pub planned: Option<u64>,
+    /// When this shard's first shot is due, ms from the start.
+    pub first_due_ms: Option<i64>,
+}
+
+impl ShardRecord {
+    /// The shard.
+    pub fn shard(&self) -> Result<Shard, String> {
+        Shard::new(self.index, self.count)
+    }
+
+    /// This shard's planned count of each queue whose plan is known in closed form.
+    pub fn planned_counts(&self) -> Result<Vec<PlannedCount>, String> {
+        let shard = self.shard()?;
+        let mut counts = Vec::new();
+        for queue in &self.queues {
+            if let (Some(text), Some(len)) = (&queue.rps_schedule, queue.whole_len) {
+                match Schedule::rps(text) {
+                    Ok(Schedule::Rps(rps)) => {
+                        counts.push(PlannedCount::new(rps, len).sharded(shard))
+                    }
+                    Ok(_) => {}
+                    Err(e) => return Err(format!("[{}] rps_schedule: {e}", queue.name)),
+                }
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Shots this shard planned over its queues (`None` when one queue's is unknown).
+    pub fn planned(&self) -> Option<u64> {
+        self.queues.iter().map(|q| q.planned).sum()
+    }
+
+    /// The earliest due time of this shard's first shots, ms from the start.
+    pub fn first_due_ms(&self) -> Option<i64> {
+        self.queues.iter().filter_map(|q| q.first_due_ms).min()
+    }
+
+    /// This process's peak resident memory so far, KiB (getrusage).
+    pub fn peak_rss_kib() -> Option<u64> {
+        // SAFETY: getrusage writes into the zeroed struct we own.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+            return None;
+        }
+        u64::try_from(usage.ru_maxrss).ok()
+    }
+
+    /// Write it as `dir/shard.json`.
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(dir.join(SHARD_JSON), text + "\n")
+    }
+
+    /// Read `dir/shard.json`; the error names the file and what is wrong.
+    pub fn read(dir: &Path) -> Result<ShardRecord, String> {
+        let path = dir.join(SHARD_JSON);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            format!(
+                "{}: {e} (expected the artifacts of a tank run)",
+                path.display()
+            )
+        })?;
+        let record: ShardRecord = serde_json::from_str(&text)
+            .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
+        record
+            .shard()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> ShardRecord {
+        ShardRecord {
+            index: 1,
+            count: 3,
+            start_unix_us: 1_000_000,
+            start: crate::time::format_rfc3339(1_000_000),
+            common_start: true,
+            clock: ClockInfo {
+                source: "tsc".into(),
+                kernel_synchronised: true,
+                kernel_max_error_us: 10,
+                daemon: "none".into(),
+                offset_us: None,
+            },
+            instances: 4,
+            autostop: vec!["time(1s,10s)".into()],
+            queues: vec![QueuePlan {
+                name: "phantom".into(),
+                rps_schedule: Some("const(30,1s)".into()),
+                whole_len: Some(30),
+                planned: Some(10),
+                first_due_ms: Some(33),
+            }],
+            first_shot_unix_us: None,
+            fired: None,
+            max_rss_kib: None,
+        }
+    }
+
+    #[test]
+    fn round_trips_and_rebuilds_the_planned_count() {
+        let dir = tempfile::tempdir().unwrap();
+        record().write(dir.path()).unwrap();
+        let read = ShardRecord::read(dir.path()).unwrap();
+        assert_eq!(read, record());
+        let counts = read.planned_counts().unwrap();
+        assert_eq!(counts.len(), 1);
+        assert_eq!(counts[0].total(), 10);
+        assert_eq!(counts[0].first_due_ms(), Some(33));
+    }
+
+    #[test]
+    fn a_broken_file_is_named_with_its_position() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(SHARD_JSON),
+            "{\"index\": 1,\n \"count\": x}",
+        )
+        .unwrap();
+        let error = ShardRecord::read(dir.path()).unwrap_err();
+        assert!(error.contains("shard.json:2:"), "{error}");
+        let missing = ShardRecord::read(&dir.path().join("nope")).unwrap_err();
+        assert!(
+            missing.contains("expected the artifacts of a tank run"),
+            "{missing}"
+        );
+    }
+}

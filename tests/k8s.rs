@@ -1,0 +1,144 @@
+//! `tank k8s`: the manifests pass kubernetes-validate's offline schemas (strict,
+//! for a current Kubernetes), and the pod's command line, run here as the kubelet
+//! would run it (JOB_COMPLETION_INDEX set, `$(VAR)` expanded, the ConfigMap's
+//! files where it is mounted), produces a shard's artifacts.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use crate::support::{server::Behaviour, server::Server, tank};
+
+/// kubernetes-validate from TANK_K8S_VALIDATE (scripts/k8s-validate-venv.sh).
+fn validator() -> Option<String> {
+    match std::env::var("TANK_K8S_VALIDATE") {
+        Ok(path) if Path::new(&path).is_file() => Some(path),
+        _ if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("TANK_K8S_VALIDATE is not set: run scripts/k8s-validate-venv.sh")
+        }
+        _ => {
+            eprintln!(
+                "skipped the schema check: set TANK_K8S_VALIDATE=$(scripts/k8s-validate-venv.sh)"
+            );
+            None
+        }
+    }
+}
+
+/// The strings under `args:` in the Job, JSON-decoded.
+fn pod_args(manifests: &str) -> Vec<String> {
+    manifests
+        .lines()
+        .skip_while(|l| l.trim() != "args:")
+        .skip(1)
+        .take_while(|l| l.trim_start().starts_with("- \""))
+        .map(|l| serde_json::from_str(l.trim_start().trim_start_matches("- ")).unwrap())
+        .collect()
+}
+
+/// The ConfigMap's `data` entries (key, text).
+fn config_files(manifests: &str) -> Vec<(String, String)> {
+    manifests
+        .lines()
+        .skip_while(|l| l.trim() != "data:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  \""))
+        .map(|l| {
+            let mut stream = serde_json::Deserializer::from_str(l.trim()).into_iter::<String>();
+            let key = stream.next().unwrap().unwrap();
+            let rest = l.trim()[stream.byte_offset()..]
+                .trim_start_matches(':')
+                .trim();
+            (key, serde_json::from_str(rest).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn manifests_validate_and_the_pod_command_runs_a_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(Behaviour::KeepAlive);
+    std::fs::write(dir.path().join("ammo.txt"), "/a\n/b\n").unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        format!(
+            "[phantom]\naddress = {}\nammofile = ammo.txt\nrps_schedule = const(20,1s)\n",
+            server.addr()
+        ),
+    )
+    .unwrap();
+    let out = tank()
+        .args([
+            "k8s",
+            "-c",
+            "load.ini",
+            "--shards",
+            "2",
+            "--image",
+            "registry.example/tank:1",
+        ])
+        .args(["--namespace", "load", "--start-in", "3s"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifests = String::from_utf8(out.stdout).unwrap();
+    let path = dir.path().join("tank.yaml");
+    std::fs::write(&path, &manifests).unwrap();
+    if let Some(validate) = validator() {
+        let out = std::process::Command::new(validate)
+            .args(["--strict", "-k", "1.33.0"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}");
+        assert!(text.contains("passed for resource job/tank"), "{text}");
+        assert!(
+            text.contains("passed for resource configmap/tank"),
+            "{text}"
+        );
+    }
+
+    // The pod, here: the ConfigMap's files in a directory, mount paths pointed there.
+    let mounted = dir.path().join("etc-tank");
+    std::fs::create_dir(&mounted).unwrap();
+    for (key, text) in config_files(&manifests) {
+        std::fs::write(mounted.join(key), text).unwrap();
+    }
+    let artifacts = dir.path().join("artifacts");
+    let index = "1";
+    let args: Vec<String> = pod_args(&manifests)
+        .into_iter()
+        .map(|a| {
+            a.replace("$(JOB_COMPLETION_INDEX)", index)
+                .replace("/etc/tank", &mounted.display().to_string())
+                .replace("/artifacts", &artifacts.display().to_string())
+        })
+        .collect();
+    assert!(args.contains(&"1/2".to_owned()), "{args:?}");
+    let status = tank()
+        .args(&args)
+        .env("JOB_COMPLETION_INDEX", index)
+        .env("TANK_SHARDS", "2")
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let run = artifacts.join("tank/shard-1");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("shard.json")).unwrap()).unwrap();
+    assert_eq!(
+        (record["index"].as_u64(), record["count"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert_eq!(record["common_start"], true);
+    // const(20,1s) is 20 shots; shard 1 of 2 fires the odd ones.
+    let phout = std::fs::read_to_string(run.join("phout.log")).unwrap();
+    assert_eq!(phout.lines().count(), 10);
+}
