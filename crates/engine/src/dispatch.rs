@@ -161,7 +161,7 @@ impl Dispatch {
             io.spawn(
                 &mut timers,
                 thread,
-                run_timer(Arc::clone(self), thread.index()),
+                run_timer(Arc::clone(self), thread.index(), io.clone()),
             );
         }
         timers
@@ -483,10 +483,10 @@ impl Future for Next<'_> {
 /// instances wait for, and wakes them when it comes (the open discipline's
 /// most recently idle instance, when a shot is due; the closed one's holders
 /// of due shots). Ends when the dispatch halts.
-async fn run_timer(dispatch: Arc<Dispatch>, thread: usize) {
+async fn run_timer(dispatch: Arc<Dispatch>, thread: usize, io: Spawner) {
     let (mut timer, fell_back) = Timer::new();
     if let Some(why) = fell_back {
-        eprintln!("tank: no precise timer ({why}); shots may start up to 1 ms late");
+        io.note_timer_fallback(&why);
     }
     poll_fn(|cx| loop {
         // A firing is taken first, so that one firing wakes one instance.

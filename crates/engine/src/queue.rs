@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tank_config::WriteLog;
-use tank_stats::{Measured, NetCode, Sample};
+use tank_stats::{micros, Measured, NetCode, QueueIndex, Sample};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -35,6 +35,8 @@ const ANSWER_CAPTURE: usize = 64 * 1024;
 
 /// Everything the instances of one queue share.
 pub(crate) struct Shared {
+    /// The queue's place in the config, carried by each of its samples.
+    pub queue: QueueIndex,
     pub clock: Clock,
     /// Hands the feeder's shots to free instances when they are due.
     pub dispatch: Arc<Dispatch>,
@@ -147,6 +149,7 @@ impl<'a> InFlight<'a> {
                     .due
                     .map_or(0, |due| micros(since_start.saturating_sub(due))),
                 tag: Arc::clone(&shot.tag),
+                queue: shared.queue,
                 measured: Measured::default(),
             }),
         }
@@ -192,10 +195,6 @@ fn logged(level: WriteLog, net: NetCode, proto: u16) -> bool {
         WriteLog::ProtoWarning => net != NetCode::OK || proto >= 400,
         WriteLog::ProtoError => net != NetCode::OK || proto >= 500,
     }
-}
-
-fn micros(duration: Duration) -> u64 {
-    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -178,6 +178,28 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
             );
         }
     }
+    // Per-queue table, cumulative (a run of several queues).
+    if !t.queues.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n  {:<24} {:>10} {:>7} {:>8} {:>9} {:>8}",
+            "queue", "count", "%", "errors", "avg ms", "last rps"
+        );
+        let every = t.overall.len().max(1) as f64;
+        for (index, (name, group)) in t.queues.iter().enumerate() {
+            let last = s.queues.get(index).map_or(0, |(_, g)| g.len());
+            let _ = writeln!(
+                out,
+                "  {:<24} {:>10} {:>7.2} {:>8} {:>9.1} {:>8}",
+                name,
+                group.len(),
+                group.len() as f64 * 100.0 / every,
+                group.errors(),
+                ms(group.field(Field::IntervalReal).mean()),
+                last
+            );
+        }
+    }
     if !view.autostop.is_empty() {
         let _ = writeln!(out, "\nautostop:");
         for line in view.autostop {

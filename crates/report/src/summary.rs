@@ -44,6 +44,9 @@ pub struct Summary {
     pub net_codes: BTreeMap<String, u64>,
     /// Per tag, by tag.
     pub tags: Vec<TagRow>,
+    /// Per queue, in config order; empty unless the run had more than one queue.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<QueueRow>,
     /// Why autostop stopped the run, if it did.
     pub autostop: Option<AutostopRow>,
     /// What makes the numbers untrustworthy, or says nothing worked (see [`crate::warnings`]).
@@ -93,6 +96,10 @@ pub struct Shots {
     /// target may have seen them twice (`None`: unknown, as from a phout).
     #[serde(default)]
     pub retries: Option<u64>,
+    /// Answers-log (`writelog`) entries the answers thread could not take in
+    /// time: answ.log lacks them.
+    #[serde(default)]
+    pub answers_dropped: u64,
 }
 
 /// What the engine knows of a run that a phout cannot say.
@@ -106,6 +113,8 @@ pub struct RunCounts {
     pub planned_rps: Option<f64>,
     /// Samples the results thread could not take in time.
     pub dropped: u64,
+    /// Answers-log entries the answers thread could not take in time.
+    pub answers_dropped: u64,
     /// The run stopped before its plan ended (Ctrl-C, autostop, a failure).
     pub stopped_early: bool,
 }
@@ -163,6 +172,23 @@ pub struct AvgSizes {
 pub struct TagRow {
     /// The tag (cut at the last `#`; empty for untagged shots).
     pub tag: String,
+    /// Responses.
+    pub count: u64,
+    /// Share of all responses, percent.
+    pub percent: f64,
+    /// Net errors plus HTTP 4xx/5xx.
+    pub errors: u64,
+    /// Average interval_real, ms.
+    pub avg_ms: f64,
+    /// Quantiles at [`QUANTILES`], ms.
+    pub quantiles_ms: Vec<f64>,
+}
+
+/// One queue's totals (a run of several queues).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueRow {
+    /// The queue: its config section.
+    pub queue: String,
     /// Responses.
     pub count: u64,
     /// Share of all responses, percent.
@@ -238,6 +264,7 @@ impl Summary {
             late: totals.late,
             dropped: run.map_or(0, |r| r.dropped),
             retries: run.map(|_| totals.retries),
+            answers_dropped: run.map_or(0, |r| r.answers_dropped),
         };
         let proto_codes = codes(&overall.proto_codes);
         let net_codes = codes(&overall.net_codes);
@@ -287,6 +314,11 @@ impl Summary {
                 .tagged
                 .iter()
                 .map(|(tag, group)| tag_row(tag, group, overall.len()))
+                .collect(),
+            queues: totals
+                .queues
+                .iter()
+                .map(|(queue, group)| queue_row(queue, group, overall.len()))
                 .collect(),
             autostop: autostop.map(AutostopRow::from),
             warnings,
@@ -431,6 +463,21 @@ impl Summary {
                 );
             }
         }
+        if !self.queues.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{:<24} {:>10} {:>7} {:>8} {:>10} {:>10}",
+                "queue", "count", "%", "errors", "avg ms", "p99 ms"
+            );
+            for queue in &self.queues {
+                let p99 = queue.quantiles_ms.get(7).copied().unwrap_or(0.0);
+                let _ = writeln!(
+                    out,
+                    "{:<24} {:>10} {:>7.2} {:>8} {:>10.3} {p99:>10.3}",
+                    queue.queue, queue.count, queue.percent, queue.errors, queue.avg_ms
+                );
+            }
+        }
         if let Some(stop) = &self.autostop {
             let _ = writeln!(
                 out,
@@ -452,14 +499,30 @@ fn tag_row(tag: &str, group: &GroupStats, all: u64) -> TagRow {
     TagRow {
         tag: tag.to_string(),
         count: group.len(),
-        percent: if all == 0 {
-            0.0
-        } else {
-            group.len() as f64 * 100.0 / all as f64
-        },
+        percent: share(group, all),
         errors: group.errors(),
         avg_ms: ms(group.field(Field::IntervalReal).mean()),
         quantiles_ms: group.quantiles_us.iter().map(|us| ms(*us)).collect(),
+    }
+}
+
+fn queue_row(queue: &str, group: &GroupStats, all: u64) -> QueueRow {
+    QueueRow {
+        queue: queue.to_string(),
+        count: group.len(),
+        percent: share(group, all),
+        errors: group.errors(),
+        avg_ms: ms(group.field(Field::IntervalReal).mean()),
+        quantiles_ms: group.quantiles_us.iter().map(|us| ms(*us)).collect(),
+    }
+}
+
+/// The group's share of `all` responses, percent.
+fn share(group: &GroupStats, all: u64) -> f64 {
+    if all == 0 {
+        0.0
+    } else {
+        group.len() as f64 * 100.0 / all as f64
     }
 }
 
@@ -549,6 +612,7 @@ pub(crate) mod tests {
                 start_unix_us: 100_000_000,
                 lag_us: 0,
                 tag: b"".as_slice().into(),
+                queue: 0,
                 measured: tank_stats::Measured {
                     interval_real_us: 1000,
                     sends,
@@ -562,6 +626,7 @@ pub(crate) mod tests {
             sent: 3,
             planned_rps: None,
             dropped: 0,
+            answers_dropped: 0,
             stopped_early: false,
         };
         let run = Summary::build(
@@ -584,5 +649,49 @@ pub(crate) mod tests {
             Summary::from_json(&json.to_string()).unwrap().shots.retries,
             None
         );
+    }
+
+    #[test]
+    fn several_queues_get_a_row_each_in_json_and_text() {
+        let names = vec!["api".to_owned(), "static".to_owned()];
+        let mut agg = Aggregator::new(0).with_queues(names);
+        for (queue, code) in [(0, 200), (1, 200), (1, 502)] {
+            agg.add_sample(&tank_stats::Sample {
+                start_unix_us: 100_000_000,
+                lag_us: 0,
+                tag: b"".as_slice().into(),
+                queue,
+                measured: tank_stats::Measured {
+                    interval_real_us: 1000,
+                    proto_code: code,
+                    ..tank_stats::Measured::default()
+                },
+            });
+        }
+        agg.finish();
+        let s = Summary::build(
+            Meta::default(),
+            &agg.totals(),
+            Timeline::default(),
+            None,
+            None,
+            None,
+        );
+        let rows: Vec<_> = s
+            .queues
+            .iter()
+            .map(|q| (q.queue.as_str(), q.count, q.errors))
+            .collect();
+        assert_eq!(rows, vec![("api", 1, 0), ("static", 2, 1)]);
+        let json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+        assert_eq!(json["queues"][1]["queue"], "static");
+        let text = s.to_text();
+        assert!(text.contains("\nqueue "), "{text}");
+        assert!(text.contains("\nstatic "), "{text}");
+        // One queue: no queue rows, and no `queues` key in summary.json.
+        let one = sample_summary();
+        assert!(one.queues.is_empty());
+        assert!(!one.to_json().contains("\"queues\""));
+        assert!(!one.to_text().contains("\nqueue "));
     }
 }

@@ -200,7 +200,8 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
                 .queues
                 .first()
                 .map_or(DEFAULT_BUFFERED_SECONDS, |q| q.buffered_seconds),
-        ),
+        )
+        .with_queues(config.queues.iter().map(|q| q.name.clone()).collect()),
         autostop,
         control: control.clone(),
         json: Some(artifacts.create_file(JSON_LINES)?),
@@ -244,7 +245,12 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
     });
     drop(cpus_awake);
     let measured = collector.join().map_err(|_| RunError::Thread("results"))?;
+    let mut notes = outcome::Notes {
+        answers_dropped: 0,
+        timer_fallback: io_threads.timer_fallback().map(str::to_owned),
+    };
     if let Some((sink, thread)) = answers {
+        notes.answers_dropped = sink.dropped();
         drop(sink);
         let written = thread
             .join()
@@ -258,6 +264,7 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         report,
         measured,
         control.stop.is_cancelled(),
+        notes,
         &artifacts,
     ))
 }
