@@ -58,7 +58,6 @@ fn sample(i: u64, tag: &Arc<[u8]>) -> Sample {
         start_unix_us: 1_700_000_000_000_000 + i * 37,
         lag_us: i % 300,
         tag: Arc::clone(tag),
-        queue: 0,
         measured: Measured {
             interval_real_us: 180 + i % 5000,
             connect_us: 0,
@@ -71,6 +70,7 @@ fn sample(i: u64, tag: &Arc<[u8]>) -> Sample {
             net_code: NetCode::OK,
             proto_code: 200,
             sends: 1,
+            queue: 0,
         },
     }
 }

@@ -149,8 +149,10 @@ impl<'a> InFlight<'a> {
                     .due
                     .map_or(0, |due| micros(since_start.saturating_sub(due))),
                 tag: Arc::clone(&shot.tag),
-                queue: shared.queue,
-                measured: Measured::default(),
+                measured: Measured {
+                    queue: shared.queue,
+                    ..Measured::default()
+                },
             }),
         }
     }
@@ -161,7 +163,10 @@ impl<'a> InFlight<'a> {
         let mut sample = self.sample.take()?;
         self.shared.active.leave();
         self.shared.fired.fetch_add(1, Ordering::Relaxed);
-        sample.measured = measured;
+        sample.measured = Measured {
+            queue: self.shared.queue,
+            ..measured
+        };
         Some(sample)
     }
 }
@@ -181,6 +186,7 @@ impl Drop for InFlight<'_> {
             connect_us: elapsed,
             interval_event_us: elapsed,
             net_code: NetCode::CANCELED,
+            queue: self.shared.queue,
             ..Measured::default()
         };
         self.shared.samples.send(sample);

@@ -96,7 +96,6 @@ mod tests {
                 start_unix_us: 0,
                 lag_us: 0,
                 tag: Arc::from(&b""[..]),
-                queue: 0,
                 measured: tank_stats::Measured::default(),
             },
             request: Arc::from(&b"GET / HTTP/1.0\r\n\r\n"[..]),

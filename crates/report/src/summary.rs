@@ -612,7 +612,6 @@ pub(crate) mod tests {
                 start_unix_us: 100_000_000,
                 lag_us: 0,
                 tag: b"".as_slice().into(),
-                queue: 0,
                 measured: tank_stats::Measured {
                     interval_real_us: 1000,
                     sends,
@@ -660,10 +659,10 @@ pub(crate) mod tests {
                 start_unix_us: 100_000_000,
                 lag_us: 0,
                 tag: b"".as_slice().into(),
-                queue,
                 measured: tank_stats::Measured {
                     interval_real_us: 1000,
                     proto_code: code,
+                    queue,
                     ..tank_stats::Measured::default()
                 },
             });

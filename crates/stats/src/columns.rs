@@ -42,6 +42,7 @@ macro_rules! numeric_columns {
 
         impl Measured {
             /// The eight numeric columns, in phout's order ([`Field::ALL`]).
+            #[inline]
             pub fn fields(&self) -> [u64; 8] {
                 [$(self.$member,)*]
             }
@@ -54,6 +55,7 @@ macro_rules! numeric_columns {
                     net_code,
                     proto_code,
                     sends: 0,
+                    queue: 0,
                 }
             }
         }

@@ -171,10 +171,12 @@ impl GroupAcc {
         }
     }
 
+    #[inline]
     pub(crate) fn add(&mut self, measured: &Measured) {
         let interval_real = measured.interval_real_us;
         record(&mut self.times, interval_real);
-        for (stats, value) in self.fields.iter_mut().zip(measured.fields()) {
+        let values = measured.fields();
+        for (stats, &value) in self.fields.iter_mut().zip(&values) {
             stats.add(value);
         }
         if let Some(bin) = bin_of(interval_real) {

@@ -276,10 +276,10 @@ mod tests {
             start_unix_us: 100_000_000,
             lag_us: 0,
             tag: b"".as_slice().into(),
-            queue: 0,
             measured: crate::Measured {
                 interval_real_us: 1000,
                 sends: 2,
+                queue: 0,
                 ..crate::Measured::default()
             },
         });

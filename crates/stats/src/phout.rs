@@ -174,7 +174,6 @@ mod tests {
             start_unix_us: 1_700_000_000_123_456,
             lag_us: 7,
             tag: tag.into(),
-            queue: 0,
             measured: Measured {
                 interval_real_us: 1500,
                 connect_us: 100,
@@ -187,6 +186,7 @@ mod tests {
                 net_code: NetCode::OK,
                 proto_code: 200,
                 sends: 1,
+                queue: 0,
             },
         }
     }

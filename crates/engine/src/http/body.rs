@@ -31,12 +31,12 @@ pub(super) enum Chunk {
 }
 
 /// Reads one body: fed bytes as they arrive, it says how many belong to the
-/// body and when the body is over.
-#[derive(Debug)]
+/// body and when the body is over. Plain data (`Copy`), so that changing the
+/// reply's state drops nothing; the one buffer it needs, for a chunk-size or
+/// trailer line cut between reads, is the caller's (`line`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct BodyReader {
     body: Body,
-    /// A chunk-size or trailer line so far.
-    line: Vec<u8>,
     /// Body bytes so far (chunk framing not counted).
     seen: u64,
 }
@@ -44,11 +44,7 @@ pub(super) struct BodyReader {
 impl BodyReader {
     /// A body framed as `body`, nothing of it read yet.
     pub fn new(body: Body) -> BodyReader {
-        BodyReader {
-            body,
-            line: Vec::new(),
-            seen: 0,
-        }
+        BodyReader { body, seen: 0 }
     }
 
     /// Whether the body runs to the connection's close (then a close completes it).
@@ -57,8 +53,15 @@ impl BodyReader {
     }
 
     /// Feed the next bytes: how many of them belong to the body (at least one
-    /// unless `data` is empty), and whether the body ended with them.
-    pub fn feed(&mut self, data: &[u8], limits: &Limits) -> Result<(usize, bool), ReplyError> {
+    /// unless `data` is empty), and whether the body ended with them. `line`
+    /// keeps a chunked body's line between calls: empty at the start.
+    #[inline]
+    pub fn feed(
+        &mut self,
+        line: &mut Vec<u8>,
+        data: &[u8],
+        limits: &Limits,
+    ) -> Result<(usize, bool), ReplyError> {
         match self.body {
             Body::Length(left) => {
                 let take = left.min(data.len() as u64);
@@ -70,10 +73,11 @@ impl BodyReader {
                 self.count(data.len() as u64, limits)?;
                 Ok((data.len(), false))
             }
-            Body::Chunked(chunk) => self.feed_chunked(chunk, data, limits),
+            Body::Chunked(chunk) => self.feed_chunked(chunk, line, data, limits),
         }
     }
 
+    #[inline]
     fn count(&mut self, n: u64, limits: &Limits) -> Result<(), ReplyError> {
         self.seen += n;
         if self.seen > limits.entity {
@@ -82,28 +86,36 @@ impl BodyReader {
         Ok(())
     }
 
+    #[inline]
     fn feed_chunked(
         &mut self,
         chunk: Chunk,
+        line: &mut Vec<u8>,
         data: &[u8],
         limits: &Limits,
     ) -> Result<(usize, bool), ReplyError> {
         match chunk {
             Chunk::Size | Chunk::Trailers => {
                 let Some(at) = data.iter().position(|b| *b == b'\n') else {
-                    self.line.extend_from_slice(data);
-                    if self.line.len() > limits.field {
+                    line.extend_from_slice(data);
+                    if line.len() > limits.field {
                         return Err(ReplyError::TooLarge("phantom_http_field"));
                     }
                     return Ok((data.len(), false));
                 };
-                self.line.extend_from_slice(&data[..at]);
-                let line = std::mem::take(&mut self.line);
-                let line = line.strip_suffix(b"\r").unwrap_or(&line);
-                if chunk == Chunk::Trailers {
-                    return Ok((at + 1, line.is_empty()));
-                }
-                let size = chunk_size(line)?;
+                line.extend_from_slice(&data[..at]);
+                let whole = line.strip_suffix(b"\r").unwrap_or(line);
+                let parsed = if chunk == Chunk::Trailers {
+                    None
+                } else {
+                    Some(chunk_size(whole))
+                };
+                let blank = whole.is_empty();
+                line.clear();
+                let Some(size) = parsed else {
+                    return Ok((at + 1, blank));
+                };
+                let size = size?;
                 self.body = Body::Chunked(if size == 0 {
                     Chunk::Trailers
                 } else {

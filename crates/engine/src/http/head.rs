@@ -32,6 +32,7 @@ pub(super) struct HeadFacts {
 impl HeadFacts {
     /// Take note of one header: only the three that frame the reply matter.
     /// Whitespace around `value` makes no difference.
+    #[inline]
     fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), ReplyError> {
         // Most headers are none of the three: their length rules them out.
         match name.len() {
@@ -64,6 +65,7 @@ impl HeadFacts {
 
 /// `bytes.eq_ignore_ascii_case(lower)` for an all-lowercase `lower`, without an
 /// early exit per byte, so that the compiler can compare the bytes at once.
+#[inline]
 fn is_lowercase_of(bytes: &[u8], lower: &[u8]) -> bool {
     bytes.len() == lower.len()
         && bytes
@@ -174,6 +176,7 @@ pub(super) fn plain_head(
 /// Where the line starting at `from` ends: the index of its CR, when every
 /// byte before it is printable ASCII or a space and an LF follows it;
 /// otherwise (any other byte first, or no CRLF in `data`) `None`.
+#[inline]
 fn crlf_after_printable(data: &[u8], from: usize) -> Option<usize> {
     let rest = data.get(from..)?;
     let end = from + first_unprintable(rest)?;
@@ -182,6 +185,7 @@ fn crlf_after_printable(data: &[u8], from: usize) -> Option<usize> {
 
 /// The index of the first byte that is not printable ASCII or a space, eight
 /// bytes at a time.
+#[inline]
 fn first_unprintable(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = u64::from_le_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
@@ -209,6 +213,7 @@ fn first_unprintable(bytes: &[u8]) -> Option<usize> {
 }
 
 /// Whether `byte` is a token character (RFC 9110's `tchar`), the bytes of a header name.
+#[inline]
 fn is_token(byte: u8) -> bool {
     TOKEN[byte as usize]
 }
@@ -244,6 +249,7 @@ static TOKEN: [bool; 256] = {
 
 /// A Content-Length value: plain digits the quick way, anything else as Rust
 /// parses a trimmed `u64` (which also takes a leading `+`).
+#[inline]
 fn content_length(value: &[u8]) -> Option<u64> {
     let digits = value.trim_ascii();
     if !digits.is_empty() && digits.len() <= 19 && digits.iter().all(u8::is_ascii_digit) {
@@ -307,6 +313,7 @@ pub(super) fn scan_head(head: &[u8], limits: &Limits) -> Result<Option<usize>, R
 /// The code of a final reply's status line at the start of `head`
 /// (`HTTP/1.x NNN`, then a space or the line's end), once that much of it
 /// arrived; `None` for anything else, or for an interim (1xx) reply.
+#[inline]
 pub(super) fn final_status_code(head: &[u8]) -> Option<u16> {
     let [b'H', b'T', b'T', b'P', b'/', b'1', b'.', _, b' ', digits @ .., after] = head.get(..13)?
     else {

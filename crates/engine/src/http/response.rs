@@ -32,7 +32,7 @@ pub enum ReplyError {
     Truncated,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Head,
     Body(BodyReader),
@@ -54,6 +54,8 @@ pub struct ResponseReader {
     limits: Limits,
     head_request: bool,
     head: Vec<u8>,
+    /// A chunked body's line cut between reads.
+    line: Vec<u8>,
     state: State,
     status: u16,
     keep_alive: bool,
@@ -67,6 +69,7 @@ impl ResponseReader {
             limits,
             head_request,
             head: Vec::new(),
+            line: Vec::new(),
             state: State::Head,
             status: 0,
             keep_alive: false,
@@ -75,7 +78,7 @@ impl ResponseReader {
 
     /// The reply, once [`Self::feed`] or [`Self::finish_at_eof`] said it is complete.
     pub fn reply(&self) -> Option<Reply> {
-        matches!(self.state, State::Done).then_some(Reply {
+        (self.state == State::Done).then_some(Reply {
             status: self.status,
             keep_alive: self.keep_alive,
         })
@@ -93,7 +96,7 @@ impl ResponseReader {
     pub fn feed(&mut self, mut data: &[u8]) -> Result<Option<usize>, ReplyError> {
         let total = data.len();
         loop {
-            match &mut self.state {
+            match self.state {
                 State::Done => return Ok(Some(total - data.len())),
                 State::Head => {
                     let (used, complete) = match self.feed_head(data) {
@@ -110,13 +113,16 @@ impl ResponseReader {
                         return Ok(None);
                     }
                 }
-                State::Body(body) => {
-                    let (used, done) = body.feed(data, &self.limits)?;
+                State::Body(mut body) => {
+                    let (used, done) = body.feed(&mut self.line, data, &self.limits)?;
                     data = &data[used..];
                     if done {
                         self.state = State::Done;
-                    } else if data.is_empty() {
-                        return Ok(None);
+                    } else {
+                        self.state = State::Body(body);
+                        if data.is_empty() {
+                            return Ok(None);
+                        }
                     }
                 }
             }
@@ -125,7 +131,7 @@ impl ResponseReader {
 
     /// The connection closed: a body that runs to the close is complete; anything else is truncated.
     pub fn finish_at_eof(&mut self) -> Result<Reply, ReplyError> {
-        match &self.state {
+        match self.state {
             State::Body(body) if body.ends_at_close() => self.state = State::Done,
             State::Head => self.keep_status_line(&[]),
             _ => {}

@@ -20,6 +20,7 @@ pub(super) struct Groups {
 
 impl Groups {
     /// Count `measured` in its case's group and, when `queue` is given, its queue's.
+    #[inline]
     pub fn add(&mut self, case: &[u8], queue: Option<QueueIndex>, measured: &Measured) {
         match self.tagged.get_mut(case) {
             Some(group) => group.add(measured),

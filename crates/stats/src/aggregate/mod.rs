@@ -149,7 +149,7 @@ impl Aggregator {
         }
         let row = Row {
             case: case_of(&sample.tag),
-            queue: (!self.queue_names.is_empty()).then_some(sample.queue),
+            queue: (!self.queue_names.is_empty()).then_some(sample.measured.queue),
             measured: &sample.measured,
             lag_us: Some(sample.lag_us),
         };

@@ -87,7 +87,6 @@ fn engine_notes_and_lag_reach_the_second_and_the_totals() {
         start_unix_us: 50_100_000,
         lag_us: 2000,
         tag: b"t#3".as_slice().into(),
-        queue: 0,
         measured: Measured {
             interval_real_us: 5000,
             connect_us: 1000,
@@ -100,6 +99,7 @@ fn engine_notes_and_lag_reach_the_second_and_the_totals() {
             net_code: NetCode::OK,
             proto_code: 200,
             sends: 1,
+            queue: 0,
         },
     });
     agg.advance(52);
@@ -158,7 +158,6 @@ proptest::proptest! {
                 start_unix_us: 1_000_000_000 + second * 1_000_000 + offset_us,
                 lag_us,
                 tag: format!("t{tag}").as_bytes().into(),
-                queue: 0,
                 measured,
             };
             let start_second = sample.start_unix_us / 1_000_000;
@@ -197,7 +196,6 @@ fn retries_count_in_the_second_of_the_response_and_in_the_totals() {
         start_unix_us,
         lag_us: 0,
         tag: b"".as_slice().into(),
-        queue: 0,
         measured: Measured {
             interval_real_us: 1000,
             sends,
@@ -228,10 +226,10 @@ fn shot_of(queue: u16, start_unix_us: u64, proto_code: u16) -> Sample {
         start_unix_us,
         lag_us: 0,
         tag: b"".as_slice().into(),
-        queue,
         measured: Measured {
             interval_real_us: 1000,
             proto_code,
+            queue,
             ..Measured::default()
         },
     }
