@@ -324,6 +324,59 @@ mod tests {
     }
 
     #[test]
+    fn several_queues_get_a_table_of_their_own() {
+        let mut agg = Aggregator::new(0).with_queues(vec!["api".into(), "static".into()]);
+        for (queue, start) in [(0, 100_000_000), (1, 100_100_000), (1, 100_200_000)] {
+            agg.add_sample(&tank_stats::Sample {
+                start_unix_us: start,
+                lag_us: 0,
+                tag: b"".as_slice().into(),
+                measured: tank_stats::Measured {
+                    interval_real_us: 1000,
+                    proto_code: 200,
+                    queue,
+                    ..tank_stats::Measured::default()
+                },
+            });
+        }
+        agg.finish();
+        let (second, totals) = (agg.pop_ready().unwrap(), agg.totals());
+        let screen = render_screen(&LiveView {
+            title: "load.ini",
+            second: &second,
+            totals: &totals,
+            elapsed: Duration::from_secs(1),
+            planned_duration: None,
+            instances_limit: 10,
+            autostop: &[],
+        });
+        let rows: Vec<&str> = screen
+            .lines()
+            .skip_while(|line| !line.trim_start().starts_with("queue "))
+            .take(3)
+            .collect();
+        assert_eq!(rows.len(), 3, "{screen}");
+        assert!(rows[1].trim_start().starts_with("api "), "{screen}");
+        assert!(rows[2].trim_start().starts_with("static "), "{screen}");
+        assert!(
+            rows[2].trim_end().ends_with(" 2"),
+            "last second's count: {screen}"
+        );
+        // One queue: no queue table.
+        let (second, totals) = state();
+        let one = render_screen(&LiveView {
+            title: "load.ini",
+            second: &second,
+            totals: &totals,
+            elapsed: Duration::from_secs(1),
+            planned_duration: None,
+            instances_limit: 10,
+            autostop: &[],
+        });
+        assert!(!one.contains("  queue "), "{one}");
+    }
+
+    #[test]
     fn plain_line_is_one_line_with_the_essentials() {
         let (second, _) = state();
         let line = render_line(&second, Duration::from_secs(61));
