@@ -256,7 +256,7 @@ fn aggregation_matches_yandex_tanks_aggregator_second_by_second() {
 }
 
 /// Chromium, or `None` when skipped on purpose.
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     if std::env::var("TANK_SKIP_BROWSER").as_deref() == Ok("1") {
         return None;
     }
@@ -276,7 +276,7 @@ fn chromium() -> Option<PathBuf> {
 }
 
 /// Load `page` in headless Chromium; return the DOM after scripts ran and Chromium's log.
-fn render(browser: &Path, page: &Path) -> (String, String) {
+pub(crate) fn render(browser: &Path, page: &Path) -> (String, String) {
     let profile = tempfile::tempdir().unwrap();
     // Files, not pipes: the DOM is bigger than a pipe's buffer.
     let dom_path = profile.path().join("dom.html");
@@ -311,7 +311,7 @@ fn render(browser: &Path, page: &Path) -> (String, String) {
     (read(&dom_path), read(&log_path))
 }
 
-fn assert_rendered(page: &str, dom: &str, log: &str, min_charts: usize) {
+pub(crate) fn assert_rendered(page: &str, dom: &str, log: &str, min_charts: usize) {
     assert!(
         dom.contains("data-status=\"ok\""),
         "{page}: the script did not finish; log:\n{log}"

@@ -139,4 +139,15 @@ fn several_queues_are_shown_each_as_its_own_group() {
     assert!(text.contains("\nphantom-2 "), "{text}");
     // Untagged shots of both queues: still one "(no tag)" row, beside the queue rows.
     assert_eq!(outcome.summary.tags.len(), 1);
+    // report.html draws the queue table (Chromium as the report tests find it).
+    if let Some(browser) = crate::report::chromium() {
+        let page = outcome.artifacts.join("report.html");
+        let (dom, log) = crate::report::render(&browser, &page);
+        crate::report::assert_rendered("report.html", &dom, &log, 1);
+        assert!(dom.contains("Per queue"), "report.html lacks `Per queue`");
+        assert!(
+            dom.contains("phantom-2"),
+            "report.html lacks the second queue"
+        );
+    }
 }
