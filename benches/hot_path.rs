@@ -70,6 +70,7 @@ fn sample(i: u64, tag: &Arc<[u8]>) -> Sample {
             net_code: NetCode::OK,
             proto_code: 200,
             sends: 1,
+            queue: 0,
         },
     }
 }

@@ -9,7 +9,7 @@
 //!
 //! * reference wrote a file → tank must exit 0 with the same bytes;
 //! * reference raised → tank must exit non-zero and say why on stderr;
-//! * the departures of SEMANTICS.md section 0, as `case.txt` marks them:
+//! * the departures docs/departures.md lists, as `case.txt` marks them:
 //!   `ammo_limit M` (tank writes M records, the reference M + 1: the reference output is cut
 //!   to M records), `expected` (compare with the committed `<queue>.expected`), `uniq` (the
 //!   same with 32-hex markers masked), `timeout` (the reference never finishes: tank must
@@ -120,7 +120,7 @@ struct Case {
     options: Vec<String>,
 }
 
-/// Where tank departs from the reference on purpose (SEMANTICS.md section 0).
+/// Where tank departs from the reference on purpose (docs/departures.md).
 #[derive(Clone, Debug, PartialEq)]
 enum Departure {
     None,

@@ -109,7 +109,7 @@ fn read_jsonl(path: &Path) -> Vec<Value> {
 
 /// Compare one aggregate (overall or a tag) of tank's with the reference's; push differences.
 fn compare_agg(at: &str, tank: &Value, reference: &Value, problems: &mut Vec<String>) {
-    for field in tank_stats::group::FIELD_NAMES {
+    for field in tank_stats::FIELD_NAMES {
         for stat in ["total", "min", "max", "len"] {
             if tank[field][stat] != reference[field][stat] {
                 problems.push(format!(

@@ -105,3 +105,45 @@ fn bad_autostop_criteria_fail_before_the_artifacts_exist() {
     assert!(error.to_string().contains("[autostop]"), "{error}");
     assert!(!dir.path().join("logs").exists());
 }
+
+#[test]
+fn several_queues_are_shown_each_as_its_own_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = spec(dir.path(), "const(30,1s)");
+    let path = spec.config.path.clone();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replace(
+        "[origin]",
+        "[phantom-2]\nuris = /other\nrps_schedule = const(20,1s)\n[origin]",
+    );
+    std::fs::write(&path, text).unwrap();
+    spec.config = tank_config::load(&path, &[]).unwrap();
+    let outcome = tank_run::run(&spec, Box::new(Silent), &Handle::default()).unwrap();
+    assert_eq!(outcome.verdict, Verdict::Completed);
+    let queues: Vec<_> = outcome
+        .summary
+        .queues
+        .iter()
+        .map(|q| (q.queue.as_str(), q.count))
+        .collect();
+    assert_eq!(queues, vec![("phantom", 30), ("phantom-2", 20)]);
+    let json = std::fs::read_to_string(outcome.artifacts.join("summary.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["queues"][1]["queue"], "phantom-2");
+    assert_eq!(json["queues"][1]["count"], 20);
+    let text = std::fs::read_to_string(outcome.artifacts.join("summary.txt")).unwrap();
+    assert!(text.contains("\nphantom-2 "), "{text}");
+    // Untagged shots of both queues: still one "(no tag)" row, beside the queue rows.
+    assert_eq!(outcome.summary.tags.len(), 1);
+    // report.html draws the queue table (Chromium as the report tests find it).
+    if let Some(browser) = crate::report::chromium() {
+        let page = outcome.artifacts.join("report.html");
+        let (dom, log) = crate::report::render(&browser, &page);
+        crate::report::assert_rendered("report.html", &dom, &log, 1);
+        assert!(dom.contains("Per queue"), "report.html lacks `Per queue`");
+        assert!(
+            dom.contains("phantom-2"),
+            "report.html lacks the second queue"
+        );
+    }
+}

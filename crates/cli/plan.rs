@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use tank_config::{AmmoSource, LoadProfile, Override, QueueConfig, TestConfig};
 use tank_plan::schedule::{self, RpsStep};
 use tank_plan::writer::OffThreadWriter;
-use tank_plan::{stpd, Plan, Schedule, Summary};
+use tank_plan::{stpd, Plan, PlanTotals, Schedule};
 
 /// Run `tank plan`.
 pub fn run(
@@ -86,7 +86,7 @@ fn select_queues<'a>(
 }
 
 struct QueueSummary {
-    totals: Summary,
+    totals: PlanTotals,
     format: &'static str,
     passes: u64,
     schedule: Option<Schedule>,
@@ -104,7 +104,7 @@ fn plan_queue(queue: &QueueConfig, stpd_out: Option<&Path>) -> Result<QueueSumma
             Some(OffThreadWriter::new(file))
         }
     };
-    let mut totals = Summary::default();
+    let mut totals = PlanTotals::default();
     while let Some(shot) = plan.next_shot()? {
         if let Some(out) = out.as_mut() {
             stpd::push_record(out.buffer(), shot.due_ms, shot.marker, shot.missile);

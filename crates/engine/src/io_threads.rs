@@ -12,7 +12,7 @@
 use std::future::Future;
 use std::io;
 use std::num::NonZeroUsize;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -25,6 +25,7 @@ use tokio::task::{AbortHandle, JoinSet};
 pub struct IoThreads {
     handles: Arc<[Handle]>,
     threads: Vec<(oneshot::Sender<()>, JoinHandle<()>)>,
+    timer_fallback: Arc<OnceLock<String>>,
 }
 
 impl IoThreads {
@@ -56,6 +57,7 @@ impl IoThreads {
         Ok(IoThreads {
             handles: handles.into(),
             threads,
+            timer_fallback: Arc::default(),
         })
     }
 
@@ -63,7 +65,14 @@ impl IoThreads {
     pub(crate) fn spawner(&self) -> Spawner {
         Spawner {
             handles: Arc::clone(&self.handles),
+            timer_fallback: Arc::clone(&self.timer_fallback),
         }
+    }
+
+    /// Why a shot timer on these threads fell back to tokio's (up to 1 ms
+    /// late), if one did: the first reason, for the caller to report once.
+    pub fn timer_fallback(&self) -> Option<&str> {
+        self.timer_fallback.get().map(String::as_str)
     }
 }
 
@@ -80,6 +89,7 @@ impl Drop for IoThreads {
 #[derive(Clone)]
 pub(crate) struct Spawner {
     handles: Arc<[Handle]>,
+    timer_fallback: Arc<OnceLock<String>>,
 }
 
 /// One of the I/O threads. The one place that maps a task to a thread is
@@ -96,6 +106,11 @@ impl IoThread {
 }
 
 impl Spawner {
+    /// Note that a shot timer fell back to tokio's, and why (the first reason is kept).
+    pub fn note_timer_fallback(&self, why: &std::io::Error) {
+        let _ = self.timer_fallback.set(why.to_string());
+    }
+
     /// Every thread, in order.
     pub fn threads(&self) -> impl Iterator<Item = IoThread> {
         (0..self.handles.len()).map(IoThread)

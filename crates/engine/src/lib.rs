@@ -33,6 +33,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tank_config::{ConfigError, QueueConfig, TankType, TestConfig, WriteLog, ORIGIN_ADDRESS};
 use tank_plan::{Plan, PlanError, PlannedCount, Shard};
+use tank_stats::{micros, QueueIndex};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -77,7 +78,7 @@ impl Clock {
     pub fn now() -> Self {
         let start_unix_us = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+            .map_or(0, micros);
         Clock {
             start: Instant::now(),
             start_unix_us,
@@ -90,16 +91,13 @@ impl Clock {
         let now = Clock::now();
         Clock {
             start: now.start + lead,
-            start_unix_us: now
-                .start_unix_us
-                .saturating_add(u64::try_from(lead.as_micros()).unwrap_or(u64::MAX)),
+            start_unix_us: now.start_unix_us.saturating_add(micros(lead)),
         }
     }
 
     /// The moment `since_start` after the start, as µs since the Unix epoch.
     pub fn unix_us(&self, since_start: Duration) -> u64 {
-        let since = u64::try_from(since_start.as_micros()).unwrap_or(u64::MAX);
-        self.start_unix_us.saturating_add(since)
+        self.start_unix_us.saturating_add(micros(since_start))
     }
 }
 
@@ -285,7 +283,7 @@ impl Engine {
         let _anchors = io_spawner
             .anchor_timers(shortest_timeout.map_or(TIMER_ANCHOR, |t| t.min(TIMER_ANCHOR)));
         let mut first = 0;
-        for queue in self.queues {
+        for (index, queue) in self.queues.into_iter().enumerate() {
             // A plan whose length is known is not walked to count what was left.
             let known = queue.planned.as_ref().map(PlannedCount::total);
             let count_rest = Arc::new(AtomicBool::new(false));
@@ -306,6 +304,8 @@ impl Engine {
                 }
             };
             let shared = Arc::new(queue::Shared {
+                // Configs do not hold 65536 queues; were one to, the rest would share a group.
+                queue: QueueIndex::try_from(index).unwrap_or(QueueIndex::MAX),
                 clock,
                 dispatch,
                 gun: queue.gun,

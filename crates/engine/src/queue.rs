@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tank_config::WriteLog;
-use tank_stats::{Measured, NetCode, Sample};
+use tank_stats::{micros, Measured, NetCode, QueueIndex, Sample};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -35,6 +35,8 @@ const ANSWER_CAPTURE: usize = 64 * 1024;
 
 /// Everything the instances of one queue share.
 pub(crate) struct Shared {
+    /// The queue's place in the config, carried by each of its samples.
+    pub queue: QueueIndex,
     pub clock: Clock,
     /// Hands the feeder's shots to free instances when they are due.
     pub dispatch: Arc<Dispatch>,
@@ -147,7 +149,10 @@ impl<'a> InFlight<'a> {
                     .due
                     .map_or(0, |due| micros(since_start.saturating_sub(due))),
                 tag: Arc::clone(&shot.tag),
-                measured: Measured::default(),
+                measured: Measured {
+                    queue: shared.queue,
+                    ..Measured::default()
+                },
             }),
         }
     }
@@ -158,7 +163,10 @@ impl<'a> InFlight<'a> {
         let mut sample = self.sample.take()?;
         self.shared.active.leave();
         self.shared.fired.fetch_add(1, Ordering::Relaxed);
-        sample.measured = measured;
+        sample.measured = Measured {
+            queue: self.shared.queue,
+            ..measured
+        };
         Some(sample)
     }
 }
@@ -178,6 +186,7 @@ impl Drop for InFlight<'_> {
             connect_us: elapsed,
             interval_event_us: elapsed,
             net_code: NetCode::CANCELED,
+            queue: self.shared.queue,
             ..Measured::default()
         };
         self.shared.samples.send(sample);
@@ -192,10 +201,6 @@ fn logged(level: WriteLog, net: NetCode, proto: u16) -> bool {
         WriteLog::ProtoWarning => net != NetCode::OK || proto >= 400,
         WriteLog::ProtoError => net != NetCode::OK || proto >= 500,
     }
-}
-
-fn micros(duration: Duration) -> u64 {
-    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

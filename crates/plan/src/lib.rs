@@ -7,6 +7,24 @@
 //! and [`plan::Plan`] is what later stages consume. Nothing is kept per shot:
 //! schedules are closed-form and ammo is streamed (files up to 16 MiB are held
 //! in memory to make loops cheap), so memory does not grow with the plan.
+//!
+//! # Glossary
+//!
+//! This crate speaks phantom's words, because they are the ones yandex-tank's
+//! stpd files, ammo formats and docs use; the engine and the results speak
+//! plainer ones. They name the same things:
+//!
+//! | here (phantom's word) | engine and stats | what it is |
+//! |---|---|---|
+//! | **missile** | request (`feed::Shot::request`) | the bytes sent, verbatim |
+//! | **marker** | tag (`Sample::tag`, phout's 2nd column) | the label results are grouped by; a `#N` suffix is cut off for grouping |
+//! | **case** | case (`tank_stats::case_of`) | a marker without its `#N` suffix |
+//! | **shot** ([`ShotRef`]) | shot (`feed::Shot`), then sample | one request at one due time |
+//! | **due time** (`due_ms`) | `due` (a `Duration`, or none: at once) | when the shot should start, from the test's start |
+//!
+//! The renaming happens once, where the engine's feeder turns a [`ShotRef`]
+//! into its own shot. [`PlanTotals`] is what `tank plan` prints about a plan;
+//! a run's summary is `tank_report::Summary`.
 
 #![warn(missing_docs)]
 
@@ -32,4 +50,4 @@ pub use planned::PlannedCount;
 pub use schedule::Schedule;
 pub use shard::Shard;
 pub use stepper::ShotRef;
-pub use summary::Summary;
+pub use summary::PlanTotals;

@@ -1,6 +1,6 @@
 //! The stepper: pairs a schedule's due times with the ammo stream, applying
 //! markers, `chosen_cases`, `loop` and `ammo_limit` exactly as the reference's
-//! stepper does (section 3 of SEMANTICS.md), with departures on purpose:
+//! stepper does (docs/reference.md, section 3), with departures on purpose:
 //! `ammo_limit = M` gives exactly M shots, inputs on which the reference
 //! would loop forever are errors, and no plan goes on past
 //! [`MAX_SHOTS`] shots. Every plan ends: the schedule bounds an rps plan, and

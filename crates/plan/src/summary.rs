@@ -9,9 +9,10 @@ use crate::stepper::ShotRef;
 /// Distinct tags counted one by one; the rest are counted together.
 pub const MAX_TAGS: usize = 1000;
 
-/// Totals of a streamed plan.
+/// Totals of a streamed plan (what `tank plan` prints; not to be confused with
+/// a run's summary, `tank_report::Summary`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Summary {
+pub struct PlanTotals {
     /// Number of shots.
     pub shots: u64,
     /// Due time of the first shot, ms.
@@ -32,7 +33,7 @@ pub struct Summary {
 
 const FEW_TAGS: usize = 16;
 
-impl Summary {
+impl PlanTotals {
     /// Count one shot.
     pub fn observe(&mut self, shot: &ShotRef<'_>) {
         self.shots += 1;
@@ -139,7 +140,7 @@ mod tests {
 
     #[test]
     fn counts_tags_past_the_short_list_and_caps_them() {
-        let mut summary = Summary::default();
+        let mut summary = PlanTotals::default();
         let names: Vec<Vec<u8>> = (0..MAX_TAGS + 10)
             .map(|i| format!("t{i}").into_bytes())
             .collect();

@@ -180,6 +180,28 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
             );
         }
     }
+    // Per-queue table, cumulative (a run of several queues).
+    if !t.queues.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n  {:<24} {:>10} {:>7} {:>8} {:>9} {:>8}",
+            "queue", "count", "%", "errors", "avg ms", "last rps"
+        );
+        let every = t.overall.len().max(1) as f64;
+        for (index, (name, group)) in t.queues.iter().enumerate() {
+            let last = s.queues.get(index).map_or(0, |(_, g)| g.len());
+            let _ = writeln!(
+                out,
+                "  {:<24} {:>10} {:>7.2} {:>8} {:>9.1} {:>8}",
+                name,
+                group.len(),
+                group.len() as f64 * 100.0 / every,
+                group.errors(),
+                ms(group.field(Field::IntervalReal).mean()),
+                last
+            );
+        }
+    }
     crate::monitoring::render_panel(&mut out, view.monitoring);
     if !view.autostop.is_empty() {
         let _ = writeln!(out, "\nautostop:");
@@ -303,6 +325,61 @@ mod tests {
         ] {
             assert!(screen.contains(needle), "missing `{needle}` in\n{screen}");
         }
+    }
+
+    #[test]
+    fn several_queues_get_a_table_of_their_own() {
+        let mut agg = Aggregator::new(0).with_queues(vec!["api".into(), "static".into()]);
+        for (queue, start) in [(0, 100_000_000), (1, 100_100_000), (1, 100_200_000)] {
+            agg.add_sample(&tank_stats::Sample {
+                start_unix_us: start,
+                lag_us: 0,
+                tag: b"".as_slice().into(),
+                measured: tank_stats::Measured {
+                    interval_real_us: 1000,
+                    proto_code: 200,
+                    queue,
+                    ..tank_stats::Measured::default()
+                },
+            });
+        }
+        agg.finish();
+        let (second, totals) = (agg.pop_ready().unwrap(), agg.totals());
+        let screen = render_screen(&LiveView {
+            title: "load.ini",
+            second: &second,
+            totals: &totals,
+            elapsed: Duration::from_secs(1),
+            planned_duration: None,
+            instances_limit: 10,
+            autostop: &[],
+            monitoring: &[],
+        });
+        let rows: Vec<&str> = screen
+            .lines()
+            .skip_while(|line| !line.trim_start().starts_with("queue "))
+            .take(3)
+            .collect();
+        assert_eq!(rows.len(), 3, "{screen}");
+        assert!(rows[1].trim_start().starts_with("api "), "{screen}");
+        assert!(rows[2].trim_start().starts_with("static "), "{screen}");
+        assert!(
+            rows[2].trim_end().ends_with(" 2"),
+            "last second's count: {screen}"
+        );
+        // One queue: no queue table.
+        let (second, totals) = state();
+        let one = render_screen(&LiveView {
+            title: "load.ini",
+            second: &second,
+            totals: &totals,
+            elapsed: Duration::from_secs(1),
+            planned_duration: None,
+            instances_limit: 10,
+            autostop: &[],
+            monitoring: &[],
+        });
+        assert!(!one.contains("  queue "), "{one}");
     }
 
     #[test]

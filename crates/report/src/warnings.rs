@@ -80,6 +80,13 @@ pub fn judge(facts: &Facts) -> Vec<String> {
             shots.dropped
         ));
     }
+    if shots.answers_dropped > 0 {
+        out.push(format!(
+            "{} answers-log entries were dropped: the answers thread fell behind, so answ.log \
+             lacks them (log fewer shots: writelog = proto_warning or proto_error)",
+            shots.answers_dropped
+        ));
+    }
     if shots.late > 0 {
         out.push(format!(
             "{} responses arrived after their second was final: they are in the totals but in no \
@@ -125,6 +132,7 @@ mod tests {
             late: 0,
             dropped: 0,
             retries: Some(0),
+            answers_dropped: 0,
         }
     }
 
@@ -193,10 +201,12 @@ mod tests {
         let mut s = shots(Some(10), 10, 10);
         s.dropped = 2;
         s.late = 1;
+        s.answers_dropped = 4;
         let w = judge_run(&s, &[("0", 10)], &[("200", 10)], false);
-        assert_eq!(w.len(), 2);
+        assert_eq!(w.len(), 3);
         assert!(w[0].starts_with("2 samples were dropped"));
-        assert!(w[1].starts_with("1 responses arrived after"));
+        assert!(w[1].starts_with("4 answers-log entries were dropped"));
+        assert!(w[2].starts_with("1 responses arrived after"));
     }
 
     #[test]
@@ -209,6 +219,7 @@ mod tests {
             late: 0,
             dropped: 0,
             retries: Some(0),
+            answers_dropped: 0,
         };
         let facts = Facts {
             shots: &s,

@@ -307,7 +307,8 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
                 .queues
                 .first()
                 .map_or(DEFAULT_BUFFERED_SECONDS, |q| q.buffered_seconds),
-        ),
+        )
+        .with_queues(config.queues.iter().map(|q| q.name.clone()).collect()),
         autostop,
         control: control.clone(),
         json: Some(artifacts.create_file(JSON_LINES)?),
@@ -362,7 +363,12 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
             tank_shard::SHARD_JSON
         ));
     }
+    let mut notes = outcome::Notes {
+        answers_dropped: 0,
+        timer_fallback: io_threads.timer_fallback().map(str::to_owned),
+    };
     if let Some((sink, thread)) = answers {
+        notes.answers_dropped = sink.dropped();
         drop(sink);
         let written = thread
             .join()
@@ -376,6 +382,7 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         report,
         measured,
         control.stop.is_cancelled(),
+        notes,
         &artifacts,
     ))
 }

@@ -132,6 +132,14 @@ pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// What the run's threads noted beside the engine's report and the results.
+pub(crate) struct Notes {
+    /// Answers-log entries dropped because the answers thread fell behind.
+    pub answers_dropped: u64,
+    /// Why a shot timer fell back to tokio's (up to 1 ms late), if one did.
+    pub timer_fallback: Option<String>,
+}
+
 /// Build the summary, decide the exit code, write the reports and log the end.
 pub(crate) fn finish(
     spec: &Spec,
@@ -139,6 +147,7 @@ pub(crate) fn finish(
     report: RunReport,
     measured: Measured,
     stopped_early: bool,
+    notes: Notes,
     artifacts: &Artifacts,
 ) -> Outcome {
     let config = &spec.config;
@@ -147,6 +156,7 @@ pub(crate) fn finish(
         sent: report.queues.iter().map(|q| q.fired).sum(),
         planned_rps: planned_rate(&report, facts.longest_schedule),
         dropped: report.samples_dropped,
+        answers_dropped: notes.answers_dropped,
         stopped_early,
     };
     let queue_failed = report.queues.iter().any(|q| q.error.is_some());
@@ -213,6 +223,12 @@ pub(crate) fn finish(
     );
     summary.exit_code = Some(exit_code);
     let mut text = summary.to_text();
+    if let Some(why) = &notes.timer_fallback {
+        let _ = writeln!(
+            text,
+            "note: no precise shot timer ({why}): shots may have started up to 1 ms late"
+        );
+    }
     if report.queues.len() > 1 {
         for queue in &report.queues {
             let _ = writeln!(text, "[{}] {}", queue.name, queue_counts(queue));

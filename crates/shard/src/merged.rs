@@ -298,6 +298,7 @@ pub fn merge_runs(
         sent: lines,
         planned_rps: None,
         dropped: 0,
+        answers_dropped: 0,
         stopped_early: false,
     };
     let exit_code = stopped.as_ref().map_or(0, |r| r.code);

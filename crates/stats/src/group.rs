@@ -8,40 +8,9 @@
 
 use hdrhistogram::Histogram;
 
+use crate::columns::Field;
 use crate::quantile::{quantiles_of, QUANTILES};
-
-/// The phout columns that get `{total, min, max, len}`, in yandex-tank's order and spelling.
-pub const FIELD_NAMES: [&str; 8] = [
-    "interval_real",
-    "connect_time",
-    "send_time",
-    "latency",
-    "receive_time",
-    "interval_event",
-    "size_out",
-    "size_in",
-];
-
-/// One of the columns of [`FIELD_NAMES`], as an index into [`GroupStats::fields`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Field {
-    /// Total time of the shot, µs.
-    IntervalReal = 0,
-    /// Connecting, µs.
-    Connect = 1,
-    /// Writing the request, µs.
-    Send = 2,
-    /// Request written → first response byte, µs.
-    Latency = 3,
-    /// First → last response byte, µs.
-    Receive = 4,
-    /// Time waiting on I/O, µs.
-    IntervalEvent = 5,
-    /// Bytes sent.
-    SizeOut = 6,
-    /// Bytes received.
-    SizeIn = 7,
-}
+use crate::sample::Measured;
 
 /// Upper edges (µs) of yandex-tank's response-time histogram bins: 0–9 ms by 1 ms, 10–90 ms
 /// by 10, 100–950 ms by 50 (with 550 missing, as in the reference), 1–10 s by 0.5 s,
@@ -167,17 +136,6 @@ impl FromIterator<(u16, u64)> for CodeCounts {
     }
 }
 
-/// One response, as the accumulators see it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Response {
-    /// The eight [`FIELD_NAMES`] columns, in order.
-    pub fields: [u64; 8],
-    /// Net code (0 = success).
-    pub net_code: u16,
-    /// HTTP status (0 after a network error).
-    pub proto_code: u16,
-}
-
 /// A new empty histogram of µs values: 3 significant digits, growing as needed.
 pub(crate) fn new_histogram() -> Histogram<u64> {
     // 3 significant digits is within the crate's limits, so this cannot fail.
@@ -213,17 +171,19 @@ impl GroupAcc {
         }
     }
 
-    pub(crate) fn add(&mut self, response: &Response) {
-        let interval_real = response.fields[0];
+    #[inline]
+    pub(crate) fn add(&mut self, measured: &Measured) {
+        let interval_real = measured.interval_real_us;
         record(&mut self.times, interval_real);
-        for (stats, &value) in self.fields.iter_mut().zip(&response.fields) {
+        let values = measured.fields();
+        for (stats, &value) in self.fields.iter_mut().zip(&values) {
             stats.add(value);
         }
         if let Some(bin) = bin_of(interval_real) {
             self.bins[bin] += 1;
         }
-        self.net.add(response.net_code, 1);
-        self.proto.add(response.proto_code, 1);
+        self.net.add(measured.net_code.0, 1);
+        self.proto.add(measured.proto_code, 1);
     }
 
     pub(crate) fn merge(&mut self, other: &GroupAcc) {
@@ -269,7 +229,7 @@ impl GroupAcc {
 /// A finished group: plain numbers, cheap to keep, serialise and compare.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GroupStats {
-    /// `{total, min, max, len}` per column of [`FIELD_NAMES`] (index with [`Field`]).
+    /// `{total, min, max, len}` per numeric column, in phout's order (index with [`Field`]).
     pub fields: [FieldStats; 8],
     /// `interval_real` quantiles (µs) at [`QUANTILES`], interpolated between neighbouring
     /// values as numpy's `percentile` does; 0 when empty.
@@ -322,13 +282,10 @@ impl GroupStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::NetCode;
 
-    fn response(us: u64, net: u16, proto: u16) -> Response {
-        Response {
-            fields: [us, 1, 2, us - 3, 0, us, 50, 100],
-            net_code: net,
-            proto_code: proto,
-        }
+    fn response(us: u64, net: u16, proto: u16) -> Measured {
+        Measured::from_fields([us, 1, 2, us - 3, 0, us, 50, 100], NetCode(net), proto)
     }
 
     #[test]

@@ -23,6 +23,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::aggregate::SecondStats;
+use crate::columns::Field;
 use crate::group::{CodeCounts, FieldStats, GroupStats};
 use crate::quantile::{percent, QUANTILES};
 
@@ -129,8 +130,8 @@ struct Agg {
 
 impl Agg {
     fn of(group: &GroupStats) -> Agg {
-        let basic = |i: usize| Basic::of(&group.fields[i]);
-        let real = &group.fields[0];
+        let basic = |field: Field| Basic::of(group.field(field));
+        let real = group.field(Field::IntervalReal);
         Agg {
             interval_real: Real {
                 total: real.total,
@@ -143,13 +144,13 @@ impl Agg {
                     bins: group.hist.iter().map(|(edge, _)| *edge).collect(),
                 },
             },
-            connect_time: basic(1),
-            send_time: basic(2),
-            latency: basic(3),
-            receive_time: basic(4),
-            interval_event: basic(5),
-            size_out: basic(6),
-            size_in: basic(7),
+            connect_time: basic(Field::Connect),
+            send_time: basic(Field::Send),
+            latency: basic(Field::Latency),
+            receive_time: basic(Field::Receive),
+            interval_event: basic(Field::IntervalEvent),
+            size_out: basic(Field::SizeOut),
+            size_in: basic(Field::SizeIn),
             net_code: Count::of(&group.net_codes),
             proto_code: Count::of(&group.proto_codes),
         }
@@ -279,6 +280,7 @@ mod tests {
             measured: crate::Measured {
                 interval_real_us: 1000,
                 sends: 2,
+                queue: 0,
                 ..crate::Measured::default()
             },
         });

@@ -1,6 +1,7 @@
 //! tank-stats: what tank measured, and what it makes of it.
 //!
-//! [`Sample`] is the one record the engine emits per shot; [`phout`] writes
+//! [`Sample`] is the one record the engine emits per shot, [`Measured`] its
+//! ten phout columns (their order is [`columns`]' one table); [`phout`] writes
 //! and reads yandex-tank's phout log (12 tab-separated columns, as phantom
 //! writes them) so existing tools read tank's results and tank reads theirs.
 //! [`aggregate`] turns responses into finished seconds and run totals with flat
@@ -11,6 +12,7 @@
 
 pub mod aggregate;
 pub mod autostop;
+pub mod columns;
 pub mod group;
 pub mod json;
 pub mod phout;
@@ -18,6 +20,7 @@ pub mod quantile;
 pub mod sample;
 
 pub use aggregate::{Aggregator, Quantiles, SecondStats, TotalStats};
-pub use group::{CodeCounts, Field, FieldStats, GroupStats};
+pub use columns::{Field, COLUMNS, FIELD_NAMES};
+pub use group::{CodeCounts, FieldStats, GroupStats};
 pub use quantile::QUANTILES;
-pub use sample::{Measured, NetCode, Sample, Tag};
+pub use sample::{case_of, micros, Measured, NetCode, QueueIndex, Sample, Tag};

@@ -1,16 +1,12 @@
 //! The phout log: one line per shot, 12 tab-separated fields, `\n` ended,
-//! exactly as phantom writes it (see SEMANTICS.md section 5):
-//!
-//! ```text
-//! send_ts  tag  interval_real  connect  send  latency  receive  interval_event  size_out  size_in  net_code  proto_code
-//! ```
-//! `send_ts` is unix seconds with exactly three decimals (milliseconds,
+//! exactly as phantom writes it (see docs/reference.md), in the order of
+//! [`crate::columns`]' table. `send_ts` is unix seconds with exactly three decimals (milliseconds,
 //! truncated); every other field is an integer (µs or bytes or a code).
 
 use tank_digits::Backwards;
 
-use crate::group::FIELD_NAMES;
-use crate::sample::{Measured, NetCode, Sample};
+use crate::columns::COLUMNS;
+use crate::sample::{case_of, Measured, NetCode, Sample};
 
 /// Append one phout line for `sample` to `out`, without allocating.
 ///
@@ -66,10 +62,7 @@ impl Record<'_> {
 
     /// The tag with a trailing `#N` (from `enum_ammo`) cut off, as yandex-tank's readers do.
     pub fn case(&self) -> &[u8] {
-        match self.tag.iter().rposition(|b| *b == b'#') {
-            Some(at) => &self.tag[..at],
-            None => self.tag,
-        }
+        case_of(self.tag)
     }
 }
 
@@ -87,13 +80,7 @@ pub struct ParseError {
 
 /// The name of phout column `index` (0-based), as yandex-tank spells it.
 fn column_name(index: usize) -> &'static str {
-    match index {
-        0 => "send_ts",
-        1 => "tag",
-        2..=9 => FIELD_NAMES[index - 2],
-        10 => "net_code",
-        _ => "proto_code",
-    }
+    COLUMNS[index.min(COLUMNS.len() - 1)]
 }
 
 /// Read one phout line (without its `\n`; a trailing `\r` is tolerated).
@@ -199,6 +186,7 @@ mod tests {
                 net_code: NetCode::OK,
                 proto_code: 200,
                 sends: 1,
+                queue: 0,
             },
         }
     }

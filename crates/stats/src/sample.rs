@@ -1,6 +1,7 @@
 //! The per-shot measurement.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A shot's tag (marker), shared: a queue has few distinct tags, so samples
 /// point at one copy instead of allocating per shot.
@@ -47,7 +48,8 @@ impl NetCode {
     }
 }
 
-/// What the gun measured of one shot. Times are in microseconds from the
+/// What the gun measured of one shot: phout's ten columns after the tag (their
+/// order is [`crate::columns`]'s table). Times are in microseconds from the
 /// shot's start; `connect + send + latency + receive == interval_real` always
 /// (the engine fills the phases a failed shot never reached, as phantom does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,51 +81,30 @@ pub struct Measured {
     /// kept connection was found closed after the request went out and it was
     /// sent again on a new one. A phout does not record it: 0 there.
     pub sends: u8,
+    /// The queue that fired the shot (its index in the config). Not a
+    /// measurement: it rides here because it fits in this struct's padding,
+    /// which keeps a [`Sample`] at 104 bytes on the samples channel (a field
+    /// of `Sample` would make it 112, and the channel 10% slower). A phout does
+    /// not record it: 0 there.
+    pub queue: QueueIndex,
 }
 
 impl Measured {
-    /// The eight numeric columns, in phout's order (`group::FIELD_NAMES`):
-    /// interval_real, connect, send, latency, receive, interval_event, size_out, size_in.
-    pub fn fields(&self) -> [u64; 8] {
-        [
-            self.interval_real_us,
-            self.connect_us,
-            self.send_us,
-            self.latency_us,
-            self.receive_us,
-            self.interval_event_us,
-            self.size_out,
-            self.size_in,
-        ]
-    }
-
     /// Times the request went out beyond the first: the server may have seen
     /// each of them.
     pub fn retries(&self) -> u64 {
         u64::from(self.sends.saturating_sub(1))
     }
-
-    /// The inverse of [`Measured::fields`], with the two codes (`sends` unknown: 0).
-    pub fn from_fields(fields: [u64; 8], net_code: NetCode, proto_code: u16) -> Measured {
-        let [interval_real_us, connect_us, send_us, latency_us, receive_us, interval_event_us, size_out, size_in] =
-            fields;
-        Measured {
-            interval_real_us,
-            connect_us,
-            send_us,
-            latency_us,
-            receive_us,
-            interval_event_us,
-            size_out,
-            size_in,
-            net_code,
-            proto_code,
-            sends: 0,
-        }
-    }
 }
 
-/// One shot: when it started, how late, its tag, and what was measured.
+/// The index of a queue in the config's order (its `[section]`), carried by
+/// each sample so results can be shown per queue: a number on the hot path, a
+/// name only where a report prints it.
+pub type QueueIndex = u16;
+
+/// One shot, as the engine reports it: when it started, how late, its tag,
+/// and what was measured (with the queue that fired it). (Read back from a phout, a shot is a
+/// [`crate::phout::Record`]: no lag, no queue.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sample {
     /// When the shot actually started (after waiting for its due time), µs since the Unix epoch.
@@ -140,5 +121,43 @@ impl Sample {
     /// When the shot finished, µs since the Unix epoch (its aggregation second is this / 1e6).
     pub fn end_unix_us(&self) -> u64 {
         self.start_unix_us + self.measured.interval_real_us
+    }
+}
+
+/// A tag with a trailing `#N` (from `enum_ammo`) cut off, as yandex-tank groups
+/// cases.
+#[inline]
+pub fn case_of(tag: &[u8]) -> &[u8] {
+    match tag.iter().rposition(|b| *b == b'#') {
+        Some(at) => &tag[..at],
+        None => tag,
+    }
+}
+
+/// A duration in whole microseconds, as every time in a sample is kept;
+/// saturating (a duration of 584,000 years does not fit).
+#[inline]
+pub fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_sample_stays_small_on_the_samples_channel() {
+        // Every shot's sample is copied through a channel: a field that grows it
+        // costs each shot (see `Measured::queue`).
+        assert_eq!(std::mem::size_of::<Sample>(), 104);
+    }
+
+    #[test]
+    fn cases_cut_at_the_last_hash_and_micros_saturate() {
+        assert_eq!(case_of(b"a#b#2"), b"a#b");
+        assert_eq!(case_of(b"plain"), b"plain");
+        assert_eq!(micros(Duration::from_millis(3)), 3000);
+        assert_eq!(micros(Duration::MAX), u64::MAX);
     }
 }

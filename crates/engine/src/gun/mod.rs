@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::ClientConfig;
-use tank_stats::{Measured, NetCode};
+use tank_stats::{micros, Measured, NetCode};
 use tokio::time::{timeout_at, Instant};
 use tokio_rustls::TlsConnector;
 
@@ -230,7 +230,7 @@ impl Barrel {
             if measured.size_out > 0 {
                 measured.sends += 1;
             }
-            let end_us = micros(start, Instant::now());
+            let end_us = micros(start.elapsed());
             match result {
                 Err(Failure::Stale(_)) if may_retry => {
                     // Once: the next attempt is on a new connection.
@@ -251,7 +251,7 @@ impl Barrel {
                     };
                 }
             }
-            let timeout_us = u64::try_from(self.gun.timeout.as_micros()).unwrap_or(u64::MAX);
+            let timeout_us = micros(self.gun.timeout);
             fill(&mut measured, &marks, end_us, timeout_us);
             return measured;
         }
@@ -286,7 +286,7 @@ impl Barrel {
                     Ok(Err(error)) => return Err(Failure::Net(error)),
                     Ok(Ok(conn)) => conn,
                 };
-                marks.connected = Some(micros(start, Instant::now()));
+                marks.connected = Some(micros(start.elapsed()));
                 empty.insert(conn)
             }
         };
@@ -304,7 +304,7 @@ impl Barrel {
                 });
             }
         }
-        marks.sent = Some(micros(start, Instant::now()));
+        marks.sent = Some(micros(start.elapsed()));
         let mut reply = self.gun.protocol.reply(request);
         let received = loop {
             let read = conn
@@ -338,7 +338,7 @@ impl Barrel {
                 Err(None) => break Err(Failure::Timeout),
                 Ok(Some((bytes, progress))) => {
                     if bytes > 0 && marks.first_byte.is_none() {
-                        marks.first_byte = Some(micros(start, Instant::now()));
+                        marks.first_byte = Some(micros(start.elapsed()));
                     }
                     measured.size_in += bytes as u64;
                     match progress {
@@ -360,10 +360,6 @@ impl Barrel {
         }
         received
     }
-}
-
-fn micros(start: Instant, at: Instant) -> u64 {
-    u64::try_from(at.saturating_duration_since(start).as_micros()).unwrap_or(u64::MAX)
 }
 
 /// phantom's fill rule: phases never reached end at the shot's end, so the

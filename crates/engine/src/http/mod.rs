@@ -1,5 +1,7 @@
 //! HTTP/1.x reply handling for the gun: framing and phantom's limits.
 
+mod body;
+mod head;
 pub mod limits;
 pub mod response;
 

@@ -211,6 +211,13 @@
         return [t.tag || "(no tag)", t.count, t.percent, t.errors, t.avg_ms,
                 t.quantiles_ms[0], t.quantiles_ms[5], t.quantiles_ms[7], t.quantiles_ms[9]];
       }));
+    if (s.queues && s.queues.length) {
+      table(section("Per queue"), ["queue", "count", "%", "errors", "avg ms", "p50 ms", "p95 ms", "p99 ms", "max ms"],
+        s.queues.map(function (q) {
+          return [q.queue, q.count, q.percent, q.errors, q.avg_ms,
+                  q.quantiles_ms[0], q.quantiles_ms[5], q.quantiles_ms[7], q.quantiles_ms[9]];
+        }));
+    }
   }
 
   // One host's monitoring, on the load's time axis: per-core CPU, CPU total, and the rest by kind.

@@ -9,7 +9,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::aggregate::SecondStats;
-use crate::group::{CodeCounts, Field, GroupStats};
+use crate::columns::Field;
+use crate::group::{CodeCounts, GroupStats};
 use crate::quantile::percent;
 
 use super::parse::{CodeMask, Criterion, Kind, Level, MetricLimit};

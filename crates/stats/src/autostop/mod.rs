@@ -1,5 +1,5 @@
 //! Autostop: criteria that watch the finished seconds and stop a run that has gone bad, with
-//! yandex-tank's syntax, semantics and exit codes (SEMANTICS.md section 6), and `[rcassert]`.
+//! yandex-tank's syntax, semantics and exit codes (docs/reference.md, section 7), and `[rcassert]`.
 //!
 //! Every criterion sees every second (so their counters stay right); the first one, in the
 //! order they were written, to fire in a second stops the run. (The reference lets a later

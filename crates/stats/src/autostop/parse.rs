@@ -64,7 +64,7 @@ impl fmt::Display for CodeMask {
     }
 }
 
-/// What a criterion checks (see SEMANTICS.md section 6).
+/// What a criterion checks (see docs/reference.md, section 7).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
     /// `time(rt, dur)`: average response time above `rt_ms` for `dur_s` seconds in a row.

@@ -5,7 +5,6 @@
 //! phout. Shots planned and sent are `None` when unknown (a phout records responses only).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 use tank_stats::autostop::StopReason;
@@ -13,8 +12,11 @@ use tank_stats::quantile::percent;
 use tank_stats::{Field, GroupStats, TotalStats, QUANTILES};
 
 use crate::monitoring::HostSeries;
-use crate::names::{http_reason, net_reason};
 use crate::timeline::Timeline;
+
+#[cfg(test)]
+pub(crate) mod tests;
+mod text;
 
 /// `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,6 +47,9 @@ pub struct Summary {
     pub net_codes: BTreeMap<String, u64>,
     /// Per tag, by tag.
     pub tags: Vec<TagRow>,
+    /// Per queue, in config order; empty unless the run had more than one queue.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<QueueRow>,
     /// Why autostop stopped the run, if it did.
     pub autostop: Option<AutostopRow>,
     /// What makes the numbers untrustworthy, or says nothing worked (see [`crate::warnings`]).
@@ -97,6 +102,10 @@ pub struct Shots {
     /// target may have seen them twice (`None`: unknown, as from a phout).
     #[serde(default)]
     pub retries: Option<u64>,
+    /// Answers-log (`writelog`) entries the answers thread could not take in
+    /// time: answ.log lacks them.
+    #[serde(default)]
+    pub answers_dropped: u64,
 }
 
 /// What the engine knows of a run that a phout cannot say.
@@ -110,6 +119,8 @@ pub struct RunCounts {
     pub planned_rps: Option<f64>,
     /// Samples the results thread could not take in time.
     pub dropped: u64,
+    /// Answers-log entries the answers thread could not take in time.
+    pub answers_dropped: u64,
     /// The run stopped before its plan ended (Ctrl-C, autostop, a failure).
     pub stopped_early: bool,
 }
@@ -167,6 +178,23 @@ pub struct AvgSizes {
 pub struct TagRow {
     /// The tag (cut at the last `#`; empty for untagged shots).
     pub tag: String,
+    /// Responses.
+    pub count: u64,
+    /// Share of all responses, percent.
+    pub percent: f64,
+    /// Net errors plus HTTP 4xx/5xx.
+    pub errors: u64,
+    /// Average interval_real, ms.
+    pub avg_ms: f64,
+    /// Quantiles at [`QUANTILES`], ms.
+    pub quantiles_ms: Vec<f64>,
+}
+
+/// One queue's totals (a run of several queues).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueRow {
+    /// The queue: its config section.
+    pub queue: String,
     /// Responses.
     pub count: u64,
     /// Share of all responses, percent.
@@ -242,6 +270,7 @@ impl Summary {
             late: totals.late,
             dropped: run.map_or(0, |r| r.dropped),
             retries: run.map(|_| totals.retries),
+            answers_dropped: run.map_or(0, |r| r.answers_dropped),
         };
         let proto_codes = codes(&overall.proto_codes);
         let net_codes = codes(&overall.net_codes);
@@ -292,6 +321,11 @@ impl Summary {
                 .iter()
                 .map(|(tag, group)| tag_row(tag, group, overall.len()))
                 .collect(),
+            queues: totals
+                .queues
+                .iter()
+                .map(|(queue, group)| queue_row(queue, group, overall.len()))
+                .collect(),
             autostop: autostop.map(AutostopRow::from),
             warnings,
             exit_code,
@@ -325,269 +359,35 @@ impl Summary {
             self.duration_s as f64
         }
     }
-
-    /// The summary for people, printed at the end of a run and written as `summary.txt`.
-    pub fn to_text(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(out, "{}", self.meta.title);
-        let _ = write!(
-            out,
-            "duration {:.1} s, responses {}",
-            self.active_or_whole_s(),
-            self.shots.responses
-        );
-        match (self.shots.planned, self.shots.sent, self.shots.unsent) {
-            (Some(planned), Some(sent), Some(unsent)) => {
-                let _ = write!(
-                    out,
-                    ", shots planned {planned}, sent {sent}, unsent {unsent}"
-                );
-            }
-            (None, Some(sent), _) => {
-                let _ = write!(out, ", shots sent {sent} (planned: no end known)");
-            }
-            _ => {}
-        }
-        if self.shots.late > 0 {
-            let _ = write!(out, ", late {}", self.shots.late);
-        }
-        let _ = writeln!(out);
-        let _ = write!(
-            out,
-            "rps: actual {:.1} (max {})",
-            self.rps.actual, self.rps.max
-        );
-        if let Some(planned) = self.rps.planned {
-            let _ = write!(out, ", planned {planned:.1}");
-        }
-        let _ = writeln!(out);
-        let with_intended = self.quantiles.iter().any(|r| r.intended_ms.is_some());
-        let _ = writeln!(
-            out,
-            "\nquantile  service ms{}",
-            if with_intended {
-                "  from intended start ms  lag ms"
-            } else {
-                ""
-            }
-        );
-        for row in &self.quantiles {
-            let _ = write!(out, "{:>7}%  {:>10.3}", row.q, row.service_ms);
-            if let (Some(intended), Some(lag)) = (row.intended_ms, row.lag_ms) {
-                let _ = write!(out, "  {intended:>23.3}  {lag:>6.3}");
-            } else if let Some(intended) = row.intended_ms {
-                let _ = write!(out, "  {intended:>23.3}");
-            }
-            let _ = writeln!(out);
-        }
-        let a = &self.avg_ms;
-        let _ = writeln!(
-            out,
-            "\naverage ms: total {:.3}, connect {:.3}, send {:.3}, latency {:.3}, receive {:.3}",
-            a.total, a.connect, a.send, a.latency, a.receive
-        );
-        let _ = writeln!(
-            out,
-            "average bytes: request {:.1}, response {:.1}",
-            self.avg_bytes.request, self.avg_bytes.response
-        );
-        if let Some(retries) = self.shots.retries {
-            let _ = writeln!(
-                out,
-                "retries {retries} (requests sent again after a kept connection was found closed)"
-            );
-        }
-        let total = self.shots.responses.max(1) as f64;
-        let _ = writeln!(out, "\nHTTP codes:");
-        for (code, n) in &self.proto_codes {
-            let name = code.parse().map(http_reason).unwrap_or("");
-            let _ = writeln!(
-                out,
-                "  {code:>5} {name:<24} {n:>10} {:>6.2}%",
-                *n as f64 * 100.0 / total
-            );
-        }
-        let _ = writeln!(out, "net codes:");
-        for (code, n) in &self.net_codes {
-            let name = code.parse().map(net_reason).unwrap_or("");
-            let _ = writeln!(
-                out,
-                "  {code:>5} {name:<24} {n:>10} {:>6.2}%",
-                *n as f64 * 100.0 / total
-            );
-        }
-        if !self.tags.is_empty() {
-            let _ = writeln!(
-                out,
-                "\n{:<24} {:>10} {:>7} {:>8} {:>10} {:>10}",
-                "tag", "count", "%", "errors", "avg ms", "p99 ms"
-            );
-            for tag in &self.tags {
-                let p99 = tag.quantiles_ms.get(7).copied().unwrap_or(0.0);
-                let name = if tag.tag.is_empty() {
-                    "(no tag)"
-                } else {
-                    &tag.tag
-                };
-                let _ = writeln!(
-                    out,
-                    "{name:<24} {:>10} {:>7.2} {:>8} {:>10.3} {p99:>10.3}",
-                    tag.count, tag.percent, tag.errors, tag.avg_ms
-                );
-            }
-        }
-        if let Some(stop) = &self.autostop {
-            let _ = writeln!(
-                out,
-                "\nautostop {} (exit code {}): {}",
-                stop.criterion, stop.code, stop.explanation
-            );
-        }
-        if !self.warnings.is_empty() {
-            let _ = writeln!(out, "\nWARNINGS:");
-            for warning in &self.warnings {
-                let _ = writeln!(out, "  - {warning}");
-            }
-        }
-        out
-    }
 }
 
 fn tag_row(tag: &str, group: &GroupStats, all: u64) -> TagRow {
     TagRow {
         tag: tag.to_string(),
         count: group.len(),
-        percent: if all == 0 {
-            0.0
-        } else {
-            group.len() as f64 * 100.0 / all as f64
-        },
+        percent: share(group, all),
         errors: group.errors(),
         avg_ms: ms(group.field(Field::IntervalReal).mean()),
         quantiles_ms: group.quantiles_us.iter().map(|us| ms(*us)).collect(),
     }
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use tank_stats::phout::parse_line;
-    use tank_stats::Aggregator;
-
-    pub(crate) fn sample_summary() -> Summary {
-        let mut agg = Aggregator::new(0);
-        let mut timeline = Timeline::default();
-        for (i, line) in [
-            "100.000\tsearch#1\t1500\t100\t20\t1300\t80\t1400\t74\t230\t0\t200",
-            "100.200\t\t2500\t100\t20\t2300\t80\t2400\t74\t0\t110\t0",
-            "101.000\tsearch\t3500\t100\t20\t3300\t80\t3400\t74\t230\t0\t503",
-        ]
-        .iter()
-        .enumerate()
-        {
-            agg.add_record(&parse_line(line.as_bytes()).unwrap());
-            agg.note_planned(100 + i as u64 / 2, 2);
-        }
-        agg.finish();
-        while let Some(second) = agg.pop_ready() {
-            timeline.push(&second);
-        }
-        let meta = Meta {
-            title: "t".into(),
-            ..Meta::default()
-        };
-        Summary::build(meta, &agg.totals(), timeline, None, None, None)
+fn queue_row(queue: &str, group: &GroupStats, all: u64) -> QueueRow {
+    QueueRow {
+        queue: queue.to_string(),
+        count: group.len(),
+        percent: share(group, all),
+        errors: group.errors(),
+        avg_ms: ms(group.field(Field::IntervalReal).mean()),
+        quantiles_ms: group.quantiles_us.iter().map(|us| ms(*us)).collect(),
     }
+}
 
-    #[test]
-    fn summary_counts_codes_tags_and_quantiles() {
-        let s = sample_summary();
-        assert_eq!((s.duration_s, s.shots.responses), (2, 3));
-        // From the first start (100.000) to the last end (101.000 + 3.5 ms).
-        assert!((s.active_s - 1.0035).abs() < 1e-9, "{}", s.active_s);
-        assert_eq!(s.shots.planned, None);
-        assert!((s.rps.actual - 3.0 / 1.0035).abs() < 1e-9);
-        assert_eq!(s.rps.max, 2);
-        assert_eq!(s.proto_codes.get("503"), Some(&1));
-        assert_eq!(s.net_codes.get("110"), Some(&1));
-        assert_eq!(
-            s.tags
-                .iter()
-                .map(|t| (t.tag.as_str(), t.count, t.errors))
-                .collect::<Vec<_>>(),
-            vec![("", 1, 1), ("search", 2, 1)]
-        );
-        assert_eq!(s.quantiles.last().map(|r| r.service_ms), Some(3.5));
-        assert_eq!(s.quantiles[0].intended_ms, None);
-    }
-
-    #[test]
-    fn summary_json_round_trips_and_text_names_codes() {
-        let s = sample_summary();
-        assert_eq!(Summary::from_json(&s.to_json()).unwrap(), s);
-        let text = s.to_text();
-        assert!(text.contains("503 Service Unavailable"), "{text}");
-        assert!(text.contains("110 timed out"), "{text}");
-        assert!(text.contains("search"), "{text}");
-    }
-
-    #[test]
-    fn a_summary_from_before_the_active_time_reads_with_whole_seconds() {
-        let s = sample_summary();
-        let mut json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
-        json.as_object_mut().unwrap().remove("active_s");
-        let old = Summary::from_json(&json.to_string()).unwrap();
-        assert_eq!((old.active_s, old.active_or_whole_s()), (0.0, 2.0));
-        assert!(
-            old.to_text().contains("duration 2.0 s"),
-            "{}",
-            old.to_text()
-        );
-        assert!((s.active_or_whole_s() - 1.0035).abs() < 1e-9);
-    }
-
-    #[test]
-    fn retries_are_counted_for_a_run_and_unknown_for_a_phout() {
-        let mut agg = Aggregator::new(0);
-        for sends in [2, 1, 2] {
-            agg.add_sample(&tank_stats::Sample {
-                start_unix_us: 100_000_000,
-                lag_us: 0,
-                tag: b"".as_slice().into(),
-                measured: tank_stats::Measured {
-                    interval_real_us: 1000,
-                    sends,
-                    ..tank_stats::Measured::default()
-                },
-            });
-        }
-        agg.finish();
-        let counts = RunCounts {
-            planned: Some(3),
-            sent: 3,
-            planned_rps: None,
-            dropped: 0,
-            stopped_early: false,
-        };
-        let run = Summary::build(
-            Meta::default(),
-            &agg.totals(),
-            Timeline::default(),
-            Some(&counts),
-            None,
-            Some(0),
-        );
-        assert_eq!(run.shots.retries, Some(2));
-        assert!(run.to_text().contains("\nretries 2 ("), "{}", run.to_text());
-        let phout = sample_summary();
-        assert_eq!(phout.shots.retries, None);
-        assert!(!phout.to_text().contains("retries"));
-        // A summary.json written before retries were counted still reads.
-        let mut json: serde_json::Value = serde_json::from_str(&run.to_json()).unwrap();
-        json["shots"].as_object_mut().unwrap().remove("retries");
-        assert_eq!(
-            Summary::from_json(&json.to_string()).unwrap().shots.retries,
-            None
-        );
+/// The group's share of `all` responses, percent.
+fn share(group: &GroupStats, all: u64) -> f64 {
+    if all == 0 {
+        0.0
+    } else {
+        group.len() as f64 * 100.0 / all as f64
     }
 }

@@ -1,0 +1,168 @@
+//! The summary built from hand-made phout lines and samples: counts, codes,
+//! tags, queues, JSON round trips and the text form.
+
+use super::*;
+use tank_stats::phout::parse_line;
+use tank_stats::Aggregator;
+
+pub(crate) fn sample_summary() -> Summary {
+    let mut agg = Aggregator::new(0);
+    let mut timeline = Timeline::default();
+    for (i, line) in [
+        "100.000\tsearch#1\t1500\t100\t20\t1300\t80\t1400\t74\t230\t0\t200",
+        "100.200\t\t2500\t100\t20\t2300\t80\t2400\t74\t0\t110\t0",
+        "101.000\tsearch\t3500\t100\t20\t3300\t80\t3400\t74\t230\t0\t503",
+    ]
+    .iter()
+    .enumerate()
+    {
+        agg.add_record(&parse_line(line.as_bytes()).unwrap());
+        agg.note_planned(100 + i as u64 / 2, 2);
+    }
+    agg.finish();
+    while let Some(second) = agg.pop_ready() {
+        timeline.push(&second);
+    }
+    let meta = Meta {
+        title: "t".into(),
+        ..Meta::default()
+    };
+    Summary::build(meta, &agg.totals(), timeline, None, None, None)
+}
+
+#[test]
+fn summary_counts_codes_tags_and_quantiles() {
+    let s = sample_summary();
+    assert_eq!((s.duration_s, s.shots.responses), (2, 3));
+    // From the first start (100.000) to the last end (101.000 + 3.5 ms).
+    assert!((s.active_s - 1.0035).abs() < 1e-9, "{}", s.active_s);
+    assert_eq!(s.shots.planned, None);
+    assert!((s.rps.actual - 3.0 / 1.0035).abs() < 1e-9);
+    assert_eq!(s.rps.max, 2);
+    assert_eq!(s.proto_codes.get("503"), Some(&1));
+    assert_eq!(s.net_codes.get("110"), Some(&1));
+    assert_eq!(
+        s.tags
+            .iter()
+            .map(|t| (t.tag.as_str(), t.count, t.errors))
+            .collect::<Vec<_>>(),
+        vec![("", 1, 1), ("search", 2, 1)]
+    );
+    assert_eq!(s.quantiles.last().map(|r| r.service_ms), Some(3.5));
+    assert_eq!(s.quantiles[0].intended_ms, None);
+}
+
+#[test]
+fn summary_json_round_trips_and_text_names_codes() {
+    let s = sample_summary();
+    assert_eq!(Summary::from_json(&s.to_json()).unwrap(), s);
+    let text = s.to_text();
+    assert!(text.contains("503 Service Unavailable"), "{text}");
+    assert!(text.contains("110 timed out"), "{text}");
+    assert!(text.contains("search"), "{text}");
+}
+
+#[test]
+fn a_summary_from_before_the_active_time_reads_with_whole_seconds() {
+    let s = sample_summary();
+    let mut json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+    json.as_object_mut().unwrap().remove("active_s");
+    let old = Summary::from_json(&json.to_string()).unwrap();
+    assert_eq!((old.active_s, old.active_or_whole_s()), (0.0, 2.0));
+    assert!(
+        old.to_text().contains("duration 2.0 s"),
+        "{}",
+        old.to_text()
+    );
+    assert!((s.active_or_whole_s() - 1.0035).abs() < 1e-9);
+}
+
+#[test]
+fn retries_are_counted_for_a_run_and_unknown_for_a_phout() {
+    let mut agg = Aggregator::new(0);
+    for sends in [2, 1, 2] {
+        agg.add_sample(&tank_stats::Sample {
+            start_unix_us: 100_000_000,
+            lag_us: 0,
+            tag: b"".as_slice().into(),
+            measured: tank_stats::Measured {
+                interval_real_us: 1000,
+                sends,
+                ..tank_stats::Measured::default()
+            },
+        });
+    }
+    agg.finish();
+    let counts = RunCounts {
+        planned: Some(3),
+        sent: 3,
+        planned_rps: None,
+        dropped: 0,
+        answers_dropped: 0,
+        stopped_early: false,
+    };
+    let run = Summary::build(
+        Meta::default(),
+        &agg.totals(),
+        Timeline::default(),
+        Some(&counts),
+        None,
+        Some(0),
+    );
+    assert_eq!(run.shots.retries, Some(2));
+    assert!(run.to_text().contains("\nretries 2 ("), "{}", run.to_text());
+    let phout = sample_summary();
+    assert_eq!(phout.shots.retries, None);
+    assert!(!phout.to_text().contains("retries"));
+    // A summary.json written before retries were counted still reads.
+    let mut json: serde_json::Value = serde_json::from_str(&run.to_json()).unwrap();
+    json["shots"].as_object_mut().unwrap().remove("retries");
+    assert_eq!(
+        Summary::from_json(&json.to_string()).unwrap().shots.retries,
+        None
+    );
+}
+
+#[test]
+fn several_queues_get_a_row_each_in_json_and_text() {
+    let names = vec!["api".to_owned(), "static".to_owned()];
+    let mut agg = Aggregator::new(0).with_queues(names);
+    for (queue, code) in [(0, 200), (1, 200), (1, 502)] {
+        agg.add_sample(&tank_stats::Sample {
+            start_unix_us: 100_000_000,
+            lag_us: 0,
+            tag: b"".as_slice().into(),
+            measured: tank_stats::Measured {
+                interval_real_us: 1000,
+                proto_code: code,
+                queue,
+                ..tank_stats::Measured::default()
+            },
+        });
+    }
+    agg.finish();
+    let s = Summary::build(
+        Meta::default(),
+        &agg.totals(),
+        Timeline::default(),
+        None,
+        None,
+        None,
+    );
+    let rows: Vec<_> = s
+        .queues
+        .iter()
+        .map(|q| (q.queue.as_str(), q.count, q.errors))
+        .collect();
+    assert_eq!(rows, vec![("api", 1, 0), ("static", 2, 1)]);
+    let json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+    assert_eq!(json["queues"][1]["queue"], "static");
+    let text = s.to_text();
+    assert!(text.contains("\nqueue "), "{text}");
+    assert!(text.contains("\nstatic "), "{text}");
+    // One queue: no queue rows, and no `queues` key in summary.json.
+    let one = sample_summary();
+    assert!(one.queues.is_empty());
+    assert!(!one.to_json().contains("\"queues\""));
+    assert!(!one.to_text().contains("\nqueue "));
+}

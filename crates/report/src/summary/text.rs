@@ -1,0 +1,150 @@
+//! A summary's text form: what `tank -c` prints at the end and writes as
+//! `summary.txt`.
+
+use std::fmt::Write as _;
+
+use super::Summary;
+use crate::names::{http_reason, net_reason};
+
+impl Summary {
+    /// The summary for people, printed at the end of a run and written as `summary.txt`.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", self.meta.title);
+        let _ = write!(
+            out,
+            "duration {:.1} s, responses {}",
+            self.active_or_whole_s(),
+            self.shots.responses
+        );
+        match (self.shots.planned, self.shots.sent, self.shots.unsent) {
+            (Some(planned), Some(sent), Some(unsent)) => {
+                let _ = write!(
+                    out,
+                    ", shots planned {planned}, sent {sent}, unsent {unsent}"
+                );
+            }
+            (None, Some(sent), _) => {
+                let _ = write!(out, ", shots sent {sent} (planned: no end known)");
+            }
+            _ => {}
+        }
+        if self.shots.late > 0 {
+            let _ = write!(out, ", late {}", self.shots.late);
+        }
+        let _ = writeln!(out);
+        let _ = write!(
+            out,
+            "rps: actual {:.1} (max {})",
+            self.rps.actual, self.rps.max
+        );
+        if let Some(planned) = self.rps.planned {
+            let _ = write!(out, ", planned {planned:.1}");
+        }
+        let _ = writeln!(out);
+        let with_intended = self.quantiles.iter().any(|r| r.intended_ms.is_some());
+        let _ = writeln!(
+            out,
+            "\nquantile  service ms{}",
+            if with_intended {
+                "  from intended start ms  lag ms"
+            } else {
+                ""
+            }
+        );
+        for row in &self.quantiles {
+            let _ = write!(out, "{:>7}%  {:>10.3}", row.q, row.service_ms);
+            if let (Some(intended), Some(lag)) = (row.intended_ms, row.lag_ms) {
+                let _ = write!(out, "  {intended:>23.3}  {lag:>6.3}");
+            } else if let Some(intended) = row.intended_ms {
+                let _ = write!(out, "  {intended:>23.3}");
+            }
+            let _ = writeln!(out);
+        }
+        let a = &self.avg_ms;
+        let _ = writeln!(
+            out,
+            "\naverage ms: total {:.3}, connect {:.3}, send {:.3}, latency {:.3}, receive {:.3}",
+            a.total, a.connect, a.send, a.latency, a.receive
+        );
+        let _ = writeln!(
+            out,
+            "average bytes: request {:.1}, response {:.1}",
+            self.avg_bytes.request, self.avg_bytes.response
+        );
+        if let Some(retries) = self.shots.retries {
+            let _ = writeln!(
+                out,
+                "retries {retries} (requests sent again after a kept connection was found closed)"
+            );
+        }
+        let total = self.shots.responses.max(1) as f64;
+        let _ = writeln!(out, "\nHTTP codes:");
+        for (code, n) in &self.proto_codes {
+            let name = code.parse().map(http_reason).unwrap_or("");
+            let _ = writeln!(
+                out,
+                "  {code:>5} {name:<24} {n:>10} {:>6.2}%",
+                *n as f64 * 100.0 / total
+            );
+        }
+        let _ = writeln!(out, "net codes:");
+        for (code, n) in &self.net_codes {
+            let name = code.parse().map(net_reason).unwrap_or("");
+            let _ = writeln!(
+                out,
+                "  {code:>5} {name:<24} {n:>10} {:>6.2}%",
+                *n as f64 * 100.0 / total
+            );
+        }
+        if !self.tags.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{:<24} {:>10} {:>7} {:>8} {:>10} {:>10}",
+                "tag", "count", "%", "errors", "avg ms", "p99 ms"
+            );
+            for tag in &self.tags {
+                let p99 = tag.quantiles_ms.get(7).copied().unwrap_or(0.0);
+                let name = if tag.tag.is_empty() {
+                    "(no tag)"
+                } else {
+                    &tag.tag
+                };
+                let _ = writeln!(
+                    out,
+                    "{name:<24} {:>10} {:>7.2} {:>8} {:>10.3} {p99:>10.3}",
+                    tag.count, tag.percent, tag.errors, tag.avg_ms
+                );
+            }
+        }
+        if !self.queues.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{:<24} {:>10} {:>7} {:>8} {:>10} {:>10}",
+                "queue", "count", "%", "errors", "avg ms", "p99 ms"
+            );
+            for queue in &self.queues {
+                let p99 = queue.quantiles_ms.get(7).copied().unwrap_or(0.0);
+                let _ = writeln!(
+                    out,
+                    "{:<24} {:>10} {:>7.2} {:>8} {:>10.3} {p99:>10.3}",
+                    queue.queue, queue.count, queue.percent, queue.errors, queue.avg_ms
+                );
+            }
+        }
+        if let Some(stop) = &self.autostop {
+            let _ = writeln!(
+                out,
+                "\nautostop {} (exit code {}): {}",
+                stop.criterion, stop.code, stop.explanation
+            );
+        }
+        if !self.warnings.is_empty() {
+            let _ = writeln!(out, "\nWARNINGS:");
+            for warning in &self.warnings {
+                let _ = writeln!(out, "  - {warning}");
+            }
+        }
+        out
+    }
+}
