@@ -14,6 +14,7 @@ mod report;
 mod scale;
 mod search;
 mod shoot;
+mod signals;
 mod sweep;
 mod target_args;
 

@@ -312,39 +312,10 @@ fn interrupt<'a>(shards: impl Iterator<Item = &'a Shard>) {
 fn watch_signals() -> Result<Arc<AtomicUsize>> {
     let count = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&count);
-    let (ready, registered) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime,
-                Err(error) => {
-                    let _ = ready.send(Err(error));
-                    return;
-                }
-            };
-            runtime.block_on(async move {
-                let mut signals = match crate::shoot::Signals::new() {
-                    Ok(signals) => signals,
-                    Err(error) => {
-                        let _ = ready.send(Err(error));
-                        return;
-                    }
-                };
-                let _ = ready.send(Ok(()));
-                loop {
-                    signals.next().await;
-                    eprintln!("tank: stopping the shards (Ctrl-C again to stop them now)");
-                    counter.fetch_add(1, Ordering::AcqRel);
-                }
-            });
-        })?;
-    registered
-        .recv()
-        .map_err(|_| anyhow::anyhow!("the signal thread ended"))??;
+    crate::signals::watch(move |_| {
+        eprintln!("tank: stopping the shards (Ctrl-C again to stop them now)");
+        counter.fetch_add(1, Ordering::AcqRel);
+    })?;
     Ok(count)
 }
 

@@ -61,69 +61,17 @@ pub fn run(
 }
 
 /// First Ctrl-C (or SIGTERM, as CI runners and supervisors send): stop firing
-/// and let shots in flight finish. Second: stop now. The watch runs on a thread
-/// of its own for the rest of the process; it is registered before this returns,
-/// so no signal sent once the run has started is missed.
+/// and let shots in flight finish. Second: stop now.
 fn watch_signals(handle: Handle) -> std::io::Result<()> {
-    let (ready, registered) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime,
-                Err(error) => {
-                    let _ = ready.send(Err(error));
-                    return;
-                }
-            };
-            runtime.block_on(async move {
-                let mut signals = match Signals::new() {
-                    Ok(signals) => signals,
-                    Err(error) => {
-                        let _ = ready.send(Err(error));
-                        return;
-                    }
-                };
-                let _ = ready.send(Ok(()));
-                signals.next().await;
-                eprintln!("tank: stopping: waiting for shots in flight (Ctrl-C again to stop now)");
-                handle.stop();
-                signals.next().await;
-                eprintln!("tank: stopping now");
-                handle.abort();
-            });
-        })?;
-    registered
-        .recv()
-        .map_err(|_| std::io::Error::other("the signal thread ended"))?
-}
-
-/// SIGINT (Ctrl-C) and SIGTERM, as one stream; registered when made.
-pub(crate) struct Signals {
-    interrupt: tokio::signal::unix::Signal,
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    pub(crate) fn new() -> std::io::Result<Self> {
-        use tokio::signal::unix::{signal, SignalKind};
-        Ok(Signals {
-            interrupt: signal(SignalKind::interrupt())?,
-            terminate: signal(SignalKind::terminate())?,
-        })
-    }
-
-    /// Wait for the next signal (forever, if none can come).
-    pub(crate) async fn next(&mut self) {
-        let received = tokio::select! {
-            signal = self.interrupt.recv() => signal.is_some(),
-            signal = self.terminate.recv() => signal.is_some(),
-        };
-        if !received {
-            std::future::pending::<()>().await;
+    crate::signals::watch(move |n| match n {
+        1 => {
+            eprintln!("tank: stopping: waiting for shots in flight (Ctrl-C again to stop now)");
+            handle.stop();
         }
-    }
+        2 => {
+            eprintln!("tank: stopping now");
+            handle.abort();
+        }
+        _ => {}
+    })
 }

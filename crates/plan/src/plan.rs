@@ -303,15 +303,7 @@ impl Plan {
     /// The next shot, or `None` at the end. An error names the config option
     /// the bytes come from, then the file and byte offset.
     pub fn next_shot(&mut self) -> Result<Option<ShotRef<'_>>> {
-        if !self.skip_to_own()? {
-            return Ok(None);
-        }
-        let (places, key) = (&self.places, self.ammo_key);
-        let next = match &mut self.source {
-            Source::Stepped(stepper) => stepper.next_shot(),
-            Source::Stpd(reader) => reader.next_shot(),
-        };
-        next.map_err(|error| error.located_in(places, key))
+        Ok(self.next_timed()?.map(|timed| timed.shot))
     }
 
     /// The next shot with its due time as the model has it.

@@ -27,12 +27,23 @@ pub struct ClockInfo {
 }
 
 impl ClockInfo {
+    /// The clock source and the kernel's sync state, without asking a time
+    /// daemon (no process is started): for a run that shares its start with
+    /// no one.
+    pub fn read_local() -> ClockInfo {
+        let (kernel_synchronised, kernel_max_error_us) = kernel_sync();
+        ClockInfo {
+            source: clock_source(),
+            kernel_synchronised,
+            kernel_max_error_us,
+            daemon: "not asked".to_owned(),
+            offset_us: None,
+        }
+    }
+
     /// Look now (runs `chronyc` or `ntpq` when installed; at most a few seconds).
     pub fn read() -> ClockInfo {
-        let source = std::fs::read_to_string(
-            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
-        )
-        .map_or_else(|_| "unknown".to_owned(), |s| s.trim().to_owned());
+        let source = clock_source();
         let (kernel_synchronised, kernel_max_error_us) = kernel_sync();
         let (daemon, offset_us) = match chrony_offset() {
             Some(offset) => ("chrony", Some(offset)),
@@ -96,6 +107,12 @@ fn ntpd_offset() -> Option<i64> {
     let out = ask("ntpq", &["-c", "rv 0 offset"])?;
     let ms: f64 = out.trim().strip_prefix("offset=")?.parse().ok()?;
     Some((ms * 1e3).round() as i64)
+}
+
+/// The kernel's clock source (`tsc`, `kvm-clock`, ...).
+fn clock_source() -> String {
+    std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .map_or_else(|_| "unknown".to_owned(), |s| s.trim().to_owned())
 }
 
 /// Run `program` with a time limit; its stdout when it succeeded.

@@ -1,0 +1,66 @@
+//! SIGINT (Ctrl-C) and SIGTERM, watched on a thread of their own for the rest
+//! of the process: `tank -c` and `--processes` each decide what the n-th one means.
+
+/// Call `on_signal(n)` for the n-th SIGINT or SIGTERM (from 1). The handlers
+/// are registered before this returns, so no signal sent after it is missed.
+pub fn watch(mut on_signal: impl FnMut(usize) + Send + 'static) -> std::io::Result<()> {
+    let (ready, registered) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(error) => {
+                    let _ = ready.send(Err(error));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                let mut signals = match Signals::new() {
+                    Ok(signals) => signals,
+                    Err(error) => {
+                        let _ = ready.send(Err(error));
+                        return;
+                    }
+                };
+                let _ = ready.send(Ok(()));
+                for n in 1.. {
+                    signals.next().await;
+                    on_signal(n);
+                }
+            });
+        })?;
+    registered
+        .recv()
+        .map_err(|_| std::io::Error::other("the signal thread ended"))?
+}
+
+/// SIGINT and SIGTERM, as one stream; registered when made.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// Wait for the next signal (forever, if none can come).
+    async fn next(&mut self) {
+        let received = tokio::select! {
+            signal = self.interrupt.recv() => signal.is_some(),
+            signal = self.terminate.recv() => signal.is_some(),
+        };
+        if !received {
+            std::future::pending::<()>().await;
+        }
+    }
+}
