@@ -36,6 +36,7 @@ pub mod duration;
 mod error;
 mod ini;
 pub mod limits;
+pub mod memcached;
 pub mod model;
 mod options;
 mod origin;

@@ -437,7 +437,7 @@ fn bad_enumerations_are_errors() {
         .contains("`uripost`"));
     assert!(ini_err(&format!("{MINIMAL}tank_type = udp\n"))
         .message()
-        .contains("`http` or `none`"));
+        .contains("`http`, `none` or `memcached`"));
     assert!(ini_err(&format!("{MINIMAL}port = 8o\n"))
         .message()
         .contains("digits only"));

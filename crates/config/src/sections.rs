@@ -27,6 +27,8 @@ pub(crate) enum SectionKind {
     Console,
     /// `[origin]`: tank's own, the in-process origin simulator.
     Origin,
+    /// `[memcached]`: tank's own, the memcached workload.
+    Memcached,
     /// Another yandex-tank plugin's section: accepted, not acted on.
     Ignored,
 }
@@ -60,11 +62,12 @@ const PATTERNS: &[(&str, SectionKind)] = &[
     ("opentsdb", SectionKind::Ignored),
     // tank's own, after every yandex-tank pattern.
     ("origin", SectionKind::Origin),
+    ("memcached", SectionKind::Memcached),
 ];
 
 /// The known section names, for "unrecognized section" messages.
 pub(crate) const KNOWN: &str =
-    "phantom, phantom-*, autostop, rcassert, console, origin, tank/core \
+    "phantom, phantom-*, autostop, rcassert, console, origin, memcached, tank/core \
     (and, ignored: aggregator, android, appium, battery_historian, bfg, meta, overload, \
     uploader, datauploader, telegraf, monitoring, jmeter, rcheck, shellexec, shootexec, tips, \
     json_report, pandora, influx, opentsdb)";
@@ -130,6 +133,7 @@ pub(crate) fn classify(name: &str) -> Option<SectionKind> {
         SectionKind::RcAssert if name != "rcassert" => None,
         SectionKind::Console if name != "console" => None,
         SectionKind::Origin if name != "origin" => None,
+        SectionKind::Memcached if name != "memcached" => None,
         kind => Some(kind),
     }
 }

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use crate::convert;
 use crate::error::ConfigError;
+use crate::memcached;
 use crate::model::{
     AutostopConfig, ConfigFormat, ConsoleConfig, CoreConfig, RcAssertConfig, TestConfig,
 };
@@ -66,6 +67,7 @@ pub(crate) fn validate(
         },
         console: ConsoleConfig::default(),
         origin: None,
+        memcached: None,
         warnings: Vec::new(),
     };
     for (section, kind) in raw.sections.iter().zip(&kinds) {
@@ -91,6 +93,9 @@ pub(crate) fn validate(
             }
             SectionKind::Origin if enabled(section)? => {
                 config.origin = Some(origin::read(section)?);
+            }
+            SectionKind::Memcached if enabled(section)? => {
+                config.memcached = Some(memcached::read(section)?);
             }
             SectionKind::Ignored if enabled(section)? => {
                 if let Some(plugin) = sections::unimplemented_plugin(&section.name.to_lowercase()) {
@@ -123,13 +128,17 @@ pub(crate) fn validate(
             None => ConfigError::new("no [phantom] section (YAML: phantom:): nothing to run"),
         });
     };
-    config
-        .queues
-        .push(queue::build(&Layered::main(main), path)?);
+    config.queues.push(queue::build(
+        &Layered::main(main),
+        path,
+        config.memcached.as_ref(),
+    )?);
     for extra in extras {
-        config
-            .queues
-            .push(queue::build(&Layered::extra(main, extra), path)?);
+        config.queues.push(queue::build(
+            &Layered::extra(main, extra),
+            path,
+            config.memcached.as_ref(),
+        )?);
     }
     origin::check_queue_addresses(raw, &config)?;
     Ok(config)
@@ -148,7 +157,14 @@ fn section_kind(section: &RawSection) -> Result<SectionKind, ConfigError> {
     let close = options::suggest(
         &section.name,
         [
-            "phantom", "autostop", "rcassert", "console", "origin", "tank", "core",
+            "phantom",
+            "autostop",
+            "rcassert",
+            "console",
+            "origin",
+            "memcached",
+            "tank",
+            "core",
         ],
     );
     let hint = close.map_or(String::new(), |c| format!("did you mean [{c}]? "));
@@ -212,6 +228,7 @@ fn check_keys(
         SectionKind::RcAssert => options::RCASSERT,
         SectionKind::Console => options::CONSOLE,
         SectionKind::Origin => options::ORIGIN,
+        SectionKind::Memcached => options::MEMCACHED,
         SectionKind::Ignored => return Ok(()),
     };
     for entry in &section.entries {

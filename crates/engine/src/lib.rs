@@ -431,6 +431,7 @@ fn gun_for(queue: &QueueConfig, origin: Option<SocketAddr>) -> Result<gun::Gun, 
     let protocol = match queue.tank_type {
         TankType::Http => gun::Protocol::Http(http::Limits::from(queue.reply_limits)),
         TankType::None => gun::Protocol::Tcp,
+        TankType::Memcached => gun::Protocol::Memcached,
     };
     Ok(gun::Gun::new(
         target,

@@ -14,8 +14,9 @@
 //! - whether a request may be sent again after a kept connection was found
 //!   closed.
 //!
-//! Members: [`Protocol::Http`] (HTTP/1.x, `http.rs`) and [`Protocol::Tcp`]
-//! (plain TCP, `tcp.rs`). A new protocol is a new module and a new variant.
+//! Members: [`Protocol::Http`] (HTTP/1.x, `http.rs`), [`Protocol::Tcp`]
+//! (plain TCP, `tcp.rs`) and [`Protocol::Memcached`] (memcached's ASCII
+//! protocol, [`memcached`]). A new protocol is a new module and a new variant.
 //!
 //! Every shot has one budget, `timeout`, from its start; each wait spends from
 //! it, and running out is net code 110. Phases a failed shot never reached are
@@ -36,6 +37,7 @@
 
 mod conn;
 mod http;
+pub mod memcached;
 mod tcp;
 
 use std::net::{IpAddr, SocketAddr};
@@ -59,6 +61,9 @@ pub enum Protocol {
     Http(Limits),
     /// Plain TCP (`tank_type = none`): bytes out, then bytes in until the server closes.
     Tcp,
+    /// memcached's ASCII protocol (`tank_type = memcached`): the request's
+    /// commands say which replies to read; see [`memcached`] for the codes.
+    Memcached,
 }
 
 impl Protocol {
@@ -66,6 +71,7 @@ impl Protocol {
         match self {
             Protocol::Http(limits) => Reply::Http(http::HttpReply::new(limits, request)),
             Protocol::Tcp => Reply::Tcp(tcp::TcpReply),
+            Protocol::Memcached => Reply::Memcached(memcached::McReply::new(request)),
         }
     }
 
@@ -73,6 +79,7 @@ impl Protocol {
         match self {
             Protocol::Http(_) => http::may_resend(request),
             Protocol::Tcp => false,
+            Protocol::Memcached => memcached::may_resend(request),
         }
     }
 }
@@ -97,6 +104,7 @@ pub(crate) enum Progress {
 enum Reply {
     Http(http::HttpReply),
     Tcp(tcp::TcpReply),
+    Memcached(memcached::McReply),
 }
 
 impl Reply {
@@ -104,6 +112,7 @@ impl Reply {
         match self {
             Reply::Http(reply) => reply.feed(data),
             Reply::Tcp(reply) => reply.feed(data),
+            Reply::Memcached(reply) => reply.feed(data),
         }
     }
 
@@ -113,6 +122,8 @@ impl Reply {
         match self {
             Reply::Http(reply) => reply.at_end(),
             Reply::Tcp(reply) => reply.at_end(),
+            // A memcached reply never runs to the close.
+            Reply::Memcached(_) => None,
         }
     }
 
@@ -120,7 +131,15 @@ impl Reply {
     fn code_so_far(&self) -> u16 {
         match self {
             Reply::Http(reply) => reply.code_so_far(),
-            Reply::Tcp(_) => 0,
+            Reply::Tcp(_) | Reply::Memcached(_) => 0,
+        }
+    }
+
+    /// Whole before any byte is read (a memcached request of `noreply` commands).
+    fn whole_unread(&self) -> Option<u16> {
+        match self {
+            Reply::Memcached(reply) => reply.whole_unread(),
+            Reply::Http(_) | Reply::Tcp(_) => None,
         }
     }
 }
@@ -306,6 +325,9 @@ impl Barrel {
         }
         marks.sent = Some(micros(start, Instant::now()));
         let mut reply = self.gun.protocol.reply(request);
+        if let Some(code) = reply.whole_unread() {
+            return Ok(code);
+        }
         let received = loop {
             let read = conn
                 .read(deadline, |data| {
