@@ -9,6 +9,7 @@ set -euo pipefail
 # command it provides → Debian package
 needed=(
     "chromium:chromium"
+    "memcached:memcached"
 )
 
 missing=()

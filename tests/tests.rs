@@ -2,6 +2,7 @@ mod autostop;
 mod counts;
 mod differential;
 mod hostile;
+mod memcached;
 mod origin;
 mod report;
 mod run;

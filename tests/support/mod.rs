@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests.
 
+pub mod memcached;
 pub mod server;
 
 use std::path::{Path, PathBuf};

@@ -23,6 +23,7 @@ mod observer;
 mod origin;
 mod outcome;
 mod planned;
+mod preload;
 
 use std::time::Duration;
 
@@ -91,6 +92,9 @@ pub enum RunError {
     /// The `[origin]` simulator.
     #[error("[origin] {0}")]
     Origin(String),
+    /// `[memcached] preload` failed.
+    #[error("{0}")]
+    Preload(String),
     /// The machine cannot hold the run (open files).
     #[error("{0}")]
     Limits(String),
@@ -161,6 +165,19 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
     // Bad ammo found mid-run would stop a test already under way.
     for queue in &config.queues {
         tank_plan::Plan::check_ammo(queue).map_err(|e| RunError::Engine(EngineError::Plan(e)))?;
+    }
+    // `[memcached] preload`: every record set before the measured run.
+    for (queue, prepared) in config.queues.iter().zip(engine.queues()) {
+        if let Some(tank_config::AmmoSource::Memcached(workload)) = &queue.ammo {
+            observer.notice(&Notice::Info(&tank_plan::ammo::memcached::describe(
+                workload,
+            )));
+            if workload.preload {
+                preload::run(&queue.name, prepared.target(), workload, |done, total| {
+                    observer.preload(&queue.name, done, total)
+                })?;
+            }
+        }
     }
     let instances_limit = engine.total_instances() as u64;
     // Checked before the artifacts directory exists: bad input leaves nothing behind.
