@@ -168,3 +168,48 @@ fn requests_of_several_commands_keep_every_reply_matched() {
     assert_eq!(rows.values().sum::<u64>(), 90);
     assert_eq!(server.stat("cmd_get"), 30 + 30 + 90);
 }
+
+#[test]
+fn pipelined_requests_each_get_their_own_reply() {
+    let Some(server) = Memcached::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    server.ask("set h 0 0 10\r\n0123456789\r\n", "STORED");
+    server.ask("set h2 0 0 20\r\n01234567890123456789\r\n", "STORED");
+    // Each tag's reply has its own code and size: a reply handed to the wrong
+    // request would show as a row whose code or size is another tag's.
+    let cases: [(&str, &str, &str, u64); 5] = [
+        ("hit", "get h\r\n", "200", 14 + 12 + 5),
+        ("miss", "get nope\r\n", "404", 5),
+        ("set", "set s 0 0 3\r\nabc\r\n", "200", 8),
+        ("add", "add h 0 0 1\r\nx\r\n", "409", 12),
+        ("multi", "get h nope h2\r\n", "206", 14 + 12 + 15 + 22 + 5),
+    ];
+    let mut ammo = String::new();
+    for (tag, request, _, _) in &cases {
+        ammo.push_str(&format!("{} {tag}\n{request}\n", request.len()));
+    }
+    std::fs::write(dir.path().join("ammo.txt"), ammo).unwrap();
+    let phantom = format!(
+        "ammofile = {}\ninstances_schedule = const(16,1s)\nloop = 60\nthreads = 2\ndepth = 8",
+        dir.path().join("ammo.txt").display()
+    );
+    let connections = server.stat("total_connections");
+    let outcome = run(dir.path(), &server, &phantom, "");
+    // This stat call opens one connection itself.
+    let opened = server.stat("total_connections") - connections - 1;
+    assert_eq!(opened, 2, "16 instances, 8 per connection");
+    let phout = std::fs::read_to_string(outcome.artifacts.join("phout.log")).unwrap();
+    assert_eq!(phout.lines().count(), 300);
+    for line in phout.lines() {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let (_, _, code, size) = cases
+            .iter()
+            .find(|(tag, ..)| *tag == fields[1])
+            .unwrap_or_else(|| panic!("a row of no tag: {line}"));
+        assert_eq!((fields[10], fields[11]), ("0", *code), "{line}");
+        assert_eq!(fields[9].parse::<u64>().unwrap(), *size, "{line}");
+    }
+    assert_eq!(server.stat("cmd_get"), 60 + 60 + 3 * 60);
+}

@@ -74,6 +74,7 @@ fn minimal_ini_gets_the_schema_defaults() {
             buffered_seconds: 2,
             threads: None,
             places: c.queues[0].places.clone(),
+            depth: 1,
         }]
     );
     assert_eq!(c.autostop.criteria, Vec::<String>::new());

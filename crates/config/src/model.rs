@@ -114,6 +114,10 @@ pub struct QueueConfig {
     /// Where each option the queue sees was written, for errors a later stage
     /// finds in a value (a certificate file that cannot be read, say).
     pub places: Places,
+    /// `depth` (tank's own): requests in flight per connection, 1 to
+    /// [`crate::limits::MAX_DEPTH`] (default 1); above 1 only for
+    /// `tank_type = memcached` over plain TCP.
+    pub depth: u32,
 }
 
 /// phantom's limits on a reply, in bytes (`phantom_http_field_num`: a count).

@@ -44,6 +44,8 @@ pub(crate) const PHANTOM: &[(&str, Kind)] = &[
     ("client_key", Kind::Str),
     ("config", Kind::Str),
     ("connection_test", Kind::Bool),
+    // tank's own: requests in flight per connection (memcached only).
+    ("depth", Kind::Int),
     ("enabled", Kind::Bool),
     ("enum_ammo", Kind::Bool),
     ("file_cache", Kind::Int),

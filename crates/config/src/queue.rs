@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::convert::{self, Converted};
 use crate::error::{ConfigError, OptionPlace, Place};
-use crate::limits::{grouped, MAX_INSTANCES, MAX_SHOTS, MAX_THREADS};
+use crate::limits::{grouped, MAX_DEPTH, MAX_INSTANCES, MAX_SHOTS, MAX_THREADS};
 use crate::model::{
     AmmoSource, AmmoType, Autocases, LoadProfile, MemcachedConfig, Places, QueueConfig,
     ReplyLimits, TankType, WriteLog,
@@ -212,7 +212,26 @@ pub(crate) fn build(
             .map(|n| bounded_u32(q, "threads", n, MAX_THREADS))
             .transpose()?,
         places: q.places(file),
+        depth: depth(q, tank_type)?,
     })
+}
+
+/// `depth`: 1 to [`MAX_DEPTH`]; pipelining is for memcached over plain TCP.
+fn depth(q: &Layered<'_>, tank_type: TankType) -> Result<u32, ConfigError> {
+    let Some(n) = q.get("depth", convert::integer)? else {
+        return Ok(1);
+    };
+    let depth = bounded_u32(q, "depth", n, MAX_DEPTH)?;
+    let ssl = q.get("ssl", convert::boolean)?.unwrap_or(false);
+    if depth > 1 && (tank_type != TankType::Memcached || ssl) {
+        let message = "depth above 1 pipelines requests: only `tank_type = memcached` \
+                       without `ssl` does";
+        return Err(match q.entry("depth") {
+            Some((section, entry)) => entry_error(section, entry, message),
+            None => q.error(message),
+        });
+    }
+    Ok(depth)
 }
 
 /// phantom's reply limits: three sizes and a count.

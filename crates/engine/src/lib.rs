@@ -439,7 +439,8 @@ fn gun_for(queue: &QueueConfig, origin: Option<SocketAddr>) -> Result<gun::Gun, 
         protocol,
         queue.timeout,
         queue.gatling_ip.clone(),
-    ))
+    )
+    .with_depth(queue.depth as usize))
 }
 
 /// The longest period of the I/O threads' timer anchors (see [`io_threads`]).

@@ -155,12 +155,18 @@ impl McReply {
     }
 
     pub(super) fn feed(&mut self, data: &[u8]) -> Progress {
+        match self.feed_some(data) {
+            // Bytes past the last reply belong to no request.
+            (used, Progress::Whole { .. }) if used < data.len() => Progress::Broken,
+            (_, progress) => progress,
+        }
+    }
+
+    /// Feed `data` up to the reply's end: the bytes taken, and where the
+    /// reply stands (the rest belongs to the next request's reply).
+    pub(super) fn feed_some(&mut self, data: &[u8]) -> (usize, Progress) {
         let mut rest = data;
-        while !rest.is_empty() {
-            if self.index == self.expect.len() {
-                // Bytes past the last reply belong to no request.
-                return Progress::Broken;
-            }
+        while !rest.is_empty() && self.index < self.expect.len() {
             match self.at {
                 At::Data { left } => {
                     let take = (rest.len() as u64).min(left) as usize;
@@ -168,7 +174,7 @@ impl McReply {
                     for (i, byte) in rest[..take].iter().enumerate() {
                         let from_end = left - i as u64;
                         if from_end <= 2 && *byte != b"\r\n"[2 - from_end as usize] {
-                            return Progress::Broken;
+                            return (data.len() - rest.len(), Progress::Broken);
                         }
                     }
                     rest = &rest[take..];
@@ -180,13 +186,14 @@ impl McReply {
                 At::Line => {
                     let Some(end) = memchr::memchr(b'\n', rest) else {
                         if self.line.len() + rest.len() > MAX_LINE {
-                            return Progress::Broken;
+                            return (data.len() - rest.len(), Progress::Broken);
                         }
                         self.line.extend_from_slice(rest);
+                        rest = &[];
                         break;
                     };
                     if self.line.len() + end > MAX_LINE {
-                        return Progress::Broken;
+                        return (data.len() - rest.len(), Progress::Broken);
                     }
                     self.line.extend_from_slice(&rest[..end]);
                     rest = &rest[end + 1..];
@@ -195,18 +202,19 @@ impl McReply {
                     line.clear();
                     self.line = line;
                     if !read {
-                        return Progress::Broken;
+                        return (data.len() - rest.len(), Progress::Broken);
                     }
                 }
             }
         }
-        match self.code {
+        let progress = match self.code {
             Some(code) if self.index == self.expect.len() => Progress::Whole {
                 code,
                 keep_alive: true,
             },
             _ => Progress::More,
-        }
+        };
+        (data.len() - rest.len(), progress)
     }
 
     /// Take one whole reply line (its `\n` cut); `false` when it fits no reply.

@@ -1,0 +1,328 @@
+//! Pipelining (`[memcached] depth = N`): up to N instances share one
+//! connection, each with its own request in flight, each timed on its own.
+//!
+//! The connection is a plain TCP stream shared by reference (tokio's
+//! readiness-based `try_read` / `try_write` take `&self`). Requests go out
+//! one whole request at a time under the write turn, and each joins the
+//! connection's FIFO as it does, so the FIFO's order is the wire's. Whichever
+//! waiting instance holds the read turn reads for all: the bytes are fed to
+//! the FIFO's head reply, and each reply that is whole is handed to its
+//! instance, until the reader's own is. Replies come back in order, so a
+//! request whose budget runs out has every request behind it still
+//! unanswered: the connection is closed, and they fail with the same net code
+//! (110), as does every request on a connection that breaks (its errno, or
+//! 71 for a reply that cannot be read or a close mid-way). A request is never
+//! sent twice on a pipelined connection.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tank_stats::NetCode;
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+use tokio::time::{timeout_at, Instant};
+
+use super::{Failure, Progress, Protocol, Reply};
+use crate::netcode;
+use crate::target::Target;
+
+/// What a pipelined request's reply came to.
+pub(super) struct Landed {
+    /// The proto code, or why the request failed.
+    pub result: Result<u16, Failure>,
+    /// Reply bytes read.
+    pub size_in: u64,
+    /// When its first reply byte arrived.
+    pub first_byte: Option<Instant>,
+}
+
+/// A request on the wire, waiting for its reply.
+struct Waiting {
+    /// Its place in the pipe's order of requests.
+    seq: u64,
+    reply: Reply,
+    size_in: u64,
+    first_byte: Option<Instant>,
+    done: oneshot::Sender<Landed>,
+}
+
+/// One connection shared by up to `depth` instances.
+#[derive(Default)]
+pub(super) struct Pipe {
+    /// The open connection; `None` before the first request and after a failure.
+    stream: tokio::sync::Mutex<Option<Arc<TcpStream>>>,
+    /// Taken to write one request whole (and join the FIFO).
+    write_turn: tokio::sync::Mutex<()>,
+    /// Taken to read for everyone.
+    read_turn: tokio::sync::Mutex<()>,
+    /// The requests on the wire, oldest first, with the stream they went out on.
+    fifo: Mutex<Fifo>,
+}
+
+#[derive(Default)]
+struct Fifo {
+    /// The stream the waiting requests were written to (its address, as an id).
+    on: usize,
+    waiting: VecDeque<Waiting>,
+    /// The next request's `seq`.
+    next_seq: u64,
+}
+
+impl Fifo {
+    /// Whether request `seq` is no longer waiting (landed, or failed).
+    fn landed(&self, seq: u64) -> bool {
+        self.waiting.front().is_none_or(|head| head.seq > seq)
+    }
+}
+
+fn id(stream: &Arc<TcpStream>) -> usize {
+    Arc::as_ptr(stream) as usize
+}
+
+/// Timestamps of one pipelined request, for the barrel's fill rule.
+#[derive(Default)]
+pub(super) struct Sent {
+    /// When this request opened the connection (`None`: it was open).
+    pub connected: Option<Instant>,
+    /// When the request was written whole.
+    pub sent: Option<Instant>,
+    /// Bytes written.
+    pub size_out: u64,
+}
+
+impl Pipe {
+    /// Send `request` over the shared connection (opening it if needed) and
+    /// wait for its reply, all by `deadline`.
+    pub(super) async fn fire(
+        &self,
+        target: &Target,
+        source: Option<IpAddr>,
+        protocol: Protocol,
+        request: &[u8],
+        deadline: Instant,
+        sent: &mut Sent,
+    ) -> Landed {
+        let failed = |failure| Landed {
+            result: Err(failure),
+            size_in: 0,
+            first_byte: None,
+        };
+        let stream = match self.stream(target, source, deadline).await {
+            Ok((stream, opened)) => {
+                if opened {
+                    sent.connected = Some(Instant::now());
+                }
+                stream
+            }
+            Err(failure) => return failed(failure),
+        };
+        let (done, landed) = oneshot::channel();
+        let seq;
+        {
+            let Ok(_turn) = timeout_at(deadline, self.write_turn.lock()).await else {
+                return failed(Failure::Timeout);
+            };
+            let reply = protocol.reply(request);
+            if let Some(code) = reply.whole_unread() {
+                // Nothing to wait for: whole once written.
+                return match write_all(&stream, request, deadline, &mut sent.size_out).await {
+                    Ok(()) => {
+                        sent.sent = Some(Instant::now());
+                        Landed {
+                            result: Ok(code),
+                            size_in: 0,
+                            first_byte: None,
+                        }
+                    }
+                    Err(failure) => {
+                        self.close(&stream, &failure).await;
+                        failed(failure)
+                    }
+                };
+            }
+            {
+                let mut fifo = self.fifo.lock().unwrap_or_else(PoisonError::into_inner);
+                if fifo.on != id(&stream) {
+                    // The stream was replaced (and its waiters failed) since it was taken.
+                    return failed(Failure::Net(NetCode::PROTOCOL));
+                }
+                seq = fifo.next_seq;
+                fifo.next_seq += 1;
+                fifo.waiting.push_back(Waiting {
+                    seq,
+                    reply,
+                    size_in: 0,
+                    first_byte: None,
+                    done,
+                });
+            }
+            if let Err(failure) = write_all(&stream, request, deadline, &mut sent.size_out).await {
+                self.close(&stream, &failure).await;
+            } else {
+                sent.sent = Some(Instant::now());
+            }
+        }
+        let mut landed = landed;
+        loop {
+            tokio::select! {
+                biased;
+                outcome = &mut landed => {
+                    // A dropped sender: the connection was closed under it.
+                    return outcome.unwrap_or_else(|_| failed(Failure::Net(NetCode::PROTOCOL)));
+                }
+                turn = timeout_at(deadline, self.read_turn.lock()) => {
+                    let Ok(_turn) = turn else {
+                        self.close(&stream, &Failure::Timeout).await;
+                        continue;
+                    };
+                    if let Err(failure) = self.read(&stream, seq, deadline).await {
+                        self.close(&stream, &failure).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The open connection, or a new one.
+    async fn stream(
+        &self,
+        target: &Target,
+        source: Option<IpAddr>,
+        deadline: Instant,
+    ) -> Result<(Arc<TcpStream>, bool), Failure> {
+        let Ok(mut stream) = timeout_at(deadline, self.stream.lock()).await else {
+            return Err(Failure::Timeout);
+        };
+        if let Some(open) = &*stream {
+            return Ok((Arc::clone(open), false));
+        }
+        let connecting = super::conn::connect(target, source, None, &[]);
+        let open = match timeout_at(deadline, connecting).await {
+            Err(_) => return Err(Failure::Timeout),
+            Ok(Err(code)) => return Err(Failure::Net(code)),
+            Ok(Ok(super::conn::Conn::Tcp(open))) => Arc::new(open),
+            Ok(Ok(super::conn::Conn::Tls(_))) => return Err(Failure::Net(NetCode::PROTOCOL)),
+        };
+        self.fifo.lock().unwrap_or_else(PoisonError::into_inner).on = id(&open);
+        *stream = Some(Arc::clone(&open));
+        Ok((open, true))
+    }
+
+    /// Close `stream` (if still the pipe's) and fail every request waiting on it.
+    async fn close(&self, stream: &Arc<TcpStream>, failure: &Failure) {
+        let mut current = self.stream.lock().await;
+        if current
+            .as_ref()
+            .is_some_and(|open| Arc::ptr_eq(open, stream))
+        {
+            *current = None;
+        }
+        let waiting = {
+            let mut fifo = self.fifo.lock().unwrap_or_else(PoisonError::into_inner);
+            if fifo.on != id(stream) {
+                return;
+            }
+            fifo.on = 0;
+            std::mem::take(&mut fifo.waiting)
+        };
+        for waiting in waiting {
+            let _ = waiting.done.send(Landed {
+                result: Err(failure.again()),
+                size_in: waiting.size_in,
+                first_byte: waiting.first_byte,
+            });
+        }
+    }
+
+    /// Read replies for everyone until the caller's has landed.
+    async fn read(&self, stream: &TcpStream, mine: u64, deadline: Instant) -> Result<(), Failure> {
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            if self
+                .fifo
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .landed(mine)
+            {
+                return Ok(());
+            }
+            match timeout_at(deadline, stream.readable()).await {
+                Err(_) => return Err(Failure::Timeout),
+                Ok(Err(error)) => return Err(Failure::Net(netcode::of_io(&error))),
+                Ok(Ok(())) => {}
+            }
+            let read = match stream.try_read(&mut buffer) {
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(error) => return Err(Failure::Net(netcode::of_io(&error))),
+                Ok(0) => return Err(Failure::Net(NetCode::PROTOCOL)),
+                Ok(n) => n,
+            };
+            let now = Instant::now();
+            let mut fifo = self.fifo.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut rest = &buffer[..read];
+            while !rest.is_empty() {
+                let Some(head) = fifo.waiting.front_mut() else {
+                    // Bytes no request asked for.
+                    return Err(Failure::Net(NetCode::PROTOCOL));
+                };
+                head.first_byte.get_or_insert(now);
+                // Fed one byte run at a time: a reply is whole at its last byte.
+                let (used, progress) = feed_until_whole(&mut head.reply, rest);
+                head.size_in += used as u64;
+                rest = &rest[used..];
+                match progress {
+                    Progress::More => {}
+                    Progress::Broken => return Err(Failure::Net(NetCode::PROTOCOL)),
+                    Progress::Whole { code, .. } => {
+                        if let Some(done) = fifo.waiting.pop_front() {
+                            let _ = done.done.send(Landed {
+                                result: Ok(code),
+                                size_in: done.size_in,
+                                first_byte: done.first_byte,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Feed `data` to `reply` up to the reply's end: how many bytes it took,
+/// and where it stands; the bytes after it are the next reply's.
+fn feed_until_whole(reply: &mut Reply, data: &[u8]) -> (usize, Progress) {
+    let Reply::Memcached(reply) = reply else {
+        return (data.len(), Progress::Broken);
+    };
+    reply.feed_some(data)
+}
+
+/// Write `request` whole by `deadline`.
+async fn write_all(
+    stream: &TcpStream,
+    request: &[u8],
+    deadline: Instant,
+    written: &mut u64,
+) -> Result<(), Failure> {
+    let mut at = 0;
+    while at < request.len() {
+        match stream.try_write(&request[at..]) {
+            Ok(0) => return Err(Failure::Net(NetCode::BROKEN_PIPE)),
+            Ok(n) => {
+                at += n;
+                *written = at as u64;
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                match timeout_at(deadline, stream.writable()).await {
+                    Err(_) => return Err(Failure::Timeout),
+                    Ok(Err(error)) => return Err(Failure::Net(netcode::of_io(&error))),
+                    Ok(Ok(())) => {}
+                }
+            }
+            Err(error) => return Err(Failure::Net(netcode::of_io(&error))),
+        }
+    }
+    Ok(())
+}
