@@ -84,6 +84,9 @@ fn phout_counts_equal_memcacheds_own() {
     assert_eq!(server.stat("get_misses"), misses);
     assert_eq!(hits + misses, gets);
     assert_eq!(server.stat("cmd_set"), sets);
+    let percent = misses as f64 * 100.0 / gets as f64;
+    let line = format!("Misses = {misses} ({percent:.1}%)");
+    assert!(outcome.text.contains(&line), "{line}\n{}", outcome.text);
 }
 
 #[test]
@@ -115,6 +118,9 @@ fn a_preloaded_run_never_misses_and_stores_the_sizes_asked_for() {
     );
     assert_eq!(server.stat("get_misses"), 0);
     assert_eq!(server.stat("cmd_get"), gets + 5 * multigets);
+    // mcperf's lines close the summary.
+    assert!(outcome.text.contains("Misses = 0 (0.0%)"), "{}", outcome.text);
+    assert!(outcome.text.contains("#type "), "{}", outcome.text);
     // Read every record back: its value has the size the preload drew for it.
     let config = tank_config::load(&dir.path().join("load.ini"), &[]).unwrap();
     let Some(tank_config::AmmoSource::Memcached(workload)) = &config.queues[0].ammo else {

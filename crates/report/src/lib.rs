@@ -13,6 +13,7 @@
 pub mod compare;
 pub mod console;
 pub mod html;
+pub mod memcached;
 pub mod names;
 pub mod stream;
 pub mod summary;

@@ -190,6 +190,19 @@ pub(crate) fn finish(
     );
     summary.exit_code = Some(exit_code);
     let mut text = summary.to_text();
+    if config
+        .queues
+        .iter()
+        .any(|q| q.tank_type == tank_config::TankType::Memcached)
+    {
+        // mcperf's lines, from the phout just written.
+        match tank_report::memcached::McperfLines::from_phout(&artifacts.file("phout.log")) {
+            Ok(lines) => text.push_str(&lines.to_text(summary.active_or_whole_s())),
+            Err(error) => {
+                let _ = writeln!(text, "memcached lines: {error}");
+            }
+        }
+    }
     if report.queues.len() > 1 {
         for queue in &report.queues {
             let _ = writeln!(text, "[{}] {}", queue.name, queue_counts(queue));
