@@ -119,7 +119,11 @@ fn a_preloaded_run_never_misses_and_stores_the_sizes_asked_for() {
     assert_eq!(server.stat("get_misses"), 0);
     assert_eq!(server.stat("cmd_get"), gets + 5 * multigets);
     // mcperf's lines close the summary.
-    assert!(outcome.text.contains("Misses = 0 (0.0%)"), "{}", outcome.text);
+    assert!(
+        outcome.text.contains("Misses = 0 (0.0%)"),
+        "{}",
+        outcome.text
+    );
     assert!(outcome.text.contains("#type "), "{}", outcome.text);
     // Read every record back: its value has the size the preload drew for it.
     let config = tank_config::load(&dir.path().join("load.ini"), &[]).unwrap();
@@ -218,4 +222,58 @@ fn pipelined_requests_each_get_their_own_reply() {
         assert_eq!(fields[9].parse::<u64>().unwrap(), *size, "{line}");
     }
     assert_eq!(server.stat("cmd_get"), 60 + 60 + 3 * 60);
+}
+
+#[test]
+fn loadonly_sets_every_record_and_fires_nothing() {
+    let Some(server) = Memcached::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        format!(
+            "[phantom]\naddress = {}\ntank_type = memcached\nrps_schedule = const(1,1s)\n\
+             [memcached]\nrecords = 1000\nkeysize = fb_key\nvaluesize = fb_value\n",
+            server.addr
+        ),
+    )
+    .unwrap();
+    let out = crate::support::tank()
+        .args(["-c", "load.ini", "--loadonly"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "tank: 1000 records set\n"
+    );
+    // The workload's seed, chosen by tank, and the progress line.
+    assert!(
+        stderr.contains("seed ") && stderr.contains("chosen by tank"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("preload: 1000 of 1000 records set\n"),
+        "{stderr}"
+    );
+    assert_eq!(server.stat("cmd_set"), 1000);
+    assert_eq!(server.stat("curr_items"), 1000);
+    assert_eq!(server.stat("cmd_get"), 0);
+    assert!(!dir.path().join("logs").exists(), "no run, no artifacts");
+    // A config without a workload has nothing to load.
+    std::fs::write(
+        dir.path().join("http.ini"),
+        "[phantom]\naddress = 127.0.0.1:1\nrps_schedule = const(1,1s)\nuris = /\n",
+    )
+    .unwrap();
+    let out = crate::support::tank()
+        .args(["-c", "http.ini", "--loadonly"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to load"));
 }

@@ -44,6 +44,10 @@ struct ShootArgs {
     /// 1% or more unsent or failing, samples dropped, ...), as `[tank] fail_on_warnings = 1`.
     #[arg(long)]
     fail_on_warnings: bool,
+    /// Only set every record of the [memcached] workload (as `preload = 1`
+    /// does before a run) and exit, as mcperf's --loadonly.
+    #[arg(long)]
+    loadonly: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -106,6 +110,7 @@ fn main() -> ExitCode {
                 _ => cli.shoot,
             };
             match args.config {
+                Some(config) if args.loadonly => shoot::load_only(&config, &args.overrides),
                 Some(config) => {
                     shoot::run(&config, &args.overrides, args.quiet, args.fail_on_warnings)
                 }

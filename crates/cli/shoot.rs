@@ -51,6 +51,19 @@ pub fn run(
     Ok(ExitCode::from(u8::try_from(outcome.exit_code).unwrap_or(1)))
 }
 
+/// `tank -c FILE --loadonly`: set the [memcached] workloads' records, fire nothing.
+pub fn load_only(config_path: &Path, overrides: &[Override]) -> Result<ExitCode> {
+    let config = tank_config::load(config_path, overrides)?;
+    let spec = Spec {
+        config,
+        overrides: overrides.to_vec(),
+        fail_on_warnings: false,
+    };
+    let set = tank_run::load_only(&spec, Box::new(Console::Lines))?;
+    println!("tank: {set} records set");
+    Ok(ExitCode::SUCCESS)
+}
+
 /// First Ctrl-C (or SIGTERM, as CI runners and supervisors send): stop firing
 /// and let shots in flight finish. Second: stop now. The watch runs on a thread
 /// of its own for the rest of the process; it is registered before this returns,
