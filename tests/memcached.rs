@@ -16,7 +16,7 @@ fn run(dir: &Path, server: &Memcached, phantom: &str, memcached: &str) -> tank_r
         &path,
         format!(
             "[phantom]\naddress = {}\ntank_type = memcached\ninstances = 8\n{phantom}\n\
-             [memcached]\n{memcached}\n[tank]\nartifacts_base_dir = {}\n",
+             {memcached}\n[tank]\nartifacts_base_dir = {}\n",
             server.addr,
             dir.join("logs").display()
         ),
@@ -66,7 +66,7 @@ fn phout_counts_equal_memcacheds_own() {
         dir.path(),
         &server,
         "rps_schedule = const(400,2s)",
-        "records = 200\nupdate = 0.3\nvaluesize = uniform:500\nkeysize = fb_key\nseed = 7",
+        "[memcached]\nrecords = 200\nupdate = 0.3\nvaluesize = uniform:500\nkeysize = fb_key\nseed = 7",
     );
     let rows = rows(&outcome);
     let all: u64 = rows.values().sum();
@@ -95,7 +95,7 @@ fn a_preloaded_run_never_misses_and_stores_the_sizes_asked_for() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let workload = "records = 300\nvaluesize = normal:600,150\nkeysize = 20\n\
+    let workload = "[memcached]\nrecords = 300\nvaluesize = normal:600,150\nkeysize = 20\n\
                     getq_freq = 25\ngetq_size = 5\npreload = 1\nseed = 11";
     let outcome = run(
         dir.path(),

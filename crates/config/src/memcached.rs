@@ -6,9 +6,9 @@
 
 use crate::convert;
 use crate::error::ConfigError;
-use crate::model::{Distribution, KeyOrder, MemcachedConfig};
+use crate::model::{AmmoSource, Distribution, KeyOrder, MemcachedConfig, TestConfig};
 use crate::queue::entry_error;
-use crate::raw::RawSection;
+use crate::raw::{RawConfig, RawSection};
 
 /// The longest key memcached accepts.
 pub const MAX_KEY: u64 = 250;
@@ -71,6 +71,27 @@ pub(crate) fn read(section: &RawSection) -> Result<MemcachedConfig, ConfigError>
         }
     }
     Ok(config)
+}
+
+/// A `[memcached]` section that no queue uses would be silently ignored:
+/// it is an error instead.
+pub(crate) fn check_used(raw: &RawConfig, config: &TestConfig) -> Result<(), ConfigError> {
+    let used = config
+        .queues
+        .iter()
+        .any(|q| matches!(q.ammo, Some(AmmoSource::Memcached(_))));
+    if config.memcached.is_none() || used {
+        return Ok(());
+    }
+    let section = raw.sections.iter().find(|s| s.name == "memcached");
+    let error = ConfigError::new(
+        "no queue uses this workload: it drives queues with `tank_type = memcached` \
+         and neither `ammofile` nor `uris`",
+    );
+    Err(match section {
+        Some(section) => error.at(section.place).in_section(&section.name),
+        None => error.in_section("memcached"),
+    })
 }
 
 impl Default for MemcachedConfig {
@@ -184,6 +205,93 @@ impl KeyOrder {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn ini(text: &str) -> Result<crate::TestConfig, ConfigError> {
+        crate::load_str(
+            text,
+            crate::ConfigFormat::Ini,
+            std::path::Path::new("load.ini"),
+            &[],
+        )
+    }
+
+    const QUEUE: &str = "[phantom]\naddress = 127.0.0.1:11211\ntank_type = memcached\n\
+                         rps_schedule = const(1,1s)\n";
+
+    #[test]
+    fn a_memcached_queue_without_ammo_runs_the_section_s_workload() {
+        let c = ini(&format!(
+            "{QUEUE}depth = 4\n[memcached]\nrecords = 5\nkeysize = fb_key\nupdate = 0.1\n\
+             getq_freq = 50\ngetq_size = 3\nseed = 9\npreload = 1\nkeyorder = sequential\n"
+        ))
+        .unwrap();
+        let Some(AmmoSource::Memcached(w)) = &c.queues[0].ammo else {
+            panic!("{:?}", c.queues[0].ammo);
+        };
+        assert_eq!(
+            (
+                w.records,
+                w.keysize,
+                w.update,
+                w.getq_freq,
+                w.getq_size,
+                w.seed,
+                w.seed_chosen
+            ),
+            (5, Distribution::FbKey, 0.1, 50.0, 3, 9, false)
+        );
+        assert!(w.preload && w.keyorder == KeyOrder::Sequential);
+        assert_eq!(c.queues[0].depth, 4);
+        // mcperf's defaults, and a seed tank chose.
+        let c = ini(&format!("{QUEUE}[memcached]\n")).unwrap();
+        let Some(AmmoSource::Memcached(w)) = &c.queues[0].ammo else {
+            panic!();
+        };
+        assert_eq!(
+            (w.records, w.keysize, w.valuesize),
+            (
+                10_000,
+                Distribution::Fixed(30.0),
+                Distribution::Fixed(200.0)
+            )
+        );
+        assert!(w.seed_chosen);
+    }
+
+    #[test]
+    fn bad_workloads_are_errors_that_say_where() {
+        for (text, wanted) in [
+            (
+                "[memcached]\nkeysize = zipf:1\n",
+                "load.ini:6: [memcached] keysize",
+            ),
+            (
+                "[memcached]\nupdate = 2\n",
+                "expected a number from 0 to 1, found `2`",
+            ),
+            (
+                "[memcached]\nrecords = 0\n",
+                "expected a whole number from 1",
+            ),
+            ("[memcached]\nrecordz = 1\n", "did you mean `records`"),
+        ] {
+            let error = ini(&format!("{QUEUE}{text}")).unwrap_err().to_string();
+            assert!(error.contains(wanted), "{text}: {error}");
+        }
+        let unused =
+            "[phantom]\naddress = h:1\nrps_schedule = const(1,1s)\nuris = /\n[memcached]\n";
+        let error = ini(unused).unwrap_err().to_string();
+        assert!(error.contains("no queue uses this workload"), "{error}");
+        let no_workload = ini(QUEUE).unwrap_err().to_string();
+        assert!(
+            no_workload.contains("may set neither and use a [memcached] section"),
+            "{no_workload}"
+        );
+        let http_depth =
+            "[phantom]\naddress = h:1\nrps_schedule = const(1,1s)\nuris = /\ndepth = 2\n";
+        let error = ini(http_depth).unwrap_err().to_string();
+        assert!(error.contains("only `tank_type = memcached`"), "{error}");
+    }
 
     #[test]
     fn distributions_parse_in_mcperfs_spelling() {

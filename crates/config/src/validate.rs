@@ -141,6 +141,7 @@ pub(crate) fn validate(
         )?);
     }
     origin::check_queue_addresses(raw, &config)?;
+    memcached::check_used(raw, &config)?;
     Ok(config)
 }
 

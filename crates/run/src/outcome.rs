@@ -197,7 +197,10 @@ pub(crate) fn finish(
     {
         // mcperf's lines, from the phout just written.
         match tank_report::memcached::McperfLines::from_phout(&artifacts.file("phout.log")) {
-            Ok(lines) => text.push_str(&lines.to_text(summary.active_or_whole_s())),
+            Ok(lines) => {
+                text.push('\n');
+                text.push_str(&lines.to_text(summary.active_or_whole_s()));
+            }
             Err(error) => {
                 let _ = writeln!(text, "memcached lines: {error}");
             }
