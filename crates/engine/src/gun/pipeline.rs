@@ -24,6 +24,7 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::time::{timeout_at, Instant};
 
+use super::conn::READ_BUFFER;
 use super::{Failure, Progress, Protocol, Reply};
 use crate::netcode;
 use crate::target::Target;
@@ -238,7 +239,6 @@ impl Pipe {
 
     /// Read replies for everyone until the caller's has landed.
     async fn read(&self, stream: &TcpStream, mine: u64, deadline: Instant) -> Result<(), Failure> {
-        let mut buffer = vec![0u8; 64 * 1024];
         loop {
             if self
                 .fifo
@@ -253,40 +253,46 @@ impl Pipe {
                 Ok(Err(error)) => return Err(Failure::Net(netcode::of_io(&error))),
                 Ok(Ok(())) => {}
             }
-            let read = match stream.try_read(&mut buffer) {
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(error) => return Err(Failure::Net(netcode::of_io(&error))),
-                Ok(0) => return Err(Failure::Net(NetCode::PROTOCOL)),
-                Ok(n) => n,
+            // The thread's read buffer, as the barrel's: held only while the bytes are handed out.
+            READ_BUFFER.with_borrow_mut(|buffer| match stream.try_read(buffer) {
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => Ok(()),
+                Err(error) => Err(Failure::Net(netcode::of_io(&error))),
+                Ok(0) => Err(Failure::Net(NetCode::PROTOCOL)),
+                Ok(n) => self.hand_out(&buffer[..n]),
+            })?;
+        }
+    }
+
+    /// Feed `data` to the replies at the FIFO's head, handing each whole one
+    /// to its request.
+    fn hand_out(&self, data: &[u8]) -> Result<(), Failure> {
+        let now = Instant::now();
+        let mut fifo = self.fifo.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut rest = data;
+        while !rest.is_empty() {
+            let Some(head) = fifo.waiting.front_mut() else {
+                // Bytes no request asked for.
+                return Err(Failure::Net(NetCode::PROTOCOL));
             };
-            let now = Instant::now();
-            let mut fifo = self.fifo.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut rest = &buffer[..read];
-            while !rest.is_empty() {
-                let Some(head) = fifo.waiting.front_mut() else {
-                    // Bytes no request asked for.
-                    return Err(Failure::Net(NetCode::PROTOCOL));
-                };
-                head.first_byte.get_or_insert(now);
-                // Fed one byte run at a time: a reply is whole at its last byte.
-                let (used, progress) = feed_until_whole(&mut head.reply, rest);
-                head.size_in += used as u64;
-                rest = &rest[used..];
-                match progress {
-                    Progress::More => {}
-                    Progress::Broken => return Err(Failure::Net(NetCode::PROTOCOL)),
-                    Progress::Whole { code, .. } => {
-                        if let Some(done) = fifo.waiting.pop_front() {
-                            let _ = done.done.send(Landed {
-                                result: Ok(code),
-                                size_in: done.size_in,
-                                first_byte: done.first_byte,
-                            });
-                        }
+            head.first_byte.get_or_insert(now);
+            let (used, progress) = feed_until_whole(&mut head.reply, rest);
+            head.size_in += used as u64;
+            rest = &rest[used..];
+            match progress {
+                Progress::More => {}
+                Progress::Broken => return Err(Failure::Net(NetCode::PROTOCOL)),
+                Progress::Whole { code, .. } => {
+                    if let Some(done) = fifo.waiting.pop_front() {
+                        let _ = done.done.send(Landed {
+                            result: Ok(code),
+                            size_in: done.size_in,
+                            first_byte: done.first_byte,
+                        });
                     }
                 }
             }
         }
+        Ok(())
     }
 }
 
