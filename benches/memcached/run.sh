@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tank's memcached gun beside mcperf, against one memcached on this machine.
 #
-#   MCPERF=/path/to/mcperf benches/memcached/run.sh [SECONDS]
+#   MCPERF=/path/to/mcperf [CONNECTIONS=8] [DEPTH=1] [QPS=20000] benches/memcached/run.sh [SECONDS]
 #
 # Needs memcached (Debian: memcached) and mcperf built from its source
 # (github.com/eth-easl/memcache-perf-dynamic; `apt-get install libevent-dev
@@ -16,6 +16,7 @@ set -euo pipefail
 run_s=${1:-10}
 mcperf=${MCPERF:?set MCPERF to a built mcperf binary (see the comment at the top)}
 connections=${CONNECTIONS:-8}
+depth=${DEPTH:-1}
 fixed_qps=${QPS:-20000}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 target_dir=${CARGO_TARGET_DIR:-$root/target}
@@ -39,7 +40,7 @@ timed() { /usr/bin/time -f '%U %S' -o "$work/time" "$@"; tail -1 "$work/time" | 
 
 mcperf_run() { # qps -> mcperf's output
     timed "$mcperf" -s "$addr" --noload -r 10000 -K 30 -V 200 -u 0.1 -T 1 \
-        -c "$connections" -d 1 -q "$1" -t "$run_s" >"$work/mcperf.out" 2>&1
+        -c "$connections" -d "$depth" -q "$1" -t "$run_s" >"$work/mcperf.out" 2>&1
 }
 
 tank_run() { # "[phantom] load lines" -> tank's summary text
@@ -48,7 +49,8 @@ tank_run() { # "[phantom] load lines" -> tank's summary text
 address = $addr
 tank_type = memcached
 threads = 1
-instances = $connections
+instances = $((connections * depth))
+depth = $depth
 $1
 [memcached]
 records = 10000
@@ -77,14 +79,14 @@ echo "| run | tool | QPS | CPU s | QPS per CPU-second | read p50 µs | read p99 
 echo "|---|---|---:|---:|---:|---:|---:|"
 mcperf_run 0
 q=$(mcperf_qps); cpu=$(cat "$work/cpu"); qps_cpu_mcperf=$(per_cpu "$(mcperf_count)" "$cpu")
-echo "| closed, $connections conns | mcperf | $q | $cpu | $qps_cpu_mcperf | $(read_col "$work/mcperf.out" 6) | $(read_col "$work/mcperf.out" 13) |"
+echo "| closed, $connections conns × $depth | mcperf | $q | $cpu | $qps_cpu_mcperf | $(read_col "$work/mcperf.out" 6) | $(read_col "$work/mcperf.out" 13) |"
 rm -rf "$work/logs"
-tank_run "instances_schedule = const($connections,1s)
+tank_run "instances_schedule = const($((connections * depth)),1s)
 ammo_limit = 100000000"
 q=$(tank_qps); cpu=$(cat "$work/cpu"); qps_cpu_tank=$(per_cpu "$(tank_count)" "$cpu")
-echo "| closed, $connections conns | tank | $q | $cpu | $qps_cpu_tank | $(read_col "$work/tank.out" 6) | $(read_col "$work/tank.out" 13) |"
+echo "| closed, $connections conns × $depth | tank | $q | $cpu | $qps_cpu_tank | $(read_col "$work/tank.out" 6) | $(read_col "$work/tank.out" 13) |"
 mcperf_run "$fixed_qps"
-echo "| open, $fixed_qps QPS | mcperf | $(mcperf_qps) | $(cat "$work/cpu") | | $(read_col "$work/mcperf.out" 6) | $(read_col "$work/mcperf.out" 13) |"
+echo "| open, $fixed_qps QPS, depth $depth | mcperf | $(mcperf_qps) | $(cat "$work/cpu") | | $(read_col "$work/mcperf.out" 6) | $(read_col "$work/mcperf.out" 13) |"
 rm -rf "$work/logs"
 tank_run "rps_schedule = const($fixed_qps,${run_s}s)"
-echo "| open, $fixed_qps QPS | tank | $(tank_qps) | $(cat "$work/cpu") | | $(read_col "$work/tank.out" 6) | $(read_col "$work/tank.out" 13) |"
+echo "| open, $fixed_qps QPS, depth $depth | tank | $(tank_qps) | $(cat "$work/cpu") | | $(read_col "$work/tank.out" 6) | $(read_col "$work/tank.out" 13) |"

@@ -122,8 +122,12 @@ impl Pipe {
         let (done, landed) = oneshot::channel();
         let seq;
         {
-            let Ok(_turn) = timeout_at(deadline, self.write_turn.lock()).await else {
-                return failed(Failure::Timeout);
+            let _turn = match self.write_turn.try_lock() {
+                Ok(turn) => turn,
+                Err(_) => match timeout_at(deadline, self.write_turn.lock()).await {
+                    Ok(turn) => turn,
+                    Err(_) => return failed(Failure::Timeout),
+                },
             };
             let reply = protocol.reply(request);
             if let Some(code) = reply.whole_unread() {
@@ -193,6 +197,12 @@ impl Pipe {
         source: Option<IpAddr>,
         deadline: Instant,
     ) -> Result<(Arc<TcpStream>, bool), Failure> {
+        // Open and free: the common case, without arming a timer.
+        if let Ok(stream) = self.stream.try_lock() {
+            if let Some(open) = &*stream {
+                return Ok((Arc::clone(open), false));
+            }
+        }
         let Ok(mut stream) = timeout_at(deadline, self.stream.lock()).await else {
             return Err(Failure::Timeout);
         };
@@ -248,18 +258,21 @@ impl Pipe {
             {
                 return Ok(());
             }
-            match timeout_at(deadline, stream.readable()).await {
-                Err(_) => return Err(Failure::Timeout),
-                Ok(Err(error)) => return Err(Failure::Net(netcode::of_io(&error))),
-                Ok(Ok(())) => {}
-            }
-            // The thread's read buffer, as the barrel's: held only while the bytes are handed out.
-            READ_BUFFER.with_borrow_mut(|buffer| match stream.try_read(buffer) {
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            // The thread's read buffer, as the barrel's: held only while the
+            // bytes are handed out. What has arrived is read before waiting.
+            let read = READ_BUFFER.with_borrow_mut(|buffer| match stream.try_read(buffer) {
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => Ok(false),
                 Err(error) => Err(Failure::Net(netcode::of_io(&error))),
                 Ok(0) => Err(Failure::Net(NetCode::PROTOCOL)),
-                Ok(n) => self.hand_out(&buffer[..n]),
+                Ok(n) => self.hand_out(&buffer[..n]).map(|()| true),
             })?;
+            if !read {
+                match timeout_at(deadline, stream.readable()).await {
+                    Err(_) => return Err(Failure::Timeout),
+                    Ok(Err(error)) => return Err(Failure::Net(netcode::of_io(&error))),
+                    Ok(Ok(())) => {}
+                }
+            }
         }
     }
 
