@@ -328,7 +328,7 @@ impl Barrel {
     /// Fire `request` over the connection shared with other instances.
     async fn fire_pipelined(
         &self,
-        pipe: &pipeline::Pipe,
+        pipe: &Arc<pipeline::Pipe>,
         request: &[u8],
         start: Instant,
     ) -> Measured {

@@ -1,23 +1,22 @@
-//! Pipelining (`[memcached] depth = N`): up to N instances share one
-//! connection, each with its own request in flight, each timed on its own.
+//! Pipelining (`depth = N`): up to N instances share one connection, each
+//! with its own request in flight, each timed on its own.
 //!
 //! The connection is a plain TCP stream shared by reference (tokio's
 //! readiness-based `try_read` / `try_write` take `&self`). Requests go out
 //! one whole request at a time under the write turn, and each joins the
-//! connection's FIFO as it does, so the FIFO's order is the wire's. Whichever
-//! waiting instance holds the read turn reads for all: the bytes are fed to
-//! the FIFO's head reply, and each reply that is whole is handed to its
-//! instance, until the reader's own is. Replies come back in order, so a
-//! request whose budget runs out has every request behind it still
-//! unanswered: the connection is closed, and they fail with the same net code
-//! (110), as does every request on a connection that breaks (its errno, or
-//! 71 for a reply that cannot be read or a close mid-way). A request is never
-//! sent twice on a pipelined connection.
+//! connection's FIFO as it does, so the FIFO's order is the wire's. A reader
+//! task per connection, on the thread that opened it, feeds what arrives to
+//! the FIFO's head reply and hands each whole reply to its request. Replies
+//! come back in order, so a request whose budget runs out has every request
+//! behind it still unanswered: the connection is closed, and they fail with
+//! the same net code (110), as does every request on a connection that
+//! breaks (its errno, or 71 for a reply that cannot be read or a close
+//! mid-way). A request is never sent twice on a pipelined connection.
 
 use std::collections::VecDeque;
 use std::io;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use tank_stats::NetCode;
 use tokio::net::TcpStream;
@@ -41,8 +40,6 @@ pub(super) struct Landed {
 
 /// A request on the wire, waiting for its reply.
 struct Waiting {
-    /// Its place in the pipe's order of requests.
-    seq: u64,
     reply: Reply,
     size_in: u64,
     first_byte: Option<Instant>,
@@ -56,8 +53,6 @@ pub(super) struct Pipe {
     stream: tokio::sync::Mutex<Option<Arc<TcpStream>>>,
     /// Taken to write one request whole (and join the FIFO).
     write_turn: tokio::sync::Mutex<()>,
-    /// Taken to read for everyone.
-    read_turn: tokio::sync::Mutex<()>,
     /// The requests on the wire, oldest first, with the stream they went out on.
     fifo: Mutex<Fifo>,
 }
@@ -67,15 +62,6 @@ struct Fifo {
     /// The stream the waiting requests were written to (its address, as an id).
     on: usize,
     waiting: VecDeque<Waiting>,
-    /// The next request's `seq`.
-    next_seq: u64,
-}
-
-impl Fifo {
-    /// Whether request `seq` is no longer waiting (landed, or failed).
-    fn landed(&self, seq: u64) -> bool {
-        self.waiting.front().is_none_or(|head| head.seq > seq)
-    }
 }
 
 fn id(stream: &Arc<TcpStream>) -> usize {
@@ -97,7 +83,7 @@ impl Pipe {
     /// Send `request` over the shared connection (opening it if needed) and
     /// wait for its reply, all by `deadline`.
     pub(super) async fn fire(
-        &self,
+        self: &Arc<Self>,
         target: &Target,
         source: Option<IpAddr>,
         protocol: Protocol,
@@ -120,7 +106,6 @@ impl Pipe {
             Err(failure) => return failed(failure),
         };
         let (done, landed) = oneshot::channel();
-        let seq;
         {
             let _turn = match self.write_turn.try_lock() {
                 Ok(turn) => turn,
@@ -153,10 +138,7 @@ impl Pipe {
                     // The stream was replaced (and its waiters failed) since it was taken.
                     return failed(Failure::Net(NetCode::PROTOCOL));
                 }
-                seq = fifo.next_seq;
-                fifo.next_seq += 1;
                 fifo.waiting.push_back(Waiting {
-                    seq,
                     reply,
                     size_in: 0,
                     first_byte: None,
@@ -170,29 +152,20 @@ impl Pipe {
             }
         }
         let mut landed = landed;
-        loop {
-            tokio::select! {
-                biased;
-                outcome = &mut landed => {
-                    // A dropped sender: the connection was closed under it.
-                    return outcome.unwrap_or_else(|_| failed(Failure::Net(NetCode::PROTOCOL)));
-                }
-                turn = timeout_at(deadline, self.read_turn.lock()) => {
-                    let Ok(_turn) = turn else {
-                        self.close(&stream, &Failure::Timeout).await;
-                        continue;
-                    };
-                    if let Err(failure) = self.read(&stream, seq, deadline).await {
-                        self.close(&stream, &failure).await;
-                    }
-                }
+        match timeout_at(deadline, &mut landed).await {
+            // A dropped sender: the connection was closed under it.
+            Ok(outcome) => outcome.unwrap_or_else(|_| failed(Failure::Net(NetCode::PROTOCOL))),
+            Err(_) => {
+                // Its budget ran out: the connection closes, failing it and those behind it.
+                self.close(&stream, &Failure::Timeout).await;
+                landed.await.unwrap_or_else(|_| failed(Failure::Timeout))
             }
         }
     }
 
     /// The open connection, or a new one.
     async fn stream(
-        &self,
+        self: &Arc<Self>,
         target: &Target,
         source: Option<IpAddr>,
         deadline: Instant,
@@ -218,11 +191,14 @@ impl Pipe {
         };
         self.fifo.lock().unwrap_or_else(PoisonError::into_inner).on = id(&open);
         *stream = Some(Arc::clone(&open));
+        tokio::spawn(read_replies(Arc::downgrade(self), Arc::clone(&open)));
         Ok((open, true))
     }
 
     /// Close `stream` (if still the pipe's) and fail every request waiting on it.
     async fn close(&self, stream: &Arc<TcpStream>, failure: &Failure) {
+        // Its reader meets the end of the stream and ends.
+        let _ = socket2::SockRef::from(&**stream).shutdown(std::net::Shutdown::Both);
         let mut current = self.stream.lock().await;
         if current
             .as_ref()
@@ -247,40 +223,15 @@ impl Pipe {
         }
     }
 
-    /// Read replies for everyone until the caller's has landed.
-    async fn read(&self, stream: &TcpStream, mine: u64, deadline: Instant) -> Result<(), Failure> {
-        loop {
-            if self
-                .fifo
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .landed(mine)
-            {
-                return Ok(());
-            }
-            // The thread's read buffer, as the barrel's: held only while the
-            // bytes are handed out. What has arrived is read before waiting.
-            let read = READ_BUFFER.with_borrow_mut(|buffer| match stream.try_read(buffer) {
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => Ok(false),
-                Err(error) => Err(Failure::Net(netcode::of_io(&error))),
-                Ok(0) => Err(Failure::Net(NetCode::PROTOCOL)),
-                Ok(n) => self.hand_out(&buffer[..n]).map(|()| true),
-            })?;
-            if !read {
-                match timeout_at(deadline, stream.readable()).await {
-                    Err(_) => return Err(Failure::Timeout),
-                    Ok(Err(error)) => return Err(Failure::Net(netcode::of_io(&error))),
-                    Ok(Ok(())) => {}
-                }
-            }
-        }
-    }
-
     /// Feed `data` to the replies at the FIFO's head, handing each whole one
     /// to its request.
-    fn hand_out(&self, data: &[u8]) -> Result<(), Failure> {
+    fn hand_out(&self, stream: &Arc<TcpStream>, data: &[u8]) -> Result<(), Failure> {
         let now = Instant::now();
         let mut fifo = self.fifo.lock().unwrap_or_else(PoisonError::into_inner);
+        if fifo.on != id(stream) {
+            // A stream the pipe has closed.
+            return Err(Failure::Net(NetCode::PROTOCOL));
+        }
         let mut rest = data;
         while !rest.is_empty() {
             let Some(head) = fifo.waiting.front_mut() else {
@@ -306,6 +257,49 @@ impl Pipe {
             }
         }
         Ok(())
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        // The reader of the open connection, if any, ends with it.
+        if let Ok(stream) = self.stream.try_lock() {
+            if let Some(open) = &*stream {
+                let _ = socket2::SockRef::from(&**open).shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+}
+
+/// A connection's reader: reads what arrives and hands each whole reply to
+/// its request, until the connection ends or fails (which fails the requests
+/// still waiting), or the pipe is gone.
+async fn read_replies(pipe: Weak<Pipe>, stream: Arc<TcpStream>) {
+    loop {
+        let failure = match stream.readable().await {
+            Err(error) => Failure::Net(netcode::of_io(&error)),
+            Ok(()) => {
+                let Some(pipe) = pipe.upgrade() else {
+                    return;
+                };
+                // The thread's read buffer, as the barrel's: held only while
+                // the bytes are handed out, never across an await.
+                let read = READ_BUFFER.with_borrow_mut(|buffer| match stream.try_read(buffer) {
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => Ok(()),
+                    Err(error) => Err(Failure::Net(netcode::of_io(&error))),
+                    Ok(0) => Err(Failure::Net(NetCode::PROTOCOL)),
+                    Ok(n) => pipe.hand_out(&stream, &buffer[..n]),
+                });
+                match read {
+                    Ok(()) => continue,
+                    Err(failure) => failure,
+                }
+            }
+        };
+        if let Some(pipe) = pipe.upgrade() {
+            pipe.close(&stream, &failure).await;
+        }
+        return;
     }
 }
 
