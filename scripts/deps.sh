@@ -15,6 +15,7 @@ needed=(
     "prometheus:prometheus"
     # tests/shard.rs: shards in network namespaces (ip netns).
     "ip:iproute2"
+    "memcached:memcached"
 )
 
 missing=()

@@ -4,6 +4,7 @@ mod differential;
 mod hostile;
 mod k8s;
 mod limit;
+mod memcached;
 mod monitoring;
 mod origin;
 mod report;

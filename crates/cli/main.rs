@@ -56,6 +56,10 @@ struct ShootArgs {
     /// Sharding: --shard, --start-at, --processes.
     #[command(flatten)]
     scale: scale::ScaleArgs,
+    /// Only set every record of the [memcached] workload (as `preload = 1`
+    /// does before a run) and exit, as mcperf's --loadonly.
+    #[arg(long)]
+    loadonly: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -151,6 +155,7 @@ fn main() -> ExitCode {
                 _ => cli.shoot,
             };
             match args.config {
+                Some(config) if args.loadonly => shoot::load_only(&config, &args.overrides),
                 Some(config) => shoot::run(
                     &config,
                     &args.overrides,

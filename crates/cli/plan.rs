@@ -161,6 +161,7 @@ fn describe(
     let source = match &queue.ammo {
         Some(AmmoSource::File { path, .. }) => path.display().to_string(),
         Some(AmmoSource::Uris(uris)) => format!("{} uris", uris.len()),
+        Some(AmmoSource::Memcached(workload)) => tank_plan::ammo::memcached::describe(workload),
         None => "in the stpd file".to_string(),
     };
     let _ = writeln!(

@@ -60,6 +60,18 @@ pub fn run(
     Ok(ExitCode::from(u8::try_from(outcome.exit_code).unwrap_or(1)))
 }
 
+/// `tank -c FILE --loadonly`: set the [memcached] workloads' records, fire nothing.
+pub fn load_only(config_path: &Path, overrides: &[Override]) -> Result<ExitCode> {
+    let config = tank_config::load(config_path, overrides)?;
+    let spec = Spec {
+        overrides: overrides.to_vec(),
+        ..Spec::new(config)
+    };
+    let set = tank_run::load_only(&spec, Box::new(Console::Lines))?;
+    println!("tank: {set} records set");
+    Ok(ExitCode::SUCCESS)
+}
+
 /// First Ctrl-C (or SIGTERM, as CI runners and supervisors send): stop firing
 /// and let shots in flight finish. Second: stop now.
 fn watch_signals(handle: Handle) -> std::io::Result<()> {

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 
 pub mod component;
+pub mod memcached;
 pub mod server;
 
 use std::path::{Path, PathBuf};

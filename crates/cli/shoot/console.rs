@@ -101,6 +101,13 @@ impl Observer for Console {
             Notice::WriteFailed { file, error } => {
                 eprintln!("tank: stopping: cannot write {}: {error}", file.display());
             }
+            Notice::Info(text) => eprintln!("tank: {text}"),
         }
+    }
+
+    fn preload(&mut self, queue: &str, done: u64, total: u64) {
+        // One line, rewritten in place, ended when the preload is.
+        let end = if done == total { "\n" } else { "" };
+        eprint!("\rtank: [{queue}] preload: {done} of {total} records set{end}");
     }
 }

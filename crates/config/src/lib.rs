@@ -37,6 +37,7 @@ mod error;
 mod export;
 mod ini;
 pub mod limits;
+pub mod memcached;
 pub mod model;
 mod monitoring;
 mod monitoring_hosts;

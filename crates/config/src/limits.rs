@@ -50,6 +50,9 @@ pub fn grouped(n: u64) -> String {
     out
 }
 
+/// The most requests `depth` lets one connection have in flight.
+pub const MAX_DEPTH: u32 = 1024;
+
 #[cfg(test)]
 mod tests {
     use super::*;

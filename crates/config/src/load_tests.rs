@@ -74,6 +74,7 @@ fn minimal_ini_gets_the_schema_defaults() {
             buffered_seconds: 2,
             threads: None,
             places: c.queues[0].places.clone(),
+            depth: 1,
         }]
     );
     assert_eq!(c.autostop.criteria, Vec::<String>::new());
@@ -437,7 +438,7 @@ fn bad_enumerations_are_errors() {
         .contains("`uripost`"));
     assert!(ini_err(&format!("{MINIMAL}tank_type = udp\n"))
         .message()
-        .contains("`http` or `none`"));
+        .contains("`http`, `none` or `memcached`"));
     assert!(ini_err(&format!("{MINIMAL}port = 8o\n"))
         .message()
         .contains("digits only"));

@@ -41,6 +41,8 @@ pub struct TestConfig {
     pub console: ConsoleConfig,
     /// `[origin]`: the origin simulator to start before shooting, if any.
     pub origin: Option<OriginConfig>,
+    /// `[memcached]`: the workload of queues with `tank_type = memcached` and no ammo of their own.
+    pub memcached: Option<MemcachedConfig>,
     /// What the config asks for that tank does not do: sections of yandex-tank
     /// plugins it does not implement, options it does not act on. Each names
     /// the file, line and section; `tank plan` and `tank -c` print them.
@@ -118,6 +120,10 @@ pub struct QueueConfig {
     /// Where each option the queue sees was written, for errors a later stage
     /// finds in a value (a certificate file that cannot be read, say).
     pub places: Places,
+    /// `depth` (tank's own): requests in flight per connection, 1 to
+    /// [`crate::limits::MAX_DEPTH`] (default 1); above 1 only for
+    /// `tank_type = memcached` over plain TCP.
+    pub depth: u32,
 }
 
 /// phantom's limits on a reply, in bytes (`phantom_http_field_num`: a count).
@@ -182,7 +188,7 @@ pub enum LoadProfile {
 }
 
 /// Where requests come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum AmmoSource {
     /// `ammofile`, read in `ammo_type` format (gzip is detected by content).
     File {
@@ -193,6 +199,9 @@ pub enum AmmoSource {
     },
     /// `uris`: GET requests cycled in order (never empty).
     Uris(Vec<String>),
+    /// The `[memcached]` workload: requests generated from mcperf's model
+    /// (a `tank_type = memcached` queue with neither `ammofile` nor `uris`).
+    Memcached(Box<MemcachedConfig>),
 }
 
 /// `ammo_type` values the reference accepts.
@@ -228,6 +237,8 @@ pub enum TankType {
     Http,
     /// Plain TCP (`none`): bytes out, bytes in, no parsing.
     None,
+    /// memcached's ASCII protocol (`memcached`, tank's own).
+    Memcached,
 }
 
 /// `writelog`: which shots get their request and response written to the answers log.
@@ -471,4 +482,88 @@ pub enum InfluxApi {
 pub struct PrometheusConfig {
     /// `listen` (default `127.0.0.1:9464`).
     pub listen: SocketAddr,
+}
+
+/// `[memcached]`: mcperf's workload model (tank's own section).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemcachedConfig {
+    /// `records`: how many keys the workload uses (default 10000).
+    pub records: u64,
+    /// `keysize`: key lengths, one per record (default 30).
+    pub keysize: Distribution,
+    /// `valuesize`: the sizes of stored values (default 200).
+    pub valuesize: Distribution,
+    /// `update`: the share of requests that are sets, 0 to 1 (default 0).
+    pub update: f64,
+    /// `keyorder`: which record each request is about (default random).
+    pub keyorder: KeyOrder,
+    /// `getq_size`: keys per multiget (default 100).
+    pub getq_size: u32,
+    /// `getq_freq`: the percentage of gets that are multigets, 0 to 100 (default 0).
+    pub getq_freq: f64,
+    /// `seed`: the generator's seed; when not set, one tank chose when it
+    /// read the config (see `seed_chosen`), printed so the run can be repeated.
+    pub seed: u64,
+    /// Whether tank chose `seed` (it was not set).
+    pub seed_chosen: bool,
+    /// `preload`: set every record before the measured run (default off).
+    pub preload: bool,
+}
+
+/// A distribution in mcperf's spelling (see its `--keysize`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Distribution {
+    /// `[fixed:]V`: always V.
+    Fixed(f64),
+    /// `uniform:MAX`: uniform on [0, MAX).
+    Uniform {
+        /// The upper end.
+        max: f64,
+    },
+    /// `normal:MEAN,SD`.
+    Normal {
+        /// The mean.
+        mean: f64,
+        /// The standard deviation.
+        sd: f64,
+    },
+    /// `exponential:LAMBDA`: mean 1/LAMBDA.
+    Exponential {
+        /// The rate.
+        lambda: f64,
+    },
+    /// `pareto:LOC,SCALE,SHAPE`: the generalized Pareto distribution.
+    Pareto {
+        /// The location.
+        loc: f64,
+        /// The scale.
+        scale: f64,
+        /// The shape (ξ).
+        shape: f64,
+    },
+    /// `gev:LOC,SCALE,SHAPE`: the generalized extreme value distribution.
+    Gev {
+        /// The location.
+        loc: f64,
+        /// The scale.
+        scale: f64,
+        /// The shape (ξ).
+        shape: f64,
+    },
+    /// `fb_key`: Facebook ETC's key sizes, `gev:30.7984,8.20449,0.078688`.
+    FbKey,
+    /// `fb_value`: Facebook ETC's value sizes, a discrete head and a
+    /// generalized Pareto tail.
+    FbValue,
+}
+
+/// `keyorder`: how requests pick their record.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum KeyOrder {
+    /// `random` (mcperf's `none`): uniform over the records.
+    Random,
+    /// `sequential`: record 0, 1, 2, ... and round again.
+    Sequential,
+    /// A distribution: each sample, rounded down, modulo `records`, is the record.
+    Distribution(Distribution),
 }

@@ -44,6 +44,8 @@ pub(crate) const PHANTOM: &[(&str, Kind)] = &[
     ("client_key", Kind::Str),
     ("config", Kind::Str),
     ("connection_test", Kind::Bool),
+    // tank's own: requests in flight per connection (memcached only).
+    ("depth", Kind::Int),
     ("enabled", Kind::Bool),
     ("enum_ammo", Kind::Bool),
     ("file_cache", Kind::Int),
@@ -101,6 +103,21 @@ pub(crate) const PHANTOM_NOT_ACTED_ON: &[&str] = &[
     "phout_file",
     "source_log_prefix",
     "use_caching",
+];
+
+/// `[memcached]` options (tank's own section: mcperf's workload model).
+pub(crate) const MEMCACHED: &[(&str, Kind)] = &[
+    ("enabled", Kind::Bool),
+    ("getq_freq", Kind::Str),
+    ("getq_size", Kind::Str),
+    ("keyorder", Kind::Str),
+    ("keysize", Kind::Str),
+    ("package", Kind::Any),
+    ("preload", Kind::Bool),
+    ("records", Kind::Str),
+    ("seed", Kind::Str),
+    ("update", Kind::Str),
+    ("valuesize", Kind::Str),
 ];
 
 /// `[tank]` / `core:` options that would change how the load is generated, which
@@ -275,7 +292,9 @@ mod tests {
 
     #[test]
     fn tables_are_sorted_and_unique() {
-        for table in [PHANTOM, AUTOSTOP, RCASSERT, CONSOLE, ORIGIN, CORE] {
+        for table in [
+            PHANTOM, AUTOSTOP, RCASSERT, CONSOLE, ORIGIN, MEMCACHED, CORE,
+        ] {
             let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
             let mut sorted = names.clone();
             sorted.sort_unstable();

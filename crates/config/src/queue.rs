@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use crate::convert::{self, Converted};
 use crate::error::{ConfigError, OptionPlace, Place};
-use crate::limits::{grouped, MAX_INSTANCES, MAX_SHOTS, MAX_THREADS};
+use crate::limits::{grouped, MAX_DEPTH, MAX_INSTANCES, MAX_SHOTS, MAX_THREADS};
 use crate::model::{
-    AmmoSource, AmmoType, Autocases, LoadProfile, Places, QueueConfig, ReplyLimits, TankType,
-    WriteLog,
+    AmmoSource, AmmoType, Autocases, LoadProfile, MemcachedConfig, Places, QueueConfig,
+    ReplyLimits, TankType, WriteLog,
 };
 use crate::options::SCHEDULE_KEYS;
 use crate::raw::{RawEntry, RawSection, RawValue};
@@ -141,7 +141,11 @@ pub(crate) fn entry_error(
 }
 
 /// Builds and checks one queue of the config read from `file`.
-pub(crate) fn build(q: &Layered<'_>, file: &Path) -> Result<QueueConfig, ConfigError> {
+pub(crate) fn build(
+    q: &Layered<'_>,
+    file: &Path,
+    memcached: Option<&MemcachedConfig>,
+) -> Result<QueueConfig, ConfigError> {
     let address = q.get("address", convert::string)?.unwrap_or_default();
     if address.trim().is_empty() {
         return Err(q.error("`address` is required (host[:port], [ipv6]:port or a host name)"));
@@ -149,10 +153,13 @@ pub(crate) fn build(q: &Layered<'_>, file: &Path) -> Result<QueueConfig, ConfigE
     let instances = q.get("instances", convert::integer)?.unwrap_or(1000);
     let instances = bounded_u32(q, "instances", instances, MAX_INSTANCES)?;
     let (load_profile, load_profile_at) = load_profile(q, file)?;
+    let tank_type = q.parsed("tank_type", TankType::Http, tank_type)?;
+    // A memcached queue without ammo of its own generates the [memcached] workload.
+    let workload = (tank_type == TankType::Memcached).then_some(memcached);
     let ammo = match load_profile {
         // A ready stpd file carries its own requests: an ammo source is optional and unused.
-        LoadProfile::StpdFile(_) => ammo(q).ok(),
-        _ => Some(ammo(q)?),
+        LoadProfile::StpdFile(_) => ammo(q, workload).ok(),
+        _ => Some(ammo(q, workload)?),
     };
     Ok(QueueConfig {
         name: q.name.to_owned(),
@@ -182,7 +189,7 @@ pub(crate) fn build(q: &Layered<'_>, file: &Path) -> Result<QueueConfig, ConfigE
         timeout: q.parsed("timeout", Duration::from_secs(11), units::parse_timeout)?,
         ssl: q.get("ssl", convert::boolean)?.unwrap_or(false),
         ssl_verify: q.get("ssl_verify", convert::boolean)?.unwrap_or(false),
-        tank_type: q.parsed("tank_type", TankType::Http, tank_type)?,
+        tank_type,
         writelog: writelog(q)?,
         reply_limits: reply_limits(q)?,
         gatling_ip: q.parsed("gatling_ip", Vec::new(), source_addresses)?,
@@ -205,7 +212,26 @@ pub(crate) fn build(q: &Layered<'_>, file: &Path) -> Result<QueueConfig, ConfigE
             .map(|n| bounded_u32(q, "threads", n, MAX_THREADS))
             .transpose()?,
         places: q.places(file),
+        depth: depth(q, tank_type)?,
     })
+}
+
+/// `depth`: 1 to [`MAX_DEPTH`]; pipelining is for memcached over plain TCP.
+fn depth(q: &Layered<'_>, tank_type: TankType) -> Result<u32, ConfigError> {
+    let Some(n) = q.get("depth", convert::integer)? else {
+        return Ok(1);
+    };
+    let depth = bounded_u32(q, "depth", n, MAX_DEPTH)?;
+    let ssl = q.get("ssl", convert::boolean)?.unwrap_or(false);
+    if depth > 1 && (tank_type != TankType::Memcached || ssl) {
+        let message = "depth above 1 pipelines requests: only `tank_type = memcached` \
+                       without `ssl` does";
+        return Err(match q.entry("depth") {
+            Some((section, entry)) => entry_error(section, entry, message),
+            None => q.error(message),
+        });
+    }
+    Ok(depth)
 }
 
 /// phantom's reply limits: three sizes and a count.
@@ -306,7 +332,10 @@ fn tank_type(text: &str) -> Result<TankType, String> {
     match text {
         "http" => Ok(TankType::Http),
         "none" => Ok(TankType::None),
-        other => Err(format!("expected `http` or `none`, found `{other}`")),
+        "memcached" => Ok(TankType::Memcached),
+        other => Err(format!(
+            "expected `http`, `none` or `memcached`, found `{other}`"
+        )),
     }
 }
 
@@ -376,7 +405,12 @@ fn autocases(q: &Layered<'_>) -> Result<Autocases, ConfigError> {
         .unwrap_or(Autocases::Off))
 }
 
-fn ammo(q: &Layered<'_>) -> Result<AmmoSource, ConfigError> {
+/// The queue's ammo; `workload` is `Some` for a memcached queue, holding the
+/// `[memcached]` section if there is one.
+fn ammo(
+    q: &Layered<'_>,
+    workload: Option<Option<&MemcachedConfig>>,
+) -> Result<AmmoSource, ConfigError> {
     let uris: Vec<String> = q
         .get("uris", convert::list)?
         .unwrap_or_default()
@@ -386,6 +420,9 @@ fn ammo(q: &Layered<'_>) -> Result<AmmoSource, ConfigError> {
     let ammofile = q.get("ammofile", convert::string)?.unwrap_or_default();
     let ammo_type = q.parsed("ammo_type", AmmoType::Phantom, ammo_type)?;
     match (uris.is_empty(), ammofile.is_empty()) {
+        (true, true) if workload.is_some_and(|w| w.is_some()) => Ok(AmmoSource::Memcached(
+            Box::new(workload.flatten().cloned().unwrap_or_default()),
+        )),
         (false, true) => Ok(AmmoSource::Uris(uris)),
         (true, false) => Ok(AmmoSource::File {
             path: convert::expand_user(&ammofile),
@@ -393,8 +430,13 @@ fn ammo(q: &Layered<'_>) -> Result<AmmoSource, ConfigError> {
         }),
         (no_uris, _) => {
             let found = if no_uris { "neither" } else { "both" };
+            let hint = if workload.is_some() {
+                "; a `tank_type = memcached` queue may set neither and use a [memcached] section"
+            } else {
+                ""
+            };
             Err(q.error(format!(
-                "exactly one of `uris` and `ammofile` must be set (found: {found})"
+                "exactly one of `uris` and `ammofile` must be set (found: {found}){hint}"
             )))
         }
     }

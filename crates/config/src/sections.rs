@@ -27,6 +27,8 @@ pub(crate) enum SectionKind {
     Console,
     /// `[origin]`: tank's own, the in-process origin simulator.
     Origin,
+    /// `[memcached]`: tank's own, the memcached workload.
+    Memcached,
     /// Another yandex-tank plugin's section: accepted, not acted on.
     Ignored,
     /// `[telegraf]` / `[monitoring]`: the hosts to watch.
@@ -67,14 +69,15 @@ const PATTERNS: &[(&str, SectionKind)] = &[
     // tank's own, after every yandex-tank pattern.
     ("origin", SectionKind::Origin),
     ("prometheus", SectionKind::Prometheus),
+    ("memcached", SectionKind::Memcached),
 ];
 
 /// The known section names, for "unrecognized section" messages.
 pub(crate) const KNOWN: &str =
     "phantom, phantom-*, autostop, rcassert, console, origin, telegraf/monitoring, influx, \
-    prometheus, tank/core (and, ignored: aggregator, android, appium, battery_historian, bfg, \
-    meta, overload, uploader, datauploader, jmeter, rcheck, shellexec, shootexec, tips, \
-    json_report, pandora, opentsdb)";
+    prometheus, memcached, tank/core (and, ignored: aggregator, android, appium, \
+    battery_historian, bfg, meta, overload, uploader, datauploader, jmeter, rcheck, shellexec, \
+    shootexec, tips, json_report, pandora, opentsdb)";
 
 fn compiled() -> &'static [(Regex, SectionKind)] {
     static COMPILED: OnceLock<Vec<(Regex, SectionKind)>> = OnceLock::new();
@@ -138,6 +141,7 @@ pub(crate) fn classify(name: &str) -> Option<SectionKind> {
         SectionKind::Monitoring if name != "telegraf" && name != "monitoring" => None,
         SectionKind::Influx if name != "influx" => None,
         SectionKind::Prometheus if name != "prometheus" => None,
+        SectionKind::Memcached if name != "memcached" => None,
         kind => Some(kind),
     }
 }

@@ -9,6 +9,7 @@ use std::path::Path;
 use crate::convert;
 use crate::error::ConfigError;
 use crate::export;
+use crate::memcached;
 use crate::model::{
     AutostopConfig, ConfigFormat, ConsoleConfig, CoreConfig, RcAssertConfig, TestConfig,
 };
@@ -69,6 +70,7 @@ pub(crate) fn validate(
         },
         console: ConsoleConfig::default(),
         origin: None,
+        memcached: None,
         warnings: Vec::new(),
         monitoring: None,
         influx: None,
@@ -97,6 +99,9 @@ pub(crate) fn validate(
             }
             SectionKind::Origin if enabled(section)? => {
                 config.origin = Some(origin::read(section)?);
+            }
+            SectionKind::Memcached if enabled(section)? => {
+                config.memcached = Some(memcached::read(section)?);
             }
             SectionKind::Ignored if enabled(section)? => {
                 if let Some(plugin) = sections::unimplemented_plugin(&section.name.to_lowercase()) {
@@ -138,16 +143,21 @@ pub(crate) fn validate(
             None => ConfigError::new("no [phantom] section (YAML: phantom:): nothing to run"),
         });
     };
-    config
-        .queues
-        .push(queue::build(&Layered::main(main), path)?);
+    config.queues.push(queue::build(
+        &Layered::main(main),
+        path,
+        config.memcached.as_ref(),
+    )?);
     for extra in extras {
-        config
-            .queues
-            .push(queue::build(&Layered::extra(main, extra), path)?);
+        config.queues.push(queue::build(
+            &Layered::extra(main, extra),
+            path,
+            config.memcached.as_ref(),
+        )?);
     }
     origin::check_queue_addresses(raw, &config)?;
     config.monitoring = monitoring::read(&monitoring_sections, &config.queues[0], path)?;
+    memcached::check_used(raw, &config)?;
     Ok(config)
 }
 
@@ -164,7 +174,14 @@ fn section_kind(section: &RawSection) -> Result<SectionKind, ConfigError> {
     let close = options::suggest(
         &section.name,
         [
-            "phantom", "autostop", "rcassert", "console", "origin", "tank", "core",
+            "phantom",
+            "autostop",
+            "rcassert",
+            "console",
+            "origin",
+            "memcached",
+            "tank",
+            "core",
         ],
     );
     let hint = close.map_or(String::new(), |c| format!("did you mean [{c}]? "));
@@ -231,6 +248,7 @@ fn check_keys(
         SectionKind::Monitoring => options::MONITORING,
         SectionKind::Influx => options::INFLUX,
         SectionKind::Prometheus => options::PROMETHEUS,
+        SectionKind::Memcached => options::MEMCACHED,
         SectionKind::Ignored => return Ok(()),
     };
     for entry in &section.entries {

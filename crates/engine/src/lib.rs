@@ -427,7 +427,12 @@ fn gun_for(queue: &QueueConfig, origin: Option<SocketAddr>) -> Result<gun::Gun, 
             host: addr.ip().to_string(),
         }
     } else {
-        target::resolve(&queue.address, queue.port, queue.ssl).map_err(|m| at("address", m))?
+        // memcached's own port when the address names none.
+        let port = queue.port.or_else(|| {
+            let bare = target::split_address(&queue.address).is_ok_and(|(_, port)| port.is_none());
+            (queue.tank_type == TankType::Memcached && bare).then_some(MEMCACHED_PORT)
+        });
+        target::resolve(&queue.address, port, queue.ssl).map_err(|m| at("address", m))?
     };
     let tls = if queue.ssl {
         let options = tls::TlsOptions {
@@ -443,6 +448,7 @@ fn gun_for(queue: &QueueConfig, origin: Option<SocketAddr>) -> Result<gun::Gun, 
     let protocol = match queue.tank_type {
         TankType::Http => gun::Protocol::Http(http::Limits::from(queue.reply_limits)),
         TankType::None => gun::Protocol::Tcp,
+        TankType::Memcached => gun::Protocol::Memcached,
     };
     Ok(gun::Gun::new(
         target,
@@ -450,8 +456,12 @@ fn gun_for(queue: &QueueConfig, origin: Option<SocketAddr>) -> Result<gun::Gun, 
         protocol,
         queue.timeout,
         queue.gatling_ip.clone(),
-    ))
+    )
+    .with_depth(queue.depth as usize))
 }
+
+/// memcached's port, for a `tank_type = memcached` address without one.
+const MEMCACHED_PORT: u16 = 11211;
 
 /// The longest period of the I/O threads' timer anchors (see [`io_threads`]).
 const TIMER_ANCHOR: Duration = Duration::from_secs(1);

@@ -59,9 +59,20 @@ pub(crate) struct Shared {
 /// They are the run's instances `first..first + pool`, for spreading over the I/O threads.
 pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spawner) {
     let mut instances = JoinSet::new();
+    let threads = io.threads().count().max(1);
+    let depth = shared.gun.depth();
     for index in 0..pool {
-        let barrel = shared.gun.instance(index);
         let thread = io.thread_for(first + index);
+        let barrel = if depth > 1 {
+            // The instances sharing a connection run on one thread: the k-th
+            // instance of each thread joins its thread's (k / depth)-th connection.
+            let nth = (first + index) / threads;
+            shared
+                .gun
+                .pipelined(index, thread.index() + threads * (nth / depth))
+        } else {
+            shared.gun.instance(index)
+        };
         let seat = shared.dispatch.seat(thread);
         io.spawn(
             &mut instances,

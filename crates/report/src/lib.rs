@@ -14,6 +14,7 @@
 pub mod compare;
 pub mod console;
 pub mod html;
+pub mod memcached;
 pub mod monitoring;
 pub mod names;
 pub mod stream;

@@ -23,6 +23,7 @@ mod observer;
 mod origin;
 mod outcome;
 mod planned;
+mod preload;
 mod start;
 mod watch;
 
@@ -115,6 +116,9 @@ pub enum RunError {
     /// The `[origin]` simulator.
     #[error("[origin] {0}")]
     Origin(String),
+    /// `[memcached] preload` failed.
+    #[error("{0}")]
+    Preload(String),
     /// The machine cannot hold the run (open files).
     #[error("{0}")]
     Limits(String),
@@ -140,6 +144,54 @@ fn io(what: &str) -> impl FnOnce(std::io::Error) -> RunError + '_ {
         what: what.to_owned(),
         source,
     }
+}
+
+/// Set the records of each queue's `[memcached]` workload at its target
+/// (`targets`, in queue order): those that ask for `preload`, or all of them
+/// when `all`. Each workload's line (with its seed) is shown first. Returns
+/// the records set.
+fn preload_workloads(
+    config: &TestConfig,
+    targets: &[std::net::SocketAddr],
+    observer: &mut dyn Observer,
+    all: bool,
+) -> Result<u64, RunError> {
+    let mut set = 0;
+    for (queue, target) in config.queues.iter().zip(targets) {
+        if let Some(tank_config::AmmoSource::Memcached(workload)) = &queue.ammo {
+            observer.notice(&Notice::Info(&tank_plan::ammo::memcached::describe(
+                workload,
+            )));
+            if workload.preload || all {
+                set += preload::run(&queue.name, *target, workload, |done, total| {
+                    observer.preload(&queue.name, done, total)
+                })?;
+            }
+        }
+    }
+    Ok(set)
+}
+
+/// `tank --loadonly`, as mcperf's: set every record of each queue's
+/// `[memcached]` workload, as `preload = 1` does before a run, and fire
+/// nothing else. Returns the records set; a config with no such queue is an
+/// error.
+pub fn load_only(spec: &Spec, observer: Box<dyn Observer>) -> Result<u64, RunError> {
+    let config = &spec.config;
+    if !config
+        .queues
+        .iter()
+        .any(|q| matches!(q.ammo, Some(tank_config::AmmoSource::Memcached(_))))
+    {
+        return Err(RunError::Preload(format!(
+            "{}: nothing to load: no queue has `tank_type = memcached` and a [memcached] workload",
+            config.path.display()
+        )));
+    }
+    let engine = Engine::prepare(config, None)?;
+    let targets: Vec<_> = engine.queues().iter().map(|q| q.target()).collect();
+    let mut observer = observer;
+    preload_workloads(config, &targets, &mut *observer, true)
 }
 
 /// Run `spec`: fire every queue, record and judge every shot, write the
@@ -196,6 +248,9 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
     for queue in &config.queues {
         tank_plan::Plan::check_ammo(queue).map_err(|e| RunError::Engine(EngineError::Plan(e)))?;
     }
+    // `[memcached] preload`: every record set before the measured run.
+    let targets: Vec<_> = engine.queues().iter().map(|q| q.target()).collect();
+    preload_workloads(config, &targets, &mut *observer, false)?;
     let instances_limit = engine.total_instances() as u64;
     // Checked before the artifacts directory exists: bad input leaves nothing behind.
     let autostop = autostop_for(config, instances_limit).map_err(RunError::Autostop)?;

@@ -44,6 +44,9 @@ pub enum Notice<'a> {
         /// Why.
         error: &'a std::io::Error,
     },
+    /// A fact about the run to show before it starts (a generated
+    /// workload's seed, say); the run goes on.
+    Info(&'a str),
 }
 
 /// What is known of a run once it is set up, before its first shot.
@@ -78,6 +81,11 @@ pub trait Observer: Send {
 
     /// Something happened that the user must see now (most stop the run).
     fn notice(&mut self, notice: &Notice<'_>);
+
+    /// `[memcached] preload` of queue `queue` has set `done` of `total` records.
+    fn preload(&mut self, queue: &str, done: u64, total: u64) {
+        let _ = (queue, done, total);
+    }
 }
 
 /// An observer that shows nothing.

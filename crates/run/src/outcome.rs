@@ -229,6 +229,22 @@ pub(crate) fn finish(
             "note: no precise shot timer ({why}): shots may have started up to 1 ms late"
         );
     }
+    if config
+        .queues
+        .iter()
+        .any(|q| q.tank_type == tank_config::TankType::Memcached)
+    {
+        // mcperf's lines, from the phout just written.
+        match tank_report::memcached::McperfLines::from_phout(&artifacts.file("phout.log")) {
+            Ok(lines) => {
+                text.push('\n');
+                text.push_str(&lines.to_text(summary.active_or_whole_s()));
+            }
+            Err(error) => {
+                let _ = writeln!(text, "memcached lines: {error}");
+            }
+        }
+    }
     if report.queues.len() > 1 {
         for queue in &report.queues {
             let _ = writeln!(text, "[{}] {}", queue.name, queue_counts(queue));

@@ -28,7 +28,7 @@ pub(super) enum Conn {
 thread_local! {
     /// Reads land here and are parsed at once, so an instance waiting for a
     /// slow reply holds no buffer of its own, over TCP and TLS alike.
-    static READ_BUFFER: RefCell<Vec<u8>> = RefCell::new(vec![0; 64 * 1024]);
+    pub(super) static READ_BUFFER: RefCell<Vec<u8>> = RefCell::new(vec![0; 64 * 1024]);
 }
 
 /// Why writing a request stopped short.

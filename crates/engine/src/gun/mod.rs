@@ -14,8 +14,9 @@
 //! - whether a request may be sent again after a kept connection was found
 //!   closed.
 //!
-//! Members: [`Protocol::Http`] (HTTP/1.x, `http.rs`) and [`Protocol::Tcp`]
-//! (plain TCP, `tcp.rs`). A new protocol is a new module and a new variant.
+//! Members: [`Protocol::Http`] (HTTP/1.x, `http.rs`), [`Protocol::Tcp`]
+//! (plain TCP, `tcp.rs`) and [`Protocol::Memcached`] (memcached's ASCII
+//! protocol, [`memcached`]). A new protocol is a new module and a new variant.
 //!
 //! Every shot has one budget, `timeout`, from its start; each wait spends from
 //! it, and running out is net code 110. Phases a failed shot never reached are
@@ -36,6 +37,8 @@
 
 mod conn;
 mod http;
+pub mod memcached;
+mod pipeline;
 mod tcp;
 
 use std::net::{IpAddr, SocketAddr};
@@ -59,6 +62,9 @@ pub enum Protocol {
     Http(Limits),
     /// Plain TCP (`tank_type = none`): bytes out, then bytes in until the server closes.
     Tcp,
+    /// memcached's ASCII protocol (`tank_type = memcached`): the request's
+    /// commands say which replies to read; see [`memcached`] for the codes.
+    Memcached,
 }
 
 impl Protocol {
@@ -66,6 +72,7 @@ impl Protocol {
         match self {
             Protocol::Http(limits) => Reply::Http(http::HttpReply::new(limits, request)),
             Protocol::Tcp => Reply::Tcp(tcp::TcpReply),
+            Protocol::Memcached => Reply::Memcached(memcached::McReply::new(request)),
         }
     }
 
@@ -73,6 +80,7 @@ impl Protocol {
         match self {
             Protocol::Http(_) => http::may_resend(request),
             Protocol::Tcp => false,
+            Protocol::Memcached => memcached::may_resend(request),
         }
     }
 }
@@ -97,6 +105,7 @@ pub(crate) enum Progress {
 enum Reply {
     Http(http::HttpReply),
     Tcp(tcp::TcpReply),
+    Memcached(memcached::McReply),
 }
 
 impl Reply {
@@ -104,6 +113,7 @@ impl Reply {
         match self {
             Reply::Http(reply) => reply.feed(data),
             Reply::Tcp(reply) => reply.feed(data),
+            Reply::Memcached(reply) => reply.feed(data),
         }
     }
 
@@ -113,6 +123,8 @@ impl Reply {
         match self {
             Reply::Http(reply) => reply.at_end(),
             Reply::Tcp(reply) => reply.at_end(),
+            // A memcached reply never runs to the close.
+            Reply::Memcached(_) => None,
         }
     }
 
@@ -120,7 +132,15 @@ impl Reply {
     fn code_so_far(&self) -> u16 {
         match self {
             Reply::Http(reply) => reply.code_so_far(),
-            Reply::Tcp(_) => 0,
+            Reply::Tcp(_) | Reply::Memcached(_) => 0,
+        }
+    }
+
+    /// Whole before any byte is read (a memcached request of `noreply` commands).
+    fn whole_unread(&self) -> Option<u16> {
+        match self {
+            Reply::Memcached(reply) => reply.whole_unread(),
+            Reply::Http(_) | Reply::Tcp(_) => None,
         }
     }
 }
@@ -132,6 +152,10 @@ pub struct Gun {
     protocol: Protocol,
     timeout: Duration,
     sources: Vec<IpAddr>,
+    /// Requests in flight per connection (1: no pipelining).
+    depth: usize,
+    /// The pipelined connections, by group (see [`Gun::pipelined`]).
+    pipes: std::sync::Mutex<Vec<Arc<pipeline::Pipe>>>,
 }
 
 impl Gun {
@@ -150,7 +174,37 @@ impl Gun {
             protocol,
             timeout,
             sources,
+            depth: 1,
+            pipes: std::sync::Mutex::default(),
         }
+    }
+
+    /// Pipeline up to `depth` requests per connection (memcached over plain
+    /// TCP only: the caller checks). Instances then take their barrels from
+    /// [`Gun::pipelined`].
+    pub fn with_depth(mut self, depth: usize) -> Self {
+        self.depth = depth.max(1);
+        self
+    }
+
+    /// Requests in flight per connection.
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// An instance's end of a pipelined gun: the instances given the same
+    /// `group` (at most `depth` of them) share one connection.
+    pub fn pipelined(self: &Arc<Self>, index: usize, group: usize) -> Barrel {
+        let mut barrel = self.instance(index);
+        let mut pipes = self
+            .pipes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while pipes.len() <= group {
+            pipes.push(Arc::default());
+        }
+        barrel.pipe = Some(Arc::clone(&pipes[group]));
+        barrel
     }
 
     /// The endpoint shot at (resolved address and port).
@@ -170,6 +224,7 @@ impl Gun {
             gun: Arc::clone(self),
             conn: None,
             source,
+            pipe: None,
         }
     }
 }
@@ -179,6 +234,8 @@ pub struct Barrel {
     gun: Arc<Gun>,
     conn: Option<Conn>,
     source: Option<IpAddr>,
+    /// The connection shared with other instances, when pipelining.
+    pipe: Option<Arc<pipeline::Pipe>>,
 }
 
 /// Timestamps of one attempt, µs from the shot's start.
@@ -189,6 +246,7 @@ struct Marks {
     first_byte: Option<u64>,
 }
 
+#[derive(Debug, Clone, Copy)]
 enum Failure {
     /// A network or protocol error with its net code.
     Net(NetCode),
@@ -200,6 +258,13 @@ enum Failure {
     Stale(NetCode),
 }
 
+impl Failure {
+    /// The same failure, for each request that shared a broken pipelined connection.
+    fn again(&self) -> Failure {
+        *self
+    }
+}
+
 impl Barrel {
     /// Fire `request`, which started at `start`. `capture`, when given,
     /// collects the reply bytes (up to its capacity) for the answers log.
@@ -209,6 +274,9 @@ impl Barrel {
         start: Instant,
         mut capture: Option<&mut Vec<u8>>,
     ) -> Measured {
+        if let Some(pipe) = &self.pipe {
+            return self.fire_pipelined(&Arc::clone(pipe), request, start).await;
+        }
         let deadline = start + self.gun.timeout;
         let mut measured = Measured::default();
         let mut may_retry = self.gun.protocol.may_resend(request);
@@ -255,6 +323,58 @@ impl Barrel {
             fill(&mut measured, &marks, end_us, timeout_us);
             return measured;
         }
+    }
+
+    /// Fire `request` over the connection shared with other instances.
+    async fn fire_pipelined(
+        &self,
+        pipe: &Arc<pipeline::Pipe>,
+        request: &[u8],
+        start: Instant,
+    ) -> Measured {
+        let gun = &self.gun;
+        let mut sent = pipeline::Sent::default();
+        let landed = pipe
+            .fire(
+                &gun.target,
+                self.source,
+                gun.protocol,
+                request,
+                start + gun.timeout,
+                &mut sent,
+            )
+            .await;
+        let end_us = micros(start.elapsed());
+        let mut measured = Measured {
+            size_out: sent.size_out,
+            size_in: landed.size_in,
+            sends: u8::from(sent.size_out > 0),
+            ..Measured::default()
+        };
+        match landed.result {
+            Ok(code) => {
+                measured.proto_code = code;
+                measured.net_code = NetCode::OK;
+            }
+            Err(Failure::Net(code) | Failure::Stale(code)) => measured.net_code = code,
+            Err(Failure::Timeout) => measured.net_code = NetCode::TIMED_OUT,
+        }
+        let marks = Marks {
+            // A request that went out on an open connection spent nothing connecting.
+            connected: match sent.connected {
+                Some(at) => Some(micros(at.saturating_duration_since(start))),
+                None => (sent.size_out > 0).then_some(0),
+            },
+            sent: sent
+                .sent
+                .map(|at| micros(at.saturating_duration_since(start))),
+            first_byte: landed
+                .first_byte
+                .map(|at| micros(at.saturating_duration_since(start))),
+        };
+        let timeout_us = micros(gun.timeout);
+        fill(&mut measured, &marks, end_us, timeout_us);
+        measured
     }
 
     /// One attempt at the shot. Its sizes replace the previous attempt's in
@@ -306,6 +426,9 @@ impl Barrel {
         }
         marks.sent = Some(micros(start.elapsed()));
         let mut reply = self.gun.protocol.reply(request);
+        if let Some(code) = reply.whole_unread() {
+            return Ok(code);
+        }
         let received = loop {
             let read = conn
                 .read(deadline, |data| {
@@ -592,6 +715,67 @@ mod tests {
             assert_eq!((cut.net_code, cut.proto_code), (NetCode::PROTOCOL, 200));
             assert!(cut.size_in > 1024, "{} bytes read", cut.size_in);
             assert!(barrel.conn.is_none(), "a cut reply ends its connection");
+        });
+    }
+
+    #[test]
+    fn a_pipelined_request_past_its_budget_fails_the_ones_behind_it() {
+        use tokio::io::AsyncBufReadExt;
+        block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            // Answers `get a` with a miss, and never answers `get slow`.
+            tokio::spawn(async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    tokio::spawn(async move {
+                        let (read, mut write) = stream.into_split();
+                        let mut lines = tokio::io::BufReader::new(read).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            if line == "get slow" {
+                                std::future::pending::<()>().await;
+                            }
+                            let _ = write.write_all(b"END\r\n").await;
+                        }
+                    });
+                }
+            });
+            let target = Target {
+                addr,
+                host: "127.0.0.1".into(),
+            };
+            let gun = Arc::new(
+                Gun::new(
+                    target,
+                    None,
+                    Protocol::Memcached,
+                    Duration::from_millis(300),
+                    Vec::new(),
+                )
+                .with_depth(2),
+            );
+            let (mut first, mut second) = (gun.pipelined(0, 0), gun.pipelined(1, 0));
+            let warm = first.fire(b"get a\r\n", Instant::now(), None).await;
+            assert_eq!((warm.net_code, warm.proto_code), (NetCode::OK, 404));
+            assert!(
+                warm.connect_us > 0,
+                "the first request opened the connection"
+            );
+            let slow = first.fire(b"get slow\r\n", Instant::now(), None);
+            let behind = async {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                second.fire(b"get a\r\n", Instant::now(), None).await
+            };
+            let (slow, behind) = tokio::join!(slow, behind);
+            assert_eq!(slow.net_code, NetCode::TIMED_OUT);
+            assert_eq!(behind.net_code, NetCode::TIMED_OUT);
+            assert_eq!(
+                behind.connect_us + behind.send_us + behind.latency_us + behind.receive_us,
+                behind.interval_real_us
+            );
+            // The next request opens a new connection.
+            let after = second.fire(b"get a\r\n", Instant::now(), None).await;
+            assert_eq!((after.net_code, after.proto_code), (NetCode::OK, 404));
+            assert!(after.connect_us > 0);
         });
     }
 }

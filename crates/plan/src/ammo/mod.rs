@@ -8,6 +8,7 @@ mod access;
 #[cfg(test)]
 pub(crate) mod fuzzing;
 mod headers;
+pub mod memcached;
 mod passes;
 mod phantom;
 mod pybytes;
@@ -71,6 +72,8 @@ pub enum AmmoReader {
     Access(access::AccessReader),
     /// The `uris` option.
     Uris(uris::UrisReader),
+    /// The `[memcached]` workload.
+    Memcached(Box<memcached::WorkloadReader>),
 }
 
 impl AmmoReader {
@@ -87,6 +90,11 @@ impl AmmoReader {
                 )))
             }
             AmmoSource::File { path, ammo_type } => (path.as_path(), *ammo_type),
+            AmmoSource::Memcached(workload) => {
+                return Ok(AmmoReader::Memcached(Box::new(
+                    memcached::WorkloadReader::new(workload),
+                )))
+            }
         };
         let mut file = AmmoFile::open(path)?;
         let ammo_type = match ammo_type {
@@ -113,6 +121,7 @@ impl AmmoReader {
             AmmoReader::UriPost(_) => "uripost",
             AmmoReader::Access(_) => "access",
             AmmoReader::Uris(_) => "uris",
+            AmmoReader::Memcached(_) => "memcached",
         }
     }
 
@@ -124,6 +133,7 @@ impl AmmoReader {
             AmmoReader::UriPost(r) => r.advance(st, slot),
             AmmoReader::Access(r) => r.advance(st, slot),
             AmmoReader::Uris(r) => r.advance(st, slot),
+            AmmoReader::Memcached(r) => r.advance(st, slot),
         }
     }
 }
