@@ -14,12 +14,14 @@ pub(super) struct HttpReply {
 
 impl HttpReply {
     /// The reply to `request`, read within `limits`.
+    #[inline]
     pub(super) fn new(limits: Limits, request: &[u8]) -> Self {
         HttpReply {
             reader: ResponseReader::new(limits, is_head_request(request)),
         }
     }
 
+    #[inline]
     pub(super) fn feed(&mut self, data: &[u8]) -> Progress {
         match self.reader.feed(data) {
             Ok(None) => Progress::More,

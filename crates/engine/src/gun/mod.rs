@@ -68,6 +68,7 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    #[inline]
     fn reply(self, request: &[u8]) -> Reply {
         match self {
             Protocol::Http(limits) => Reply::Http(http::HttpReply::new(limits, request)),
@@ -109,6 +110,7 @@ enum Reply {
 }
 
 impl Reply {
+    #[inline]
     fn feed(&mut self, data: &[u8]) -> Progress {
         match self {
             Reply::Http(reply) => reply.feed(data),
@@ -275,11 +277,16 @@ impl Barrel {
         mut capture: Option<&mut Vec<u8>>,
     ) -> Measured {
         if let Some(pipe) = &self.pipe {
-            return self.fire_pipelined(&Arc::clone(pipe), request, start).await;
+            // Boxed: its state would otherwise make every shot's future (and
+            // the copies of it) larger, pipelined or not.
+            let pipe = Arc::clone(pipe);
+            return Box::pin(self.fire_pipelined(&pipe, request, start)).await;
         }
         let deadline = start + self.gun.timeout;
         let mut measured = Measured::default();
-        let mut may_retry = self.gun.protocol.may_resend(request);
+        // Whether the request may go out again is asked only when a kept
+        // connection turns out closed: most shots never need to know.
+        let mut resent = false;
         loop {
             let mut marks = Marks::default();
             if let Some(capture) = capture.as_deref_mut() {
@@ -300,9 +307,9 @@ impl Barrel {
             }
             let end_us = micros(start.elapsed());
             match result {
-                Err(Failure::Stale(_)) if may_retry => {
+                Err(Failure::Stale(_)) if !resent && self.gun.protocol.may_resend(request) => {
                     // Once: the next attempt is on a new connection.
-                    may_retry = false;
+                    resent = true;
                     self.conn = None;
                     continue;
                 }
@@ -501,281 +508,4 @@ fn fill(measured: &mut Measured, marks: &Marks, end_us: u64, timeout_us: u64) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::TcpStream;
-
-    #[test]
-    fn fill_rule_makes_parts_sum_to_the_whole() {
-        let mut measured = Measured {
-            net_code: NetCode::RESET,
-            ..Measured::default()
-        };
-        let marks = Marks {
-            connected: Some(100),
-            sent: Some(150),
-            first_byte: None,
-        };
-        fill(&mut measured, &marks, 900, 11_000_000);
-        assert_eq!(
-            (
-                measured.connect_us,
-                measured.send_us,
-                measured.latency_us,
-                measured.receive_us
-            ),
-            (100, 50, 750, 0)
-        );
-        let mut timed_out = Measured {
-            net_code: NetCode::TIMED_OUT,
-            ..Measured::default()
-        };
-        fill(&mut timed_out, &Marks::default(), 1_000_450, 1_000_000);
-        assert_eq!(
-            (timed_out.connect_us, timed_out.interval_event_us),
-            (1_000_450, 1_000_000)
-        );
-    }
-
-    const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
-    const POST: &[u8] = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n";
-    const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-
-    fn block_on<F: std::future::Future>(future: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async { tokio::time::timeout(Duration::from_secs(20), future).await })
-            .expect("the test took over 20 s")
-    }
-
-    fn barrel(addr: SocketAddr, limits: Limits) -> Barrel {
-        let target = Target {
-            addr,
-            host: "127.0.0.1".into(),
-        };
-        Arc::new(Gun::new(
-            target,
-            None,
-            Protocol::Http(limits),
-            Duration::from_secs(5),
-            Vec::new(),
-        ))
-        .instance(0)
-    }
-
-    /// Read one request head (the tests' requests have no body).
-    async fn read_request(stream: &mut TcpStream) -> bool {
-        let mut request = Vec::new();
-        let mut byte = [0u8; 1];
-        while !request.ends_with(b"\r\n\r\n") {
-            match stream.read(&mut byte).await {
-                Ok(1) => request.push(byte[0]),
-                _ => return false,
-            }
-        }
-        true
-    }
-
-    /// A server that answers the first request of each connection, then reads
-    /// the second and closes without a word. Counts the requests it read.
-    async fn one_reply_per_connection(
-        listener: tokio::net::TcpListener,
-        received: Arc<std::sync::atomic::AtomicUsize>,
-    ) {
-        use std::sync::atomic::Ordering;
-        while let Ok((mut stream, _)) = listener.accept().await {
-            if read_request(&mut stream).await {
-                received.fetch_add(1, Ordering::SeqCst);
-                let _ = stream.write_all(OK).await;
-            }
-            if read_request(&mut stream).await {
-                received.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-    }
-
-    #[test]
-    fn a_kept_connection_found_closed_resends_only_an_idempotent_request() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            let received = Arc::new(AtomicUsize::new(0));
-            tokio::spawn(one_reply_per_connection(listener, Arc::clone(&received)));
-            let mut barrel = barrel(addr, Limits::default());
-            let fresh = barrel.fire(GET, Instant::now(), None).await;
-            assert_eq!(
-                (fresh.net_code, fresh.proto_code, fresh.sends),
-                (NetCode::OK, 200, 1)
-            );
-            // The server read this one on the kept connection and closed it: sent again.
-            let resent = barrel.fire(GET, Instant::now(), None).await;
-            assert_eq!(
-                (
-                    resent.net_code,
-                    resent.proto_code,
-                    resent.sends,
-                    resent.retries()
-                ),
-                (NetCode::OK, 200, 2, 1)
-            );
-            assert_eq!(
-                (resent.size_out, resent.size_in),
-                (GET.len() as u64, OK.len() as u64)
-            );
-            assert_eq!(received.load(Ordering::SeqCst), 3);
-            // A POST meets the same closed connection: it is not sent twice.
-            let post = barrel.fire(POST, Instant::now(), None).await;
-            assert_eq!(
-                (
-                    post.net_code,
-                    post.proto_code,
-                    post.sends,
-                    post.size_out,
-                    post.size_in
-                ),
-                (NetCode::PROTOCOL, 0, 1, POST.len() as u64, 0)
-            );
-            assert_eq!(received.load(Ordering::SeqCst), 4);
-            // The next shot connects anew.
-            let next = barrel.fire(POST, Instant::now(), None).await;
-            assert_eq!(
-                (next.net_code, next.proto_code, next.sends),
-                (NetCode::OK, 200, 1)
-            );
-            assert!(next.connect_us > 0);
-        });
-    }
-
-    #[test]
-    fn a_refused_reconnect_reports_no_bytes_sent() {
-        block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            tokio::spawn(async move {
-                let Ok((mut stream, _)) = listener.accept().await else {
-                    return;
-                };
-                if read_request(&mut stream).await {
-                    let _ = stream.write_all(OK).await;
-                }
-                let _ = read_request(&mut stream).await;
-                // Nothing listens any more when the connection closes.
-                drop(listener);
-                drop(stream);
-            });
-            let mut barrel = barrel(addr, Limits::default());
-            let fresh = barrel.fire(GET, Instant::now(), None).await;
-            assert_eq!((fresh.net_code, fresh.proto_code), (NetCode::OK, 200));
-            let refused = barrel.fire(GET, Instant::now(), None).await;
-            // The row is the refused attempt's: nothing sent, nothing read. The
-            // stale attempt's request did go out, once.
-            assert_eq!(
-                (
-                    refused.net_code,
-                    refused.proto_code,
-                    refused.size_out,
-                    refused.size_in,
-                    refused.sends
-                ),
-                (NetCode::REFUSED, 0, 0, 0, 1)
-            );
-            assert_eq!(
-                refused.connect_us + refused.send_us + refused.latency_us + refused.receive_us,
-                refused.interval_real_us
-            );
-        });
-    }
-
-    #[test]
-    fn a_reply_over_the_entity_limit_keeps_its_status() {
-        block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            tokio::spawn(async move {
-                let Ok((mut stream, _)) = listener.accept().await else {
-                    return;
-                };
-                if read_request(&mut stream).await {
-                    // No Content-Length: the body runs to the close, past the limit.
-                    let mut reply = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
-                    reply.resize(reply.len() + 4096, b'z');
-                    let _ = stream.write_all(&reply).await;
-                }
-            });
-            let limits = Limits {
-                entity: 1024,
-                ..Limits::default()
-            };
-            let mut barrel = barrel(addr, limits);
-            let cut = barrel.fire(GET, Instant::now(), None).await;
-            assert_eq!((cut.net_code, cut.proto_code), (NetCode::PROTOCOL, 200));
-            assert!(cut.size_in > 1024, "{} bytes read", cut.size_in);
-            assert!(barrel.conn.is_none(), "a cut reply ends its connection");
-        });
-    }
-
-    #[test]
-    fn a_pipelined_request_past_its_budget_fails_the_ones_behind_it() {
-        use tokio::io::AsyncBufReadExt;
-        block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            // Answers `get a` with a miss, and never answers `get slow`.
-            tokio::spawn(async move {
-                while let Ok((stream, _)) = listener.accept().await {
-                    tokio::spawn(async move {
-                        let (read, mut write) = stream.into_split();
-                        let mut lines = tokio::io::BufReader::new(read).lines();
-                        while let Ok(Some(line)) = lines.next_line().await {
-                            if line == "get slow" {
-                                std::future::pending::<()>().await;
-                            }
-                            let _ = write.write_all(b"END\r\n").await;
-                        }
-                    });
-                }
-            });
-            let target = Target {
-                addr,
-                host: "127.0.0.1".into(),
-            };
-            let gun = Arc::new(
-                Gun::new(
-                    target,
-                    None,
-                    Protocol::Memcached,
-                    Duration::from_millis(300),
-                    Vec::new(),
-                )
-                .with_depth(2),
-            );
-            let (mut first, mut second) = (gun.pipelined(0, 0), gun.pipelined(1, 0));
-            let warm = first.fire(b"get a\r\n", Instant::now(), None).await;
-            assert_eq!((warm.net_code, warm.proto_code), (NetCode::OK, 404));
-            assert!(
-                warm.connect_us > 0,
-                "the first request opened the connection"
-            );
-            let slow = first.fire(b"get slow\r\n", Instant::now(), None);
-            let behind = async {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                second.fire(b"get a\r\n", Instant::now(), None).await
-            };
-            let (slow, behind) = tokio::join!(slow, behind);
-            assert_eq!(slow.net_code, NetCode::TIMED_OUT);
-            assert_eq!(behind.net_code, NetCode::TIMED_OUT);
-            assert_eq!(
-                behind.connect_us + behind.send_us + behind.latency_us + behind.receive_us,
-                behind.interval_real_us
-            );
-            // The next request opens a new connection.
-            let after = second.fire(b"get a\r\n", Instant::now(), None).await;
-            assert_eq!((after.net_code, after.proto_code), (NetCode::OK, 404));
-            assert!(after.connect_us > 0);
-        });
-    }
-}
+mod tests;

@@ -17,11 +17,15 @@ pub fn is_head_request(request: &[u8]) -> bool {
 /// HEAD, PUT, DELETE, OPTIONS, TRACE), so that sending it twice means no more
 /// than sending it once. Methods are case-sensitive.
 pub fn is_idempotent_request(request: &[u8]) -> bool {
-    let method = request.split(|b| *b == b' ').next().unwrap_or_default();
-    matches!(
-        method,
-        b"GET" | b"HEAD" | b"PUT" | b"DELETE" | b"OPTIONS" | b"TRACE"
-    ) && request.len() > method.len()
+    const IDEMPOTENT: [&[u8]; 6] = [
+        b"GET ",
+        b"HEAD ",
+        b"PUT ",
+        b"DELETE ",
+        b"OPTIONS ",
+        b"TRACE ",
+    ];
+    IDEMPOTENT.iter().any(|method| request.starts_with(method))
 }
 
 #[cfg(test)]
