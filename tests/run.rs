@@ -147,3 +147,47 @@ fn several_queues_are_shown_each_as_its_own_group() {
         );
     }
 }
+
+#[test]
+fn a_measuring_queue_is_reported_apart_from_the_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = spec(dir.path(), "const(30,1s)");
+    let path = spec.config.path.clone();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replace(
+        "[origin]",
+        "[phantom-probe]\nuris = /probe\nrps_schedule = const(5,1s)\nmeasure = 1\n[origin]",
+    );
+    std::fs::write(&path, text).unwrap();
+    spec.config = tank_config::load(&path, &[]).unwrap();
+    let outcome = tank_run::run(&spec, Box::new(Silent), &Handle::default()).unwrap();
+    assert_eq!(outcome.verdict, Verdict::Completed);
+    let rows = |rows: &[tank_report::summary::QueueRow]| -> Vec<(String, u64)> {
+        rows.iter().map(|q| (q.queue.clone(), q.count)).collect()
+    };
+    assert_eq!(rows(&outcome.summary.queues), vec![("phantom".into(), 30)]);
+    assert_eq!(
+        rows(&outcome.summary.probes),
+        vec![("phantom-probe".into(), 5)]
+    );
+    assert_eq!(outcome.summary.shots.responses, 35);
+    let json = std::fs::read_to_string(outcome.artifacts.join("summary.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["probes"][0]["queue"], "phantom-probe");
+    assert_eq!(
+        json["probes"][0]["quantiles_ms"].as_array().unwrap().len(),
+        10
+    );
+    let text = std::fs::read_to_string(outcome.artifacts.join("summary.txt")).unwrap();
+    assert!(text.contains("\nprobe (measure = 1) "), "{text}");
+    assert!(text.contains("\nphantom-probe "), "{text}");
+    if let Some(browser) = crate::report::chromium() {
+        let page = outcome.artifacts.join("report.html");
+        let (dom, log) = crate::report::render(&browser, &page);
+        crate::report::assert_rendered("report.html", &dom, &log, 1);
+        assert!(
+            dom.contains("Measuring probes"),
+            "report.html lacks the probes"
+        );
+    }
+}

@@ -111,9 +111,14 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Start the origin simulator and wait for its "listening" line.
-fn origin(mut command: Command, listen: &str) -> Killed {
+/// Start the origin simulator with the steady recipe and wait for its "listening" line.
+fn origin(command: Command, listen: &str) -> Killed {
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/origin/steady.json");
+    origin_with(command, listen, &recipe)
+}
+
+/// Start the origin simulator with `recipe` and wait for its "listening" line.
+fn origin_with(mut command: Command, listen: &str, recipe: &Path) -> Killed {
     let mut child = command
         .args(["origin", "--listen", listen, "--recipe"])
         .arg(recipe)
@@ -328,4 +333,143 @@ fn merge_names_a_directory_that_is_not_a_run() {
         stderr.contains("expected the artifacts of a tank run"),
         "{stderr}"
     );
+}
+
+/// The instances, over the queues and processes, of the many-connections test.
+const HELD: u64 = 50_000;
+
+/// A recipe whose every answer takes 20 s: a connection stays open that long,
+/// time enough for all 50,000 to connect on a busy machine (a debug build).
+const SLOW_RECIPE: &str = r#"{"route": "/*", "random_content": "100b",
+  "stages": [{"at": 0, "status": 200, "latency": "20s"}]}"#;
+
+/// A phout's rows as (start ms, end ms, connect µs, net code, HTTP code).
+fn phout_rows(path: &Path) -> Vec<(u64, u64, u64, String, String)> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .map(|line| {
+            let col: Vec<&str> = line.split('\t').collect();
+            assert!(col.len() >= 12, "a short phout line: {line:?}");
+            let start_ms = (col[0].parse::<f64>().unwrap() * 1000.0).round() as u64;
+            let real_us: u64 = col[2].parse().unwrap();
+            let connect_us: u64 = col[3].parse().unwrap();
+            (
+                start_ms,
+                start_ms + real_us / 1000,
+                connect_us,
+                col[10].to_owned(),
+                col[11].to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The most intervals open at one moment (an end at t closes before a start at t).
+fn most_at_once(rows: &[(u64, u64, u64, String, String)]) -> u64 {
+    let mut events: Vec<(u64, i8)> = rows
+        .iter()
+        .flat_map(|r| [(r.0, 1i8), (r.1, -1i8)])
+        .collect();
+    events.sort_unstable();
+    let (mut open, mut most) = (0i64, 0i64);
+    for (_, step) in events {
+        open += i64::from(step);
+        most = most.max(open);
+    }
+    most as u64
+}
+
+/// `--processes 3` holds 50,000 connections open at once against three slow
+/// targets (one per port, each its own process under its own open-files limit):
+/// every instance connects once, every request is answered, all 50,000 are in
+/// flight together, and each shard reports its peak RSS.
+#[test]
+fn three_processes_hold_fifty_thousand_connections_open() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    assert_eq!(
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+        0
+    );
+    // Each process holds a third of the connections, plus a few hundred descriptors.
+    let needed = HELD / 3 + 1_000;
+    if limit.rlim_max < needed {
+        let why = format!("open-files hard limit {} < {needed}", limit.rlim_max);
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "{why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    // The targets inherit it: each accepts a third of the connections.
+    limit.rlim_cur = limit.rlim_max;
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = dir.path().join("slow.json");
+    std::fs::write(&recipe, SLOW_RECIPE).unwrap();
+    let mut ini = String::new();
+    let mut targets = Vec::new();
+    for i in 0..3u64 {
+        let listen = format!("127.0.0.1:{}", free_port());
+        targets.push(origin_with(tank(), &listen, &recipe));
+        let share = HELD / 3 + u64::from(i < HELD % 3);
+        let section = if i == 0 {
+            "[phantom]".to_owned()
+        } else {
+            format!("[phantom-{i}]")
+        };
+        // One shot per instance (the ammo is `loop` shots), the instances ramped
+        // over 5 s: every one is connected before the first answer comes at 20 s.
+        ini += &format!(
+            "{section}\naddress = {listen}\nuris = /\nloop = {share}\ninstances = {share}\n\
+             instances_schedule = line(1, {share}, 5s)\ntimeout = 45s\n"
+        );
+    }
+    std::fs::write(dir.path().join("load.ini"), ini).unwrap();
+    let run = dir.path().join("run");
+    let mut child = Killed(
+        tank()
+            .args(["-c", "load.ini", "-q", "--processes", "3"])
+            .arg("-o")
+            .arg(format!("tank.artifacts_dir={}", run.display()))
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start tank --processes 3"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let status = loop {
+        match child.0.try_wait().unwrap() {
+            Some(status) => break status,
+            None if Instant::now() > deadline => panic!("--processes 3 ran over 90 s"),
+            None => std::thread::sleep(Duration::from_millis(100)),
+        }
+    };
+    assert!(status.success(), "tank --processes 3: {status}");
+    drop(targets);
+
+    let rows = phout_rows(&run.join("phout.log"));
+    assert_eq!(rows.len() as u64, HELD, "one shot per instance");
+    let failed = rows.iter().filter(|r| r.3 != "0" || r.4 != "200").count();
+    assert_eq!(failed, 0, "every request answered 200");
+    let connected = rows.iter().filter(|r| r.2 > 0).count() as u64;
+    assert_eq!(connected, HELD, "every instance connected");
+    let first = rows.iter().map(|r| r.0).min().unwrap_or(0);
+    let last = rows.iter().map(|r| r.0).max().unwrap_or(0);
+    eprintln!("shots sent over {} ms", last - first);
+    let at_once = most_at_once(&rows);
+    assert_eq!(at_once, HELD, "all connections open together");
+    let mut instances = 0;
+    for i in 0..3 {
+        let shard = json(&run.join(format!("shard-{i}/shard.json")));
+        let held = shard["instances"].as_u64().unwrap();
+        let rss_kib = shard["max_rss_kib"].as_u64().expect("peak RSS reported");
+        eprintln!(
+            "shard {i}: {held} instances, peak RSS {} MiB, {:.1} KiB per instance",
+            rss_kib / 1024,
+            rss_kib as f64 / held as f64
+        );
+        instances += held;
+    }
+    assert_eq!(instances, HELD);
 }

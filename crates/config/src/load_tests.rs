@@ -75,6 +75,7 @@ fn minimal_ini_gets_the_schema_defaults() {
             threads: None,
             places: c.queues[0].places.clone(),
             depth: 1,
+            measure: false,
         }]
     );
     assert_eq!(c.autostop.criteria, Vec::<String>::new());
@@ -824,4 +825,27 @@ fn a_config_from_options_alone_equals_the_same_lines_in_a_file() {
     assert_eq!(unplaced(&built.queues), unplaced(&ini(MINIMAL).queues));
     let error = crate::from_options(Path::new("bench"), &options[..2]).unwrap_err();
     assert!(error.to_string().starts_with("bench"), "{error}");
+}
+
+#[test]
+fn measure_marks_an_open_loop_probe_queue() {
+    let c = ini(&format!(
+        "{MINIMAL}[phantom-probe]\nrps_schedule = const(5,1s)\nmeasure = 1\n"
+    ));
+    assert!(!c.queues[0].measure);
+    assert!(c.queues[1].measure);
+}
+
+#[test]
+fn measure_without_an_rps_schedule_is_an_error_at_its_line() {
+    let e = ini_err(
+        "[phantom]\naddress = 127.0.0.1:8080\nuris = /\ninstances_schedule = const(5,1s)\n\
+         measure = 1\n",
+    );
+    assert_eq!(e.key(), Some("measure"));
+    assert!(
+        e.to_string().starts_with("load.ini:5: [phantom] measure:"),
+        "{e}"
+    );
+    assert!(e.message().contains("needs an rps_schedule"), "{e}");
 }

@@ -124,6 +124,10 @@ pub struct QueueConfig {
     /// [`crate::limits::MAX_DEPTH`] (default 1); above 1 only for
     /// `tank_type = memcached` over plain TCP.
     pub depth: u32,
+    /// `measure` (tank's own): this queue is a measuring probe, a low-rate
+    /// open-loop schedule whose latency is reported on its own, beside the
+    /// load queues' (mcperf's measuring master). Only with an `rps_schedule`.
+    pub measure: bool,
 }
 
 /// phantom's limits on a reply, in bytes (`phantom_http_field_num`: a count).

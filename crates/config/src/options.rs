@@ -58,6 +58,8 @@ pub(crate) const PHANTOM: &[(&str, Kind)] = &[
     ("load_profile.load_type", Kind::LoadProfile),
     ("load_profile.schedule", Kind::LoadProfile),
     ("loop", Kind::Int),
+    // tank's own: a low-rate open-loop probe whose latency is reported on its own.
+    ("measure", Kind::Bool),
     ("method_options", Kind::Str),
     ("method_prefix", Kind::Str),
     ("multi", Kind::Any),

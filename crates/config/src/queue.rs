@@ -153,6 +153,7 @@ pub(crate) fn build(
     let instances = q.get("instances", convert::integer)?.unwrap_or(1000);
     let instances = bounded_u32(q, "instances", instances, MAX_INSTANCES)?;
     let (load_profile, load_profile_at) = load_profile(q, file)?;
+    let open_loop = matches!(load_profile, LoadProfile::Rps(_));
     let tank_type = q.parsed("tank_type", TankType::Http, tank_type)?;
     // A memcached queue without ammo of its own generates the [memcached] workload.
     let workload = (tank_type == TankType::Memcached).then_some(memcached);
@@ -213,7 +214,22 @@ pub(crate) fn build(
             .transpose()?,
         places: q.places(file),
         depth: depth(q, tank_type)?,
+        measure: measure(q, open_loop)?,
     })
+}
+
+/// `measure`: a probe must be open-loop, its rate its own, whatever the server does.
+fn measure(q: &Layered<'_>, open_loop: bool) -> Result<bool, ConfigError> {
+    let measure = q.get("measure", convert::boolean)?.unwrap_or(false);
+    if measure && !open_loop {
+        let message = "`measure = 1` makes the queue an open-loop probe: it needs an \
+                       rps_schedule (not an instances_schedule or a stpd_file)";
+        return Err(match q.entry("measure") {
+            Some((section, entry)) => entry_error(section, entry, message),
+            None => q.error(message),
+        });
+    }
+    Ok(measure)
 }
 
 /// `depth`: 1 to [`MAX_DEPTH`]; pipelining is for memcached over plain TCP.

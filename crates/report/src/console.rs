@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use tank_stats::quantile::percent;
-use tank_stats::{Field, SecondStats, TotalStats, QUANTILES};
+use tank_stats::{Field, GroupStats, SecondStats, TotalStats, QUANTILES};
 
 use crate::names::{http_reason, net_reason};
 
@@ -202,6 +202,28 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
             );
         }
     }
+    // The measuring probes (`measure = 1`): their latency apart from the load's.
+    if !t.probes.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n  {:<24} {:>10} {:>8} {:>9} {:>9} {:>12}",
+            "probe (measure = 1)", "count", "errors", "avg ms", "p99 ms", "last p99 ms"
+        );
+        for (index, (name, group)) in t.probes.iter().enumerate() {
+            let p99 = |g: &GroupStats| ms(g.quantile_us(990).unwrap_or(0.0));
+            let last = s.probes.get(index).map_or(0.0, |(_, g)| p99(g));
+            let _ = writeln!(
+                out,
+                "  {:<24} {:>10} {:>8} {:>9.1} {:>9.1} {:>12.1}",
+                name,
+                group.len(),
+                group.errors(),
+                ms(group.field(Field::IntervalReal).mean()),
+                p99(group),
+                last
+            );
+        }
+    }
     crate::monitoring::render_panel(&mut out, view.monitoring);
     if !view.autostop.is_empty() {
         let _ = writeln!(out, "\nautostop:");
@@ -325,6 +347,56 @@ mod tests {
         ] {
             assert!(screen.contains(needle), "missing `{needle}` in\n{screen}");
         }
+    }
+
+    #[test]
+    fn probes_get_a_table_apart_from_the_queues() {
+        let mut agg =
+            Aggregator::new(0).with_probes(vec!["load".into(), "probe".into()], vec![false, true]);
+        for (queue, real) in [(0, 1000), (0, 1000), (1, 7000)] {
+            agg.add_sample(&tank_stats::Sample {
+                start_unix_us: 100_000_000,
+                lag_us: 0,
+                tag: b"".as_slice().into(),
+                measured: tank_stats::Measured {
+                    interval_real_us: real,
+                    proto_code: 200,
+                    queue,
+                    ..tank_stats::Measured::default()
+                },
+            });
+        }
+        agg.finish();
+        let (second, totals) = (agg.pop_ready().unwrap(), agg.totals());
+        let screen = render_screen(&LiveView {
+            title: "load.ini",
+            second: &second,
+            totals: &totals,
+            elapsed: Duration::from_secs(1),
+            planned_duration: None,
+            instances_limit: 10,
+            autostop: &[],
+            monitoring: &[],
+        });
+        let rows: Vec<&str> = screen
+            .lines()
+            .skip_while(|line| !line.trim_start().starts_with("probe (measure = 1)"))
+            .take(2)
+            .collect();
+        assert_eq!(rows.len(), 2, "{screen}");
+        // The probe's own latency (7 ms), not the load's (1 ms).
+        let probe: Vec<&str> = rows[1].split_whitespace().collect();
+        assert_eq!(probe[..3], ["probe", "1", "0"], "{screen}");
+        assert!(probe[3].starts_with("7."), "{screen}");
+        // The queue table lists the load queue only.
+        let queues: Vec<&str> = screen
+            .lines()
+            .skip_while(|line| !line.trim_start().starts_with("queue "))
+            .skip(1)
+            .take_while(|line| !line.is_empty())
+            .collect();
+        assert_eq!(queues.len(), 1, "{screen}");
+        assert!(queues[0].trim_start().starts_with("load "), "{screen}");
     }
 
     #[test]

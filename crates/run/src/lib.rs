@@ -368,7 +368,10 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
                 .first()
                 .map_or(DEFAULT_BUFFERED_SECONDS, |q| q.buffered_seconds),
         )
-        .with_queues(config.queues.iter().map(|q| q.name.clone()).collect()),
+        .with_probes(
+            config.queues.iter().map(|q| q.name.clone()).collect(),
+            config.queues.iter().map(|q| q.measure).collect(),
+        ),
         autostop,
         control: control.clone(),
         json: Some(artifacts.create_file(JSON_LINES)?),

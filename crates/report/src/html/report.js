@@ -218,6 +218,14 @@
                   q.quantiles_ms[0], q.quantiles_ms[5], q.quantiles_ms[7], q.quantiles_ms[9]];
         }));
     }
+    if (s.probes && s.probes.length) {
+      table(section("Measuring probes (measure = 1)"),
+        ["probe", "count", "errors", "avg ms", "p50 ms", "p95 ms", "p99 ms", "max ms"],
+        s.probes.map(function (q) {
+          return [q.queue, q.count, q.errors, q.avg_ms,
+                  q.quantiles_ms[0], q.quantiles_ms[5], q.quantiles_ms[7], q.quantiles_ms[9]];
+        }));
+    }
   }
 
   // One host's monitoring, on the load's time axis: per-core CPU, CPU total, and the rest by kind.

@@ -50,6 +50,11 @@ pub struct Summary {
     /// Per queue, in config order; empty unless the run had more than one queue.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queues: Vec<QueueRow>,
+    /// The measuring probes (queues with `measure = 1`), in config order: their
+    /// latency on its own, apart from the load queues (their responses are in the
+    /// overall numbers too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<QueueRow>,
     /// Why autostop stopped the run, if it did.
     pub autostop: Option<AutostopRow>,
     /// What makes the numbers untrustworthy, or says nothing worked (see [`crate::warnings`]).
@@ -323,6 +328,11 @@ impl Summary {
                 .collect(),
             queues: totals
                 .queues
+                .iter()
+                .map(|(queue, group)| queue_row(queue, group, overall.len()))
+                .collect(),
+            probes: totals
+                .probes
                 .iter()
                 .map(|(queue, group)| queue_row(queue, group, overall.len()))
                 .collect(),

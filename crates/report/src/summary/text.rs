@@ -132,6 +132,26 @@ impl Summary {
                 );
             }
         }
+        if !self.probes.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{:<24} {:>10} {:>8} {:>10} {:>10} {:>10}",
+                "probe (measure = 1)", "count", "errors", "avg ms", "p50 ms", "p99 ms"
+            );
+            for probe in &self.probes {
+                let at = |i: usize| probe.quantiles_ms.get(i).copied().unwrap_or(0.0);
+                let _ = writeln!(
+                    out,
+                    "{:<24} {:>10} {:>8} {:>10.3} {:>10.3} {:>10.3}",
+                    probe.queue,
+                    probe.count,
+                    probe.errors,
+                    probe.avg_ms,
+                    at(0),
+                    at(7)
+                );
+            }
+        }
         if let Some(stop) = &self.autostop {
             let _ = writeln!(
                 out,

@@ -22,12 +22,15 @@ use std::collections::{BTreeMap, VecDeque};
 
 use hdrhistogram::Histogram;
 
-use crate::group::{new_histogram, record, GroupAcc};
+use crate::group::{new_histogram, record, GroupAcc, GroupStats};
 use crate::phout::Record;
 use crate::sample::{case_of, Measured, QueueIndex, Sample};
 
 use groups::Groups;
 pub use seconds::{Quantiles, SecondStats, TotalStats};
+
+/// A queue's stats, named by its section.
+type Named = (String, GroupStats);
 
 /// `buffered_seconds` when the config does not say (yandex-tank's default).
 pub const DEFAULT_BUFFERED_SECONDS: u32 = 2;
@@ -89,6 +92,8 @@ pub struct Aggregator {
     total_groups: Groups,
     /// The queues' names, when responses are counted per queue (more than one queue).
     queue_names: Vec<String>,
+    /// Which queues (by index) are measuring probes, reported apart.
+    probes: Vec<bool>,
     total_lag: Histogram<u64>,
     total_intended: Histogram<u64>,
     span: Option<(u64, u64)>,
@@ -112,6 +117,7 @@ impl Aggregator {
             total_overall: GroupAcc::new(),
             total_groups: Groups::default(),
             queue_names: Vec::new(),
+            probes: Vec::new(),
             total_lag: new_histogram(),
             total_intended: new_histogram(),
             span: None,
@@ -132,6 +138,33 @@ impl Aggregator {
             self.queue_names = names;
         }
         self
+    }
+
+    /// Count responses per queue, the queues named by `names`, and report the
+    /// queues marked in `probes` (`measure = 1`: low-rate open-loop probes) apart
+    /// from the load queues, in [`TotalStats::probes`] and [`SecondStats::probes`].
+    /// A probe is counted on its own even when it is the only queue.
+    pub fn with_probes(mut self, names: Vec<String>, probes: Vec<bool>) -> Aggregator {
+        if probes.iter().any(|probe| *probe) {
+            self.queue_names = names;
+            self.probes = probes;
+            self
+        } else {
+            self.with_queues(names)
+        }
+    }
+
+    /// Per-queue stats split into (load queues, probes).
+    fn split_probes(&self, all: Vec<Named>) -> (Vec<Named>, Vec<Named>) {
+        let (mut queues, mut probes) = (Vec::new(), Vec::new());
+        for (index, group) in all.into_iter().enumerate() {
+            if self.probes.get(index).copied().unwrap_or(false) {
+                probes.push(group);
+            } else {
+                queues.push(group);
+            }
+        }
+        (queues, probes)
     }
 
     /// Count one measured shot (the engine's path). Its lag also goes into the latency from
@@ -258,12 +291,14 @@ impl Aggregator {
 
     /// The run so far: finished seconds plus late arrivals (open seconds are not in yet).
     pub fn totals(&self) -> TotalStats {
+        let (queues, probes) = self.split_probes(self.total_groups.queue_stats(&self.queue_names));
         TotalStats {
             span: self.span,
             active_us: self.active_us,
             overall: self.total_overall.stats(),
             tagged: self.total_groups.tag_stats(),
-            queues: self.total_groups.queue_stats(&self.queue_names),
+            queues,
+            probes,
             planned: self.planned,
             sent: self.sent,
             max_instances: self.max_instances,
@@ -320,11 +355,13 @@ impl Aggregator {
         // They auto-resize: adding cannot fail.
         let _ = self.total_intended.add(&open.intended);
         let _ = self.total_lag.add(&open.lag);
+        let (queues, probes) = self.split_probes(open.groups.queue_stats(&self.queue_names));
         SecondStats {
             ts,
             overall: overall.stats(),
             tagged: open.groups.tag_stats(),
-            queues: open.groups.queue_stats(&self.queue_names),
+            queues,
+            probes,
             planned: open.planned,
             sent: open.sent,
             instances: open.instances,

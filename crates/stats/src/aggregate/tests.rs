@@ -272,3 +272,33 @@ fn one_queue_has_no_queue_groups() {
     assert!(drain(&mut agg)[0].queues.is_empty());
     assert!(agg.totals().queues.is_empty());
 }
+
+#[test]
+fn probes_are_counted_apart_from_the_load_queues() {
+    let names = vec!["load".to_owned(), "probe".to_owned()];
+    let mut agg = Aggregator::new(0).with_probes(names, vec![false, true]);
+    agg.add_sample(&shot_of(0, 10_000_000, 200));
+    agg.add_sample(&shot_of(0, 10_100_000, 503));
+    agg.add_sample(&shot_of(1, 10_200_000, 200));
+    agg.finish();
+    let seconds = drain(&mut agg);
+    let only = |groups: &[(String, GroupStats)]| {
+        assert_eq!(groups.len(), 1, "{groups:?}");
+        (groups[0].0.clone(), groups[0].1.len())
+    };
+    assert_eq!(only(&seconds[0].queues), ("load".to_owned(), 2));
+    assert_eq!(only(&seconds[0].probes), ("probe".to_owned(), 1));
+    let totals = agg.totals();
+    assert_eq!(only(&totals.probes), ("probe".to_owned(), 1));
+    assert_eq!(totals.overall.len(), 3);
+}
+
+#[test]
+fn a_probe_alone_is_still_reported_as_a_probe() {
+    let mut agg = Aggregator::new(0).with_probes(vec!["probe".to_owned()], vec![true]);
+    agg.add_sample(&shot_of(0, 10_000_000, 200));
+    agg.finish();
+    assert_eq!(drain(&mut agg)[0].probes.len(), 1);
+    assert!(agg.totals().queues.is_empty());
+    assert_eq!(agg.totals().probes[0].1.len(), 1);
+}
