@@ -23,6 +23,9 @@ use std::collections::{BTreeMap, VecDeque};
 use hdrhistogram::Histogram;
 
 use crate::group::{new_histogram, record, GroupAcc};
+
+/// Bins of [`TotalStats::spread`]: enough for a shape, few enough to label.
+const SPREAD_BINS: usize = 40;
 use crate::phout::Record;
 use crate::sample::{case_of, Measured, QueueIndex, Sample};
 
@@ -271,6 +274,7 @@ impl Aggregator {
             intended: Quantiles::of(&self.total_intended),
             late: self.late,
             retries: self.retries,
+            spread: self.total_overall.log_bins(SPREAD_BINS),
         }
     }
 
