@@ -319,13 +319,13 @@
     table(codes, ["net code", "meaning", "count", "%"], Object.keys(s.net_codes).map(function (c) {
       return [c, names.net[c] || "", s.net_codes[c], 100 * s.net_codes[c] / total];
     }));
-    groupCharts("tag", tl.tags || {});
+    groupCharts("tag", tl.tags || {}, s.tags.length);
     table(section("Per tag"), ["tag", "count", "%", "errors", "avg ms", "p50 ms", "p95 ms", "p99 ms", "max ms"],
       s.tags.map(function (t) {
         return [t.tag || "(no tag)", t.count, t.percent, t.errors, t.avg_ms,
                 t.quantiles_ms[0], t.quantiles_ms[5], t.quantiles_ms[7], t.quantiles_ms[9]];
       }));
-    groupCharts("queue", tl.queues || {});
+    groupCharts("queue", tl.queues || {}, (s.queues || []).length);
     if (s.queues && s.queues.length) {
       table(section("Per queue"), ["queue", "count", "%", "errors", "avg ms", "p50 ms", "p95 ms", "p99 ms", "max ms"],
         s.queues.map(function (q) {
@@ -336,7 +336,7 @@
   }
 
   // Per-tag or per-queue series over time: responses, p99 and errors, one line per group.
-  function groupCharts(kind, groups) {
+  function groupCharts(kind, groups, total) {
     var names = Object.keys(groups);
     if (!names.length || (kind === "tag" && names.length === 1 && names[0] === "")) { return; }
     var x = offsets(CURRENT_TS);
@@ -348,9 +348,9 @@
     if (names.some(function (n) { return anyNonZero(groups[n].errors); })) {
       lineChart(section("Errors per second by " + kind), x, pick("errors"), "per second");
     }
-    if (kind === "tag" && names.length >= 20) {
+    if (total > names.length) {
       el("p", { "class": "note" }, document.getElementById("content").lastChild,
-         "Only the first 20 " + plural + " have series; all are in the table below.");
+         "The first " + names.length + " of " + total + " " + plural + " have series; all are in the table below.");
     }
   }
 
