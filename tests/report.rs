@@ -376,9 +376,26 @@ fn html_report_and_comparison_render_in_headless_chromium() {
         "Cumulative quantiles",
         "Per tag",
         "Response time distribution",
+        "Responses per second by tag",
+        "Response time p99 by tag",
+        "Errors per second by tag",
+        "log scale",
+        "(no tag)",
     ] {
         assert!(dom.contains(heading), "report.html lacks `{heading}`");
     }
+    // The histogram spreads its bins over the data's own range (0.1 ms to 11 s here), not
+    // yandex-tank's fixed bins, and every line has a legend item that toggles it.
+    let bars = dom.matches("class=\"bar\"").count();
+    assert_eq!(bars, 40, "log-spaced bins in the histogram");
+    assert!(
+        dom.contains("log scale, 40 bins"),
+        "the histogram's axis says how it is binned"
+    );
+    assert!(
+        dom.matches("class=\"toggle\"").count() >= 20,
+        "legend items toggle their lines"
+    );
     let (dom, log) = render(&browser, &compare_page);
     assert_rendered("compare.html", &dom, &log, 2);
 }

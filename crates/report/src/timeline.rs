@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use tank_stats::{Field, SecondStats, QUANTILES};
+use tank_stats::{Field, GroupStats, SecondStats, QUANTILES};
 
 /// Columns of per-second values; every column has one entry per second in `ts`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -33,6 +33,62 @@ pub struct Timeline {
     pub proto_codes: BTreeMap<String, Vec<u64>>,
     /// Net code → count per second.
     pub net_codes: BTreeMap<String, Vec<u64>>,
+    /// Per tag, by tag: the first [`MAX_GROUP_SERIES`] tags seen.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, GroupSeries>,
+    /// Per queue, by its section name (empty unless the run has more than one queue).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub queues: BTreeMap<String, GroupSeries>,
+}
+
+/// Tags (and queues) with series of their own: a run with thousands of distinct tags
+/// would otherwise cost kilobytes per second; the rest stay in the summary's tables.
+pub const MAX_GROUP_SERIES: usize = 20;
+
+/// One tag's or queue's per-second values; `None` in a second it had no responses.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupSeries {
+    /// Responses.
+    pub responses: Vec<u64>,
+    /// Errors (net errors plus HTTP 4xx/5xx).
+    pub errors: Vec<u64>,
+    /// Median response time, ms.
+    pub p50_ms: Vec<Option<f64>>,
+    /// 99% response time, ms.
+    pub p99_ms: Vec<Option<f64>>,
+}
+
+impl GroupSeries {
+    /// Append this second's values at index `at`, padding the seconds it missed.
+    fn push(&mut self, at: usize, group: Option<&GroupStats>) {
+        self.responses.resize(at, 0);
+        self.errors.resize(at, 0);
+        self.p50_ms.resize(at, None);
+        self.p99_ms.resize(at, None);
+        let group = group.filter(|g| !g.is_empty());
+        self.responses.push(group.map_or(0, |g| g.len()));
+        self.errors.push(group.map_or(0, |g| g.errors()));
+        let ms = |i: usize| group.map(|g| g.quantiles_us[i] / 1000.0);
+        self.p50_ms.push(ms(0));
+        self.p99_ms.push(ms(7));
+    }
+}
+
+/// Push one second into each group's series: known groups and, up to the cap, new ones.
+fn push_groups<'a>(
+    series: &mut BTreeMap<String, GroupSeries>,
+    groups: impl Iterator<Item = (&'a String, &'a GroupStats)>,
+    at: usize,
+) {
+    let groups: BTreeMap<&String, &GroupStats> = groups.collect();
+    for name in groups.keys() {
+        if series.len() < MAX_GROUP_SERIES && !series.contains_key(*name) {
+            series.insert((*name).clone(), GroupSeries::default());
+        }
+    }
+    for (name, column) in series.iter_mut() {
+        column.push(at, groups.get(name).copied());
+    }
 }
 
 impl Timeline {
@@ -61,6 +117,12 @@ impl Timeline {
             .push(second.lag.get(1000).unwrap_or(0.0) / 1000.0);
         push_codes(&mut self.proto_codes, second.overall.proto_codes.iter(), at);
         push_codes(&mut self.net_codes, second.overall.net_codes.iter(), at);
+        push_groups(&mut self.tags, second.tagged.iter(), at);
+        push_groups(
+            &mut self.queues,
+            second.queues.iter().map(|(name, group)| (name, group)),
+            at,
+        );
     }
 
     /// Number of seconds.
@@ -116,5 +178,9 @@ mod tests {
         assert_eq!(timeline.proto_codes["500"], vec![0, 1]);
         assert_eq!(timeline.quantiles_ms[9], vec![1.0, 3.0]);
         assert_eq!(timeline.avg_ms, vec![1.0, 2.0]);
+        let untagged = &timeline.tags[""];
+        assert_eq!(untagged.responses, vec![1, 2]);
+        assert_eq!(untagged.errors, vec![0, 1]);
+        assert_eq!(untagged.p99_ms[0], Some(1.0));
     }
 }

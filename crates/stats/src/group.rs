@@ -209,6 +209,30 @@ impl GroupAcc {
         quantiles_of(&self.times, self.fields[0].min, self.fields[0].max)
     }
 
+    /// The response times in up to `bins` log-spaced bins from the fastest response to the
+    /// slowest, as (lower edge µs, upper edge µs, count): a picture of the data's own range,
+    /// where yandex-tank's fixed bins put a fast service's every response in two or three.
+    pub(crate) fn log_bins(&self, bins: usize) -> Vec<(u64, u64, u64)> {
+        if self.times.is_empty() || bins == 0 {
+            return Vec::new();
+        }
+        let low = self.fields[0].min.max(1) as f64;
+        let high = (self.fields[0].max as f64).max(low + 1.0);
+        let ratio = (high / low).ln();
+        let edge = |i: usize| (low * (ratio * i as f64 / bins as f64).exp()).round() as u64;
+        let mut counts = vec![0u64; bins];
+        for v in self.times.iter_recorded() {
+            // hdrhistogram reports a bucket by its highest equivalent value; clamp to the exact
+            // extremes so the first and last responses land in the first and last bins.
+            let value = (v.value_iterated_to() as f64).clamp(low, high);
+            let at = ((value / low).ln() / ratio * bins as f64) as usize;
+            counts[at.min(bins - 1)] += v.count_at_value();
+        }
+        (0..bins)
+            .map(|i| (edge(i), edge(i + 1), counts[i]))
+            .collect()
+    }
+
     pub(crate) fn stats(&self) -> GroupStats {
         GroupStats {
             fields: self.fields,
@@ -286,6 +310,28 @@ mod tests {
 
     fn response(us: u64, net: u16, proto: u16) -> Measured {
         Measured::from_fields([us, 1, 2, us - 3, 0, us, 50, 100], NetCode(net), proto)
+    }
+
+    #[test]
+    fn log_bins_span_the_data_and_keep_every_response() {
+        let mut acc = GroupAcc::new();
+        for us in [1000, 1100, 1200, 2000, 5000, 100_000] {
+            acc.add(&Measured {
+                interval_real_us: us,
+                ..Measured::default()
+            });
+        }
+        let bins = acc.log_bins(10);
+        assert_eq!(bins.len(), 10);
+        assert_eq!(bins[0].0, 1000);
+        assert_eq!(bins[9].1, 100_000);
+        assert_eq!(bins.iter().map(|b| b.2).sum::<u64>(), 6);
+        assert_eq!(
+            bins[0].2, 3,
+            "1.0, 1.1 and 1.2 ms are in the first of ten bins up to 100 ms"
+        );
+        assert_eq!(bins[9].2, 1);
+        assert!(GroupAcc::new().log_bins(10).is_empty());
     }
 
     #[test]

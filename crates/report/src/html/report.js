@@ -23,16 +23,59 @@
     return v.toFixed(digits === undefined ? 2 : digits);
   }
 
-  function niceMax(v) {
-    if (!(v > 0)) { return 1; }
-    var p = Math.pow(10, Math.floor(Math.log10(v)));
-    var steps = [1, 2, 2.5, 5, 10];
-    for (var i = 0; i < steps.length; i++) { if (steps[i] * p >= v) { return steps[i] * p; } }
-    return 10 * p;
+  // Round tick values: steps of 1, 2 or 5 × 10^k, about `want` of them from 0 to past `max`.
+  function ticks(max, want) {
+    if (!(max > 0)) { max = 1; }
+    var raw = max / (want || 4), p = Math.pow(10, Math.floor(Math.log10(raw)));
+    var step = [1, 2, 5, 10].map(function (m) { return m * p; }).filter(function (v) { return v >= raw; })[0];
+    var out = [];
+    for (var v = 0; v <= max + step * 1e-9; v += step) { out.push(+v.toPrecision(12)); }
+    if (out[out.length - 1] < max) { out.push(+(out[out.length - 1] + step).toPrecision(12)); }
+    return out;
+  }
+
+  // Log-axis ticks: 1, 2, 5 × 10^k between lo and hi.
+  function logTicks(lo, hi) {
+    var out = [];
+    for (var e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
+      [1, 2, 5].forEach(function (m) { var v = m * Math.pow(10, e); if (v >= lo * 0.999 && v <= hi * 1.001) { out.push(+v.toPrecision(6)); } });
+    }
+    return out;
+  }
+
+  // A tick label short enough not to collide: 1.5k, 2M, 1.5 GiB, 2 s (ms ≥ 1000).
+  function short(v, unit) {
+    if (v === 0) { return "0"; }
+    var a = Math.abs(v);
+    if (unit === "bytes") {
+      var k = Math.min(Math.floor(Math.log(a) / Math.log(1024)), 4);
+      return k > 0 ? +(v / Math.pow(1024, k)).toPrecision(3) + " " + ["", "KiB", "MiB", "GiB", "TiB"][k] : String(+v.toPrecision(3));
+    }
+    if (unit === "ms" && a >= 1000) { return +(v / 1000).toPrecision(3) + " s"; }
+    if (a >= 1e9) { return +(v / 1e9).toPrecision(3) + "G"; }
+    if (a >= 1e6) { return +(v / 1e6).toPrecision(3) + "M"; }
+    if (a >= 1e4) { return +(v / 1e3).toPrecision(3) + "k"; }
+    return String(+v.toPrecision(3));
+  }
+
+  // Time-axis ticks in round steps (1, 2, 5, 10, 15, 30 s, 1, 2, 5, 10, 15, 30 min, 1 h ...).
+  function timeTicks(max) {
+    var steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400];
+    var step = steps.filter(function (s) { return max / s <= 8; })[0] || 86400;
+    var out = [];
+    for (var v = 0; v <= max; v += step) { out.push(v); }
+    return out;
+  }
+  function clock(v) {
+    if (v < 120) { return v + " s"; }
+    var h = Math.floor(v / 3600), m = Math.floor(v % 3600 / 60), sec = v % 60;
+    var mm = (h && m < 10 ? "0" : "") + m, ss = (sec < 10 ? "0" : "") + sec;
+    return h ? h + ":" + mm + ":" + ss : mm + ":" + ss;
   }
 
   // Every time chart registers here, so hovering one second shows it on all of them.
   var HOVER = [];
+  var CURRENT_TS = [];
   function hoverAll(n) { HOVER.forEach(function (show) { show(n); }); }
 
   function section(title) {
@@ -41,53 +84,95 @@
     return s;
   }
 
-  // series: [{name, values}], x: numbers (seconds from start). Draws polylines with axes,
-  // a legend and a hover read-out.
-  function lineChart(parent, x, series, unit, xunit) {
-    xunit = xunit === undefined ? " s" : xunit;
-    var W = 960, H = 260, L = 60, R = 16, T = 12, B = 28;
+  // Lines that coincide must stay visible: each series has its own dash, and earlier ones are
+  // drawn wider under later ones.
+  var DASHES = ["", "7 3", "2 2", "10 3 2 3", "4 4"];
+
+  // series: [{name, values}], x: numbers (seconds from start, or a rate). Draws polylines with
+  // axes, a legend whose items toggle their series, and a hover read-out shared by all time
+  // charts. opts.log offers a log-scale switch (for quantiles).
+  function lineChart(parent, x, series, unit, xunit, opts) {
+    opts = opts || {};
+    var timeAxis = xunit === undefined;
+    xunit = timeAxis ? " s" : xunit;
+    var W = 960, H = 260, L = 64, R = 16, T = 22, B = 28;
     var svg = el("svg:svg", { viewBox: "0 0 " + W + " " + H, "class": "chart", role: "img" }, parent);
     var xmax = x.length ? Math.max(x[x.length - 1], 1) : 1;
-    var ymax = 0;
-    series.forEach(function (s) { s.values.forEach(function (v) { if (v !== null && v > ymax) { ymax = v; } }); });
-    ymax = niceMax(ymax);
-    function sx(v) { return L + (W - L - R) * v / xmax; }
-    function sy(v) { return H - B - (H - T - B) * v / ymax; }
-    for (var i = 0; i <= 4; i++) {
-      var yv = ymax * i / 4;
-      el("svg:line", { x1: L, x2: W - R, y1: sy(yv), y2: sy(yv), "class": "grid" }, svg);
-      el("svg:text", { x: L - 6, y: sy(yv) + 4, "text-anchor": "end" }, svg, fmt(yv, yv < 10 ? 1 : 0));
-    }
-    for (var j = 0; j <= 6; j++) {
-      var xv = xmax * j / 6;
-      el("svg:text", { x: sx(xv), y: H - 8, "text-anchor": "middle" }, svg, Math.round(xv) + xunit);
-    }
-    el("svg:text", { x: 4, y: 12 }, svg, unit);
-    series.forEach(function (s, k) {
-      // A missing value (a monitoring gap) breaks the line instead of drawing it at zero.
-      var runs = [[]];
-      s.values.forEach(function (v, n) {
-        if (v === null || v === undefined) { if (runs[runs.length - 1].length) { runs.push([]); } return; }
-        runs[runs.length - 1].push(sx(x[n]).toFixed(1) + "," + sy(v).toFixed(1));
+    var hidden = {}, log = false;
+    var cursor, sx, controls = el("div", { "class": "controls" }, parent);
+    function color(s, k) { return s.color || COLORS[k % COLORS.length]; }
+    function render() {
+      while (svg.firstChild) { svg.removeChild(svg.firstChild); }
+      var shown = series.filter(function (s) { return !hidden[s.name]; });
+      var ymax = 0, ymin = Infinity;
+      shown.forEach(function (s) { s.values.forEach(function (v) {
+        if (v !== null && v !== undefined) { if (v > ymax) { ymax = v; } if (v > 0 && v < ymin) { ymin = v; } } }); });
+      var yt, sy;
+      sx = function (v) { return L + (W - L - R) * v / xmax; };
+      if (log && ymax > 0) {
+        var lo = Math.pow(10, Math.floor(Math.log10(ymin))), hi = Math.pow(10, Math.ceil(Math.log10(ymax)));
+        if (hi <= lo) { hi = lo * 10; }
+        sy = function (v) { return H - B - (H - T - B) * (Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo)); };
+        yt = logTicks(lo, hi);
+      } else {
+        yt = ticks(ymax, 4);
+        var top = yt[yt.length - 1];
+        sy = function (v) { return H - B - (H - T - B) * v / top; };
+      }
+      yt.forEach(function (yv) {
+        el("svg:line", { x1: L, x2: W - R, y1: sy(yv), y2: sy(yv), "class": "grid" }, svg);
+        el("svg:text", { x: L - 6, y: sy(yv) + 4, "text-anchor": "end", "class": "tick" }, svg, short(yv, unit));
       });
-      runs.filter(function (r) { return r.length; }).forEach(function (r) {
-        el("svg:polyline", { points: r.join(" "), fill: "none", stroke: s.color || COLORS[k % COLORS.length],
-                             "stroke-width": 1.5, "class": "series", "data-name": s.name }, svg);
+      (timeAxis ? timeTicks(xmax) : ticks(xmax, 6)).forEach(function (xv) {
+        if (xv > xmax) { return; }
+        el("svg:text", { x: sx(xv), y: H - 8, "text-anchor": "middle", "class": "tick" }, svg,
+           timeAxis ? clock(xv) : short(xv) + xunit);
       });
-    });
-    var legend = el("div", { "class": "legend" }, parent);
+      el("svg:text", { x: 4, y: 12, "class": "unit" }, svg, unit + (log ? " (log scale)" : ""));
+      series.forEach(function (s, k) {
+        if (hidden[s.name]) { return; }
+        // A missing value (a gap) breaks the line instead of drawing it at zero.
+        var runs = [[]];
+        s.values.forEach(function (v, n) {
+          if (v === null || v === undefined || n >= x.length) { if (runs[runs.length - 1].length) { runs.push([]); } return; }
+          runs[runs.length - 1].push(sx(x[n]).toFixed(1) + "," + sy(v).toFixed(1));
+        });
+        runs.filter(function (r) { return r.length; }).forEach(function (r) {
+          var attrs = { points: r.join(" "), fill: "none", stroke: color(s, k),
+                        "stroke-width": Math.max(1.25, 3 - 0.5 * k), "class": "series", "data-name": s.name };
+          if (DASHES[k % DASHES.length]) { attrs["stroke-dasharray"] = DASHES[k % DASHES.length]; }
+          el("svg:polyline", attrs, svg);
+        });
+      });
+      cursor = el("svg:line", { y1: T, y2: H - B, "class": "cursor", visibility: "hidden" }, svg);
+    }
+    render();
+    var legend = el("div", { "class": "legend" }, controls);
     series.forEach(function (s, k) {
-      var item = el("span", {}, legend);
-      el("i", { style: "background:" + (s.color || COLORS[k % COLORS.length]) }, item);
+      var item = el("span", { "class": "toggle", title: "show or hide" }, legend);
+      var sw = el("svg:svg", { width: 22, height: 10 }, item);
+      var line = { x1: 0, x2: 22, y1: 5, y2: 5, stroke: color(s, k), "stroke-width": 2.5 };
+      if (DASHES[k % DASHES.length]) { line["stroke-dasharray"] = DASHES[k % DASHES.length]; }
+      el("svg:line", line, sw);
       item.appendChild(document.createTextNode(s.name));
+      item.addEventListener("click", function () {
+        hidden[s.name] = !hidden[s.name];
+        item.classList.toggle("off", !!hidden[s.name]);
+        render();
+      });
     });
-    var cursor = el("svg:line", { y1: T, y2: H - B, "class": "cursor", visibility: "hidden" }, svg);
+    if (opts.log) {
+      var label = el("label", { "class": "log" }, controls);
+      var box = el("input", { type: "checkbox" }, label);
+      label.appendChild(document.createTextNode(" log scale"));
+      box.addEventListener("change", function () { log = box.checked; render(); });
+    }
     var readout = el("div", { "class": "readout" }, parent, "\u00a0");
     function show(n) {
       if (n >= x.length) { return; }
       cursor.setAttribute("x1", sx(x[n])); cursor.setAttribute("x2", sx(x[n]));
       cursor.setAttribute("visibility", "visible");
-      readout.textContent = x[n] + xunit + ": " + series.map(function (s) {
+      readout.textContent = (timeAxis ? clock(x[n]) : x[n] + xunit) + ": " + series.map(function (s) {
         return s.name + " " + fmt(s.values[n]);
       }).join(" · ");
     }
@@ -103,25 +188,53 @@
     return svg;
   }
 
-  function barChart(parent, labels, values, unit) {
-    var W = 960, H = 220, L = 60, B = 40, T = 12;
+  // The response-time histogram: bins log-spaced over the data's own range (summary.spread),
+  // drawn on a log time axis so equal-width bars are equal ratios; older summaries have only
+  // yandex-tank's fixed bins, drawn as before.
+  function histogram(parent, spread, fixed) {
+    var W = 960, H = 240, L = 64, R = 16, B = 44, T = 22;
     var svg = el("svg:svg", { viewBox: "0 0 " + W + " " + H, "class": "chart", role: "img" }, parent);
-    var ymax = niceMax(Math.max.apply(null, values.concat([0])));
-    var bw = (W - L - 10) / Math.max(values.length, 1);
-    values.forEach(function (v, i) {
-      var h = (H - T - B) * v / ymax;
-      var bar = el("svg:rect", { x: L + i * bw + 1, y: H - B - h, width: Math.max(bw - 2, 1), height: h,
-                                 fill: COLORS[0], "class": "bar" }, svg);
-      el("svg:title", {}, bar, labels[i] + ": " + fmt(v));
-      if (values.length <= 40 || i % Math.ceil(values.length / 40) === 0) {
-        el("svg:text", { x: L + i * bw + bw / 2, y: H - B + 14, "text-anchor": "middle" }, svg, labels[i]);
-      }
+    var bins = spread.length ? spread : fixed.map(function (d, i) {
+      return { from_ms: i ? fixed[i - 1][0] : 0, to_ms: d[0], count: d[1] };
     });
-    for (var k = 0; k <= 4; k++) {
-      var yv = ymax * k / 4, y = H - B - (H - T - B) * k / 4;
-      el("svg:text", { x: L - 6, y: y + 4, "text-anchor": "end" }, svg, fmt(yv, 0));
+    if (!bins.length) { return svg; }
+    var counts = bins.map(function (b) { return b.count; });
+    var yt = ticks(Math.max.apply(null, counts), 4), top = yt[yt.length - 1];
+    function sy(v) { return H - B - (H - T - B) * v / top; }
+    yt.forEach(function (v) {
+      el("svg:line", { x1: L, x2: W - R, y1: sy(v), y2: sy(v), "class": "grid" }, svg);
+      el("svg:text", { x: L - 6, y: sy(v) + 4, "text-anchor": "end", "class": "tick" }, svg, short(v));
+    });
+    el("svg:text", { x: 4, y: 12, "class": "unit" }, svg, "responses");
+    var bw = (W - L - R) / bins.length;
+    bins.forEach(function (b, i) {
+      var h = (H - T - B) * b.count / top;
+      var bar = el("svg:rect", { x: L + i * bw + 0.5, y: H - B - h, width: Math.max(bw - 1, 1), height: h,
+                                 fill: COLORS[0], "class": "bar" }, svg);
+      el("svg:title", {}, bar, fmt(b.from_ms, 3) + "–" + fmt(b.to_ms, 3) + " ms: " + fmt(b.count));
+    });
+    if (spread.length) {
+      // Round values placed on the log axis the bins share.
+      var lo = bins[0].from_ms, hi = bins[bins.length - 1].to_ms;
+      var span = Math.log(hi / lo) || 1, lastX = -Infinity;
+      logTicks(lo, hi).forEach(function (v) {
+        var xx = L + (W - L - R) * Math.log(v / lo) / span;
+        if (xx - lastX < 48) { return; }
+        lastX = xx;
+        el("svg:line", { x1: xx, x2: xx, y1: H - B, y2: H - B + 4, stroke: "#999" }, svg);
+        el("svg:text", { x: xx, y: H - B + 16, "text-anchor": "middle", "class": "tick" }, svg, short(v, "ms") + (v < 1000 ? " ms" : ""));
+      });
+      el("svg:text", { x: (W + L) / 2, y: H - 6, "text-anchor": "middle", "class": "unit" }, svg,
+         "response time (log scale, " + bins.length + " bins from the fastest to the slowest response)");
+    } else {
+      var every = Math.ceil(bins.length / 16);
+      bins.forEach(function (b, i) {
+        if (i % every === 0) {
+          el("svg:text", { x: L + i * bw + bw / 2, y: H - B + 16, "text-anchor": "middle", "class": "tick" }, svg, "≤" + short(b.to_ms, "ms"));
+        }
+      });
+      el("svg:text", { x: (W + L) / 2, y: H - 6, "text-anchor": "middle", "class": "unit" }, svg, "response time, ms (bin upper edge)");
     }
-    el("svg:text", { x: W / 2, y: H - 6, "text-anchor": "middle" }, svg, unit);
     return svg;
   }
 
@@ -149,6 +262,7 @@
 
   function report(s, names) {
     var tl = s.timeline, x = offsets(tl.ts);
+    CURRENT_TS = tl.ts;
     document.title = "tank report — " + s.meta.title;
     document.getElementById("title").textContent = s.meta.title;
     if (s.warnings && s.warnings.length) {
@@ -175,7 +289,8 @@
     table(meta, ["", ""], facts);
 
     lineChart(section("Response time quantiles per second"), x,
-      PICK.map(function (p) { return { name: p[1], values: tl.quantiles_ms[p[0]] || [] }; }), "ms");
+      PICK.slice().reverse().map(function (p) { return { name: p[1], values: tl.quantiles_ms[p[0]] || [] }; }),
+      "ms", undefined, { log: true });
     var rates = [{ name: "responses", values: tl.responses }];
     if (anyNonZero(tl.planned)) { rates.push({ name: "planned", values: tl.planned }); }
     if (anyNonZero(tl.sent)) { rates.push({ name: "sent", values: tl.sent }); }
@@ -187,14 +302,12 @@
       lineChart(section("Lag behind the schedule, and latency from the intended start"), x, [
         { name: "lag p99", values: tl.lag_p99_ms }, { name: "lag max", values: tl.lag_max_ms },
         { name: "from intended start p99", values: tl.intended_p99_ms },
-        { name: "service time p99", values: tl.quantiles_ms[7] || [] }], "ms");
+        { name: "service time p99", values: tl.quantiles_ms[7] || [] }], "ms", undefined, { log: true });
     }
     (s.monitoring || []).forEach(function (h) { monitoringCharts(h, x); });
     lineChart(section("HTTP codes per second"), x, codeSeries(tl.proto_codes), "responses");
     lineChart(section("Net codes per second"), x, codeSeries(tl.net_codes), "responses");
-    barChart(section("Response time distribution"),
-      s.distribution.map(function (d) { return "≤" + fmt(d[0], d[0] < 10 ? 1 : 0); }),
-      s.distribution.map(function (d) { return d[1]; }), "response time, ms (bin upper edge)");
+    histogram(section("Response time distribution"), s.spread || [], s.distribution);
 
     table(section("Cumulative quantiles"), ["quantile", "service time ms", "from intended start ms", "lag ms"],
       s.quantiles.map(function (r) { return [r.q + "%", r.service_ms, r.intended_ms, r.lag_ms]; }));
@@ -206,11 +319,13 @@
     table(codes, ["net code", "meaning", "count", "%"], Object.keys(s.net_codes).map(function (c) {
       return [c, names.net[c] || "", s.net_codes[c], 100 * s.net_codes[c] / total];
     }));
+    groupCharts("tag", tl.tags || {}, s.tags.length);
     table(section("Per tag"), ["tag", "count", "%", "errors", "avg ms", "p50 ms", "p95 ms", "p99 ms", "max ms"],
       s.tags.map(function (t) {
         return [t.tag || "(no tag)", t.count, t.percent, t.errors, t.avg_ms,
                 t.quantiles_ms[0], t.quantiles_ms[5], t.quantiles_ms[7], t.quantiles_ms[9]];
       }));
+    groupCharts("queue", tl.queues || {}, (s.queues || []).length);
     if (s.queues && s.queues.length) {
       table(section("Per queue"), ["queue", "count", "%", "errors", "avg ms", "p50 ms", "p95 ms", "p99 ms", "max ms"],
         s.queues.map(function (q) {
@@ -225,6 +340,25 @@
           return [q.queue, q.count, q.errors, q.avg_ms,
                   q.quantiles_ms[0], q.quantiles_ms[5], q.quantiles_ms[7], q.quantiles_ms[9]];
         }));
+    }
+  }
+
+  // Per-tag or per-queue series over time: responses, p99 and errors, one line per group.
+  function groupCharts(kind, groups, total) {
+    var names = Object.keys(groups);
+    if (!names.length || (kind === "tag" && names.length === 1 && names[0] === "")) { return; }
+    var x = offsets(CURRENT_TS);
+    function label(n) { return n === "" ? "(no tag)" : n; }
+    function pick(field) { return names.map(function (n) { return { name: label(n), values: groups[n][field] }; }); }
+    var plural = kind === "tag" ? "tags" : "queues";
+    lineChart(section("Responses per second by " + kind), x, pick("responses"), "per second");
+    lineChart(section("Response time p99 by " + kind), x, pick("p99_ms"), "ms", undefined, { log: true });
+    if (names.some(function (n) { return anyNonZero(groups[n].errors); })) {
+      lineChart(section("Errors per second by " + kind), x, pick("errors"), "per second");
+    }
+    if (total > names.length) {
+      el("p", { "class": "note" }, document.getElementById("content").lastChild,
+         "The first " + names.length + " of " + total + " " + plural + " have series; all are in the table below.");
     }
   }
 

@@ -64,11 +64,26 @@ pub struct Summary {
     pub exit_code: Option<i32>,
     /// Response-time distribution over the whole run: (bin upper edge ms, count).
     pub distribution: Vec<(f64, u64)>,
+    /// Response times over the run in log-spaced bins across their own range (the report's
+    /// histogram; `distribution` keeps yandex-tank's fixed bins).
+    #[serde(default)]
+    pub spread: Vec<SpreadBin>,
     /// Per-second series.
     pub timeline: Timeline,
     /// Monitored hosts' metrics on the timeline's seconds (`[telegraf]` / `[monitoring]`).
     #[serde(default)]
     pub monitoring: Vec<HostSeries>,
+}
+
+/// One bin of [`Summary::spread`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpreadBin {
+    /// Lower edge, ms.
+    pub from_ms: f64,
+    /// Upper edge, ms.
+    pub to_ms: f64,
+    /// Responses in the bin.
+    pub count: u64,
 }
 
 /// Where a summary comes from.
@@ -343,6 +358,15 @@ impl Summary {
                 .hist
                 .iter()
                 .map(|(edge, n)| (ms(*edge as f64), *n))
+                .collect(),
+            spread: totals
+                .spread
+                .iter()
+                .map(|&(from, to, count)| SpreadBin {
+                    from_ms: ms(from as f64),
+                    to_ms: ms(to as f64),
+                    count,
+                })
                 .collect(),
             timeline,
             monitoring: Vec::new(),

@@ -25,9 +25,11 @@ use hdrhistogram::Histogram;
 use crate::group::{new_histogram, record, GroupAcc, GroupStats};
 use crate::phout::Record;
 use crate::sample::{case_of, Measured, QueueIndex, Sample};
-
 use groups::Groups;
 pub use seconds::{Quantiles, SecondStats, TotalStats};
+
+/// Bins of [`TotalStats::spread`]: enough for a shape, few enough to label.
+const SPREAD_BINS: usize = 40;
 
 /// A queue's stats, named by its section.
 type Named = (String, GroupStats);
@@ -306,6 +308,7 @@ impl Aggregator {
             intended: Quantiles::of(&self.total_intended),
             late: self.late,
             retries: self.retries,
+            spread: self.total_overall.log_bins(SPREAD_BINS),
         }
     }
 

@@ -100,6 +100,8 @@ pub struct TotalStats {
     pub late: u64,
     /// Requests sent a second time ([`SecondStats::retries`]), late responses' included.
     pub retries: u64,
+    /// All response times in log-spaced bins over their own range: (from µs, to µs, count).
+    pub spread: Vec<(u64, u64, u64)>,
 }
 
 impl TotalStats {
