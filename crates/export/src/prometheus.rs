@@ -37,8 +37,9 @@ pub struct Endpoint {
 impl Endpoint {
     /// Binds `listen` and starts answering.
     pub fn start(listen: SocketAddr) -> std::io::Result<Endpoint> {
+        // Blocking: the thread sleeps until a scrape comes (polling would wake
+        // it dozens of times a second for nothing); `finish` wakes it to stop.
         let listener = TcpListener::bind(listen)?;
-        listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let page = Arc::new(Mutex::new(String::new()));
         let stop = Arc::new(AtomicBool::new(false));
@@ -172,8 +173,20 @@ impl Endpoint {
     /// Stops answering.
     pub fn finish(mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        // Wake the blocked accept with a connection of our own; if that cannot
+        // be made, leave the thread to end with the process rather than hang.
+        let mut wake = self.addr;
+        if wake.ip().is_unspecified() {
+            wake.set_ip(match wake {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        let woken = std::net::TcpStream::connect_timeout(&wake, Duration::from_secs(1)).is_ok();
         if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+            if woken {
+                let _ = thread.join();
+            }
         }
     }
 }
@@ -186,12 +199,16 @@ fn label(text: &str) -> String {
 }
 
 fn serve(listener: TcpListener, page: Arc<Mutex<String>>, stop: Arc<AtomicBool>) {
-    while !stop.load(Ordering::Relaxed) {
-        let Ok((mut stream, _)) = listener.accept() else {
-            std::thread::sleep(Duration::from_millis(20));
+    loop {
+        let accepted = listener.accept();
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let Ok((mut stream, _)) = accepted else {
+            // A failed accept (out of descriptors, say): a pause, not a spin.
+            std::thread::sleep(Duration::from_millis(100));
             continue;
         };
-        let _ = stream.set_nonblocking(false);
         let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
         let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
         let mut request = Vec::new();
