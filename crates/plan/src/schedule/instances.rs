@@ -12,7 +12,7 @@ use regex::Regex;
 use crate::duration::parse_duration_ms;
 use crate::error::{PlanError, Result};
 use crate::pynum::py_trunc;
-use tank_config::limits::{grouped, MAX_DURATION_MS, MAX_INSTANCES};
+use tank_config::limits::{grouped, MAX_INSTANCES};
 
 const KEY: &str = "instances_schedule";
 
@@ -67,7 +67,8 @@ impl Segment {
 /// Start times of instances, then 0 forever.
 ///
 /// Parsing checks the bounds of [`tank_config::limits`]: at most
-/// [`MAX_INSTANCES`] instances, started within [`MAX_DURATION_MS`].
+/// [`MAX_INSTANCES`] instances, started within
+/// [`MAX_DURATION_MS`](tank_config::limits::MAX_DURATION_MS).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct InstancesSchedule {
     segments: Vec<(u64, Segment)>,
@@ -160,18 +161,7 @@ impl InstancesSchedule {
     }
 
     fn wait(&mut self, duration_ms: i64, step: &str) -> Result<()> {
-        self.duration_ms = self
-            .duration_ms
-            .checked_add(duration_ms)
-            .filter(|ms| *ms <= MAX_DURATION_MS)
-            .ok_or_else(|| {
-                PlanError::schedule(
-                    KEY,
-                    step,
-                    "the schedule would last more than 30 days by the end of this step: \
-                     expected at most 30 days in all",
-                )
-            })?;
+        self.duration_ms = super::extend_duration(self.duration_ms, duration_ms, KEY, step)?;
         Ok(())
     }
 
@@ -363,6 +353,7 @@ mod tests {
     use super::*;
     use crate::schedule::split_steps;
     use proptest::prelude::*;
+    use tank_config::limits::MAX_DURATION_MS;
 
     fn take(schedule: &str, n: u64) -> Vec<i64> {
         let plan = InstancesSchedule::parse(&split_steps(schedule)).expect("valid schedule");

@@ -23,6 +23,22 @@ pub fn split_steps(schedule: &str) -> Vec<String> {
         .collect()
 }
 
+/// `total` ms of schedule so far plus a step's `add`, refused (naming `step` of
+/// `key`) when the schedule would last longer than the bound allows.
+fn extend_duration(total: i64, add: i64, key: &'static str, step: &str) -> Result<i64> {
+    total
+        .checked_add(add)
+        .filter(|ms| *ms <= tank_config::limits::MAX_DURATION_MS)
+        .ok_or_else(|| {
+            PlanError::schedule(
+                key,
+                step,
+                "the schedule would last more than 30 days by the end of this step: \
+                 expected at most 30 days in all",
+            )
+        })
+}
+
 /// Split `name(params)` at its only `(`: the name trimmed, and the text after `(`.
 fn split_call<'a>(key: &'static str, step: &'a str) -> Result<(&'a str, &'a str)> {
     let mut parts = step.split('(');

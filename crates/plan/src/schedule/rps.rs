@@ -189,18 +189,7 @@ impl RpsSchedule {
                 )
             })?;
         let base_ms = self.duration_ms;
-        self.duration_ms = self
-            .duration_ms
-            .checked_add(duration)
-            .filter(|ms| *ms <= MAX_DURATION_MS)
-            .ok_or_else(|| {
-                PlanError::schedule(
-                    KEY,
-                    text,
-                    "the schedule would last more than 30 days by the end of this step: \
-                     expected at most 30 days in all",
-                )
-            })?;
+        self.duration_ms = super::extend_duration(self.duration_ms, duration, KEY, text)?;
         self.segments.push(Segment {
             step,
             first,
