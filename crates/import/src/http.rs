@@ -39,8 +39,10 @@ pub struct Request {
 enum State {
     /// Between requests.
     Idle,
-    /// In the head; the end was searched for up to `scanned`.
-    Head { scanned: usize },
+    /// In the head; the end was searched for up to `scanned`; whether the
+    /// request line was checked (as soon as it is whole: a stream that is
+    /// not HTTP fails at its first line, not 64 KiB later).
+    Head { scanned: usize, line_checked: bool },
     /// In a `Content-Length` body.
     Body { left: u64 },
     /// In a chunk-size line starting at `line`.
@@ -129,16 +131,33 @@ impl Framer {
                             ),
                         ));
                     }
-                    self.state = State::Head { scanned: 0 };
+                    self.state = State::Head {
+                        scanned: 0,
+                        line_checked: false,
+                    };
                     self.at_us = at_us;
                     self.started = self.offset + skip as u64;
                 }
                 Ok(skip)
             }
-            State::Head { scanned } => {
+            State::Head {
+                scanned,
+                mut line_checked,
+            } => {
                 let before = self.request.len();
                 let take = data.len().min(MAX_HEAD + 4 - before.min(MAX_HEAD));
                 self.request.extend_from_slice(&data[..take]);
+                if !line_checked {
+                    if let Some(lf) = memchr(b'\n', &self.request) {
+                        if !is_request_line(&self.request[..lf]) {
+                            return Err(self.error(format!(
+                                "`{}` is not an HTTP/1.x request line (METHOD TARGET HTTP/1.x)",
+                                first_line(&self.request)
+                            )));
+                        }
+                        line_checked = true;
+                    }
+                }
                 match head_end(&self.request, scanned) {
                     Some(end) => {
                         self.request.truncate(end);
@@ -153,6 +172,7 @@ impl Framer {
                     None => {
                         self.state = State::Head {
                             scanned: self.request.len().saturating_sub(3),
+                            line_checked,
                         };
                         Ok(take)
                     }
@@ -339,6 +359,23 @@ fn chunk_size(line: &[u8]) -> Option<u64> {
     })
 }
 
+/// `METHOD SP target SP HTTP/1.x` (an optional CR at the end).
+fn is_request_line(line: &[u8]) -> bool {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut parts = line.split(|b| *b == b' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    !method.is_empty()
+        && method.iter().all(|b| is_token(*b))
+        && !target.is_empty()
+        && target.iter().all(|b| b.is_ascii_graphic() || *b >= 0x80)
+        && version.len() == 8
+        && version.starts_with(b"HTTP/1.")
+}
+
 fn is_token(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
@@ -396,6 +433,8 @@ mod tests {
         assert!(err.message.contains("0x16"), "{}", err.message);
         let err = split(&[b"GET / HTTP/2.0\r\n\r\n"]).unwrap_err();
         assert!(err.message.contains("HTTP/1.x"), "{}", err.message);
+        let err = split(&[b"*1\r\n$4\r\nPING\r\n"]).unwrap_err();
+        assert!(err.message.starts_with("`*1` is not"), "{}", err.message);
         assert!(split(&[b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n"]).is_err());
         assert!(split(&[b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"]).is_err());
     }

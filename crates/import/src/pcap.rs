@@ -157,8 +157,10 @@ pub fn read(
             }
             Err(PcapError::UnexpectedEof) => {
                 warnings.warn(format!(
-                    "the capture ends inside packet {} (byte {at}): that packet is lost",
-                    number + 1
+                    "the capture ends inside packet {} (byte {at}; {} bytes left unread): \
+                     that packet is lost",
+                    number + 1,
+                    reader.data().len()
                 ));
                 return Ok(());
             }
