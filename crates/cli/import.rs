@@ -111,9 +111,11 @@ pub fn run(args: &ImportArgs) -> Result<()> {
         )),
         _ => Box::new(io::BufWriter::with_capacity(1 << 20, io::stdout().lock())),
     };
+    // Past a progress line, a message starts by returning the cursor over it.
+    let cr = if io::stderr().is_terminal() { "\r" } else { "" };
     let mut warnings = Warnings::new(
         SHOWN_WARNINGS,
-        Box::new(|warning| eprintln!("\rtank import: warning: {warning}")),
+        Box::new(move |warning| eprintln!("{cr}tank import: warning: {warning}")),
     );
     let started = Instant::now();
     let summary = tank_import::import(input, &name, out, &options, &mut warnings)?;
@@ -121,7 +123,7 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     let read = total.map_or(String::new(), |t| {
         format!(" ({:.1} MB/s)", t as f64 / 1e6 / elapsed.max(1e-9))
     });
-    eprintln!("\rtank import: {summary}; {elapsed:.1} s{read}");
+    eprintln!("{cr}tank import: {summary}; {elapsed:.1} s{read}");
     Ok(())
 }
 
