@@ -30,7 +30,7 @@ use crate::warnings::Warnings;
 use crate::TagBy;
 
 /// How far back a packet's time may go without its request being clamped.
-pub const SLACK_US: u64 = 1_000_000;
+pub const SLACK_US: u64 = 100_000;
 /// How long bytes may wait behind a hole before it is declared a gap.
 pub const HOLE_TIMEOUT_US: u64 = 10_000_000;
 /// How often (capture time) the watermark is moved and holes are checked.
