@@ -47,7 +47,10 @@ impl Tcpdump {
                     panic!("tcpdump did not start listening ({status:?})");
                 }
             }
-            assert!(started.elapsed() < Duration::from_secs(30), "tcpdump is slow to start");
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "tcpdump is slow to start"
+            );
         }
         // Keep draining stderr so tcpdump never blocks on it.
         std::thread::spawn(move || for _ in lines {});
@@ -115,7 +118,13 @@ fn serve(listener: TcpListener) {
                         }
                     }
                 } else if let Some(at) = lower.find("content-length:") {
-                    let length: usize = lower[at + 15..].lines().next().unwrap().trim().parse().unwrap();
+                    let length: usize = lower[at + 15..]
+                        .lines()
+                        .next()
+                        .unwrap()
+                        .trim()
+                        .parse()
+                        .unwrap();
                     let mut body = vec![0; length];
                     reader.read_exact(&mut body).unwrap();
                 }
@@ -155,7 +164,10 @@ fn connection(server: SocketAddr, start: Instant, requests: &[(u64, Vec<u8>)]) -
         }
         sent.push((at, bytes.clone()));
     }
-    Sent { client, requests: sent }
+    Sent {
+        client,
+        requests: sent,
+    }
 }
 
 fn get(path: &str, close: bool) -> Vec<u8> {
@@ -176,20 +188,30 @@ fn a_tcpdump_capture_imports_to_its_connections_requests_bytes_and_offsets() {
     let dump = Tcpdump::start(&tcpdump, server.port(), &capture);
     std::thread::sleep(Duration::from_millis(300));
 
-    let post = b"POST /form?x=1 HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello world".to_vec();
+    let post =
+        b"POST /form?x=1 HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello world".to_vec();
     let chunked =
-        b"PUT /up HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".to_vec();
+        b"PUT /up HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+            .to_vec();
     let start = Instant::now();
     // Two keep-alive connections interleaved in time, then one-request ones.
     let first = std::thread::spawn(move || {
-        connection(server, start, &[(0, get("/a", false)), (40, post), (80, get("/a?2", false))])
+        connection(
+            server,
+            start,
+            &[(0, get("/a", false)), (40, post), (80, get("/a?2", false))],
+        )
     });
     let second = std::thread::spawn(move || {
         connection(server, start, &[(20, get("/b", false)), (60, chunked)])
     });
     let mut sent = vec![first.join().unwrap(), second.join().unwrap()];
     for (i, offset) in [100u64, 120, 140].iter().enumerate() {
-        sent.push(connection(server, start, &[(*offset, get(&format!("/once/{i}"), true))]));
+        sent.push(connection(
+            server,
+            start,
+            &[(*offset, get(&format!("/once/{i}"), true))],
+        ));
     }
     std::thread::sleep(Duration::from_millis(300));
     dump.stop();
@@ -216,7 +238,12 @@ fn a_tcpdump_capture_imports_to_its_connections_requests_bytes_and_offsets() {
             Record::Begin { id, label, .. } => {
                 labels.insert(id, label.to_string());
             }
-            Record::Request { id, offset_us, bytes, .. } => sessions
+            Record::Request {
+                id,
+                offset_us,
+                bytes,
+                ..
+            } => sessions
                 .entry(labels[&id].clone())
                 .or_default()
                 .push((offset_us, bytes.to_vec())),
@@ -227,14 +254,19 @@ fn a_tcpdump_capture_imports_to_its_connections_requests_bytes_and_offsets() {
     let first_send = sent[0].requests[0].0;
     for connection in &sent {
         let label = format!("{}→{}", connection.client, server);
-        let got = sessions.get(&label).unwrap_or_else(|| panic!("no session {label}"));
+        let got = sessions
+            .get(&label)
+            .unwrap_or_else(|| panic!("no session {label}"));
         let want: Vec<&[u8]> = connection.requests.iter().map(|(_, b)| &b[..]).collect();
         let got_bytes: Vec<&[u8]> = got.iter().map(|(_, b)| &b[..]).collect();
         assert_eq!(got_bytes, want, "{label}");
         for ((offset_us, _), (at, _)) in got.iter().zip(&connection.requests) {
             let client_us = (*at - first_send).as_micros() as i64;
             let error = (*offset_us as i64 - client_us).abs();
-            assert!(error <= 1000, "{label}: offset {offset_us} µs, client sent at {client_us} µs");
+            assert!(
+                error <= 1000,
+                "{label}: offset {offset_us} µs, client sent at {client_us} µs"
+            );
         }
     }
 }

@@ -161,7 +161,10 @@ impl<R: Read> Read for Progress<R> {
                 let of = self
                     .total
                     .map_or(String::new(), |t| format!(" of {:.0} MB", t as f64 / 1e6));
-                eprint!("\rtank import: read {:.0} MB{of}   ", self.read as f64 / 1e6);
+                eprint!(
+                    "\rtank import: read {:.0} MB{of}   ",
+                    self.read as f64 / 1e6
+                );
             }
         }
         Ok(n)

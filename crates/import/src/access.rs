@@ -59,7 +59,10 @@ pub fn import(
     let write_error = |e| ImportError::io(path, "writing the sessions", e);
     let mut headers: Vec<String> = options.host.iter().map(|h| format!("Host: {h}")).collect();
     headers.extend(options.headers.iter().cloned());
-    if !headers.iter().any(|h| h.to_ascii_lowercase().starts_with("host:")) {
+    if !headers
+        .iter()
+        .any(|h| h.to_ascii_lowercase().starts_with("host:"))
+    {
         warnings.warn(format!(
             "{path}: no --host and no Host header: the requests have none (HTTP/1.1 servers answer 400)"
         ));
@@ -105,10 +108,13 @@ pub fn import(
         let next = clients.len() as u64;
         let (label, client) = match clients.get_mut(&key) {
             Some(client) => (None, client),
-            None => (Some(key.clone()), clients.entry(key).or_insert(Client {
-                session: next,
-                last_at_us: 0,
-            })),
+            None => (
+                Some(key.clone()),
+                clients.entry(key).or_insert(Client {
+                    session: next,
+                    last_at_us: 0,
+                }),
+            ),
         };
         client.last_at_us = client.last_at_us.max(line.at_us);
         let headers = if matches!(line.method, "POST" | "PUT" | "PATCH") {
@@ -126,7 +132,11 @@ pub fn import(
         );
         let tag = crate::tag(options.tag_by, &bytes);
         sorter
-            .push(line.at_us, client.session, Kind::Request { label, tag, bytes })
+            .push(
+                line.at_us,
+                client.session,
+                Kind::Request { label, tag, bytes },
+            )
             .map_err(write_error)?;
     }
     // Every client's session ends after its last request.
@@ -168,9 +178,8 @@ fn parse(text: &str) -> Result<Line<'_>, String> {
         .map(|i| open + i)
         .ok_or_else(|| format!("no [time]; {expected}"))?;
     let time_local = &rest[open + 1..close];
-    let logged_us = crate::time::parse_clf(time_local).ok_or_else(|| {
-        format!("time `{time_local}` is not like `10/Oct/2000:13:55:36 -0700`")
-    })?;
+    let logged_us = crate::time::parse_clf(time_local)
+        .ok_or_else(|| format!("time `{time_local}` is not like `10/Oct/2000:13:55:36 -0700`"))?;
     let (request, mut rest) = quoted(rest[close + 1..].trim_start())
         .ok_or_else(|| format!("no quoted request; {expected}"))?;
     let mut fields = request.split(' ').filter(|f| !f.is_empty());
@@ -182,7 +191,10 @@ fn parse(text: &str) -> Result<Line<'_>, String> {
         .strip_prefix("HTTP/")
         .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
         .ok_or_else(|| format!("request `{request}` is not `METHOD URI HTTP/x.y`"))?;
-    if !method.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_') {
+    if !method
+        .bytes()
+        .all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
+    {
         return Err(format!("request `{request}` has no method"));
     }
     // Status and size, then the optional quoted referer and user agent,
@@ -276,11 +288,16 @@ mod tests {
 
     #[test]
     fn common_format_and_escaped_quotes() {
-        let line = parse("::1 - - [10/Oct/2000:13:55:36 +0000] \"POST /p HTTP/1.0\" 201 -").unwrap();
-        assert_eq!((line.addr, line.method, line.user_agent), ("::1", "POST", ""));
         let line =
-            parse("h - - [10/Oct/2000:13:55:36 +0000] \"GET / HTTP/1.1\" 200 1 \"-\" \"a \\\"b\\\"\"")
-                .unwrap();
+            parse("::1 - - [10/Oct/2000:13:55:36 +0000] \"POST /p HTTP/1.0\" 201 -").unwrap();
+        assert_eq!(
+            (line.addr, line.method, line.user_agent),
+            ("::1", "POST", "")
+        );
+        let line = parse(
+            "h - - [10/Oct/2000:13:55:36 +0000] \"GET / HTTP/1.1\" 200 1 \"-\" \"a \\\"b\\\"\"",
+        )
+        .unwrap();
         assert_eq!(line.user_agent, "a \\\"b\\\"");
     }
 

@@ -220,7 +220,9 @@ impl Capture {
         }
         let data_seq = segment.seq.wrapping_add(u32::from(segment.syn));
         if !segment.payload.is_empty() {
-            let stream = flow.stream.get_or_insert_with(|| Reassembler::new(data_seq));
+            let stream = flow
+                .stream
+                .get_or_insert_with(|| Reassembler::new(data_seq));
             let framer = &mut flow.framer;
             let done = &mut self.done;
             let fed = stream.segment(data_seq, segment.payload, packet.at_us, &mut |bytes, at| {
@@ -250,7 +252,8 @@ impl Capture {
             let fin_seq = data_seq.wrapping_add(segment.payload.len() as u32);
             flow.fin_at = flow.stream.as_ref().and_then(|s| s.position_of(fin_seq));
         }
-        self.push_done(slot, sorter).map_err(|e| write_error(path, e))?;
+        self.push_done(slot, sorter)
+            .map_err(|e| write_error(path, e))?;
         let ended = segment.rst
             || self.slab[slot].as_ref().is_some_and(|f| {
                 matches!((f.fin_at, &f.stream), (Some(fin), Some(s)) if s.delivered() >= fin)

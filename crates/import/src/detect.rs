@@ -36,7 +36,9 @@ impl std::str::FromStr for Format {
             "pcapng" => Ok(Format::Pcapng),
             "access" => Ok(Format::Access),
             "har" => Ok(Format::Har),
-            _ => Err(format!("unknown format `{s}`; expected pcap, pcapng, access or har")),
+            _ => Err(format!(
+                "unknown format `{s}`; expected pcap, pcapng, access or har"
+            )),
         }
     }
 }

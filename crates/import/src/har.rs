@@ -158,7 +158,9 @@ fn build(request: &HarRequest) -> Result<Vec<u8>, String> {
         }) if encoding.as_deref() == Some("base64") => {
             base64(text).ok_or("postData.text is not base64 though its encoding says so")?
         }
-        Some(PostData { text: Some(text), .. }) => text.as_bytes().to_vec(),
+        Some(PostData {
+            text: Some(text), ..
+        }) => text.as_bytes().to_vec(),
         _ => Vec::new(),
     };
     let version = if request.http_version.eq_ignore_ascii_case("HTTP/1.0") {
@@ -197,7 +199,11 @@ fn build(request: &HarRequest) -> Result<Vec<u8>, String> {
         push_header(&mut out, "Host", authority);
     }
     if !body.is_empty() || matches!(request.method.as_str(), "POST" | "PUT" | "PATCH") {
-        push_header(&mut out, "Content-Length", itoa::Buffer::new().format(body.len()));
+        push_header(
+            &mut out,
+            "Content-Length",
+            itoa::Buffer::new().format(body.len()),
+        );
     }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(&body);
@@ -216,7 +222,14 @@ fn push_header(out: &mut Vec<u8>, name: &str, value: &str) {
 fn split_url(url: &str) -> (&str, String) {
     let url = url.split('#').next().unwrap_or_default();
     let Some((_, rest)) = url.split_once("://") else {
-        return ("", if url.is_empty() { "/".into() } else { url.into() });
+        return (
+            "",
+            if url.is_empty() {
+                "/".into()
+            } else {
+                url.into()
+            },
+        );
     };
     match rest.find(['/', '?']) {
         Some(at) if rest.as_bytes()[at] == b'/' => (&rest[..at], rest[at..].into()),
@@ -385,9 +398,11 @@ mod tests {
         let summary: Vec<(u64, u64, String)> = out
             .iter()
             .map(|i| match &i.kind {
-                Kind::Request { bytes, .. } => {
-                    (i.at_us, i.session, String::from_utf8(bytes.clone()).unwrap())
-                }
+                Kind::Request { bytes, .. } => (
+                    i.at_us,
+                    i.session,
+                    String::from_utf8(bytes.clone()).unwrap(),
+                ),
                 Kind::End => (i.at_us, i.session, "END".into()),
             })
             .collect();
@@ -417,7 +432,11 @@ mod tests {
 
     #[test]
     fn a_file_that_is_not_har_names_the_line() {
-        let err = items("{\"log\": {\"entries\": [\n{\"x\": 1}]}}", &Options::default()).unwrap_err();
+        let err = items(
+            "{\"log\": {\"entries\": [\n{\"x\": 1}]}}",
+            &Options::default(),
+        )
+        .unwrap_err();
         assert_eq!(err.at, Some(crate::error::Location::Line(2)));
         assert!(err.to_string().contains("startedDateTime"), "{err}");
         assert!(items("{\"log\": {}}", &Options::default()).is_err());
@@ -430,7 +449,10 @@ mod tests {
             let (authority, target) = split_url(url);
             (authority, target.to_string())
         };
-        assert_eq!(split("https://a.b:8080/x/y?z#f"), ("a.b:8080", "/x/y?z".into()));
+        assert_eq!(
+            split("https://a.b:8080/x/y?z#f"),
+            ("a.b:8080", "/x/y?z".into())
+        );
         assert_eq!(split("http://a.b?q"), ("a.b", "/?q".into()));
         assert_eq!(split("http://a.b"), ("a.b", "/".into()));
         assert_eq!(split("/rel"), ("", "/rel".into()));

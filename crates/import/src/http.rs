@@ -120,7 +120,10 @@ impl Framer {
     ) -> Result<usize, FrameError> {
         match self.state {
             State::Idle => {
-                let skip = data.iter().take_while(|b| matches!(b, b'\r' | b'\n')).count();
+                let skip = data
+                    .iter()
+                    .take_while(|b| matches!(b, b'\r' | b'\n'))
+                    .count();
                 if skip < data.len() {
                     if !is_token(data[skip]) {
                         return Err(self.error_at(
@@ -288,7 +291,11 @@ impl Framer {
                 }
                 length = Some(value);
             } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
-                let last = header.value.rsplit(|b| *b == b',').next().unwrap_or_default();
+                let last = header
+                    .value
+                    .rsplit(|b| *b == b',')
+                    .next()
+                    .unwrap_or_default();
                 chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
                 if !chunked {
                     return Err(self.error(

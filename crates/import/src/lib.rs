@@ -146,8 +146,16 @@ impl std::fmt::Display for Summary {
                 .take(5)
                 .map(|(port, n)| format!("{port} ×{n}"))
                 .collect();
-            let more = if self.skipped_ports.len() > 5 { ", ..." } else { "" };
-            write!(f, "{skipped} flows skipped (ports {}{more}); ", ports.join(", "))?;
+            let more = if self.skipped_ports.len() > 5 {
+                ", ..."
+            } else {
+                ""
+            };
+            write!(
+                f,
+                "{skipped} flows skipped (ports {}{more}); ",
+                ports.join(", ")
+            )?;
         }
         if self.clamped > 0 {
             write!(f, "{} requests moved up to keep time order; ", self.clamped)?;
@@ -194,7 +202,10 @@ pub fn import(
     let write_error = |e| ImportError::io(path, "writing the sessions", e);
     let mut writer = SessionsWriter::new(out).map_err(write_error)?;
     writer
-        .comment(&format!("imported by tank import from {path} ({})", format.name()))
+        .comment(&format!(
+            "imported by tank import from {path} ({})",
+            format.name()
+        ))
         .map_err(write_error)?;
     let mut emitter = Emitter {
         writer,

@@ -75,14 +75,17 @@ pub fn segment(link: u32, frame: &[u8]) -> Result<Segment<'_>, NotTcp> {
         linktype::ETHERNET => {
             LaxSlicedPacket::from_ethernet(frame).map_err(|_| NotTcp::Malformed)?
         }
-        linktype::RAW | linktype::RAW_BSD | linktype::RAW_BSD2 | linktype::IPV4 | linktype::IPV6 => {
-            LaxSlicedPacket::from_ip(frame).map_err(|_| NotTcp::Malformed)?
-        }
+        linktype::RAW
+        | linktype::RAW_BSD
+        | linktype::RAW_BSD2
+        | linktype::IPV4
+        | linktype::IPV6 => LaxSlicedPacket::from_ip(frame).map_err(|_| NotTcp::Malformed)?,
         linktype::NULL | linktype::LOOP => {
             let family = frame.get(..4).ok_or(NotTcp::Malformed)?;
             // Either byte order: the families are small numbers.
-            let family = u32::from_le_bytes([family[0], family[1], family[2], family[3]])
-                .min(u32::from_be_bytes([family[0], family[1], family[2], family[3]]));
+            let family = u32::from_le_bytes([family[0], family[1], family[2], family[3]]).min(
+                u32::from_be_bytes([family[0], family[1], family[2], family[3]]),
+            );
             match family {
                 2 | 24 | 28 | 30 => {
                     LaxSlicedPacket::from_ip(&frame[4..]).map_err(|_| NotTcp::Malformed)?
@@ -129,9 +132,7 @@ pub fn segment(link: u32, frame: &[u8]) -> Result<Segment<'_>, NotTcp> {
 
 /// A Linux cooked header of `len` bytes with the EtherType at `protocol`.
 fn cooked(frame: &[u8], len: usize, protocol: usize) -> Result<LaxSlicedPacket<'_>, NotTcp> {
-    let ether_type = frame
-        .get(protocol..protocol + 2)
-        .ok_or(NotTcp::Malformed)?;
+    let ether_type = frame.get(protocol..protocol + 2).ok_or(NotTcp::Malformed)?;
     let rest = frame.get(len..).ok_or(NotTcp::Malformed)?;
     Ok(LaxSlicedPacket::from_ether_type(
         EtherType(u16::from_be_bytes([ether_type[0], ether_type[1]])),

@@ -224,7 +224,11 @@ impl Sorter {
             return Ok(());
         }
         let mut run = BufWriter::new(tempfile::tempfile()?);
-        for Reverse(item) in std::mem::take(&mut self.heap).into_sorted_vec().into_iter().rev() {
+        for Reverse(item) in std::mem::take(&mut self.heap)
+            .into_sorted_vec()
+            .into_iter()
+            .rev()
+        {
             write_item(&mut run, &item)?;
         }
         self.held_bytes = 0;

@@ -65,10 +65,7 @@ pub fn read(
             Ok((used, block)) => {
                 match block {
                     PcapBlockOwned::LegacyHeader(header) => {
-                        legacy = Some((
-                            header.network.0 as u32,
-                            header.is_nanosecond_precision(),
-                        ));
+                        legacy = Some((header.network.0 as u32, header.is_nanosecond_precision()));
                     }
                     PcapBlockOwned::Legacy(frame) => {
                         number += 1;
@@ -80,13 +77,16 @@ pub fn read(
                         } else {
                             u64::from(frame.ts_usec)
                         };
-                        each(Packet {
-                            number,
-                            at_us: u64::from(frame.ts_sec) * 1_000_000 + frac,
-                            link,
-                            data: frame.data,
-                            wire_len: frame.origlen,
-                        }, warnings)?;
+                        each(
+                            Packet {
+                                number,
+                                at_us: u64::from(frame.ts_sec) * 1_000_000 + frac,
+                                link,
+                                data: frame.data,
+                                wire_len: frame.origlen,
+                            },
+                            warnings,
+                        )?;
                     }
                     PcapBlockOwned::NG(Block::SectionHeader(_)) => interfaces.clear(),
                     PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
@@ -109,13 +109,16 @@ pub fn read(
                             )
                         })?;
                         let ticks = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
-                        each(Packet {
-                            number,
-                            at_us: interface.micros(ticks),
-                            link: interface.link,
-                            data: epb.data,
-                            wire_len: epb.origlen,
-                        }, warnings)?;
+                        each(
+                            Packet {
+                                number,
+                                at_us: interface.micros(ticks),
+                                link: interface.link,
+                                data: epb.data,
+                                wire_len: epb.origlen,
+                            },
+                            warnings,
+                        )?;
                     }
                     PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
                         // No timestamp: the previous packet's time is the best there is.
@@ -130,13 +133,16 @@ pub fn read(
                         warnings.warn(format!(
                             "packet {number}: a simple packet block has no timestamp (taken as 0)"
                         ));
-                        each(Packet {
-                            number,
-                            at_us: 0,
-                            link: interface.link,
-                            data: spb.data,
-                            wire_len: spb.origlen,
-                        }, warnings)?;
+                        each(
+                            Packet {
+                                number,
+                                at_us: 0,
+                                link: interface.link,
+                                data: spb.data,
+                                wire_len: spb.origlen,
+                            },
+                            warnings,
+                        )?;
                     }
                     PcapBlockOwned::NG(_) => {}
                 }
@@ -150,7 +156,9 @@ pub fn read(
                     return Err(ImportError::format(
                         path,
                         at,
-                        &format!("a block of at most {MAX_BLOCK} bytes (the length field is corrupt)"),
+                        &format!(
+                            "a block of at most {MAX_BLOCK} bytes (the length field is corrupt)"
+                        ),
                     ));
                 }
                 refill(&mut reader, path, at)?;
@@ -179,8 +187,8 @@ pub fn read(
 impl Interface {
     fn micros(&self, ticks: u64) -> u64 {
         let micros = u128::from(ticks) * 1_000_000 / u128::from(self.ticks_per_second.max(1));
-        let micros = i128::try_from(micros).unwrap_or(i128::MAX)
-            + i128::from(self.offset_s) * 1_000_000;
+        let micros =
+            i128::try_from(micros).unwrap_or(i128::MAX) + i128::from(self.offset_s) * 1_000_000;
         u64::try_from(micros.max(0)).unwrap_or(u64::MAX)
     }
 }

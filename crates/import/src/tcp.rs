@@ -121,10 +121,7 @@ impl Reassembler {
     }
 
     /// Deliver the held bytes the stream has reached.
-    fn drain<E>(
-        &mut self,
-        deliver: &mut impl FnMut(&[u8], u64) -> Result<(), E>,
-    ) -> Result<(), E> {
+    fn drain<E>(&mut self, deliver: &mut impl FnMut(&[u8], u64) -> Result<(), E>) -> Result<(), E> {
         while let Some(entry) = self.held.first_entry() {
             if *entry.key() > self.next {
                 break;
@@ -179,7 +176,13 @@ mod tests {
         let mut r = Reassembler::new(0);
         let out = feed(
             &mut r,
-            &[(0, b"abc", 1), (0, b"abc", 2), (1, b"XcdZ", 3), (6, b"g", 4), (4, b"YYY", 5)],
+            &[
+                (0, b"abc", 1),
+                (0, b"abc", 2),
+                (1, b"XcdZ", 3),
+                (6, b"g", 4),
+                (4, b"YYY", 5),
+            ],
         );
         let bytes: Vec<u8> = out.iter().flat_map(|(b, _)| b.clone()).collect();
         assert_eq!(bytes, b"abcdZYY");

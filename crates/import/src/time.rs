@@ -24,7 +24,11 @@ fn number(text: &str) -> Option<u32> {
 fn epoch_us(date: (i64, u32, u32), time: (u32, u32, u32), micros: u32, east_s: i64) -> Option<u64> {
     let (year, month, day) = date;
     let (hour, minute, second) = time;
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
     {
         return None;
     }
@@ -33,7 +37,9 @@ fn epoch_us(date: (i64, u32, u32), time: (u32, u32, u32), micros: u32, east_s: i
         + i64::from(minute) * 60
         + i64::from(second)
         - east_s;
-    let micros = seconds.checked_mul(1_000_000)?.checked_add(i64::from(micros))?;
+    let micros = seconds
+        .checked_mul(1_000_000)?
+        .checked_add(i64::from(micros))?;
     u64::try_from(micros).ok()
 }
 
@@ -127,9 +133,15 @@ mod tests {
     #[test]
     fn clf_times_with_their_zone() {
         // 2000-10-10T20:55:36Z
-        assert_eq!(parse_clf("10/Oct/2000:13:55:36 -0700"), Some(971_211_336_000_000));
+        assert_eq!(
+            parse_clf("10/Oct/2000:13:55:36 -0700"),
+            Some(971_211_336_000_000)
+        );
         assert_eq!(parse_clf("01/Jan/1970:00:00:01 +0000"), Some(1_000_000));
-        assert_eq!(parse_clf("29/Feb/2024:00:00:00 +0100"), Some(1_709_161_200_000_000));
+        assert_eq!(
+            parse_clf("29/Feb/2024:00:00:00 +0100"),
+            Some(1_709_161_200_000_000)
+        );
         assert_eq!(parse_clf("10/Foo/2000:13:55:36 -0700"), None);
         assert_eq!(parse_clf("10/Oct/2000:13:55 -0700"), None);
     }

@@ -65,7 +65,14 @@ fn ip(src: IpAddr, dst: IpAddr, segment: &[u8]) -> (u16, Vec<u8>) {
     }
 }
 
-fn frame(link: Link, src: SocketAddr, dst: SocketAddr, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+fn frame(
+    link: Link,
+    src: SocketAddr,
+    dst: SocketAddr,
+    seq: u32,
+    flags: u8,
+    payload: &[u8],
+) -> Vec<u8> {
     let (ether_type, packet) = ip(src.ip(), dst.ip(), &tcp(src, dst, seq, flags, payload));
     let mut out = Vec::new();
     match link {
@@ -170,7 +177,11 @@ impl Conn {
 
     fn syn_ack(&self, at_us: u64) -> Frame {
         let bytes = frame(self.link, self.server, self.client, 5000, SYN | ACK, b"");
-        Frame { at_us, captured: bytes.len(), bytes }
+        Frame {
+            at_us,
+            captured: bytes.len(),
+            bytes,
+        }
     }
 
     /// Client data at stream offset `at` (0 = first byte after the SYN).
@@ -183,13 +194,28 @@ impl Conn {
     }
 
     fn reply(&self, at_us: u64, payload: &[u8]) -> Frame {
-        let bytes = frame(self.link, self.server, self.client, 5001, ACK | PSH, payload);
-        Frame { at_us, captured: bytes.len(), bytes }
+        let bytes = frame(
+            self.link,
+            self.server,
+            self.client,
+            5001,
+            ACK | PSH,
+            payload,
+        );
+        Frame {
+            at_us,
+            captured: bytes.len(),
+            bytes,
+        }
     }
 
     fn packet(&self, at_us: u64, seq: u32, flags: u8, payload: &[u8]) -> Frame {
         let bytes = frame(self.link, self.client, self.server, seq, flags, payload);
-        Frame { at_us, captured: bytes.len(), bytes }
+        Frame {
+            at_us,
+            captured: bytes.len(),
+            bytes,
+        }
     }
 }
 
@@ -205,7 +231,10 @@ struct Imported {
 fn run(capture: &[u8], options: &Options) -> Result<Imported, tank_import::ImportError> {
     let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let sink = seen.clone();
-    let mut warnings = Warnings::new(100, Box::new(move |w| sink.borrow_mut().push(w.to_string())));
+    let mut warnings = Warnings::new(
+        100,
+        Box::new(move |w| sink.borrow_mut().push(w.to_string())),
+    );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sessions.txt");
     let out = std::fs::File::create(&path).unwrap();
@@ -220,10 +249,17 @@ fn run(capture: &[u8], options: &Options) -> Result<Imported, tank_import::Impor
     };
     while let Some(record) = reader.next_record().unwrap() {
         match record {
-            Record::Begin { id, offset_us, label } => {
-                imported.sessions.push((id, offset_us, label.to_string()))
-            }
-            Record::Request { id, offset_us, tag, bytes } => imported.requests.push((
+            Record::Begin {
+                id,
+                offset_us,
+                label,
+            } => imported.sessions.push((id, offset_us, label.to_string())),
+            Record::Request {
+                id,
+                offset_us,
+                tag,
+                bytes,
+            } => imported.requests.push((
                 id,
                 offset_us,
                 String::from_utf8_lossy(tag).into_owned(),
@@ -273,11 +309,11 @@ fn out_of_order_retransmitted_and_overlapping_segments_give_the_stream() {
     let n = stream.len();
     let frames = [
         c.syn(0),
-        c.data(10, 20, cut(20, 50)),   // ahead of a hole
-        c.data(20, 0, cut(0, 25)),     // fills it, overlapping
-        c.data(30, 0, cut(0, 25)),     // retransmitted
-        c.data(40, 60, cut(60, n)),    // ahead again
-        c.data(50, 45, cut(45, 70)),   // overlaps both sides
+        c.data(10, 20, cut(20, 50)), // ahead of a hole
+        c.data(20, 0, cut(0, 25)),   // fills it, overlapping
+        c.data(30, 0, cut(0, 25)),   // retransmitted
+        c.data(40, 60, cut(60, n)),  // ahead again
+        c.data(50, 45, cut(45, 70)), // overlaps both sides
         c.fin(60, n as u32),
     ];
     let got = run(&pcap(Link::Vlan, &frames), &Options::default()).unwrap();
@@ -301,19 +337,36 @@ fn a_truncated_last_packet_is_a_warning_with_its_number_and_earlier_requests_sta
     assert_eq!(got.requests.len(), 1);
     assert_eq!(got.requests[0].3, GET_A);
     assert_eq!(got.warnings.len(), 1, "{:?}", got.warnings);
-    assert!(got.warnings[0].starts_with("packet 3: truncated"), "{}", got.warnings[0]);
-    assert!(got.warnings[0].contains("is dropped"), "{}", got.warnings[0]);
+    assert!(
+        got.warnings[0].starts_with("packet 3: truncated"),
+        "{}",
+        got.warnings[0]
+    );
+    assert!(
+        got.warnings[0].contains("is dropped"),
+        "{}",
+        got.warnings[0]
+    );
 }
 
 #[test]
 fn a_file_cut_inside_a_packet_record_is_a_warning() {
     let c = Conn::v4(40000, 80);
-    let mut file = pcap(Link::Ethernet, &[c.syn(0), c.data(100, 0, GET_A), c.data(200, GET_A.len() as u32, GET_B)]);
+    let mut file = pcap(
+        Link::Ethernet,
+        &[
+            c.syn(0),
+            c.data(100, 0, GET_A),
+            c.data(200, GET_A.len() as u32, GET_B),
+        ],
+    );
     file.truncate(file.len() - 10);
     let got = run(&file, &Options::default()).unwrap();
     assert_eq!(got.requests.len(), 1);
     assert!(
-        got.warnings.iter().any(|w| w.contains("ends inside packet 3")),
+        got.warnings
+            .iter()
+            .any(|w| w.contains("ends inside packet 3")),
         "{:?}",
         got.warnings
     );
@@ -335,7 +388,10 @@ fn pcapng_with_ns_stamps_ipv6_and_linux_cooked_v2() {
     ];
     let got = run(&pcapng(Link::Sll2, &frames), &Options::default()).unwrap();
     assert_eq!(got.summary.format, Format::Pcapng);
-    assert_eq!(got.sessions, [(0, 0, "[::1]:50000→[2001:db8::1]:80".into())]);
+    assert_eq!(
+        got.sessions,
+        [(0, 0, "[::1]:50000→[2001:db8::1]:80".into())]
+    );
     let offsets: Vec<u64> = got.requests.iter().map(|r| r.1).collect();
     assert_eq!(offsets, [0, 1]);
     assert_eq!(got.requests[1].3, GET_B);
@@ -344,7 +400,10 @@ fn pcapng_with_ns_stamps_ipv6_and_linux_cooked_v2() {
 #[test]
 fn a_connection_without_its_syn_starts_at_its_first_data_and_its_server_is_the_lower_port() {
     let c = Conn::v4(51000, 8000);
-    let frames = [c.data(0, 100, GET_A), c.data(10, 100 + GET_A.len() as u32, GET_B)];
+    let frames = [
+        c.data(0, 100, GET_A),
+        c.data(10, 100 + GET_A.len() as u32, GET_B),
+    ];
     let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
     assert_eq!(got.sessions[0].2, "10.0.0.1:51000→10.0.0.2:8000");
     assert_eq!(got.requests.len(), 2);
@@ -368,12 +427,20 @@ fn connections_to_another_port_are_counted_and_skipped() {
     let got = run(&pcap(Link::Ethernet, &frames), &options).unwrap();
     assert_eq!(got.requests.len(), 1);
     assert_eq!(got.summary.skipped_ports, [(6379, 1)]);
-    assert!(got.summary.to_string().contains("1 flows skipped (ports 6379 ×1)"), "{}", got.summary);
+    assert!(
+        got.summary
+            .to_string()
+            .contains("1 flows skipped (ports 6379 ×1)"),
+        "{}",
+        got.summary
+    );
     // Without --server-port the other connection is read, and is not HTTP.
     let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
     assert_eq!(got.requests.len(), 1);
     assert_eq!(got.warnings.len(), 1, "{:?}", got.warnings);
-    assert!(got.warnings[0].contains("packet 3") && got.warnings[0].contains("not an HTTP/1.x request"));
+    assert!(
+        got.warnings[0].contains("packet 3") && got.warnings[0].contains("not an HTTP/1.x request")
+    );
 }
 
 #[test]
@@ -399,7 +466,10 @@ fn a_gap_never_filled_names_the_connection_and_seq_range_and_keeps_the_requests_
 #[test]
 fn a_new_syn_on_a_closed_tuple_is_a_new_session_and_rst_ends_one() {
     let c = Conn::v4(40000, 80);
-    let again = Conn { isn: 9000, ..Conn::v4(40000, 80) };
+    let again = Conn {
+        isn: 9000,
+        ..Conn::v4(40000, 80)
+    };
     let frames = [
         c.syn(0),
         c.data(10, 0, GET_A),
@@ -427,12 +497,24 @@ fn requests_are_written_in_time_order_across_connections_whatever_finishes_first
         slow.data(5_000_000, 50, &POST[50..]),
     ];
     let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
-    let order: Vec<(u64, u64, Vec<u8>)> = got.requests.iter().map(|r| (r.0, r.1, r.3.clone())).collect();
+    let order: Vec<(u64, u64, Vec<u8>)> = got
+        .requests
+        .iter()
+        .map(|r| (r.0, r.1, r.3.clone()))
+        .collect();
     assert_eq!(
         order,
-        [(0, 0, POST.to_vec()), (1, 100, GET_A.to_vec()), (1, 200, GET_B.to_vec())]
+        [
+            (0, 0, POST.to_vec()),
+            (1, 100, GET_A.to_vec()),
+            (1, 200, GET_B.to_vec())
+        ]
     );
-    assert!(got.summary.to_string().ends_with("in order, look-ahead 3"), "{}", got.summary);
+    assert!(
+        got.summary.to_string().ends_with("in order, look-ahead 3"),
+        "{}",
+        got.summary
+    );
     // With no memory to hold them, the same comes out of an external merge.
     let tight = Options {
         memory_budget: 0,
@@ -440,7 +522,11 @@ fn requests_are_written_in_time_order_across_connections_whatever_finishes_first
     };
     let merged = run(&pcap(Link::Ethernet, &frames), &tight).unwrap();
     assert_eq!(merged.requests, got.requests);
-    assert!(merged.summary.to_string().contains("external merge of"), "{}", merged.summary);
+    assert!(
+        merged.summary.to_string().contains("external merge of"),
+        "{}",
+        merged.summary
+    );
 }
 
 #[test]
@@ -450,7 +536,10 @@ fn a_file_that_is_not_its_format_is_an_error_naming_it() {
         ..Options::default()
     };
     let err = run(b"GET / HTTP/1.1\r\n", &options).err().unwrap();
-    assert_eq!(err.to_string(), "test.pcap: byte 0: a pcap file (its magic number); this looks like access");
+    assert_eq!(
+        err.to_string(),
+        "test.pcap: byte 0: a pcap file (its magic number); this looks like access"
+    );
     // A pcapng block whose length is shorter than a block can be.
     let mut bad = pcapng(Link::Ethernet, &[]);
     let at = bad.len();
@@ -458,7 +547,8 @@ fn a_file_that_is_not_its_format_is_an_error_naming_it() {
     bad.extend_from_slice(&[0; 64]);
     let err = run(&bad, &Options::default()).err().unwrap();
     assert!(
-        err.to_string().starts_with(&format!("test.pcap: byte {at}: ")),
+        err.to_string()
+            .starts_with(&format!("test.pcap: byte {at}: ")),
         "{err}"
     );
 }
