@@ -14,6 +14,8 @@ use memchr::memchr;
 
 /// Longest request head accepted (request line and headers).
 pub const MAX_HEAD: usize = 64 * 1024;
+/// The most a body's `Content-Length` reserves at once.
+const RESERVE_LIMIT: usize = 16 << 20;
 /// Most headers in a request head.
 const MAX_HEADERS: usize = 256;
 
@@ -166,6 +168,7 @@ impl Framer {
                         self.request.truncate(end);
                         let used = end - before;
                         self.state = self.after_head()?;
+                        self.reserve_body();
                         self.maybe_done(done);
                         Ok(used)
                     }
@@ -313,6 +316,17 @@ impl Framer {
                 left: length.unwrap_or(0),
             }
         })
+    }
+
+    /// Room for a body of `length` bytes at once (no doubling, no slack held
+    /// in the reorder buffer), up to [`RESERVE_LIMIT`] whatever a header claims.
+    fn reserve_body(&mut self) {
+        if let State::Body { left } = self.state {
+            let room = usize::try_from(left)
+                .unwrap_or(usize::MAX)
+                .min(RESERVE_LIMIT);
+            self.request.reserve_exact(room);
+        }
     }
 
     fn maybe_done(&mut self, done: &mut impl FnMut(Request)) {

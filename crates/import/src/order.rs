@@ -24,7 +24,7 @@ use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, Write};
 
 /// Bytes an item costs beyond its own buffers (its fields, the heap's slot).
 const ITEM_OVERHEAD: usize = 96;
-/// Runs merged at once: more would open too many files.
+/// Runs kept at once (open files); that many are merged into one.
 const FAN_IN: usize = 64;
 
 /// What an item says about its session.
@@ -60,8 +60,9 @@ impl Item {
     fn cost(&self) -> usize {
         ITEM_OVERHEAD
             + match &self.kind {
+                // What is held, not what is used.
                 Kind::Request { label, tag, bytes } => {
-                    label.as_ref().map_or(0, String::len) + tag.len() + bytes.len()
+                    label.as_ref().map_or(0, String::capacity) + tag.capacity() + bytes.capacity()
                 }
                 Kind::End => 0,
             }
@@ -94,7 +95,7 @@ pub enum Ordering {
     },
     /// The look-ahead outgrew the budget: `runs` sorted runs were merged.
     ExternalMerge {
-        /// Sorted runs spilled to temporary files.
+        /// Sorted runs spilled to temporary files (merged 64 at a time).
         runs: usize,
     },
 }
@@ -113,13 +114,14 @@ impl std::fmt::Display for Ordering {
 /// Contract: items come out in nondecreasing `at_us`, ties in push order. An
 /// item pushed with a time before one already written (the importer's
 /// watermark was wrong: timestamps going back further than it allowed) is
-/// moved up to that time and counted in [`Sorter::clamped`], never written out
-/// of order.
+/// moved up to that time (and, if a request, counted in [`Sorter::clamped`]),
+/// never written out of order.
 pub struct Sorter {
     heap: BinaryHeap<Reverse<Item>>,
     held_bytes: usize,
     budget: usize,
     runs: Vec<File>,
+    spilled_runs: usize,
     next_seq: u64,
     floor_us: u64,
     peak: usize,
@@ -134,6 +136,7 @@ impl Sorter {
             held_bytes: 0,
             budget,
             runs: Vec::new(),
+            spilled_runs: 0,
             next_seq: 0,
             floor_us: 0,
             peak: 0,
@@ -141,7 +144,7 @@ impl Sorter {
         }
     }
 
-    /// Items pushed with a time before one already written (moved up to it).
+    /// Requests pushed with a time before one already written (moved up to it).
     pub fn clamped(&self) -> u64 {
         self.clamped
     }
@@ -149,7 +152,10 @@ impl Sorter {
     /// Add an item; spills to a run file when over budget.
     pub fn push(&mut self, at_us: u64, session: u64, kind: Kind) -> io::Result<()> {
         let at_us = if at_us < self.floor_us {
-            self.clamped += 1;
+            // A session's end follows its requests: only moved requests count.
+            if matches!(kind, Kind::Request { .. }) {
+                self.clamped += 1;
+            }
             self.floor_us
         } else {
             at_us
@@ -203,19 +209,10 @@ impl Sorter {
             });
         }
         self.spill()?;
-        let runs = self.runs.len();
-        let mut files = std::mem::take(&mut self.runs);
-        while files.len() > FAN_IN {
-            let rest = files.split_off(FAN_IN);
-            let mut merged = BufWriter::new(tempfile::tempfile()?);
-            merge(files, &mut |item| write_item(&mut merged, &item))?;
-            let mut merged = merged.into_inner().map_err(|e| e.into_error())?;
-            merged.rewind()?;
-            files = rest;
-            files.push(merged);
-        }
-        merge(files, out)?;
-        Ok(Ordering::ExternalMerge { runs })
+        merge(std::mem::take(&mut self.runs), out)?;
+        Ok(Ordering::ExternalMerge {
+            runs: self.spilled_runs,
+        })
     }
 
     /// Write the held items, sorted, to a new run file.
@@ -232,11 +229,26 @@ impl Sorter {
             write_item(&mut run, &item)?;
         }
         self.held_bytes = 0;
-        let mut file = run.into_inner().map_err(|e| e.into_error())?;
-        file.rewind()?;
-        self.runs.push(file);
+        self.runs.push(finish_run(run)?);
+        self.spilled_runs += 1;
+        if self.runs.len() == FAN_IN {
+            // Bound the open files: the runs so far become one. (With a sane
+            // budget this never happens; a tiny one pays for re-reading.)
+            let mut merged = BufWriter::new(tempfile::tempfile()?);
+            merge(std::mem::take(&mut self.runs), &mut |item| {
+                write_item(&mut merged, &item)
+            })?;
+            self.runs.push(finish_run(merged)?);
+        }
         Ok(())
     }
+}
+
+/// A run written: flushed and rewound for reading.
+fn finish_run(run: BufWriter<File>) -> io::Result<File> {
+    let mut file = run.into_inner().map_err(|e| e.into_error())?;
+    file.rewind()?;
+    Ok(file)
 }
 
 /// K-way merge of sorted run files into `out`.
@@ -364,8 +376,9 @@ mod tests {
     #[test]
     fn over_budget_merges_runs_and_keeps_ties_in_push_order() {
         let input: Vec<(u64, u8)> = (0..200u8).map(|n| (u64::from(n % 5), n)).collect();
-        let (out, ordering) = sort(&input, 3 * ITEM_OVERHEAD, u64::MAX);
-        assert!(matches!(ordering, Ordering::ExternalMerge { runs } if runs > FAN_IN));
+        let (out, ordering) = sort(&input, 0, u64::MAX);
+        // One run per item: more than FAN_IN runs, never more open at once.
+        assert_eq!(ordering, Ordering::ExternalMerge { runs: 200 });
         assert_eq!(out.len(), 200);
         for pair in out.windows(2) {
             assert!(pair[0].key() < pair[1].key());
@@ -374,7 +387,7 @@ mod tests {
     }
 
     #[test]
-    fn an_item_before_the_written_ones_is_moved_up_and_counted() {
+    fn an_item_before_the_written_ones_is_moved_up_and_requests_are_counted() {
         let mut sorter = Sorter::new(1 << 20);
         let mut out = Vec::new();
         let mut collect = |item: Item| {
@@ -384,9 +397,11 @@ mod tests {
         sorter.push(10, 0, Kind::End).unwrap();
         sorter.release(11, &mut collect).unwrap();
         sorter.push(7, 1, Kind::End).unwrap();
+        assert_eq!(sorter.clamped(), 0);
+        sorter.push(8, 2, request(1)).unwrap();
         assert_eq!(sorter.clamped(), 1);
         sorter.finish(&mut collect).unwrap();
-        assert_eq!(out, [10, 10]);
+        assert_eq!(out, [10, 10, 10]);
     }
 
     proptest! {

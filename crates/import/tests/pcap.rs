@@ -530,6 +530,40 @@ fn requests_are_written_in_time_order_across_connections_whatever_finishes_first
 }
 
 #[test]
+fn timestamps_going_slightly_back_across_connections_keep_time_order_and_far_back_are_clamped() {
+    let a = Conn::v4(40000, 80);
+    let b = Conn::v4(40001, 80);
+    // b's request was stamped 50 µs before a's, on another CPU, but written after it.
+    let frames = [
+        a.syn(0),
+        b.syn(1),
+        a.data(1_000, 0, GET_A),
+        b.data(950, 0, GET_B),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    let order: Vec<(u64, u64)> = got.requests.iter().map(|r| (r.0, r.1)).collect();
+    assert_eq!(order, [(0, 0), (1, 50)]);
+    assert_eq!(got.summary.clamped, 0);
+    // 5 s back, after a's request was written: moved up to it, and counted.
+    let frames = [
+        a.syn(0),
+        b.syn(1),
+        a.data(10_000_000, 0, GET_A),
+        a.data(11_000_000, GET_A.len() as u32, GET_B),
+        b.data(6_000_000, 0, GET_B),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    let order: Vec<(u64, u64)> = got.requests.iter().map(|r| (r.0, r.1)).collect();
+    assert_eq!(order, [(0, 0), (1, 0), (0, 1_000_000)]);
+    assert_eq!(got.summary.clamped, 1);
+    assert!(
+        got.summary.to_string().contains("1 requests moved up"),
+        "{}",
+        got.summary
+    );
+}
+
+#[test]
 fn a_file_that_is_not_its_format_is_an_error_naming_it() {
     let options = Options {
         format: Some(Format::Pcap),
