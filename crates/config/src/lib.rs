@@ -31,6 +31,7 @@
 
 use std::path::Path;
 
+pub mod arrivals;
 mod convert;
 pub mod duration;
 mod error;
@@ -53,6 +54,7 @@ pub mod units;
 mod validate;
 mod yaml;
 
+pub use arrivals::{ArrivalProcess, Arrivals};
 pub use error::{ConfigError, OptionPlace, Place};
 pub use model::*;
 pub use overrides::{Override, OverrideParseError};

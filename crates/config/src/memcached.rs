@@ -114,7 +114,7 @@ impl Default for MemcachedConfig {
 
 /// A seed for a workload that names none: the clock's nanoseconds and the
 /// process id, mixed (SplitMix64's finalizer), so two runs differ.
-fn chosen_seed() -> u64 {
+pub(crate) fn chosen_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);

@@ -128,6 +128,9 @@ pub struct QueueConfig {
     /// open-loop schedule whose latency is reported on its own, beside the
     /// load queues' (mcperf's measuring master). Only with an `rps_schedule`.
     pub measure: bool,
+    /// `arrivals` and `arrivals_seed` (tank's own): how an `rps_schedule`
+    /// spaces its shots, and the seed of its draws (and of `random(...)` steps).
+    pub arrivals: crate::arrivals::Arrivals,
 }
 
 /// phantom's limits on a reply, in bytes (`phantom_http_field_num`: a count).

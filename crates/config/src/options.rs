@@ -35,6 +35,9 @@ pub(crate) const PHANTOM: &[(&str, Kind)] = &[
     ("ammo_limit", Kind::Int),
     ("ammo_type", Kind::Str),
     ("ammofile", Kind::Str),
+    // tank's own: how an rps_schedule spaces its shots (mcperf's --iadist), and the seed.
+    ("arrivals", Kind::Str),
+    ("arrivals_seed", Kind::Str),
     ("autocases", Kind::Autocases),
     ("buffered_seconds", Kind::Int),
     ("cache_dir", Kind::Any),
