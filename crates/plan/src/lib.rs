@@ -34,6 +34,8 @@ pub use tank_config::duration;
 // Python's number rules, shared with tank-config.
 pub(crate) use tank_config::pynum;
 pub mod error;
+#[cfg(test)]
+mod ks;
 pub mod marker;
 pub mod plan;
 pub mod planned;

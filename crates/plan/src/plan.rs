@@ -94,7 +94,7 @@ enum Timing {
 }
 
 impl Timing {
-    fn due(&mut self, seq: u64, due_ms: i64) -> Option<Duration> {
+    fn due(&mut self, seq: u64, due_ms: i64, due_ns: i64) -> Option<Duration> {
         let timed = match self {
             Timing::All => true,
             Timing::UpTo(starts) => seq < *starts,
@@ -104,7 +104,7 @@ impl Timing {
                 timed
             }
         };
-        timed.then(|| Duration::from_millis(u64::try_from(due_ms).unwrap_or(0)))
+        timed.then(|| Duration::from_nanos(u64::try_from(due_ns).unwrap_or(0)))
     }
 }
 
@@ -131,7 +131,7 @@ impl Plan {
         let locate = |error: PlanError| error.located(queue, ammo_key);
         let instances = queue.instances as usize;
         let schedule = match &queue.load_profile {
-            LoadProfile::Rps(text) => Schedule::rps(text),
+            LoadProfile::Rps(text) => Schedule::rps_with(text, &queue.arrivals),
             LoadProfile::Instances(text) => Schedule::instances(text),
             LoadProfile::StpdFile(path) => {
                 return Ok(Plan {
@@ -319,7 +319,7 @@ impl Plan {
         let timing = &mut self.timing;
         next.map(|shot| {
             shot.map(|shot| TimedShot {
-                due: timing.due(shot.seq, shot.due_ms),
+                due: timing.due(shot.seq, shot.due_ms, shot.due_ns),
                 shot,
             })
         })
@@ -334,17 +334,22 @@ mod tests {
     #[test]
     fn an_instances_schedule_times_only_its_starts() {
         let mut timing = Timing::UpTo(2);
-        assert_eq!(timing.due(0, 0), Some(Duration::ZERO));
-        assert_eq!(timing.due(1, 500), Some(Duration::from_millis(500)));
-        assert_eq!(timing.due(2, 0), None);
+        assert_eq!(timing.due(0, 0, 0), Some(Duration::ZERO));
+        assert_eq!(
+            timing.due(1, 500, 500_000_000),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(timing.due(2, 0, 0), None);
     }
 
     #[test]
     fn a_zero_after_a_later_time_in_stpd_means_at_once() {
         let mut timing = Timing::StpdZeros { latest_ms: 0 };
-        assert_eq!(timing.due(0, 0), Some(Duration::ZERO));
-        assert_eq!(timing.due(1, 100), Some(Duration::from_millis(100)));
-        assert_eq!(timing.due(2, 0), None);
-        assert_eq!(timing.due(3, 200), Some(Duration::from_millis(200)));
+        let ms = |ms: i64| (ms, ms * 1_000_000);
+        let mut due = |seq, (ms, ns)| timing.due(seq, ms, ns);
+        assert_eq!(due(0, ms(0)), Some(Duration::ZERO));
+        assert_eq!(due(1, ms(100)), Some(Duration::from_millis(100)));
+        assert_eq!(due(2, ms(0)), None);
+        assert_eq!(due(3, ms(200)), Some(Duration::from_millis(200)));
     }
 }

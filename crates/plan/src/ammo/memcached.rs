@@ -43,7 +43,7 @@ pub fn describe(config: &MemcachedConfig) -> String {
 }
 
 /// A distribution ready to draw from.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sampler(Distribution);
 
 /// Facebook ETC's key sizes (mcperf's `fb_key`).
@@ -133,13 +133,17 @@ impl Sampler {
 }
 
 /// A u64 as a uniform in (0, 1].
-fn unit(bits: u64) -> f64 {
+pub(crate) fn unit(bits: u64) -> f64 {
     ((bits >> 11) + 1) as f64 / (1u64 << 53) as f64
 }
 
+/// SplitMix64's increment (2^64 / φ): `mix(seed + k·GAMMA)` for k = 0, 1, …
+/// is SplitMix64's stream from `seed`.
+pub(crate) const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
 /// SplitMix64's finalizer: a record's index to well-mixed bits.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+pub(crate) fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(GAMMA);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
@@ -337,18 +341,7 @@ mod tests {
         xs
     }
 
-    /// The largest distance between the samples' CDF and `cdf`.
-    fn ks(sorted: &[f64], cdf: impl Fn(f64) -> f64) -> f64 {
-        let n = sorted.len() as f64;
-        sorted
-            .iter()
-            .enumerate()
-            .map(|(i, x)| {
-                let f = cdf(*x);
-                (f - i as f64 / n).abs().max((f - (i + 1) as f64 / n).abs())
-            })
-            .fold(0.0, f64::max)
-    }
+    use crate::ks::statistic as ks;
 
     fn mean(xs: &[f64]) -> f64 {
         xs.iter().sum::<f64>() / xs.len() as f64

@@ -5,12 +5,13 @@
 //! so a missing final `)` is accepted), then each step is parsed by the open
 //! ([`rps`]) or closed ([`instances`]) model.
 
+pub mod arrivals;
 pub mod instances;
 pub mod rps;
 
 use crate::error::{PlanError, Result};
 pub use instances::InstancesSchedule;
-pub use rps::{RpsSchedule, RpsStep};
+pub use rps::{Cursor, RpsSchedule, RpsStep};
 
 /// Split a schedule string into steps, as the reference does.
 pub fn split_steps(schedule: &str) -> Vec<String> {
@@ -80,6 +81,15 @@ impl Schedule {
         Ok(Schedule::Rps(RpsSchedule::parse(&steps)?))
     }
 
+    /// Parse an `rps_schedule` string whose shots are spaced by `arrivals`
+    /// (see [`RpsSchedule::with_arrivals`]).
+    pub fn rps_with(text: &str, arrivals: &tank_config::Arrivals) -> Result<Self> {
+        Ok(match Schedule::rps(text)? {
+            Schedule::Rps(rps) => Schedule::Rps(rps.with_arrivals(arrivals)),
+            blank => blank,
+        })
+    }
+
     /// Parse an `instances_schedule` string (blank: no starts, every shot due at 0).
     pub fn instances(text: &str) -> Result<Self> {
         Ok(Schedule::Instances(InstancesSchedule::parse(
@@ -89,14 +99,18 @@ impl Schedule {
 
     /// Due time of shot `i`, ms from the start; `None` once an rps schedule has ended.
     pub fn offset_ms(&self, i: u64) -> Option<i64> {
-        self.offset_ms_near(i, &mut 0)
+        match self {
+            Schedule::Rps(plan) => plan.offset_ms(i),
+            Schedule::Instances(plan) => Some(plan.offset_ms(i)),
+        }
     }
 
-    /// [`Self::offset_ms`] for in-order walks: `hint` keeps the last step found.
-    pub fn offset_ms_near(&self, i: u64, hint: &mut usize) -> Option<i64> {
+    /// Due time of shot `i`, ns from the start (see [`RpsSchedule::offset_ns_near`]),
+    /// for in-order walks: `cursor` keeps where the last lookup was.
+    pub fn offset_ns_near(&self, i: u64, cursor: &mut Cursor) -> Option<i64> {
         match self {
-            Schedule::Rps(plan) => plan.offset_ms_near(i, hint),
-            Schedule::Instances(plan) => Some(plan.offset_ms(i)),
+            Schedule::Rps(plan) => plan.offset_ns_near(i, cursor),
+            Schedule::Instances(plan) => Some(plan.offset_ms(i).saturating_mul(1_000_000)),
         }
     }
 
