@@ -73,11 +73,11 @@ impl Default for Arrivals {
 }
 
 impl Arrivals {
-    /// One line about the arrivals with their seed, for `tank plan`, the
-    /// console and tank.log: `arrivals poisson, seed 42`.
+    /// The arrivals with their seed, for `tank plan`, the console and
+    /// tank.log: `poisson, seed 42`.
     pub fn describe(&self) -> String {
         format!(
-            "arrivals {}, seed {}{}",
+            "{}, seed {}{}",
             self.process,
             self.seed,
             if self.seed_chosen {

@@ -250,6 +250,23 @@ impl Plan {
         })
     }
 
+    /// What `queue`'s plan draws from, for the user to note so that a run can
+    /// be repeated: `arrivals poisson, seed 42`, when the plan depends on the
+    /// seed (drawn arrivals, or a `random(...)` step without a seed of its
+    /// own); `None` otherwise, and for a schedule that does not parse (the
+    /// plan itself reports that).
+    pub fn seed_note(queue: &QueueConfig) -> Option<String> {
+        let LoadProfile::Rps(text) = &queue.load_profile else {
+            return None;
+        };
+        match Schedule::rps_with(text, &queue.arrivals) {
+            Ok(Schedule::Rps(rps)) if rps.uses_seed() => {
+                Some(format!("arrivals {}", queue.arrivals.describe()))
+            }
+            _ => None,
+        }
+    }
+
     /// Read `queue`'s ammo through once (a ready stpd file to its end) and
     /// report the first error, as the run would meet it mid-way: so that bad
     /// ammo stops a test before its first shot, not after its start. The

@@ -464,10 +464,15 @@ fn drawn_arrivals_with_a_seed_give_the_same_stpd_bytes_and_another_seed_others()
     assert_eq!(one, stpd_of(&seeded(7)));
     assert_ne!(one, stpd_of(&seeded(8)));
     // The same shots as evenly spaced ones, in the same order: only their times differ.
-    let uniform = case.shots("rps_schedule = const(2000,2s) line(2000,100,2s)").unwrap();
+    let uniform = case
+        .shots("rps_schedule = const(2000,2s) line(2000,100,2s)")
+        .unwrap();
     let drawn = shots_of(&seeded(7)).unwrap();
     assert_eq!(drawn.len(), uniform.len());
-    assert!(drawn.iter().zip(&uniform).all(|(d, u)| d.1 == u.1 && d.2 == u.2));
+    assert!(drawn
+        .iter()
+        .zip(&uniform)
+        .all(|(d, u)| d.1 == u.1 && d.2 == u.2));
     assert_ne!(drawn, uniform);
 }
 
@@ -483,13 +488,18 @@ fn drawn_due_times_keep_the_ns_and_the_ms_is_their_truncation() {
         assert_eq!(due.as_nanos() as i64, timed.shot.due_ns);
         sub_ms += u64::from(due.subsec_nanos() % 1_000_000 != 0);
     }
-    assert!(sub_ms > 9_000, "{sub_ms} of 10,000 due times are finer than a ms");
+    assert!(
+        sub_ms > 9_000,
+        "{sub_ms} of 10,000 due times are finer than a ms"
+    );
 }
 
 #[test]
 fn drawn_planned_counts_are_the_shots_the_plan_fires_each_second() {
     let case = Case::new(TWO_CHUNKS);
-    let queue = case.queue("rps_schedule = line(100,5000,3s) const(300,2s)\narrivals = fb_ia\narrivals_seed = 3");
+    let queue = case.queue(
+        "rps_schedule = line(100,5000,3s) const(300,2s)\narrivals = fb_ia\narrivals_seed = 3",
+    );
     let plan = Plan::new(&queue).unwrap();
     let count = plan.planned_count().expect("known in closed form").clone();
     let due: Vec<i64> = shots_of(&queue).unwrap().into_iter().map(|s| s.0).collect();

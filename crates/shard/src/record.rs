@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use tank_config::{ArrivalProcess, Arrivals};
 use tank_plan::{PlannedCount, Schedule, Shard};
 
 use crate::clock::ClockInfo;
@@ -46,6 +47,10 @@ pub struct ShardRecord {
     pub max_rss_kib: Option<u64>,
 }
 
+fn uniform() -> String {
+    ArrivalProcess::Uniform.to_string()
+}
+
 /// One queue's plan, as far as it is known in closed form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueuePlan {
@@ -53,6 +58,13 @@ pub struct QueuePlan {
     pub name: String,
     /// The rps schedule, as written (`None`: an instances schedule or a ready stpd file).
     pub rps_schedule: Option<String>,
+    /// The queue's `arrivals`, as written back (`uniform` in records written
+    /// before tank had them).
+    #[serde(default = "uniform")]
+    pub arrivals: String,
+    /// The seed of drawn arrivals and of `random(...)` steps without their own.
+    #[serde(default)]
+    pub arrivals_seed: u64,
     /// The whole (unsharded) plan's length, when known without walking it.
     pub whole_len: Option<u64>,
     /// This shard's planned shots, when known.
@@ -73,7 +85,14 @@ impl ShardRecord {
         let mut counts = Vec::new();
         for queue in &self.queues {
             if let (Some(text), Some(len)) = (&queue.rps_schedule, queue.whole_len) {
-                match Schedule::rps(text) {
+                let process = ArrivalProcess::parse(&queue.arrivals)
+                    .map_err(|e| format!("[{}] arrivals: {e}", queue.name))?;
+                let arrivals = Arrivals {
+                    process,
+                    seed: queue.arrivals_seed,
+                    seed_chosen: false,
+                };
+                match Schedule::rps_with(text, &arrivals) {
                     Ok(Schedule::Rps(rps)) => {
                         counts.push(PlannedCount::new(rps, len).sharded(shard))
                     }
@@ -152,6 +171,8 @@ mod tests {
             queues: vec![QueuePlan {
                 name: "phantom".into(),
                 rps_schedule: Some("const(30,1s)".into()),
+                arrivals: "uniform".into(),
+                arrivals_seed: 0,
                 whole_len: Some(30),
                 planned: Some(10),
                 first_due_ms: Some(33),

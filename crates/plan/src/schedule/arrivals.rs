@@ -200,7 +200,8 @@ mod tests {
         let t = 1.0 / (1.0 + 0.327_591_1 * x);
         let poly = t
             * (0.254_829_592
-                + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+                + t * (-0.284_496_736
+                    + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
         let erf = 1.0 - poly * (-x * x).exp();
         if z >= 0.0 {
             0.5 * (1.0 + erf)
@@ -287,7 +288,10 @@ mod tests {
             // Per step: 10,000/s, then 6,000/s on average, then 2,000/s.
             for (from, to, rate) in [(0, 10, 10_000.0), (10, 20, 6_000.0), (20, 25, 2_000.0)] {
                 let mean = count(from, to) / (to - from) as f64;
-                assert!((mean / rate - 1.0).abs() < 0.005, "{process} {from}..{to}s: {mean}/s");
+                assert!(
+                    (mean / rate - 1.0).abs() < 0.005,
+                    "{process} {from}..{to}s: {mean}/s"
+                );
             }
             // Per second, within 2% of the evenly spaced plan's count.
             for second in 0..25 {
@@ -295,7 +299,10 @@ mod tests {
                     .filter(|i| uniform.offset_ms(*i).unwrap() / 1000 == second)
                     .count() as f64;
                 let drawn = count(second, second + 1);
-                assert!((drawn / planned - 1.0).abs() < 0.02, "{process} second {second}: {drawn} vs {planned}");
+                assert!(
+                    (drawn / planned - 1.0).abs() < 0.02,
+                    "{process} second {second}: {drawn} vs {planned}"
+                );
             }
         }
     }
@@ -308,7 +315,10 @@ mod tests {
         // Random access agrees with the walk.
         let schedule = drawn("const(500,3s)", "poisson", 42);
         for i in [0, 1, 1023, 1024, 1025, 1499] {
-            assert_eq!(schedule.offset_ns_near(i, &mut Cursor::default()), Some(one[i as usize]));
+            assert_eq!(
+                schedule.offset_ns_near(i, &mut Cursor::default()),
+                Some(one[i as usize])
+            );
             assert_eq!(schedule.offset_ms(i), Some(one[i as usize] / 1_000_000));
         }
         // A block's first shot is where the evenly spaced plan has it.

@@ -8,6 +8,7 @@
 pub mod arrivals;
 pub mod instances;
 pub mod rps;
+mod waveform;
 
 use crate::error::{PlanError, Result};
 pub use instances::InstancesSchedule;
@@ -72,7 +73,9 @@ pub enum Schedule {
 impl Schedule {
     /// Parse an `rps_schedule` string. A blank one is, as in the reference
     /// stepper, an instances schedule with no steps: every shot is due at 0 and
-    /// the ammo is read once (see [`is_blank`]).
+    /// the ammo is read once (see [`is_blank`]). Shots are evenly spaced, and
+    /// `random(...)` steps without a seed of their own draw from seed 0
+    /// ([`Schedule::rps_with`] takes a queue's arrivals and seed).
     pub fn rps(text: &str) -> Result<Self> {
         let steps = split_steps(text);
         if steps.is_empty() {
@@ -82,12 +85,15 @@ impl Schedule {
     }
 
     /// Parse an `rps_schedule` string whose shots are spaced by `arrivals`
-    /// (see [`RpsSchedule::with_arrivals`]).
+    /// (see [`RpsSchedule::with_arrivals`]),
+    /// and whose `random(...)` steps without a seed draw from `arrivals.seed`.
     pub fn rps_with(text: &str, arrivals: &tank_config::Arrivals) -> Result<Self> {
-        Ok(match Schedule::rps(text)? {
-            Schedule::Rps(rps) => Schedule::Rps(rps.with_arrivals(arrivals)),
-            blank => blank,
-        })
+        let steps = split_steps(text);
+        if steps.is_empty() {
+            return Ok(Schedule::Instances(InstancesSchedule::default()));
+        }
+        let rps = RpsSchedule::parse_seeded(&steps, arrivals.seed)?;
+        Ok(Schedule::Rps(rps.with_arrivals(arrivals)))
     }
 
     /// Parse an `instances_schedule` string (blank: no starts, every shot due at 0).

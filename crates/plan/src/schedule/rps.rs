@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::arrivals::{BlockCursor, Drawn};
+use super::waveform;
 use crate::duration::parse_duration_ms;
 use crate::error::{PlanError, Result};
 use crate::pynum::{py_float, py_trunc};
@@ -41,7 +42,7 @@ pub enum RpsStep {
 }
 
 impl RpsStep {
-    fn constant(rps: f64, duration_ms: i64) -> Self {
+    pub(crate) fn constant(rps: f64, duration_ms: i64) -> Self {
         RpsStep::Const { rps, duration_ms }
     }
 
@@ -181,21 +182,32 @@ pub struct RpsSchedule {
     duration_ms: i64,
     /// Drawn arrivals; `None`: evenly spaced.
     arrivals: Option<Drawn>,
+    /// Whether a `random(...)` step drew its rates from the schedule's seed.
+    random_from_seed: bool,
 }
 
 impl RpsSchedule {
-    /// Parse the steps (already split by [`super::split_steps`]).
+    /// Parse the steps (already split by [`super::split_steps`]); a
+    /// `random(...)` step without a seed of its own draws from seed 0.
     pub fn parse(steps: &[String]) -> Result<Self> {
+        Self::parse_seeded(steps, 0)
+    }
+
+    /// Parse the steps; a `random(...)` step without a seed of its own draws
+    /// from `seed` (a queue's `arrivals_seed`) and its place in the schedule.
+    pub fn parse_seeded(steps: &[String], seed: u64) -> Result<Self> {
         let mut schedule = RpsSchedule {
             segments: Vec::with_capacity(steps.len()),
             len: 0,
             duration_ms: 0,
             arrivals: None,
+            random_from_seed: false,
         };
         let mut parsed = Vec::new();
         for step in steps {
             parsed.clear();
-            parse_step(step, schedule.segments.len(), &mut parsed)?;
+            schedule.random_from_seed |=
+                parse_step(step, schedule.segments.len(), seed, &mut parsed)?;
             for one in parsed.drain(..) {
                 schedule.push(one, step)?;
             }
@@ -245,6 +257,12 @@ impl RpsSchedule {
         }
     }
 
+    /// Whether the plan depends on the seed it was parsed with: its shots
+    /// are drawn, or a `random(...)` step drew its rates from it.
+    pub fn uses_seed(&self) -> bool {
+        self.arrivals.is_some() || self.random_from_seed
+    }
+
     /// The drawn arrivals, when the shots are not evenly spaced.
     pub fn arrivals(&self) -> Option<&Drawn> {
         self.arrivals.as_ref()
@@ -283,7 +301,9 @@ impl RpsSchedule {
             None => segment
                 .base_ms
                 .saturating_add(segment.step.offset_ms(i - segment.first)),
-            Some(drawn) => self.drawn_ns(index, segment, drawn, i, cursor).div_euclid(1_000_000),
+            Some(drawn) => self
+                .drawn_ns(index, segment, drawn, i, cursor)
+                .div_euclid(1_000_000),
         })
     }
 
@@ -351,10 +371,16 @@ fn number_re() -> &'static [Regex; 3] {
     })
 }
 
-/// Parse one step into `out` (a stairway gives one step per stair); `before`
-/// steps are already in the schedule.
-fn parse_step(step: &str, before: usize, out: &mut Vec<RpsStep>) -> Result<()> {
+/// Parse one step into `out` (a stairway or a waveform gives one step per
+/// stair or interval); `before` steps are already in the schedule; `seed`
+/// draws `random` steps that name none (returns whether it did).
+fn parse_step(step: &str, before: usize, seed: u64, out: &mut Vec<RpsStep>) -> Result<bool> {
     let (name, params) = super::split_call(KEY, step)?;
+    if waveform::NAMES.contains(&name) {
+        let room = MAX_STEPS.saturating_sub(before);
+        let seed = crate::ammo::memcached::mix(seed.wrapping_add(before as u64));
+        return waveform::expand(name, params, step, room, seed, out);
+    }
     let (pattern, usage) = match name {
         "const" => (&number_re()[0], "const(rps, duration)"),
         "line" => (&number_re()[1], "line(from_rps, to_rps, duration)"),
@@ -366,7 +392,10 @@ fn parse_step(step: &str, before: usize, out: &mut Vec<RpsStep>) -> Result<()> {
             return Err(PlanError::schedule(
                 KEY,
                 step,
-                format!("no such load type `{other}`: expected const, line or step"),
+                format!(
+                    "no such load type `{other}`: expected const, line, step, random, trace \
+                     or trace_file"
+                ),
             ))
         }
     };
@@ -437,7 +466,7 @@ fn parse_step(step: &str, before: usize, out: &mut Vec<RpsStep>) -> Result<()> {
             out,
         )?,
     }
-    Ok(())
+    Ok(false)
 }
 
 fn too_many_steps(step: &str) -> PlanError {
