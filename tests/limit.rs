@@ -281,3 +281,52 @@ fn bench_prints_wrks_summary_and_its_rate_matches_phout() {
     );
     assert!(rows.iter().all(|r| r.proto_code == 200));
 }
+
+#[test]
+fn bench_with_drawn_arrivals_fires_the_planned_count_and_logs_the_seed() {
+    let _one = one_at_a_time();
+    let origin = Origin::start(r#"{"stages": [{"latency": "1ms"}]}"#);
+    let dir = tempfile::tempdir().unwrap();
+    let url = origin.url();
+    let out = run(
+        dir.path(),
+        &[
+            "bench",
+            &url,
+            "-R",
+            "200",
+            "--arrivals",
+            "poisson",
+            "-c",
+            "50",
+            "-d",
+            "2s",
+            "-t",
+            "1",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let artifacts = dir.path().join(
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("artifacts: "))
+            .and_then(|l| l.split(' ').next())
+            .expect("an artifacts line"),
+    );
+    // Drawn gaps, the evenly spaced plan's count: 200 a second for 2 s.
+    assert_eq!(phout(&artifacts).len(), 400, "{stdout}");
+    let log = std::fs::read_to_string(artifacts.join("tank.log")).unwrap();
+    assert!(
+        log.contains("arrivals poisson, seed ") && log.contains("set `arrivals_seed` to repeat it"),
+        "{log}"
+    );
+    // --arrivals shapes an open model only.
+    let out = run(dir.path(), &["bench", &url, "--arrivals", "poisson"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--rate"));
+}

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
+use tank_config::ArrivalProcess;
 use tank_limit::output::{write_json, write_page, SearchReport};
 use tank_limit::search::{bisect, scan_limit, scan_rates, Bound, Probe, Range};
 use tank_limit::{run_probe, Load, Target, Timing};
@@ -41,6 +42,10 @@ pub struct ProbeArgs {
     /// free) is invalid: the generator, not the target, fell behind.
     #[arg(long, default_value = "1ms", value_parser = parse_duration)]
     pub max_lag: Duration,
+    /// How each probe spaces its shots: uniform, poisson, pareto(loc,scale,shape),
+    /// gev(loc,scale,shape), normal(mean,sd) or fb_ia [default: the config's, uniform].
+    #[arg(long, value_name = "DIST", value_parser = ArrivalProcess::parse)]
+    pub arrivals: Option<ArrivalProcess>,
     /// Write the result as JSON here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -180,6 +185,7 @@ fn probe_at(
         rate,
         duration: timing.warmup + timing.measure,
         instances: p.instances,
+        arrivals: p.arrivals,
     };
     let measured = run_probe(target, &load, timing, dir)?;
     let probe = Probe::judge(rate, &measured, bound);
