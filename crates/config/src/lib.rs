@@ -48,6 +48,7 @@ mod overrides;
 pub mod pynum;
 mod queue;
 mod raw;
+pub mod search;
 mod sections;
 mod toml;
 pub mod units;
@@ -58,6 +59,7 @@ pub use arrivals::{ArrivalProcess, Arrivals};
 pub use error::{ConfigError, OptionPlace, Place};
 pub use model::*;
 pub use overrides::{Override, OverrideParseError};
+pub use search::SearchConfig;
 
 /// Reads the config at `path`, applies `overrides` in order, and validates it.
 ///

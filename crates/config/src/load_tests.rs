@@ -895,3 +895,54 @@ fn arrivals_are_read_with_their_seed_and_located_when_wrong() {
         "{e}"
     );
 }
+
+#[test]
+fn a_search_section_is_read_and_its_mistakes_located() {
+    let c = ini(&format!(
+        "{MINIMAL}[search]\nquantile = 99.9\nunder = 5ms\nfrom = 100\nto = 3000\nprecision = 2%\n\
+         rate = 100:1000:100\nprobe = 20s\nwarmup = 5s\ninstances = 64\nmax_errors = 1\n\
+         max_lag = 1ms\narrivals = poisson\npeak_connections = 32\n"
+    ));
+    let ms = std::time::Duration::from_millis;
+    assert_eq!(
+        c.search,
+        crate::SearchConfig {
+            quantile: Some(99.9),
+            under: Some(ms(5)),
+            from: Some(100),
+            to: Some(3000),
+            precision: Some(0.02),
+            peak_connections: Some(32),
+            rate: Some((100, 1000, 100)),
+            probe: Some(ms(20_000)),
+            warmup: Some(ms(5_000)),
+            instances: Some(64),
+            max_errors: Some(1.0),
+            max_lag: Some(ms(1)),
+            arrivals: Some(crate::ArrivalProcess::Poisson),
+        }
+    );
+    assert_eq!(ini(MINIMAL).search, crate::SearchConfig::default());
+    let error = |search: &str| {
+        load_str(
+            &format!("{MINIMAL}[search]\n{search}"),
+            ConfigFormat::Ini,
+            Path::new("l.ini"),
+            &[],
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    assert_eq!(
+        error("quantil = 99\n"),
+        "l.ini:6: [search] quantil: unknown option (did you mean `quantile`?)"
+    );
+    assert_eq!(
+        error("under = 5 ms\n"),
+        "l.ini:6: [search] under: `5 ms`: expected a duration like 10s, 500ms or 2m"
+    );
+    assert_eq!(
+        error("from = 500\nto = 100\n"),
+        "l.ini:7: [search] to: `to` 100 must be above `from` 500"
+    );
+}

@@ -43,6 +43,8 @@ pub struct TestConfig {
     pub origin: Option<OriginConfig>,
     /// `[memcached]`: the workload of queues with `tank_type = memcached` and no ammo of their own.
     pub memcached: Option<MemcachedConfig>,
+    /// `[search]`: the settings of `tank search` and `tank scan` (flags override them).
+    pub search: crate::search::SearchConfig,
     /// What the config asks for that tank does not do: sections of yandex-tank
     /// plugins it does not implement, options it does not act on. Each names
     /// the file, line and section; `tank plan` and `tank -c` print them.

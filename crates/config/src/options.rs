@@ -125,6 +125,24 @@ pub(crate) const MEMCACHED: &[(&str, Kind)] = &[
     ("valuesize", Kind::Str),
 ];
 
+/// `[search]` options (tank's own section: `tank search` and `tank scan`).
+pub(crate) const SEARCH: &[(&str, Kind)] = &[
+    ("arrivals", Kind::Str),
+    ("enabled", Kind::Bool),
+    ("from", Kind::Str),
+    ("instances", Kind::Str),
+    ("max_errors", Kind::Str),
+    ("max_lag", Kind::Str),
+    ("peak_connections", Kind::Str),
+    ("precision", Kind::Str),
+    ("probe", Kind::Str),
+    ("quantile", Kind::Str),
+    ("rate", Kind::Str),
+    ("to", Kind::Str),
+    ("under", Kind::Str),
+    ("warmup", Kind::Str),
+];
+
 /// `[tank]` / `core:` options that would change how the load is generated, which
 /// tank does not act on (the rest of the core schema is bookkeeping).
 pub(crate) const CORE_NOT_ACTED_ON: &[&str] = &["affinity", "taskset_path"];
