@@ -222,8 +222,10 @@ pub(crate) fn build(
 
 /// `arrivals` and `arrivals_seed`: drawn gaps space an rps schedule's shots only.
 fn arrivals(q: &Layered<'_>, open_loop: bool) -> Result<Arrivals, ConfigError> {
-    let mut arrivals = Arrivals::default();
-    arrivals.process = q.parsed("arrivals", ArrivalProcess::Uniform, ArrivalProcess::parse)?;
+    let mut arrivals = Arrivals {
+        process: q.parsed("arrivals", ArrivalProcess::Uniform, ArrivalProcess::parse)?,
+        ..Arrivals::default()
+    };
     if let Some(seed) = q.parsed("arrivals_seed", None, |text| parse_seed(text).map(Some))? {
         arrivals.seed = seed;
         arrivals.seed_chosen = false;

@@ -220,8 +220,11 @@ mod tests {
         (-t.powf(-1.0 / shape)).exp()
     }
 
-    /// Each process with the CDF of its gaps over their mean (the unit gap).
-    fn processes() -> Vec<(&'static str, Box<dyn Fn(f64) -> f64>)> {
+    /// The CDF of a process's gaps over their mean (the unit gap).
+    type UnitCdf = Box<dyn Fn(f64) -> f64>;
+
+    /// Each process with its [`UnitCdf`].
+    fn processes() -> Vec<(&'static str, UnitCdf)> {
         let (fl, fs, fk) = FB_IA;
         let (gl, gs, gk) = (30.7984, 8.20449, 0.078688);
         let gev_mean = gl + gs * (gamma(1.0 - gk) - 1.0) / gk;
