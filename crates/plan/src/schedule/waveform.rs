@@ -3,8 +3,9 @@
 //! offsets stay closed form and they compose with `line`, `const` and `step`.
 //!
 //! - `random(min, max, interval, duration[, seed])`: a rate drawn uniformly
-//!   from `[min, max]` for every interval, until `duration` (a last, shorter
-//!   interval when `duration` is not a multiple). Without a seed of its own
+//!   from `[min, max]` for every interval (a whole number when both bounds
+//!   are, as mcperf's `--qps_min`/`--qps_max`), until `duration` (a last,
+//!   shorter interval when `duration` is not a multiple). Without a seed of its own
 //!   the step draws from the queue's `arrivals_seed` (and its place in the
 //!   schedule), so a run is repeated by that one seed.
 //! - `trace(interval; r1 r2 r3 …)`: the rates given, one per interval.
@@ -76,11 +77,17 @@ fn random(params: &str, room: usize, seed: u64, out: &mut Vec<RpsStep>) -> Resul
         None => seed,
     };
     let stairs = stairs(duration, interval, room)?;
+    // Whole bounds draw whole rates, as mcperf's --qps_min/--qps_max do.
+    let whole = min.fract() == 0.0 && max.fract() == 0.0;
     let key = mix(seed);
     for k in 0..stairs {
-        let u = unit(mix(key.wrapping_add(k.wrapping_mul(GAMMA))));
-        // u is in (0, 1]: 1 − u in [0, 1), so the rate is in [min, max).
-        let rps = min + (max - min) * (1.0 - u);
+        // unit() is in (0, 1]: v is in [0, 1).
+        let v = 1.0 - unit(mix(key.wrapping_add(k.wrapping_mul(GAMMA))));
+        let rps = if whole {
+            (min + ((max - min + 1.0) * v).floor()).min(max)
+        } else {
+            min + (max - min) * v
+        };
         let length = interval.min(duration - k as i64 * interval);
         out.push(RpsStep::constant(rps, length));
     }
