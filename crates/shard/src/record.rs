@@ -184,6 +184,41 @@ mod tests {
     }
 
     #[test]
+    fn drawn_arrivals_rebuild_the_drawn_planned_count() {
+        let mut drawn = record();
+        drawn.queues[0].rps_schedule = Some("const(3000,1s)".into());
+        drawn.queues[0].whole_len = Some(3000);
+        drawn.queues[0].arrivals = "poisson".into();
+        drawn.queues[0].arrivals_seed = 11;
+        let arrivals = Arrivals {
+            process: ArrivalProcess::Poisson,
+            seed: 11,
+            seed_chosen: false,
+        };
+        let Ok(Schedule::Rps(schedule)) = Schedule::rps_with("const(3000,1s)", &arrivals) else {
+            panic!("an rps schedule")
+        };
+        let expected = PlannedCount::new(schedule, 3000).sharded(drawn.shard().unwrap());
+        let counts = drawn.planned_counts().unwrap();
+        assert_eq!(counts, [expected.clone()]);
+        // Drawn, so not the evenly spaced plan's count in every window.
+        let uniform = record_uniform_count(&drawn);
+        assert!((0..1000)
+            .step_by(10)
+            .any(|ms| expected.between_ms(ms, ms + 10) != uniform.between_ms(ms, ms + 10)));
+        // A record written before tank had arrivals reads as uniform.
+        let old = r#"{"name":"phantom","rps_schedule":"const(30,1s)","whole_len":30,"planned":10,"first_due_ms":33}"#;
+        let plan: QueuePlan = serde_json::from_str(old).unwrap();
+        assert_eq!((plan.arrivals.as_str(), plan.arrivals_seed), ("uniform", 0));
+    }
+
+    fn record_uniform_count(record: &ShardRecord) -> PlannedCount {
+        let mut uniform = record.clone();
+        uniform.queues[0].arrivals = "uniform".into();
+        uniform.planned_counts().unwrap().remove(0)
+    }
+
+    #[test]
     fn round_trips_and_rebuilds_the_planned_count() {
         let dir = tempfile::tempdir().unwrap();
         record().write(dir.path()).unwrap();
