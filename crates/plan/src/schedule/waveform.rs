@@ -25,6 +25,9 @@ use tank_config::limits::{grouped, MAX_DURATION_MS, MAX_RPS, MAX_STEPS};
 
 const KEY: &str = "rps_schedule";
 
+/// The largest `trace_file` read: room for [`MAX_STEPS`] rates with comments.
+const MAX_TRACE_BYTES: u64 = 16 << 20;
+
 /// The waveform step names.
 pub(crate) const NAMES: [&str; 3] = ["random", "trace", "trace_file"];
 
@@ -142,8 +145,18 @@ fn trace_file(params: &str, room: usize, out: &mut Vec<RpsStep>) -> Result<(), S
         .ok_or("expected `trace_file(path, interval)`")?;
     let interval = interval_ms(interval)?;
     let path = Path::new(path.trim());
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let cannot = |e: std::io::Error| format!("cannot read `{}`: {e}", path.display());
+    let size = std::fs::metadata(path).map_err(cannot)?.len();
+    if size > MAX_TRACE_BYTES {
+        return Err(format!(
+            "`{}` holds {} bytes: expected at most {} (a trace has at most {} rates)",
+            path.display(),
+            grouped(size),
+            grouped(MAX_TRACE_BYTES),
+            grouped(MAX_STEPS as u64)
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(cannot)?;
     let before = out.len();
     for (line, content) in text.lines().enumerate() {
         let content = content.split('#').next().unwrap_or_default();
