@@ -66,7 +66,7 @@ impl Default for Arrivals {
     fn default() -> Self {
         Arrivals {
             process: ArrivalProcess::Uniform,
-            seed: crate::memcached::chosen_seed(),
+            seed: crate::seed::chosen_seed(),
             seed_chosen: true,
         }
     }

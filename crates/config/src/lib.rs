@@ -50,6 +50,7 @@ mod queue;
 mod raw;
 pub mod search;
 mod sections;
+mod seed;
 mod toml;
 pub mod units;
 mod validate;

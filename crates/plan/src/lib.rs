@@ -41,6 +41,7 @@ pub mod plan;
 pub mod planned;
 pub mod schedule;
 pub mod shard;
+mod splitmix;
 pub mod stepper;
 pub mod stpd;
 pub mod summary;

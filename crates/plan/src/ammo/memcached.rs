@@ -17,6 +17,7 @@ use tank_config::{Distribution, KeyOrder, MemcachedConfig};
 use super::passes::ReadState;
 use super::Slot;
 use crate::error::Result;
+use crate::splitmix::{mix, unit};
 
 /// The tags of generated requests.
 pub const TAG_GET: &[u8] = b"get";
@@ -130,23 +131,6 @@ impl Sampler {
     pub fn sample(&self, rng: &mut impl Rng) -> f64 {
         self.at(unit(rng.random::<u64>()), unit(rng.random::<u64>()))
     }
-}
-
-/// A u64 as a uniform in (0, 1].
-pub(crate) fn unit(bits: u64) -> f64 {
-    ((bits >> 11) + 1) as f64 / (1u64 << 53) as f64
-}
-
-/// SplitMix64's increment (2^64 / φ): `mix(seed + k·GAMMA)` for k = 0, 1, …
-/// is SplitMix64's stream from `seed`.
-pub(crate) const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
-
-/// SplitMix64's finalizer: a record's index to well-mixed bits.
-pub(crate) fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(GAMMA);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// A size drawn as a float, rounded and kept within `low..=high`.

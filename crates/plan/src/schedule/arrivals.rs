@@ -29,8 +29,8 @@
 //! gaps, which is what queues in the target feel, are the distribution's.
 //!
 //! # Draws
-//! The generator is SplitMix64 (the counter's finalizer, as the `[memcached]`
-//! workload uses it), and each gap is the distribution's inverse CDF at that
+//! The generator is SplitMix64 (`crate::splitmix`, as the `[memcached]`
+//! workload's keys use it), and each gap is the distribution's inverse CDF at that
 //! uniform ([`Sampler::at`], the workload's formulas): both are written out
 //! here rather than taken from `rand`/`rand_distr`, whose generators and
 //! samplers may change between versions, so a seed gives the same plan (and
@@ -40,7 +40,8 @@
 use tank_config::arrivals::FB_IA;
 use tank_config::{ArrivalProcess, Arrivals, Distribution};
 
-use crate::ammo::memcached::{mix, unit, Sampler, GAMMA};
+use crate::ammo::memcached::Sampler;
+use crate::splitmix::{mix, unit, GAMMA};
 
 /// Shots per block whose gaps are rescaled together (see the module docs).
 pub const BLOCK: u64 = 1024;
@@ -48,7 +49,6 @@ pub const BLOCK: u64 = 1024;
 /// Arrivals drawn from a distribution with a seed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Drawn {
-    process: ArrivalProcess,
     sampler: Sampler,
     seed: u64,
 }
@@ -85,20 +85,9 @@ impl Drawn {
             ArrivalProcess::Normal { mean, sd } => Distribution::Normal { mean, sd },
         };
         Some(Drawn {
-            process: arrivals.process,
             sampler: Sampler::new(distribution),
             seed: arrivals.seed,
         })
-    }
-
-    /// The process drawn from.
-    pub fn process(&self) -> ArrivalProcess {
-        self.process
-    }
-
-    /// The seed.
-    pub fn seed(&self) -> u64 {
-        self.seed
     }
 
     /// Gap `j` of the block keyed `key`: finite and 0 or more.

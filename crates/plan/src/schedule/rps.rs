@@ -263,11 +263,6 @@ impl RpsSchedule {
         self.arrivals.is_some() || self.random_from_seed
     }
 
-    /// The drawn arrivals, when the shots are not evenly spaced.
-    pub fn arrivals(&self) -> Option<&Drawn> {
-        self.arrivals.as_ref()
-    }
-
     /// Total number of shots.
     pub fn len(&self) -> u64 {
         self.len
@@ -378,7 +373,7 @@ fn parse_step(step: &str, before: usize, seed: u64, out: &mut Vec<RpsStep>) -> R
     let (name, params) = super::split_call(KEY, step)?;
     if waveform::NAMES.contains(&name) {
         let room = MAX_STEPS.saturating_sub(before);
-        let seed = crate::ammo::memcached::mix(seed.wrapping_add(before as u64));
+        let seed = crate::splitmix::mix(seed.wrapping_add(before as u64));
         return waveform::expand(name, params, step, room, seed, out);
     }
     let (pattern, usage) = match name {

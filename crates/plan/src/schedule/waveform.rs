@@ -18,9 +18,9 @@
 use std::path::Path;
 
 use super::rps::RpsStep;
-use crate::ammo::memcached::{mix, unit, GAMMA};
 use crate::duration::parse_duration_ms;
 use crate::error::{PlanError, Result};
+use crate::splitmix::{mix, unit, GAMMA};
 use tank_config::limits::{grouped, MAX_DURATION_MS, MAX_RPS, MAX_STEPS};
 
 const KEY: &str = "rps_schedule";
