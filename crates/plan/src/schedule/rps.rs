@@ -285,12 +285,7 @@ impl RpsSchedule {
 
     /// Due time of shot `i` in ms from the start (truncated), or `None` past the end.
     pub fn offset_ms(&self, i: u64) -> Option<i64> {
-        self.offset_ms_near(i, &mut Cursor::default())
-    }
-
-    /// [`Self::offset_ms`] for callers that walk the shots in order: `cursor`
-    /// remembers where the previous lookup was, so the usual case costs no search.
-    pub fn offset_ms_near(&self, i: u64, cursor: &mut Cursor) -> Option<i64> {
+        let cursor = &mut Cursor::default();
         let (index, segment) = self.segment_of(i, cursor)?;
         Some(match &self.arrivals {
             None => segment
@@ -305,6 +300,8 @@ impl RpsSchedule {
     /// Due time of shot `i` in ns from the start, or `None` past the end: the
     /// ms of [`Self::offset_ms`] for evenly spaced shots (phantom plans in ms),
     /// to the ns for drawn ones (whose gaps at high rates are well under a ms).
+    /// For callers that walk the shots in order: `cursor` remembers where the
+    /// previous lookup was, so the usual case costs no search and no redraw.
     pub fn offset_ns_near(&self, i: u64, cursor: &mut Cursor) -> Option<i64> {
         let (index, segment) = self.segment_of(i, cursor)?;
         Some(match &self.arrivals {
