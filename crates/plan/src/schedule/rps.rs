@@ -110,7 +110,8 @@ impl RpsStep {
     /// schedule's cumulative planned count since the step's start, as a real
     /// number): Λ⁻¹(u), the time by which the step has planned `u` shots. For
     /// `u = i` this is where [`Self::offset_ms`] puts shot `i`, before its
-    /// truncation to ms. Clamped to the step, so a step never reaches into the next.
+    /// truncation to ms. Clamped to the step, strictly before its end, so a
+    /// shot never reaches into the next step, nor onto the queue's deadline.
     pub fn offset_ns_at(&self, u: f64) -> i64 {
         let seconds = match *self {
             RpsStep::Const { rps, .. } => u / rps,
@@ -123,8 +124,8 @@ impl RpsStep {
                 }
             }
         };
-        let end = self.duration_ms().saturating_mul(1_000_000);
-        py_trunc(seconds * 1e9).map_or(end, |ns| ns.clamp(0, end))
+        let last = (self.duration_ms().saturating_mul(1_000_000) - 1).max(0);
+        py_trunc(seconds * 1e9).map_or(last, |ns| ns.clamp(0, last))
     }
 
     /// How far this step moves the steps after it, ms.
