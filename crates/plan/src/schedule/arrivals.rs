@@ -278,6 +278,26 @@ mod tests {
     }
 
     #[test]
+    fn on_a_ramp_the_gaps_in_operational_time_follow_the_distribution() {
+        // The second step, line(10000,2000,10s): Λ(t) = 10000·t − 400·t² shots by t s.
+        let lambda = |ns: i64| {
+            let t = (ns - 10_000_000_000) as f64 / 1e9;
+            10_000.0 * t - 400.0 * t * t
+        };
+        for (seed, (process, cdf)) in processes().into_iter().enumerate() {
+            let due = due_ns(&drawn(SCHEDULE, process, seed as u64 + 20));
+            let mut gaps: Vec<f64> = due[100_000..160_000]
+                .windows(2)
+                .map(|w| lambda(w[1]) - lambda(w[0]))
+                .collect();
+            gaps.sort_by(f64::total_cmp);
+            let d = ks::statistic(&gaps, cdf);
+            let p = ks::p_value(d, gaps.len());
+            assert!(p > 0.01, "{process}: D = {d}, p = {p}");
+        }
+    }
+
+    #[test]
     fn the_rate_follows_the_schedule_in_every_step_and_second() {
         let uniform = RpsSchedule::parse(&split_steps(SCHEDULE)).unwrap();
         for (process, _) in processes() {
