@@ -894,3 +894,51 @@ fn a_reply_over_phantom_http_entity_keeps_its_status() {
     }
     assert_eq!(server.requests().len(), 3);
 }
+
+#[test]
+fn plan_prints_the_seed_it_drew_for_drawn_arrivals_and_that_seed_repeats_the_stpd() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        "[phantom]\naddress = 127.0.0.1:9\nuris = /a /b\n\
+         rps_schedule = const(500,2s) random(10,900,1s,3s)\narrivals = poisson\n",
+    )
+    .unwrap();
+    let plan = |extra: &[&str], stpd: &str| {
+        let out = tank()
+            .args(["plan", "-c", "load.ini", "--stpd", stpd])
+            .args(extra)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first = plan(&[], "first.stpd");
+    let seed = first
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("arrivals       poisson, seed "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no seed line in\n{first}"))
+        .to_owned();
+    assert!(
+        first.contains("(chosen by tank: set `arrivals_seed` to repeat it)"),
+        "{first}"
+    );
+    let again = plan(
+        &["-o", &format!("phantom.arrivals_seed={seed}")],
+        "again.stpd",
+    );
+    assert!(
+        again.contains(&format!("arrivals       poisson, seed {seed}\n")),
+        "{again}"
+    );
+    let read = |name: &str| std::fs::read(dir.path().join(name)).unwrap();
+    assert_eq!(read("first.stpd"), read("again.stpd"));
+    plan(&[], "other.stpd");
+    assert_ne!(read("first.stpd"), read("other.stpd"));
+}
