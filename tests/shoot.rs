@@ -942,3 +942,25 @@ fn plan_prints_the_seed_it_drew_for_drawn_arrivals_and_that_seed_repeats_the_stp
     plan(&[], "other.stpd");
     assert_ne!(read("first.stpd"), read("other.stpd"));
 }
+
+#[test]
+fn a_search_section_is_named_as_unused_by_a_plain_run() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    let text = config(
+        server.addr(),
+        "rps_schedule = const(5,1s)\nuris = /a\n[search]\nquantile = 99\nunder = 50ms",
+    );
+    let out = shoot(dir.path(), &text, LIMIT);
+    assert_ran(&out);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("[search] holds the settings of `tank search --config`")
+            && said.contains("`tank -c` does not use them"),
+        "{said}"
+    );
+}
