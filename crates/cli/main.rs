@@ -110,10 +110,13 @@ enum Command {
     /// --from and --to to --precision. A probe where the generator fell behind
     /// (achieved < 98% of the rate, lag p99 > 1 ms, or unsent shots, while
     /// connections were free) is invalid and never a pass. Exits 3 when no
-    /// rate meets the bound.
+    /// rate meets the bound. With --config, the settings may come from the
+    /// config's [search] section; flags override it.
     Search(search::SearchArgs),
     /// Measure every rate of `--rate lo:hi:step` against a latency bound, as
     /// search does; the limit is the highest rate passing with all below it.
+    /// With --config, the settings may come from the config's [search]
+    /// section; flags override it.
     Scan(search::ScanArgs),
     /// Merge the runs of a sharded test (`--shard I/N` on several machines or
     /// processes) into one: their phouts merged by time, per-second data with

@@ -6,6 +6,11 @@
 //! total. Neither walks the shots: an rps schedule's due times never decrease,
 //! so "shots due before t" is a binary search over the shot index, each probe a
 //! closed-form offset. A 10-hour plan costs the same as a 10-second one.
+//!
+//! Drawn arrivals (`arrivals = poisson`, …) are closed form too (see
+//! `schedule::arrivals`): each probe costs one block's draws, and the count
+//! is that of the drawn shots themselves, so the planned count of a second
+//! is what the plan fires in it, not an expectation.
 
 use crate::schedule::RpsSchedule;
 use crate::shard::Shard;
