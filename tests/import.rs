@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use tank_plan::sessions::{Record, SessionsReader};
 
 use crate::support::component::binary;
+use crate::support::tank;
 
 /// A running tcpdump, interrupted (and reaped) when dropped, even on failure.
 struct Tcpdump {
@@ -217,7 +218,7 @@ fn a_tcpdump_capture_imports_to_its_connections_requests_bytes_and_offsets() {
     dump.stop();
 
     let out = dir.path().join("sessions.txt");
-    let output = crate::support::tank()
+    let output = tank()
         .arg("import")
         .arg(&capture)
         .arg("-o")
@@ -269,4 +270,74 @@ fn a_tcpdump_capture_imports_to_its_connections_requests_bytes_and_offsets() {
             );
         }
     }
+}
+
+#[test]
+fn an_access_log_imports_to_stdout_with_the_given_host_and_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    std::fs::write(
+        &log,
+        "10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET /a?q=1 HTTP/1.1\" 200 5 \"-\" \"curl\" 971211336.100\n\
+         not a log line\n\
+         10.0.0.2 - - [10/Oct/2000:13:55:36 -0700] \"POST /b HTTP/1.0\" 201 0 \"-\" \"curl\" 971211336.350\n",
+    )
+    .unwrap();
+    let output = tank()
+        .arg("import")
+        .arg(&log)
+        .args(["--host", "example.com", "-H", "X-Replay: 1"])
+        .output()
+        .expect("run tank import");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("access.log:2: no [time]"), "{stderr}");
+    assert!(
+        stderr.contains("access: 2 sessions, 2 requests"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let records: Vec<&str> = stdout.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        records,
+        [
+            "tank-sessions 1",
+            "S 0 0 10.0.0.1",
+            "R 55 0 0 /a",
+            "GET /a?q=1 HTTP/1.1",
+            "Host: example.com",
+            "X-Replay: 1",
+            "",
+            "",
+            "E 0 0",
+            "S 1 250000 10.0.0.2",
+            "R 71 250000 1 /b",
+            "POST /b HTTP/1.0",
+            "Content-Length: 0",
+            "Host: example.com",
+            "X-Replay: 1",
+            "",
+            "",
+            "E 1 250000",
+        ]
+    );
+}
+
+#[test]
+fn an_option_for_another_format_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let har = dir.path().join("x.har");
+    std::fs::write(&har, r#"{"log": {"entries": []}}"#).unwrap();
+    let output = tank()
+        .arg("import")
+        .arg(&har)
+        .args(["--server-port", "80"])
+        .output()
+        .expect("run tank import");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--server-port applies to pcap and pcapng, not to har"),
+        "{stderr}"
+    );
 }

@@ -117,7 +117,9 @@ pub fn import(
             .push(at_us, session.id, Kind::Request { label, tag, bytes })
             .map_err(|e| format!("writing the sessions: {e}"))
     };
-    let mut json = serde_json::Deserializer::from_reader(input);
+    // serde_json reads a byte at a time: buffer it.
+    let mut json =
+        serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 16, input));
     let found = Root { each: &mut each }
         .deserialize(&mut json)
         .and_then(|found| json.end().map(|()| found))
