@@ -11,8 +11,8 @@
 //! the oldest bytes held behind a hole, and the latest packet's time less a
 //! slack for timestamps that go slightly backwards (packets taken on
 //! different CPUs). Bytes held behind a hole that has not filled after
-//! [`HOLE_TIMEOUT_US`] of capture time are a gap: reported, and the rest of
-//! that connection is skipped (a stream cannot be split into requests past
+//! [`HOLE_TIMEOUT_US`] of capture time (or that grow past 64 MiB) are a gap:
+//! reported, and the rest of that connection is skipped (a stream cannot be split into requests past
 //! missing bytes without guessing).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -33,6 +33,9 @@ use crate::TagBy;
 pub const SLACK_US: u64 = 100_000;
 /// How long bytes may wait behind a hole before it is declared a gap.
 pub const HOLE_TIMEOUT_US: u64 = 10_000_000;
+/// Bytes a connection may hold behind a hole before it is declared a gap
+/// (TCP's window keeps a real one far below; a corrupt capture need not).
+const MAX_HELD: usize = 64 << 20;
 /// How often (capture time) the watermark is moved and holes are checked.
 const TICK_US: u64 = 10_000;
 
@@ -231,6 +234,14 @@ impl Capture {
             if let Err(error) = fed {
                 let message = not_http(flow, packet.number, &error, self.done.len());
                 warnings.warn(message);
+                skip_rest(flow);
+            }
+            let overfull = flow
+                .stream
+                .as_ref()
+                .filter(|s| !flow.skipped && s.held_bytes() > MAX_HELD);
+            if let Some((stream, (from, to))) = overfull.and_then(|s| Some((s, s.hole()?))) {
+                warnings.warn(gap(flow, stream, from, to));
                 skip_rest(flow);
             }
             let truncated = packet.data.len() < packet.wire_len as usize;
