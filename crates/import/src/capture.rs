@@ -168,12 +168,11 @@ impl Capture {
                 return self.tick(sorter, warnings, out, path);
             }
             Err(NotTcp::UnknownLink) => {
-                return Err(ImportError::format(
+                return Err(ImportError::input(
                     path,
-                    0,
-                    &format!(
-                        "a capture of Ethernet, Linux cooked (v1, v2), raw IP or loopback frames \
-                         (packet {} has link type {})",
+                    format!(
+                        "packet {} has link type {}; expected Ethernet, Linux cooked (v1, v2), \
+                         raw IP or loopback frames",
                         packet.number, packet.link
                     ),
                 ))

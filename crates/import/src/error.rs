@@ -38,6 +38,16 @@ impl ImportError {
         }
     }
 
+    /// The input as a whole is not what it should be (`message` says why).
+    pub fn input(path: &str, message: String) -> Self {
+        ImportError {
+            path: path.to_string(),
+            at: None,
+            message,
+            source: None,
+        }
+    }
+
     /// Line `line` of the input is not what it should be.
     pub fn line(path: &str, line: u64, message: String) -> Self {
         ImportError {

@@ -250,12 +250,10 @@ pub fn import(
 fn check_options(path: &str, format: Format, options: &Options) -> Result<(), ImportError> {
     let pcap = matches!(format, Format::Pcap | Format::Pcapng);
     let refuse = |option: &str, applies: &str| {
-        Err(ImportError {
-            path: path.to_string(),
-            at: None,
-            message: format!("{option} applies to {applies}, not to {}", format.name()),
-            source: None,
-        })
+        Err(ImportError::input(
+            path,
+            format!("{option} applies to {applies}, not to {}", format.name()),
+        ))
     };
     if options.server_port.is_some() && !pcap {
         return refuse("--server-port", "pcap and pcapng");

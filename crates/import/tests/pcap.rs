@@ -587,6 +587,19 @@ fn a_file_that_is_not_its_format_is_an_error_naming_it() {
     );
 }
 
+#[test]
+fn an_unknown_link_type_is_an_error_naming_the_packet() {
+    let c = Conn::v4(40000, 80);
+    let mut file = pcap(Link::Ethernet, &[c.syn(0)]);
+    file[20..24].copy_from_slice(&147u32.to_le_bytes());
+    let err = run(&file, &Options::default()).err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        "test.pcap: packet 1 has link type 147; expected Ethernet, Linux cooked (v1, v2), \
+         raw IP or loopback frames"
+    );
+}
+
 fn valid_captures() -> Vec<Vec<u8>> {
     let c = Conn::v4(40000, 80);
     let frames = [
