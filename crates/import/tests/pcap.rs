@@ -115,6 +115,23 @@ fn pcap(link: Link, frames: &[Frame]) -> Vec<u8> {
     out
 }
 
+/// Classic pcap written big-endian with ns timestamps (magic a1b23c4d).
+fn pcap_be_ns(link: Link, frames: &[Frame]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xa1b23c4du32.to_be_bytes());
+    out.extend_from_slice(&[0, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0]);
+    out.extend_from_slice(&65535u32.to_be_bytes());
+    out.extend_from_slice(&link_type(link).to_be_bytes());
+    for f in frames {
+        out.extend_from_slice(&((f.at_us / 1_000_000) as u32).to_be_bytes());
+        out.extend_from_slice(&((f.at_us % 1_000_000 * 1000 + 999) as u32).to_be_bytes());
+        out.extend_from_slice(&(f.captured as u32).to_be_bytes());
+        out.extend_from_slice(&(f.bytes.len() as u32).to_be_bytes());
+        out.extend_from_slice(&f.bytes[..f.captured]);
+    }
+    out
+}
+
 fn block(out: &mut Vec<u8>, kind: u32, body: &[u8]) {
     let padded = body.len().div_ceil(4) * 4;
     let len = (12 + padded) as u32;
@@ -395,6 +412,20 @@ fn pcapng_with_ns_stamps_ipv6_and_linux_cooked_v2() {
     let offsets: Vec<u64> = got.requests.iter().map(|r| r.1).collect();
     assert_eq!(offsets, [0, 1]);
     assert_eq!(got.requests[1].3, GET_B);
+}
+
+#[test]
+fn big_endian_pcap_with_ns_stamps() {
+    let c = Conn::v4(40000, 80);
+    let frames = [
+        c.syn(0),
+        c.data(1_000_007, 0, GET_A),
+        c.data(1_250_000, GET_A.len() as u32, GET_B),
+    ];
+    let got = run(&pcap_be_ns(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.summary.format, Format::Pcap);
+    let offsets: Vec<u64> = got.requests.iter().map(|r| r.1).collect();
+    assert_eq!(offsets, [0, 249_993]);
 }
 
 #[test]
