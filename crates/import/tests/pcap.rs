@@ -28,6 +28,9 @@ enum Link {
     Ethernet,
     Vlan,
     Sll2,
+    /// BSD loopback: the address family, in the writer's byte order.
+    Null,
+    Raw,
 }
 
 fn tcp(src: SocketAddr, dst: SocketAddr, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
@@ -87,6 +90,11 @@ fn frame(
             out.extend_from_slice(&ether_type.to_be_bytes());
             out.extend_from_slice(&[0, 0, 0, 0, 0, 1, 1, 0, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0]);
         }
+        Link::Null => {
+            let family: u32 = if ether_type == 0x0800 { 2 } else { 30 };
+            out.extend_from_slice(&family.to_le_bytes());
+        }
+        Link::Raw => {}
     }
     out.extend_from_slice(&packet);
     out
@@ -96,6 +104,8 @@ fn link_type(link: Link) -> u32 {
     match link {
         Link::Ethernet | Link::Vlan => 1,
         Link::Sll2 => 276,
+        Link::Null => 0,
+        Link::Raw => 101,
     }
 }
 
@@ -412,6 +422,20 @@ fn pcapng_with_ns_stamps_ipv6_and_linux_cooked_v2() {
     let offsets: Vec<u64> = got.requests.iter().map(|r| r.1).collect();
     assert_eq!(offsets, [0, 1]);
     assert_eq!(got.requests[1].3, GET_B);
+}
+
+#[test]
+fn loopback_and_raw_ip_links() {
+    for link in [Link::Null, Link::Raw] {
+        let c = Conn {
+            link,
+            ..Conn::v4(40000, 80)
+        };
+        let frames = [c.syn(0), c.data(10, 0, GET_A)];
+        let got = run(&pcap(link, &frames), &Options::default()).unwrap();
+        assert_eq!(got.requests.len(), 1);
+        assert_eq!(got.requests[0].3, GET_A);
+    }
 }
 
 #[test]
