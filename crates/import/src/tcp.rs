@@ -29,6 +29,8 @@ pub struct Reassembler {
     next: u64,
     held: BTreeMap<u64, Held>,
     held_bytes: usize,
+    /// The oldest capture time among the held bytes (asked every packet, so kept).
+    held_since_us: Option<u64>,
 }
 
 impl Reassembler {
@@ -40,6 +42,7 @@ impl Reassembler {
             next: 0,
             held: BTreeMap::new(),
             held_bytes: 0,
+            held_since_us: None,
         }
     }
 
@@ -73,7 +76,7 @@ impl Reassembler {
     /// The capture time of the oldest bytes held aside: nothing the stream
     /// delivers later can be earlier than it (or than the packets to come).
     pub fn held_since_us(&self) -> Option<u64> {
-        self.held.values().map(|h| h.at_us).min()
+        self.held_since_us
     }
 
     /// The first hole, as positions `[from, to)`: bytes missing before held ones.
@@ -115,6 +118,9 @@ impl Reassembler {
                 if let Some(old) = self.held.insert(start, Held { data, at_us }) {
                     self.held_bytes -= old.data.len();
                 }
+                // A replaced entry may have been the oldest: keeping its time
+                // only holds the watermark back a little, until the drain.
+                self.held_since_us = Some(self.held_since_us.map_or(at_us, |m| m.min(at_us)));
             }
         }
         Ok(())
@@ -122,10 +128,13 @@ impl Reassembler {
 
     /// Deliver the held bytes the stream has reached.
     fn drain<E>(&mut self, deliver: &mut impl FnMut(&[u8], u64) -> Result<(), E>) -> Result<(), E> {
+        let mut removed = false;
+        let mut result = Ok(());
         while let Some(entry) = self.held.first_entry() {
             if *entry.key() > self.next {
                 break;
             }
+            removed = true;
             let start = *entry.key();
             let held = entry.remove();
             self.held_bytes -= held.data.len();
@@ -133,16 +142,23 @@ impl Reassembler {
             if end > self.next {
                 let fresh = &held.data[(self.next - start) as usize..];
                 self.next = end;
-                deliver(fresh, held.at_us)?;
+                result = deliver(fresh, held.at_us);
+                if result.is_err() {
+                    break;
+                }
             }
         }
-        Ok(())
+        if removed {
+            self.held_since_us = self.held.values().map(|h| h.at_us).min();
+        }
+        result
     }
 
     /// Forget the held bytes (the stream is abandoned after a hole).
     pub fn drop_held(&mut self) {
         self.held.clear();
         self.held_bytes = 0;
+        self.held_since_us = None;
     }
 }
 
