@@ -269,6 +269,16 @@ fn check_options(path: &str, format: Format, options: &Options) -> Result<(), Im
             return refuse("--strict", "access logs");
         }
     }
+    if let Some(bad) = options
+        .headers
+        .iter()
+        .find(|h| !h.contains(':') || h.contains(['\r', '\n']))
+    {
+        return Err(ImportError::input(
+            path,
+            format!("--header `{bad}`: expected `Name: value` on one line"),
+        ));
+    }
     match (format, options.session_by) {
         (_, None) => Ok(()),
         (Format::Access, Some(SessionBy::Addr | SessionBy::AddrUa)) => Ok(()),
