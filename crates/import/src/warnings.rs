@@ -5,14 +5,14 @@
 
 /// Collects warnings (see the module docs).
 pub struct Warnings {
-    report: Box<dyn FnMut(&str)>,
+    report: Box<dyn FnMut(&str) + Send>,
     limit: u64,
     total: u64,
 }
 
 impl Warnings {
     /// Report the first `limit` warnings through `report`, count the rest.
-    pub fn new(limit: u64, report: Box<dyn FnMut(&str)>) -> Self {
+    pub fn new(limit: u64, report: Box<dyn FnMut(&str) + Send>) -> Self {
         Warnings {
             report,
             limit,

@@ -256,11 +256,11 @@ struct Imported {
 }
 
 fn run(capture: &[u8], options: &Options) -> Result<Imported, tank_import::ImportError> {
-    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = seen.clone();
     let mut warnings = Warnings::new(
         100,
-        Box::new(move |w| sink.borrow_mut().push(w.to_string())),
+        Box::new(move |w| sink.lock().unwrap().push(w.to_string())),
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sessions.txt");
@@ -272,7 +272,7 @@ fn run(capture: &[u8], options: &Options) -> Result<Imported, tank_import::Impor
         requests: Vec::new(),
         ends: Vec::new(),
         summary,
-        warnings: seen.borrow().clone(),
+        warnings: seen.lock().unwrap().clone(),
     };
     while let Some(record) = reader.next_record().unwrap() {
         match record {
