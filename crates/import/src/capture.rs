@@ -86,17 +86,6 @@ impl Flow {
     }
 }
 
-/// What [`Capture::finish`] reports.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CaptureStats {
-    /// Connections whose requests were read.
-    pub connections: u64,
-    /// Connections skipped because neither port is a server port, and to which ports.
-    pub skipped_flows: u64,
-    /// Skipped connections by destination port (port, count), most first.
-    pub skipped_ports: Vec<(u16, u64)>,
-}
-
 /// Turns packets into sorted request items (see the module docs).
 pub struct Capture {
     server_port: Option<u16>,
@@ -112,7 +101,6 @@ pub struct Capture {
     next_tick_us: u64,
     done: Vec<Request>,
     fragments: u64,
-    connections: u64,
 }
 
 impl Capture {
@@ -133,7 +121,6 @@ impl Capture {
             next_tick_us: 0,
             done: Vec::new(),
             fragments: 0,
-            connections: 0,
         }
     }
 
@@ -277,13 +264,15 @@ impl Capture {
         self.tick(sorter, warnings, out, path)
     }
 
-    /// End of capture: close every connection, in the order they were opened.
+    /// End of capture: close every connection, in the order they were
+    /// opened. Returns the connections skipped for their port, by port
+    /// (port, count), most first.
     pub fn finish(
         mut self,
         path: &str,
         sorter: &mut Sorter,
         warnings: &mut Warnings,
-    ) -> Result<CaptureStats, ImportError> {
+    ) -> Result<Vec<(u16, u64)>, ImportError> {
         let mut open: Vec<(u64, usize)> = self
             .slab
             .iter()
@@ -302,11 +291,7 @@ impl Capture {
         }
         let mut skipped_ports: Vec<(u16, u64)> = self.skipped_ports.into_iter().collect();
         skipped_ports.sort_unstable_by_key(|&(port, n)| (std::cmp::Reverse(n), port));
-        Ok(CaptureStats {
-            connections: self.connections,
-            skipped_flows: skipped_ports.iter().map(|(_, n)| n).sum(),
-            skipped_ports,
-        })
+        Ok(skipped_ports)
     }
 
     fn open(&mut self, key: Key, segment: &link::Segment<'_>) -> usize {
@@ -331,8 +316,6 @@ impl Capture {
         let skipped = self.server_port.is_some_and(|port| server.port() != port);
         if skipped {
             *self.skipped_ports.entry(server.port()).or_default() += 1;
-        } else {
-            self.connections += 1;
         }
         let flow = Flow {
             client,

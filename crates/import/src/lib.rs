@@ -225,7 +225,7 @@ pub fn import(
             pcap::read(input, path, warnings, |packet, warnings| {
                 capture.packet(packet, path, &mut sorter, warnings, &mut emit)
             })?;
-            skipped_ports = capture.finish(path, &mut sorter, warnings)?.skipped_ports;
+            skipped_ports = capture.finish(path, &mut sorter, warnings)?;
         }
         Format::Access => access::import(input, path, options, &mut sorter, warnings)?,
         Format::Har => har::import(input, path, options, &mut sorter)?,
