@@ -53,7 +53,9 @@ printf '%s: %.0f MB, %s sessions, %s requests\n' "$capture" "$(echo "$bytes / 10
 tank_rates=()
 for run in $(seq "$runs"); do
     summary="$(mktemp)"
-    read -r seconds rss < <(timed "$tank" import "$capture" -o /dev/null 2>"$summary")
+    # $(...) waits for timed to finish, so its stderr is all in $summary.
+    result="$(timed "$tank" import "$capture" -o /dev/null 2>"$summary")"
+    read -r seconds rss <<<"$result"
     line="$(tail -n 1 "$summary")"
     rm -f "$summary"
     case "$line" in
@@ -70,7 +72,8 @@ printf 'tank import: median %.0f MB/s (goal >= 300)\n' "$tank_median"
 if command -v tcpdump >/dev/null; then
     dump_rates=()
     for run in $(seq "$runs"); do
-        read -r seconds rss < <(timed tcpdump -r "$capture" -w /dev/null 2>/dev/null)
+        result="$(timed tcpdump -r "$capture" -w /dev/null 2>/dev/null)"
+        read -r seconds rss <<<"$result"
         rate=$(echo "$bytes / 1000000 / $seconds" | bc -l)
         dump_rates+=("$rate")
         printf 'tcpdump -r -w /dev/null run %d: %.1f s, %.0f MB/s, peak RSS %.0f MiB\n' "$run" "$seconds" "$rate" "$(echo "$rss / 1024" | bc -l)"
