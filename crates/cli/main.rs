@@ -5,6 +5,7 @@
 
 mod bench;
 mod compare;
+mod import;
 mod k8s;
 mod merge;
 mod origin;
@@ -130,6 +131,12 @@ enum Command {
     /// claim tank-artifacts. --dockerfile prints a Dockerfile for the image.
     /// See docs/kubernetes.md.
     K8s(k8s::K8sArgs),
+    /// Import captured traffic (pcap, pcapng, an nginx/Apache access log, or
+    /// HAR) into a sessions file: per captured connection (or client) its
+    /// requests, verbatim, at their captured offsets, ready to replay with
+    /// `ammo_type = sessions`. Streams, in bounded memory (--memory); warnings
+    /// and a one-line summary go to stderr. See docs/replay.md.
+    Import(import::ImportArgs),
 }
 
 /// Arguments of `tank plan`.
@@ -188,6 +195,7 @@ fn main() -> ExitCode {
         Some(Command::Scan(args)) => search::scan(&args),
         Some(Command::Merge(args)) => merge::run(&args),
         Some(Command::K8s(args)) => k8s::run(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Import(args)) => import::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
