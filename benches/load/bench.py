@@ -247,6 +247,26 @@ def run_tank(tank, target, sc, work, name):
     rc, out, err, cpu, rss = timed([tank, "-q", "-c", str(ini)], work, name, sc["seconds"] + 120)
     if rc not in (0, 21) or not (art / "summary.json").exists():  # 21: autostop, expected
         raise SystemExit(f"tank failed (exit {rc}) in {name}:\n{err[-3000:]}")
+    return tank_results(art, sc, cpu, rss)
+
+
+def run_tank_bench(tank, target, sc, work, name):
+    """`tank bench URL`, the one-liner, with wrk's flags: -c, -d, and -R in the open model."""
+    cmd = [tank, "bench", f"http://{target.addr}/small", "-c", str(sc["connections"]),
+           "-d", f"{sc['seconds']}s", "--timeout", "10s", "--artifacts", str(work / name)]
+    if sc["model"] == "open":
+        cmd += ["-R", str(sc["rate"])]
+    rc, out, err, cpu, rss = timed(cmd, work, name, sc["seconds"] + 120)
+    found = re.search(r"^artifacts: (\S+)", out, re.M)
+    if rc != 0 or "Requests/sec:" not in out or not found:
+        raise SystemExit(f"tank bench failed (exit {rc}) in {name}:\n{out[-2000:]}{err[-2000:]}")
+    res = tank_results(Path(found.group(1)), sc, cpu, rss)
+    shutil.rmtree(work / name)
+    return res
+
+
+def tank_results(art, sc, cpu, rss):
+    """A tank run's numbers from its artifacts: summary.json's quantiles, phout's rate and errors."""
     summary = json.loads((art / "summary.json").read_text())
     quant = {q["q"]: q for q in summary["quantiles"]}
     first, last, n, bad = None, 0.0, 0, 0
@@ -418,16 +438,18 @@ def table(sc, results, tools, skipped, target_name):
         summary[tool] = row
     if skipped:
         out += [""] + [f"Skipped: {tool}: {why}." for tool, why in skipped]
-    peers = [t for t in summary if t != "tank"]
-    if "tank" in summary and peers:
-        t = summary["tank"]
+    ours = [t for t in ("tank", "tank-bench") if t in summary]
+    peers = [t for t in summary if t not in ours]
+    if ours and peers:
         out += ["", "tank ÷ peer (rps above 1: tank faster; the others above 1: tank uses more or is slower):",
-                "", "| peer | rps | p50 | p99 | CPU µs/req | RSS |", "|---|---|---|---|---|---|"]
-        for p in peers:
-            q = summary[p]
-            ratio = lambda k: f"{t[k] / q[k]:.2f}" if t[k] and q[k] else "–"  # noqa: E731
-            out.append(f"| tank ÷ {p} | {ratio('rps')} | {ratio('p50')} | {ratio('p99')} | "
-                       f"{ratio('cpu_per_req')} | {ratio('rss')} |")
+                "", "| tank ÷ peer | rps | p50 | p99 | CPU µs/req | RSS |", "|---|---|---|---|---|---|"]
+        for me in ours:
+            t = summary[me]
+            for p in peers:
+                q = summary[p]
+                ratio = lambda k: f"{t[k] / q[k]:.2f}" if t[k] and q[k] else "–"  # noqa: E731
+                out.append(f"| {me} ÷ {p} | {ratio('rps')} | {ratio('p50')} | {ratio('p99')} | "
+                           f"{ratio('cpu_per_req')} | {ratio('rss')} |")
     return "\n".join(out) + "\n", summary
 
 
@@ -435,7 +457,9 @@ def run_scenario(sc, args, tools, targets, work, all_runs):
     target = targets[sc["target"]]
     runnable, skipped = [], []
     for tool in tools:
-        if tool == "pandora":
+        if tool == "tank-bench" and sc["key"] not in ("A", "B", "D30k", "D80"):
+            skipped.append((tool, "the one-liner has no flags for this scenario's shape"))
+        elif tool == "pandora":
             skipped.append((tool, "found, but this benchmark does not drive pandora yet"))
         elif sc["key"] == "C" and tool != "tank":
             skipped.append((tool, "no rate ramp (line) in its command line"))
@@ -476,6 +500,8 @@ def run_scenario(sc, args, tools, targets, work, all_runs):
 def run_tool(tool, args, target, sc, work, name):
     if tool == "tank":
         return run_tank(args.tank, target, sc, work, name)
+    if tool == "tank-bench":
+        return run_tank_bench(args.tank, target, sc, work, name)
     return {"wrk": run_wrk, "oha": run_oha, "vegeta": run_vegeta}[tool](target, sc, work, name)
 
 
@@ -547,6 +573,9 @@ def main():
     ap.add_argument("--runs", type=int, help="runs per tool and scenario (default 3, 1 with --quick)")
     ap.add_argument("--only", help="comma-separated scenarios: A,B,C,D,E,F")
     ap.add_argument("--out", default=str(ROOT / "target/load-bench/results.md"))
+    ap.add_argument("--with-bench", action="store_true",
+                    help="also run `tank bench URL` (the one-liner) where a scenario has wrk's flags "
+                         "(A: -c 64; B, D: -R RATE)")
     args = ap.parse_args()
     args.tank = str(Path(args.tank).resolve())
     args.runs = args.runs or (1 if args.quick else 3)
@@ -558,7 +587,7 @@ def main():
         raise SystemExit("nginx not found (Debian: apt-get install -y nginx-light)")
     if not os.access("/usr/bin/time", os.X_OK):
         raise SystemExit("/usr/bin/time not found (Debian: apt-get install -y time)")
-    tools = ["tank"]
+    tools = ["tank", "tank-bench"] if args.with_bench else ["tank"]
     for peer in PEERS:
         if shutil.which(peer):
             tools.append(peer)

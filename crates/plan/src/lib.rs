@@ -38,6 +38,7 @@ pub mod marker;
 pub mod plan;
 pub mod planned;
 pub mod schedule;
+pub mod sessions;
 pub mod shard;
 pub mod stepper;
 pub mod stpd;

@@ -1,0 +1,633 @@
+//! The sessions file: captured traffic as a replay reads it.
+//!
+//! `tank import` turns a capture (pcap, an access log, a HAR) into this file,
+//! and `ammo_type = sessions` replays it. A *session* is one captured client
+//! connection (or one client of a log): its requests go out over one
+//! connection, in order, each at its captured offset.
+//!
+//! ```text
+//! tank-sessions 1\n                                 first line: magic and version
+//! # any text\n                                      a comment (import metadata); readers skip it
+//! S <id> <offset_us> <label>\n                      session <id> begins; its first request is at <offset_us>
+//! R <len> <offset_us> <id> <tag>\n<len bytes>\n     a request of session <id>, its bytes verbatim
+//! E <id> <offset_us>\n                              session <id> has no more requests
+//! ```
+//!
+//! Offsets are µs from the capture's first request. Records are in
+//! nondecreasing offset order; a session's `S` comes before its first `R`
+//! (at that request's offset) and its `E` after its last (at that request's
+//! offset). Ids are unsigned integers, each begun once. `label` (who the
+//! client was) and `tag` (what results are grouped by) run to the end of their
+//! line and may be empty; neither holds a line break.
+//!
+//! # Why a stream of requests, not a record per session
+//!
+//! Apiary stores each job whole (all its requests in one record) and sorts
+//! jobs by their first request, so both its import and its replay hold every
+//! long-lived connection in memory until it ends. Here a request is a record
+//! of its own, in time order, tagged with its session: an importer writes a
+//! request as soon as nothing earlier can still come, and a replay reads one
+//! request ahead of the clock, so memory is bounded by the requests in flight,
+//! not by the capture. Sessions still appear in the order of their first
+//! request (their `S` records), and the file stays a text one can `grep`,
+//! `diff` and cut, as stpd is.
+
+use std::collections::HashSet;
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::ammo::show;
+use crate::ammo::source::AmmoFile;
+use crate::error::{PlanError, Result};
+
+/// The first line of every sessions file (without its line feed).
+pub const MAGIC: &str = "tank-sessions 1";
+
+/// Whether `head`, the first bytes of a file, starts a sessions file.
+pub fn is_sessions(head: &[u8]) -> bool {
+    head.strip_prefix(MAGIC.as_bytes())
+        .is_some_and(|rest| matches!(rest.first(), None | Some(b'\n' | b'\r')))
+}
+
+/// One record of a sessions file, borrowed from the reader until the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record<'a> {
+    /// A session begins; its first request is at `offset_us`.
+    Begin {
+        /// The session.
+        id: u64,
+        /// Its first request's offset, µs from the capture's first request.
+        offset_us: u64,
+        /// Who the client was (free text, may be empty).
+        label: &'a str,
+    },
+    /// A request of session `id`.
+    Request {
+        /// The session it belongs to.
+        id: u64,
+        /// When it was sent, µs from the capture's first request.
+        offset_us: u64,
+        /// What results group it by (may be empty).
+        tag: &'a [u8],
+        /// The request, verbatim.
+        bytes: &'a [u8],
+    },
+    /// Session `id` has no more requests; `offset_us` is its last request's.
+    End {
+        /// The session.
+        id: u64,
+        /// Its last request's offset.
+        offset_us: u64,
+    },
+}
+
+impl Record<'_> {
+    /// The record's offset, µs from the capture's first request.
+    pub fn offset_us(&self) -> u64 {
+        match *self {
+            Record::Begin { offset_us, .. }
+            | Record::Request { offset_us, .. }
+            | Record::End { offset_us, .. } => offset_us,
+        }
+    }
+}
+
+/// Writes a sessions file. Records must come in the file's order (the
+/// importer sorts them); what would make an unreadable file (a line break in
+/// a label or tag, a time going backwards) is refused with
+/// [`io::ErrorKind::InvalidInput`].
+pub struct SessionsWriter<W: Write> {
+    out: W,
+    last_offset_us: u64,
+    head: Vec<u8>,
+}
+
+impl<W: Write> SessionsWriter<W> {
+    /// Start a sessions file on `out` (writes its first line).
+    pub fn new(mut out: W) -> io::Result<Self> {
+        out.write_all(MAGIC.as_bytes())?;
+        out.write_all(b"\n")?;
+        Ok(SessionsWriter {
+            out,
+            last_offset_us: 0,
+            head: Vec::with_capacity(128),
+        })
+    }
+
+    /// A `# text` comment line (each line of `text` becomes one).
+    pub fn comment(&mut self, text: &str) -> io::Result<()> {
+        for line in text.lines() {
+            self.out.write_all(b"# ")?;
+            self.out.write_all(line.as_bytes())?;
+            self.out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    /// Session `id` begins, its first request at `offset_us`.
+    pub fn begin(&mut self, id: u64, offset_us: u64, label: &str) -> io::Result<()> {
+        self.advance(offset_us)?;
+        one_line("label", label.as_bytes())?;
+        self.head.clear();
+        write!(self.head, "S {id} {offset_us} ")?;
+        self.head.extend_from_slice(label.as_bytes());
+        self.head.push(b'\n');
+        self.out.write_all(&self.head)
+    }
+
+    /// A request of session `id` at `offset_us`.
+    pub fn request(&mut self, id: u64, offset_us: u64, tag: &[u8], bytes: &[u8]) -> io::Result<()> {
+        self.advance(offset_us)?;
+        one_line("tag", tag)?;
+        self.head.clear();
+        write!(self.head, "R {} {offset_us} {id} ", bytes.len())?;
+        self.head.extend_from_slice(tag);
+        self.head.push(b'\n');
+        self.out.write_all(&self.head)?;
+        self.out.write_all(bytes)?;
+        self.out.write_all(b"\n")
+    }
+
+    /// Session `id` has no more requests; its last was at `offset_us`.
+    pub fn end(&mut self, id: u64, offset_us: u64) -> io::Result<()> {
+        self.advance(offset_us)?;
+        writeln!(self.out, "E {id} {offset_us}")
+    }
+
+    /// Flush and hand back the output.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+
+    fn advance(&mut self, offset_us: u64) -> io::Result<()> {
+        if offset_us < self.last_offset_us {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "sessions records out of order: offset {offset_us} µs after {} µs",
+                    self.last_offset_us
+                ),
+            ));
+        }
+        self.last_offset_us = offset_us;
+        Ok(())
+    }
+}
+
+fn one_line(what: &str, text: &[u8]) -> io::Result<()> {
+    if text.iter().any(|b| matches!(b, b'\n' | b'\r')) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a sessions {what} cannot hold a line break: `{}`",
+                show(text)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads a sessions file (plain or gzip) record by record, checking what the
+/// format promises: the magic line, time order, a session's requests only
+/// between its `S` and its `E`. Every error names the file and the byte
+/// offset where the record starts.
+///
+/// It remembers the sessions that are open (begun, not ended), so a request
+/// outside its session is an error rather than a silent new connection, and
+/// memory follows the capture's concurrency, not its length. (An id reused
+/// after its `E` is therefore a new session.)
+pub struct SessionsReader {
+    file: AmmoFile,
+    line: Vec<u8>,
+    tag: Vec<u8>,
+    label: String,
+    bytes: Vec<u8>,
+    last_offset_us: u64,
+    open: HashSet<u64>,
+    /// Where the record being read starts, for errors.
+    record_start: u64,
+}
+
+impl SessionsReader {
+    /// Open `path` and check its first line.
+    pub fn open(path: &Path) -> Result<Self> {
+        let mut file = AmmoFile::open(path)?;
+        let mut line = Vec::new();
+        file.read_line(&mut line)?;
+        if !is_sessions(&line) {
+            return Err(PlanError::Ammo {
+                path: path.to_path_buf(),
+                offset: 0,
+                message: format!(
+                    "expected a sessions file, starting `{MAGIC}`; found `{}` \
+                     (a capture is turned into one by `tank import`)",
+                    show(line.get(..line.len().min(40)).unwrap_or_default())
+                ),
+            });
+        }
+        Ok(SessionsReader {
+            file,
+            line,
+            tag: Vec::new(),
+            label: String::new(),
+            bytes: Vec::new(),
+            last_offset_us: 0,
+            open: HashSet::new(),
+            record_start: 0,
+        })
+    }
+
+    /// Start the file over (for `loop`).
+    pub fn rewind(&mut self) -> Result<()> {
+        self.file.rewind()?;
+        self.file.read_line(&mut self.line)?;
+        self.last_offset_us = 0;
+        self.open.clear();
+        Ok(())
+    }
+
+    /// The next record, or `None` at the end of the file. Sessions the file
+    /// begins but never ends are not an error: the capture ended with them
+    /// open, and a replay ends them at the end of the file.
+    pub fn next_record(&mut self) -> Result<Option<Record<'_>>> {
+        let header = loop {
+            self.record_start = self.file.offset();
+            if !self.file.read_line(&mut self.line)? {
+                return Ok(None);
+            }
+            let line = trim_line_end(&self.line);
+            if line.is_empty() || line.starts_with(b"#") {
+                continue;
+            }
+            break line;
+        };
+        let (kind, rest) = split_field(header);
+        let record = match kind {
+            b"S" => {
+                let (id, rest) = self.number(rest, "session id")?;
+                let (offset_us, label) = self.number(rest, "offset in µs")?;
+                self.label = std::str::from_utf8(label)
+                    .map_err(|_| self.error(format!("label `{}` is not UTF-8", show(label))))?
+                    .to_owned();
+                if !self.open.insert(id) {
+                    return Err(self.error(format!("session {id} begins again before its end")));
+                }
+                Parsed::Begin { id, offset_us }
+            }
+            b"R" => {
+                let (len, rest) = self.number(rest, "request length")?;
+                let (offset_us, rest) = self.number(rest, "offset in µs")?;
+                let (id, tag) = self.number(rest, "session id")?;
+                self.tag.clear();
+                self.tag.extend_from_slice(tag);
+                if !self.open.contains(&id) {
+                    return Err(self.error(format!(
+                        "a request of session {id}, which is not open: \
+                         expected it between `S {id} …` and `E {id} …`"
+                    )));
+                }
+                self.read_body(len)?;
+                Parsed::Request { id, offset_us }
+            }
+            b"E" => {
+                let (id, rest) = self.number(rest, "session id")?;
+                let (offset_us, rest) = self.number(rest, "offset in µs")?;
+                if !rest.is_empty() {
+                    return Err(self.error(format!(
+                        "unexpected `{}` after `E {id} {offset_us}`",
+                        show(rest)
+                    )));
+                }
+                if !self.open.remove(&id) {
+                    return Err(self.error(format!(
+                        "session {id} ends, but it is not open: expected `S {id} …` before"
+                    )));
+                }
+                Parsed::End { id, offset_us }
+            }
+            _ => {
+                return Err(self.error(format!(
+                    "bad record `{}`: expected `S <id> <offset_us> <label>`, \
+                     `R <len> <offset_us> <id> <tag>`, `E <id> <offset_us>` or `# comment`",
+                    show(header.get(..header.len().min(60)).unwrap_or_default())
+                )))
+            }
+        };
+        let offset_us = record.offset_us();
+        if offset_us < self.last_offset_us {
+            return Err(self.error(format!(
+                "offset {offset_us} µs comes after {} µs: records must be in time order",
+                self.last_offset_us
+            )));
+        }
+        self.last_offset_us = offset_us;
+        Ok(Some(match record {
+            Parsed::Begin { id, offset_us } => Record::Begin {
+                id,
+                offset_us,
+                label: &self.label,
+            },
+            Parsed::Request { id, offset_us } => Record::Request {
+                id,
+                offset_us,
+                tag: &self.tag,
+                bytes: &self.bytes,
+            },
+            Parsed::End { id, offset_us } => Record::End { id, offset_us },
+        }))
+    }
+
+    /// Read a request's `len` bytes and the line feed after them.
+    fn read_body(&mut self, len: u64) -> Result<()> {
+        self.file.read_up_to(len, &mut self.bytes)?;
+        if (self.bytes.len() as u64) < len {
+            return Err(self.error(format!(
+                "unexpected end of file: the request has {} of its {len} bytes",
+                self.bytes.len()
+            )));
+        }
+        let mut end = Vec::new();
+        self.file.read_up_to(1, &mut end)?;
+        match end.as_slice() {
+            b"\n" | b"" => Ok(()),
+            other => Err(self.error(format!(
+                "expected a line feed after the request's {len} bytes, found `{}`: \
+                 is the length right?",
+                show(other)
+            ))),
+        }
+    }
+
+    /// The number at the start of `text`, and what follows its space.
+    fn number<'t>(&self, text: &'t [u8], what: &str) -> Result<(u64, &'t [u8])> {
+        let (field, rest) = split_field(text);
+        std::str::from_utf8(field)
+            .ok()
+            .filter(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|f| f.parse().ok())
+            .map(|n| (n, rest))
+            .ok_or_else(|| {
+                self.error(format!(
+                    "expected the {what} (an unsigned integer), found `{}`",
+                    show(field)
+                ))
+            })
+    }
+
+    fn error(&self, message: String) -> PlanError {
+        PlanError::Ammo {
+            path: self.file.path().to_path_buf(),
+            offset: self.record_start,
+            message,
+        }
+    }
+}
+
+/// A record's fields, before they are lent out with the reader's buffers.
+enum Parsed {
+    Begin { id: u64, offset_us: u64 },
+    Request { id: u64, offset_us: u64 },
+    End { id: u64, offset_us: u64 },
+}
+
+impl Parsed {
+    fn offset_us(&self) -> u64 {
+        match *self {
+            Parsed::Begin { offset_us, .. }
+            | Parsed::Request { offset_us, .. }
+            | Parsed::End { offset_us, .. } => offset_us,
+        }
+    }
+}
+
+fn trim_line_end(line: &[u8]) -> &[u8] {
+    let end = line
+        .iter()
+        .rposition(|b| !matches!(b, b'\n' | b'\r'))
+        .map_or(0, |i| i + 1);
+    &line[..end]
+}
+
+/// The text up to the first space, and the text after it (empty if none).
+fn split_field(text: &[u8]) -> (&[u8], &[u8]) {
+    match memchr::memchr(b' ', text) {
+        Some(at) => (&text[..at], &text[at + 1..]),
+        None => (text, &[]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A record as owned data, to compare what was written with what was read.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Owned {
+        Begin(u64, u64, String),
+        Request(u64, u64, Vec<u8>, Vec<u8>),
+        End(u64, u64),
+    }
+
+    fn write(records: &[Owned]) -> Vec<u8> {
+        let mut writer = SessionsWriter::new(Vec::new()).unwrap();
+        writer.comment("imported from test\nsecond line").unwrap();
+        for record in records {
+            match record {
+                Owned::Begin(id, at, label) => writer.begin(*id, *at, label),
+                Owned::Request(id, at, tag, bytes) => writer.request(*id, *at, tag, bytes),
+                Owned::End(id, at) => writer.end(*id, *at),
+            }
+            .unwrap();
+        }
+        writer.finish().unwrap()
+    }
+
+    fn read(bytes: &[u8]) -> Result<Vec<Owned>> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.txt");
+        std::fs::write(&path, bytes).unwrap();
+        let mut reader = SessionsReader::open(&path)?;
+        let mut out = Vec::new();
+        while let Some(record) = reader.next_record()? {
+            out.push(match record {
+                Record::Begin {
+                    id,
+                    offset_us,
+                    label,
+                } => Owned::Begin(id, offset_us, label.to_owned()),
+                Record::Request {
+                    id,
+                    offset_us,
+                    tag,
+                    bytes,
+                } => Owned::Request(id, offset_us, tag.to_vec(), bytes.to_vec()),
+                Record::End { id, offset_us } => Owned::End(id, offset_us),
+            });
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn a_session_is_written_as_documented() {
+        let bytes = write(&[
+            Owned::Begin(0, 0, "10.0.0.1:5000>10.0.0.2:80".into()),
+            Owned::Request(0, 0, b"/a".to_vec(), b"GET /a HTTP/1.1\r\n\r\n".to_vec()),
+            Owned::Request(0, 1500, Vec::new(), b"x\ny".to_vec()),
+            Owned::End(0, 1500),
+        ]);
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            "tank-sessions 1\n# imported from test\n# second line\n\
+             S 0 0 10.0.0.1:5000>10.0.0.2:80\n\
+             R 19 0 0 /a\nGET /a HTTP/1.1\r\n\r\n\n\
+             R 3 1500 0 \nx\ny\n\
+             E 0 1500\n"
+        );
+    }
+
+    #[test]
+    fn the_magic_is_checked_and_a_capture_is_pointed_to_tank_import() {
+        let error = read(b"\xd4\xc3\xb2\xa1rest").unwrap_err().to_string();
+        assert!(
+            error.contains("byte 0: expected a sessions file"),
+            "{error}"
+        );
+        assert!(error.contains("tank import"), "{error}");
+        assert!(is_sessions(b"tank-sessions 1\r\n"));
+        assert!(!is_sessions(b"tank-sessions 10\n"));
+    }
+
+    #[test]
+    fn errors_name_the_byte_where_the_record_starts() {
+        let head = "tank-sessions 1\nS 1 5 a\n";
+        let cases: [(&str, &str); 6] = [
+            ("R 2 4 1 t\nab\n", "offset 4 µs comes after 5 µs"),
+            (
+                "R 2 5 2 t\nab\n",
+                "a request of session 2, which is not open",
+            ),
+            (
+                "E 1 5\nR 2 5 1 t\nab\n",
+                "a request of session 1, which is not open",
+            ),
+            ("S 1 6 b\n", "session 1 begins again before its end"),
+            ("R 5 5 1 t\nab\n", "the request has 3 of its 5 bytes"),
+            ("Q 1\n", "bad record `Q 1`"),
+        ];
+        for (tail, expected) in cases {
+            let text = format!("{head}{tail}");
+            let error = read(text.as_bytes()).unwrap_err().to_string();
+            assert!(error.contains(expected), "{tail:?}: {error}");
+            let at = if tail.starts_with("E 1 5\n") {
+                head.len() + 6
+            } else {
+                head.len()
+            };
+            assert!(error.contains(&format!("byte {at}:")), "{tail:?}: {error}");
+        }
+        let error = read(b"tank-sessions 1\nS 1 5 a\nR 1 5 1 t\nab\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("expected a line feed after the request's 1 bytes"),
+            "{error}"
+        );
+        let error = read(b"tank-sessions 1\nS x 5 a\n").unwrap_err().to_string();
+        assert!(
+            error.contains("expected the session id (an unsigned integer), found `x`"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_writer_refuses_what_would_not_read_back() {
+        let mut writer = SessionsWriter::new(Vec::new()).unwrap();
+        writer.begin(0, 10, "").unwrap();
+        assert!(writer.request(0, 9, b"", b"x").is_err());
+        assert!(writer.request(0, 10, b"a\nb", b"x").is_err());
+        assert!(writer.begin(1, 10, "a\rb").is_err());
+    }
+
+    #[test]
+    fn a_session_left_open_at_the_end_is_not_an_error() {
+        let records = vec![
+            Owned::Begin(3, 0, String::new()),
+            Owned::Request(3, 0, b"t".to_vec(), b"GET".to_vec()),
+        ];
+        assert_eq!(read(&write(&records)).unwrap(), records);
+    }
+
+    /// Valid files: sessions begun in order, their requests interleaved, each
+    /// ended or left open, with arbitrary tags, labels and bytes.
+    fn sessions() -> impl Strategy<Value = Vec<Owned>> {
+        let session = (
+            "[a-z0-9:.>]{0,12}",
+            proptest::collection::vec(
+                (
+                    0u64..5_000,
+                    "[ -~]{0,8}",
+                    proptest::collection::vec(any::<u8>(), 0..40),
+                ),
+                1..5,
+            ),
+            any::<bool>(),
+        );
+        (proptest::collection::vec((0u64..3_000, session), 0..8)).prop_map(|sessions| {
+            // Each event gets a time; a stable sort by time keeps S first and E last.
+            let mut events: Vec<(u64, u8, Owned)> = Vec::new();
+            for (id, (start, (label, requests, ends))) in sessions.into_iter().enumerate() {
+                let id = id as u64;
+                let mut at = start;
+                events.push((at, 0, Owned::Begin(id, at, label)));
+                for (gap, tag, bytes) in requests {
+                    events.push((at, 1, Owned::Request(id, at, tag.into_bytes(), bytes)));
+                    at += gap;
+                }
+                let last = match events.last() {
+                    Some((t, ..)) => *t,
+                    None => at,
+                };
+                if ends {
+                    events.push((last, 2, Owned::End(id, last)));
+                }
+            }
+            events.sort_by_key(|(at, _, _)| *at);
+            events.into_iter().map(|(_, _, record)| record).collect()
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn the_reader_gives_back_what_the_writer_wrote(records in sessions()) {
+            prop_assert_eq!(read(&write(&records)).unwrap(), records);
+        }
+
+        #[test]
+        fn fuzzed_sessions_read_to_an_end_or_a_located_error(
+            bytes in crate::ammo::fuzzing::ammo(&SEEDS),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("fuzz.sessions");
+            std::fs::write(&path, &bytes).unwrap();
+            let outcome = SessionsReader::open(&path).and_then(|mut reader| {
+                let mut records = 0usize;
+                while reader.next_record()?.is_some() {
+                    records += 1;
+                    // Each record takes at least a line of its own.
+                    assert!(records <= bytes.len());
+                }
+                Ok(())
+            });
+            if let Err(error) = outcome {
+                crate::ammo::fuzzing::check_refusal(&error, &path, &bytes)?;
+            }
+        }
+    }
+
+    const SEEDS: [&[u8]; 2] = [
+        b"tank-sessions 1\n# c\nS 0 0 a>b\nR 3 0 0 /\nGET\nS 1 7 c\nR 1 7 1 \nx\nE 0 0\nE 1 7\n",
+        b"tank-sessions 1\nS 5 0 \nR 5 10 5 t\na\nb\nc\nR 0 11 5 t\n\n",
+    ];
+}
