@@ -37,6 +37,7 @@ pub mod error;
 pub mod marker;
 pub mod plan;
 pub mod planned;
+pub mod replay;
 pub mod schedule;
 pub mod sessions;
 pub mod shard;

@@ -1,0 +1,230 @@
+//! The replay stream and the capture's statistics against brute force.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::sessions::SessionsWriter;
+
+/// A capture: per session, its requests' offsets (nondecreasing, at least one).
+type Capture = Vec<Vec<u64>>;
+
+/// Write `capture` as a sessions file: session `i` has id `100 + i`, request
+/// `j` of it the bytes `s{i}r{j}` and the tag `t{i}`.
+fn write(path: &Path, capture: &Capture) {
+    // (offset, phase: S 0 / R 1 / E 2, session, request)
+    let mut records = Vec::new();
+    for (i, requests) in capture.iter().enumerate() {
+        records.push((requests[0], 0, i, 0));
+        for (j, offset) in requests.iter().enumerate() {
+            records.push((*offset, 1, i, j));
+        }
+        records.push((*requests.last().unwrap(), 2, i, 0));
+    }
+    records.sort_unstable();
+    let file = std::fs::File::create(path).unwrap();
+    let mut out = SessionsWriter::new(std::io::BufWriter::new(file)).unwrap();
+    for (offset, phase, i, j) in records {
+        let id = 100 + i as u64;
+        match phase {
+            0 => out.begin(id, offset, "client").unwrap(),
+            1 => out
+                .request(id, offset, format!("t{i}").as_bytes(), format!("s{i}r{j}").as_bytes())
+                .unwrap(),
+            _ => out.end(id, offset).unwrap(),
+        }
+    }
+    use std::io::Write;
+    out.finish().unwrap().flush().unwrap();
+}
+
+fn settings(capture: &Capture, replay: Replay, shard: Shard) -> ReplaySettings {
+    ReplaySettings {
+        replay,
+        shard,
+        passes: Some(1),
+        limit: None,
+        period_us: 0,
+        per_pass: capture.len() as u64,
+    }
+}
+
+/// Every request of a replay: (session, due, bytes), with its Begin and End checked.
+fn fire(path: &Path, settings: ReplaySettings) -> Vec<(SessionKey, Duration, String)> {
+    let mut stream = ReplayStream::open(path, settings).unwrap();
+    let mut open = BTreeMap::new();
+    let mut fired = Vec::new();
+    while let Some(step) = stream.next_step().unwrap() {
+        match step {
+            Step::Begin { session, due } => {
+                assert!(open.insert(session, due).is_none(), "{session} begins twice");
+            }
+            Step::Request {
+                session, due, bytes, ..
+            } => {
+                let begun = open.get(&session).expect("a request of an open session");
+                assert!(*begun <= due);
+                fired.push((session, due, String::from_utf8(bytes.to_vec()).unwrap()));
+            }
+            Step::End { session } => {
+                assert!(open.remove(&session).is_some(), "{session} ends unopened");
+            }
+        }
+    }
+    assert!(open.is_empty(), "sessions left open: {open:?}");
+    fired
+}
+
+fn captures() -> impl Strategy<Value = Capture> {
+    proptest::collection::vec(
+        (0u64..2_000_000, proptest::collection::vec(0u64..300_000, 1..5)).prop_map(
+            |(start, gaps)| {
+                let mut at = start;
+                gaps.iter()
+                    .map(|gap| {
+                        at += gap;
+                        at
+                    })
+                    .collect()
+            },
+        ),
+        1..25,
+    )
+}
+
+#[test]
+fn requests_keep_their_sessions_order_and_bytes_and_the_capture_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.sessions");
+    let capture = vec![vec![0, 1_000, 5_000], vec![500, 500], vec![2_000_000]];
+    write(&path, &capture);
+    let fired = fire(&path, settings(&capture, Replay::default(), Shard::WHOLE));
+    let bytes: Vec<&str> = fired.iter().map(|(_, _, b)| b.as_str()).collect();
+    assert_eq!(bytes, ["s0r0", "s1r0", "s1r1", "s0r1", "s0r2", "s2r0"]);
+    assert_eq!(fired[5].1, Duration::from_secs(2));
+    let stats = CaptureStats::walk(&path, Selection::ALL).unwrap();
+    assert_eq!((stats.sessions, stats.requests), (3, 6));
+    assert_eq!(stats.duration, Duration::from_secs(2));
+    assert_eq!(stats.peak_sessions, 2);
+    assert_eq!(stats.largest_gap, Duration::from_micros(1_995_000));
+    assert_eq!(stats.per_second, vec![5, 0, 1]);
+}
+
+#[test]
+fn per_request_makes_each_request_a_session_and_loops_shift_by_the_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.sessions");
+    let capture = vec![vec![0, 1_000], vec![2_000]];
+    write(&path, &capture);
+    let replay = Replay {
+        connections: ReplayConnections::PerRequest,
+        ..Replay::default()
+    };
+    let mut looped = settings(&capture, replay, Shard::WHOLE);
+    looped.per_pass = 3;
+    looped.passes = Some(2);
+    looped.period_us = 3_000;
+    let fired = fire(&path, looped);
+    let sessions: Vec<SessionKey> = fired.iter().map(|f| f.0).collect();
+    assert_eq!(sessions, [0, 1, 2, 3, 4, 5]);
+    let due: Vec<u64> = fired.iter().map(|f| f.1.as_micros() as u64).collect();
+    assert_eq!(due, [0, 1_000, 2_000, 3_000, 4_000, 5_000]);
+    looped.limit = Some(4);
+    assert_eq!(fire(&path, looped).len(), 4);
+}
+
+#[test]
+fn a_limit_ends_the_sessions_it_cuts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.sessions");
+    let capture = vec![vec![0, 10, 20], vec![5, 15]];
+    write(&path, &capture);
+    let mut limited = settings(&capture, Replay::default(), Shard::WHOLE);
+    limited.limit = Some(3);
+    let bytes: Vec<String> = fire(&path, limited).into_iter().map(|f| f.2).collect();
+    assert_eq!(bytes, ["s0r0", "s1r0", "s0r1"]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Each kept session goes to exactly one shard, whole and in order; the
+    /// shards' requests add up to the plan's; skip/offset keep one in N.
+    #[test]
+    fn shards_split_by_session_and_add_up(
+        capture in captures(), skip in 1u64..4, offset_seed in 0u64..4, shards in 1u64..4,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.sessions");
+        write(&path, &capture);
+        let replay = Replay { skip, offset: offset_seed % skip, ..Replay::default() };
+        // Sessions begin in the order of their first request (ties: by index).
+        let mut order: Vec<usize> = (0..capture.len()).collect();
+        order.sort_by_key(|i| (capture[*i][0], *i));
+        let expected: Vec<usize> = order
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| *k as u64 % skip == replay.offset)
+            .map(|(_, i)| *i)
+            .collect();
+        let mut seen: BTreeMap<SessionKey, Vec<String>> = BTreeMap::new();
+        let mut total = 0;
+        for index in 0..shards {
+            let shard = Shard::new(index, shards).unwrap();
+            for (session, _, bytes) in fire(&path, settings(&capture, replay, shard)) {
+                total += 1;
+                seen.entry(session).or_default().push(bytes);
+            }
+        }
+        let whole = fire(&path, settings(&capture, replay, Shard::WHOLE));
+        prop_assert_eq!(total, whole.len());
+        prop_assert_eq!(seen.len(), expected.len());
+        for (session, i) in seen.values().zip(&expected) {
+            let requests: Vec<String> =
+                (0..capture[*i].len()).map(|j| format!("s{i}r{j}")).collect();
+            prop_assert_eq!(session, &requests);
+        }
+    }
+
+    /// A request is due at its offset ÷ speed, to the ns.
+    #[test]
+    fn due_is_the_offset_over_the_speed(capture in captures(), speed in 0.1f64..20.0) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.sessions");
+        write(&path, &capture);
+        let replay = Replay { speed, ..Replay::default() };
+        let mut offsets: Vec<u64> = capture.iter().flatten().copied().collect();
+        offsets.sort_unstable();
+        let due: Vec<Duration> = fire(&path, settings(&capture, replay, Shard::WHOLE))
+            .into_iter()
+            .map(|f| f.1)
+            .collect();
+        let expected: Vec<Duration> = offsets
+            .iter()
+            .map(|us| Duration::from_nanos((*us as f64 * 1000.0 / speed).round() as u64))
+            .collect();
+        prop_assert_eq!(due, expected);
+    }
+
+    /// The peak of open sessions is the brute-force maximum, over every
+    /// session's start, of the sessions open then (both ends included).
+    #[test]
+    fn peak_concurrency_is_the_brute_force_count(capture in captures()) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.sessions");
+        write(&path, &capture);
+        let spans: Vec<(u64, u64)> =
+            capture.iter().map(|r| (r[0], *r.last().unwrap())).collect();
+        let brute = spans
+            .iter()
+            .map(|(at, _)| spans.iter().filter(|(s, e)| s <= at && at <= e).count() as u64)
+            .max()
+            .unwrap_or(0);
+        let stats = CaptureStats::walk(&path, Selection::ALL).unwrap();
+        prop_assert_eq!(stats.peak_sessions, brute);
+        prop_assert_eq!(stats.peak_selected, brute);
+        prop_assert_eq!(stats.sessions, capture.len() as u64);
+    }
+}
