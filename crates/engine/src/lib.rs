@@ -37,7 +37,6 @@ use tank_stats::{micros, QueueIndex};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use dispatch::Dispatch;
 
 pub use active::Active;
 pub use io_threads::IoThreads;
@@ -287,16 +286,22 @@ impl Engine {
             // A plan whose length is known is not walked to count what was left.
             let known = queue.planned.as_ref().map(PlannedCount::total);
             let count_rest = Arc::new(AtomicBool::new(false));
-            let dispatch = Arc::new(Dispatch::new(
-                clock.start.into_std(),
-                feed::discipline(queue.plan.model()),
-            ));
-            let feeder = match feed::spawn(
-                queue.plan,
-                queue.name.clone(),
-                Arc::clone(&count_rest),
-                Arc::clone(&dispatch),
-            ) {
+            let handoff = feed::handoff(queue.plan.model(), clock.start.into_std());
+            let spawned = match &handoff {
+                queue::Handoff::Shots(dispatch) => feed::spawn(
+                    queue.plan,
+                    queue.name.clone(),
+                    Arc::clone(&count_rest),
+                    Arc::clone(dispatch),
+                ),
+                queue::Handoff::Sessions(sessions) => feed::spawn_replay(
+                    queue.plan,
+                    queue.name.clone(),
+                    Arc::clone(&count_rest),
+                    Arc::clone(sessions),
+                ),
+            };
+            let feeder = match spawned {
                 Ok(started) => started,
                 Err(error) => {
                     feeders.push((queue.name.clone(), None, Some(error.to_string()), None));
@@ -307,7 +312,7 @@ impl Engine {
                 // Configs do not hold 65536 queues; were one to, the rest would share a group.
                 queue: QueueIndex::try_from(index).unwrap_or(QueueIndex::MAX),
                 clock,
-                dispatch,
+                handoff,
                 gun: queue.gun,
                 deadline: queue
                     .schedule_ms
@@ -353,7 +358,7 @@ impl Engine {
                 continue;
             };
             // Halting lets a feeder waiting for room see the end.
-            shared.dispatch.halt();
+            shared.handoff.halt();
             let fired = shared.fired.load(Ordering::Relaxed);
             let feed = tokio::task::spawn_blocking(move || feeder.join()).await;
             let (counted, error) = match feed {
@@ -387,7 +392,7 @@ fn prepare_queue(
     origin: Option<SocketAddr>,
     shard: Shard,
 ) -> Result<PreparedQueue, EngineError> {
-    let plan = Plan::new(queue).map_err(EngineError::Plan)?.shard(shard);
+    let plan = Plan::sharded(queue, shard).map_err(EngineError::Plan)?;
     let gun = gun_for(queue, origin)?;
     Ok(PreparedQueue {
         name: queue.name.clone(),

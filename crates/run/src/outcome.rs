@@ -93,6 +93,23 @@ impl Facts {
                 LoadProfile::Rps(s) => format!("rps_schedule = {}", one_line(s)),
                 LoadProfile::Instances(s) => format!("instances_schedule = {}", one_line(s)),
                 LoadProfile::StpdFile(p) => format!("stpd_file = {}", p.display()),
+                LoadProfile::Replay(replay) => format!(
+                    "replay of {} at speed {}, {} connections{}",
+                    match &queue.ammo {
+                        Some(tank_config::AmmoSource::File { path, .. }) => path.display().to_string(),
+                        _ => String::new(),
+                    },
+                    replay.speed,
+                    match replay.connections {
+                        tank_config::ReplayConnections::Captured => "captured",
+                        tank_config::ReplayConnections::PerRequest => "per-request",
+                    },
+                    if replay.skip > 1 {
+                        format!(", one session in {} from the {}th", replay.skip, replay.offset)
+                    } else {
+                        String::new()
+                    }
+                ),
             };
             facts.push((
                 format!("[{}] target", queue.name),
