@@ -7,6 +7,7 @@ mod limit;
 mod memcached;
 mod monitoring;
 mod origin;
+mod replay;
 mod report;
 mod run;
 mod shards;

@@ -242,7 +242,11 @@ impl SessionDispatch {
         let wake = {
             let mut state = self.lock();
             state.closed = true;
-            state.wake_idle()
+            if state.waiting.is_empty() {
+                state.start_ending()
+            } else {
+                Vec::new()
+            }
         };
         wake.into_iter().for_each(Waker::wake);
     }
@@ -303,6 +307,15 @@ impl State {
         wake
     }
 
+    /// The feed is closed and no session waits: wake the most recently idle
+    /// instance of each thread, to end and wake the next (see [`NextTurn`]).
+    fn start_ending(&mut self) -> Vec<Waker> {
+        self.threads
+            .iter_mut()
+            .filter_map(ThreadState::wake_top)
+            .collect()
+    }
+
     /// Whether a free instance can take a session now: the first waiting one is due.
     fn session_due(&self, now: Option<Duration>) -> bool {
         self.waiting
@@ -326,7 +339,11 @@ impl Future for NextTurn<'_> {
         let now = dispatch.now();
         let mut guard = dispatch.lock();
         let state = &mut *guard;
+        // The next idle instance or the timer task, for a session taken here;
+        // the timer task again, for a request held here.
         let mut wake: Option<Waker> = None;
+        let mut rearm: Option<Waker> = None;
+        let mut ending = Vec::new();
         let outcome = loop {
             if state.halted {
                 state.threads[thread].unpark(slot);
@@ -343,10 +360,20 @@ impl Future for NextTurn<'_> {
                     if let Some(lane) = state.lanes.get_mut(&session) {
                         lane.seat = Some(self.seat);
                     }
-                    if state.session_due(now) {
-                        // Another is due: the next idle instance here takes it.
-                        wake = state.threads[thread].wake_top();
+                    let another = state.session_due(now);
+                    let next_due = state.waiting.front().map(|(_, due)| *due);
+                    if state.closed && next_due.is_none() {
+                        // That was the last session: idle instances are done.
+                        ending = state.start_ending();
                     }
+                    let here = &mut state.threads[thread];
+                    wake = if another {
+                        // Another is due: the next idle instance here takes it.
+                        here.wake_top()
+                    } else {
+                        // If someone here waits for the next session, the timer is armed for it.
+                        super::open::rearm_for_idle(here, next_due)
+                    };
                     continue;
                 }
                 if state.closed && state.waiting.is_empty() {
@@ -358,7 +385,7 @@ impl Future for NextTurn<'_> {
                 let first_due = state.waiting.front().map(|(_, due)| *due);
                 let here = &mut state.threads[thread];
                 here.park(slot, cx.waker());
-                wake = first_due.and_then(|due| here.rearm_for(due));
+                rearm = first_due.and_then(|due| here.rearm_for(due));
                 break Poll::Pending;
             };
             let Some(lane) = state.lanes.get_mut(&session) else {
@@ -382,7 +409,7 @@ impl Future for NextTurn<'_> {
                         seat.in_holding = true;
                         here.holding.push(std::cmp::Reverse((due, slot)));
                     }
-                    wake = here.rearm_for(due);
+                    rearm = here.rearm_for(due);
                     break Poll::Pending;
                 }
                 None if lane.requests.is_empty() && lane.ended => {
@@ -404,7 +431,10 @@ impl Future for NextTurn<'_> {
             }
         };
         drop(guard);
-        wake.into_iter().for_each(Waker::wake);
+        wake.into_iter()
+            .chain(rearm)
+            .chain(ending)
+            .for_each(Waker::wake);
         outcome
     }
 }

@@ -1,0 +1,389 @@
+//! Replaying a sessions file (`ammo_type = sessions`) against a server that
+//! logs, per request, its connection, its arrival time and its bytes.
+//!
+//! Timing is checked at the server: every arrival within 1 ms of its offset
+//! (÷ speed), the two clocks aligned by the median of the differences (the
+//! first arrival alone is a poor origin: it also pays for the run's first
+//! connection). On a busy 2-core machine a thread (tank's, or the server's
+//! thread per connection) can miss its moment now and then, so two arrivals
+//! and one in ten more may be off by more, and none by more than 25 ms; so may those due in the run's first 50 ms (threads and first
+//! connections starting, in a debug build). A replay that ignored the offsets
+//! (all at once, or shifted) is off by tens of ms on most arrivals and fails.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tank_plan::sessions::SessionsWriter;
+use tank_run::{Handle, Silent, Spec, Verdict};
+
+/// One request as the server read it.
+#[derive(Debug, Clone)]
+struct Arrival {
+    connection: usize,
+    at: Instant,
+    bytes: Vec<u8>,
+}
+
+/// An HTTP/1.1 server on 127.0.0.1 that answers 200 after `delay`, keeps
+/// connections, and logs every request.
+struct LoggingServer {
+    addr: SocketAddr,
+    log: Arc<Mutex<Vec<Arrival>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl LoggingServer {
+    fn start(delay: Duration) -> LoggingServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (log2, stop2) = (Arc::clone(&log), Arc::clone(&stop));
+        let connections = Arc::new(AtomicUsize::new(0));
+        // A blocking accept: a new connection is served at once (no polling
+        // interval in the arrival times). Drop wakes it with a connection.
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stop2.load(Ordering::Acquire) {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                let connection = connections.fetch_add(1, Ordering::Relaxed);
+                let log = Arc::clone(&log2);
+                std::thread::spawn(move || serve(stream, connection, delay, &log));
+            }
+        });
+        LoggingServer { addr, log, stop }
+    }
+
+    fn arrivals(&self) -> Vec<Arrival> {
+        let mut log = self.log.lock().unwrap().clone();
+        log.sort_by_key(|a| a.at);
+        log
+    }
+}
+
+impl Drop for LoggingServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+/// Read requests (a head, then a Content-Length body) and answer each.
+fn serve(mut stream: TcpStream, connection: usize, delay: Duration, log: &Mutex<Vec<Arrival>>) {
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let mut first_byte: Option<Instant> = None;
+    loop {
+        // Whole requests in the buffer are logged and answered.
+        if let Some(end) = find(&buffer, b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buffer[..end]).to_lowercase();
+            let body = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if buffer.len() >= end + 4 + body {
+                let bytes: Vec<u8> = buffer.drain(..end + 4 + body).collect();
+                let at = first_byte.take().unwrap_or_else(Instant::now);
+                log.lock().unwrap().push(Arrival { connection, at, bytes });
+                if !buffer.is_empty() {
+                    first_byte = Some(at);
+                }
+                std::thread::sleep(delay);
+                let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                if stream.write_all(reply).is_err() {
+                    return;
+                }
+                continue;
+            }
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                first_byte.get_or_insert_with(Instant::now);
+                buffer.extend_from_slice(&chunk[..n]);
+            }
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The capture: per session, its requests' offsets in µs.
+fn capture() -> Vec<Vec<u64>> {
+    vec![
+        vec![0, 50_000, 120_000],
+        vec![20_000, 30_000, 200_000],
+        vec![100_000],
+        vec![150_000, 160_000, 170_000],
+        vec![250_000],
+    ]
+}
+
+/// Request `j` of session `i`: a GET, or (the second of each session) a POST with a body.
+fn request(i: usize, j: usize) -> Vec<u8> {
+    if j == 1 {
+        let body = format!("session={i}&binary=\u{1}\u{2}");
+        format!(
+            "POST /s{i}/r{j} HTTP/1.1\r\nHost: replay\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    } else {
+        format!("GET /s{i}/r{j} HTTP/1.1\r\nHost: replay\r\n\r\n").into_bytes()
+    }
+}
+
+/// Write `capture()` as a sessions file in `dir`.
+fn write_sessions(dir: &Path) -> PathBuf {
+    let mut records = Vec::new();
+    for (i, offsets) in capture().iter().enumerate() {
+        records.push((offsets[0], 0, i, 0));
+        for (j, offset) in offsets.iter().enumerate() {
+            records.push((*offset, 1, i, j));
+        }
+        records.push((*offsets.last().unwrap(), 2, i, 0));
+    }
+    records.sort_unstable();
+    let path = dir.join("capture.sessions");
+    let mut out = SessionsWriter::new(Vec::new()).unwrap();
+    out.comment("written by tests/replay.rs").unwrap();
+    for (offset, kind, i, j) in records {
+        let id = 7 + i as u64;
+        match kind {
+            0 => out.begin(id, offset, "10.0.0.1:5000").unwrap(),
+            1 => out
+                .request(id, offset, format!("s{i}").as_bytes(), &request(i, j))
+                .unwrap(),
+            _ => out.end(id, offset).unwrap(),
+        }
+    }
+    std::fs::write(&path, out.finish().unwrap()).unwrap();
+    path
+}
+
+/// One replay at a time: their timing is measured, and the machine may have 2 cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Replay the capture against `server` with `options` (INI lines).
+fn replay(dir: &Path, server: &LoggingServer, options: &str) -> tank_run::Outcome {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let sessions = write_sessions(dir);
+    let path = dir.join("load.ini");
+    std::fs::write(
+        &path,
+        format!(
+            "[phantom]\naddress = {}\nammo_type = sessions\nammofile = {}\n{options}\n\
+             [tank]\nartifacts_base_dir = {}\n",
+            server.addr,
+            sessions.display(),
+            dir.join("logs").display()
+        ),
+    )
+    .unwrap();
+    let spec = Spec::new(tank_config::load(&path, &[]).unwrap());
+    let outcome = tank_run::run(&spec, Box::new(Silent), &Handle::default()).unwrap();
+    assert_eq!(outcome.verdict, Verdict::Completed, "{}", outcome.text);
+    outcome
+}
+
+/// The sessions whose requests a server saw, per connection, as (session, request) pairs.
+fn by_connection(arrivals: &[Arrival]) -> BTreeMap<usize, Vec<(usize, usize)>> {
+    let mut connections: BTreeMap<usize, Vec<(usize, usize)>> = BTreeMap::new();
+    for arrival in arrivals {
+        let line = String::from_utf8_lossy(&arrival.bytes);
+        let path = line.split(' ').nth(1).unwrap();
+        let (i, j) = path[2..].split_once("/r").unwrap();
+        let (i, j) = (i.parse().unwrap(), j.parse().unwrap());
+        assert_eq!(arrival.bytes, request(i, j), "the bytes of s{i}/r{j}");
+        connections.entry(arrival.connection).or_default().push((i, j));
+    }
+    connections
+}
+
+/// Every arrival within 1 ms of its offset ÷ `speed` (the clocks aligned by
+/// the median difference), but for two and one in ten (none over 25 ms), and
+/// those in the run's first 50 ms. Returns the errors, µs.
+fn assert_on_time(arrivals: &[Arrival], speed: f64) -> Vec<i64> {
+    let offsets = capture();
+    let first = arrivals[0].at;
+    let base = offsets.iter().flatten().min().copied().unwrap_or(0);
+    let errors: Vec<i64> = arrivals
+        .iter()
+        .map(|arrival| {
+            let line = String::from_utf8_lossy(&arrival.bytes);
+            let path = line.split(' ').nth(1).unwrap();
+            let (i, j) = path[2..].split_once("/r").unwrap();
+            let offset = offsets[i.parse::<usize>().unwrap()][j.parse::<usize>().unwrap()];
+            let expected = ((offset - base) as f64 / speed) as i64;
+            let actual = arrival.at.duration_since(first).as_micros() as i64;
+            actual - expected
+        })
+        .collect();
+    let mut sorted = errors.clone();
+    sorted.sort_unstable();
+    let median = sorted[sorted.len() / 2];
+    let errors: Vec<i64> = errors.iter().map(|e| e - median).collect();
+    let settled = |at: &Arrival| at.at.duration_since(first) >= Duration::from_millis(50);
+    let late = errors
+        .iter()
+        .zip(arrivals)
+        .filter(|(e, at)| e.abs() > 1_000 && settled(at))
+        .count();
+    assert!(
+        late <= 2 + errors.len() / 10,
+        "{late} arrivals off by over 1 ms: {errors:?}"
+    );
+    assert!(errors.iter().all(|e| e.abs() <= 25_000), "{errors:?}");
+    errors
+}
+
+fn whole_capture() -> Vec<Vec<(usize, usize)>> {
+    capture()
+        .iter()
+        .enumerate()
+        .map(|(i, offsets)| (0..offsets.len()).map(|j| (i, j)).collect())
+        .collect()
+}
+
+#[test]
+fn a_replay_keeps_sessions_connections_order_bytes_and_timing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    let outcome = replay(dir.path(), &server, "");
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 11);
+    let mut sessions: Vec<Vec<(usize, usize)>> = by_connection(&arrivals).into_values().collect();
+    sessions.sort();
+    assert_eq!(sessions, whole_capture(), "one connection per session, in order");
+    assert_on_time(&arrivals, 1.0);
+    let shots = &outcome.summary.shots;
+    assert_eq!((shots.planned, shots.sent, shots.unsent), (Some(11), Some(11), Some(0)));
+    // The pool is the capture's peak of open sessions: A, B and C at 100 ms.
+    assert_eq!(outcome.summary.meta.facts[2].1, "3");
+}
+
+#[test]
+fn at_speed_two_offsets_are_halved() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    replay(dir.path(), &server, "replay_speed = 2");
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 11);
+    assert_on_time(&arrivals, 2.0);
+    let span = arrivals[10].at.duration_since(arrivals[0].at);
+    assert!(span < Duration::from_millis(140), "{span:?} for 250 ms at speed 2");
+}
+
+#[test]
+fn per_request_puts_every_request_on_its_own_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    // Its pool is `instances` (a thousand by default, slow to start in a debug build).
+    replay(dir.path(), &server, "replay_connections = per_request\ninstances = 16");
+    let arrivals = server.arrivals();
+    let connections = by_connection(&arrivals);
+    assert_eq!(connections.len(), 11);
+    assert!(connections.values().all(|requests| requests.len() == 1));
+    assert_on_time(&arrivals, 1.0);
+}
+
+#[test]
+fn skip_and_offset_fire_one_session_in_n() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    let outcome = replay(dir.path(), &server, "replay_skip = 2\nreplay_offset = 1");
+    let mut sessions: Vec<Vec<(usize, usize)>> =
+        by_connection(&server.arrivals()).into_values().collect();
+    sessions.sort();
+    // Sessions begin in the order 0, 1, 2, 3, 4: the 1st and 3rd are kept.
+    let whole = whole_capture();
+    assert_eq!(sessions, vec![whole[1].clone(), whole[3].clone()]);
+    assert_eq!(outcome.summary.shots.planned, Some(6));
+}
+
+#[test]
+fn a_slow_server_makes_the_next_request_wait_and_its_lag_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every reply takes 80 ms: session 0's second request (due at 50 ms) waits
+    // for the first's reply, and so does session 1's (due 10 ms after its first).
+    let server = LoggingServer::start(Duration::from_millis(80));
+    let outcome = replay(dir.path(), &server, "");
+    let arrivals = server.arrivals();
+    let first = arrivals[0].at;
+    let second_of_0 = arrivals
+        .iter()
+        .find(|a| a.bytes == request(0, 1))
+        .unwrap();
+    assert!(second_of_0.at.duration_since(first) >= Duration::from_millis(78));
+    let max_lag = outcome
+        .summary
+        .quantiles
+        .iter()
+        .filter_map(|row| row.lag_ms)
+        .fold(0.0, f64::max);
+    assert!(max_lag >= 25.0, "the largest lag is {max_lag} ms");
+    let mut sessions: Vec<Vec<(usize, usize)>> = by_connection(&arrivals).into_values().collect();
+    sessions.sort();
+    assert_eq!(sessions, whole_capture(), "order is kept, late or not");
+}
+
+#[test]
+fn loop_replays_the_capture_again_and_ammo_limit_counts_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    let outcome = replay(dir.path(), &server, "loop = 2");
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 22);
+    assert_eq!(by_connection(&arrivals).len(), 10);
+    assert_eq!(outcome.summary.shots.planned, Some(22));
+    // The second pass comes a period (250 ms + the mean gap, 25 ms) after the
+    // first: session 1's first request (at 20 ms) and its repeat.
+    let at = |bytes: &[u8], nth: usize| {
+        arrivals.iter().filter(|a| a.bytes == bytes).nth(nth).unwrap().at
+    };
+    let period = at(&request(1, 0), 1).duration_since(at(&request(1, 0), 0));
+    assert!(
+        period >= Duration::from_millis(270) && period < Duration::from_millis(285),
+        "{period:?}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    let outcome = replay(dir.path(), &server, "ammo_limit = 4");
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 4);
+    assert_eq!(outcome.summary.shots.planned, Some(4));
+}
+
+#[test]
+fn a_file_that_is_not_a_sessions_file_says_to_import_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("access.log");
+    std::fs::write(&capture, "127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.0\" 200 2326\n").unwrap();
+    let path = dir.path().join("load.ini");
+    std::fs::write(
+        &path,
+        format!(
+            "[phantom]\naddress = 127.0.0.1:9\nammo_type = sessions\nammofile = {}\n",
+            capture.display()
+        ),
+    )
+    .unwrap();
+    let spec = Spec::new(tank_config::load(&path, &[]).unwrap());
+    let error = tank_run::run(&spec, Box::new(Silent), &Handle::default()).unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("tank import"), "{message}");
+    assert!(message.contains("ammofile"), "{message}");
+}
