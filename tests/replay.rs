@@ -272,6 +272,17 @@ fn a_replay_keeps_sessions_connections_order_bytes_and_timing() {
     assert_eq!((shots.planned, shots.sent, shots.unsent), (Some(11), Some(11), Some(0)));
     // The pool is the capture's peak of open sessions: A, B and C at 100 ms.
     assert_eq!(outcome.summary.meta.facts[2].1, "3");
+    let replayed = outcome.summary.replay.expect("a replay row");
+    assert_eq!(
+        (replayed.sessions_started, replayed.sessions_completed, replayed.pool),
+        (5, 5, 3)
+    );
+    assert!((2..=3).contains(&replayed.peak_running), "{replayed:?}");
+    // The capture's rate: 11 requests over its 250 ms.
+    assert_eq!(outcome.summary.rps.planned, Some(44.0));
+    assert!(outcome.text.contains("replay: sessions started 5, completed 5"), "{}", outcome.text);
+    let json = std::fs::read_to_string(outcome.artifacts.join("summary.json")).unwrap();
+    assert!(json.contains("\"sessions_started\": 5"), "{json}");
 }
 
 #[test]

@@ -51,11 +51,19 @@ pub struct FeedReport {
 /// ready stpd file's (which may be either) as phantom does, at once and held
 /// until due, which is what makes an instance start at its start time; a
 /// replay's sessions go to instances of their own.
-pub(crate) fn handoff(model: &Model, start: std::time::Instant) -> Handoff {
+/// A replay counts its sessions in `tally`.
+pub(crate) fn handoff(
+    model: &Model,
+    start: std::time::Instant,
+    tally: &Arc<crate::tally::SessionTally>,
+) -> Handoff {
     let discipline = match model {
         Model::Open { .. } => Discipline::Open,
         Model::Closed { .. } | Model::Stpd { .. } => Discipline::Closed,
-        Model::Sessions { .. } => return Handoff::Sessions(Arc::new(SessionDispatch::new(start))),
+        Model::Sessions { .. } => {
+            let sessions = SessionDispatch::new(start, Arc::clone(tally));
+            return Handoff::Sessions(Arc::new(sessions));
+        }
     };
     Handoff::Shots(Arc::new(Dispatch::new(start, discipline)))
 }

@@ -21,6 +21,7 @@ pub mod netcode;
 pub mod priority;
 mod queue;
 mod sink;
+mod tally;
 pub mod target;
 mod timer;
 pub mod tls;
@@ -41,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 pub use active::Active;
 pub use io_threads::IoThreads;
 pub use sink::{Answer, AnswerSink, SampleSink};
+pub use tally::{SessionCounts, SessionTally};
 
 /// Why a test cannot start, or a queue failed. Every message names the config
 /// file, line, section and option it is about.
@@ -119,6 +121,8 @@ pub struct PreparedQueue {
     planned: Option<PlannedCount>,
     writelog: WriteLog,
     active: Arc<Active>,
+    /// A replay's sessions as they go (`None` for other models).
+    sessions: Option<Arc<SessionTally>>,
 }
 
 impl PreparedQueue {
@@ -152,6 +156,19 @@ impl PreparedQueue {
     /// Instances firing right now (a live counter for the console and autostop).
     pub fn active(&self) -> Arc<Active> {
         Arc::clone(&self.active)
+    }
+
+    /// A replay's sessions running, started and completed (`None` for other models).
+    pub fn sessions(&self) -> Option<Arc<SessionTally>> {
+        self.sessions.clone()
+    }
+
+    /// A replay's span: when its last request is due, from the start (`None`
+    /// for other models, and for a replay whose count was not walked).
+    pub fn replay_span(&self) -> Option<Duration> {
+        self.sessions.as_ref()?;
+        let last_ms = self.planned.as_ref()?.last_due_ms()?;
+        Some(Duration::from_millis(u64::try_from(last_ms).unwrap_or(0)))
     }
 }
 
@@ -286,7 +303,8 @@ impl Engine {
             // A plan whose length is known is not walked to count what was left.
             let known = queue.planned.as_ref().map(PlannedCount::total);
             let count_rest = Arc::new(AtomicBool::new(false));
-            let handoff = feed::handoff(queue.plan.model(), clock.start.into_std());
+            let tally = queue.sessions.clone().unwrap_or_default();
+            let handoff = feed::handoff(queue.plan.model(), clock.start.into_std(), &tally);
             let spawned = match &handoff {
                 queue::Handoff::Shots(dispatch) => feed::spawn(
                     queue.plan,
@@ -394,6 +412,7 @@ fn prepare_queue(
 ) -> Result<PreparedQueue, EngineError> {
     let plan = Plan::sharded(queue, shard).map_err(EngineError::Plan)?;
     let gun = gun_for(queue, origin)?;
+    let sessions = matches!(plan.model(), tank_plan::Model::Sessions { .. }).then(Arc::default);
     Ok(PreparedQueue {
         name: queue.name.clone(),
         pool: plan.model().instances(),
@@ -406,6 +425,7 @@ fn prepare_queue(
         gun: Arc::new(gun),
         writelog: queue.writelog,
         active: Arc::default(),
+        sessions,
     })
 }
 

@@ -58,6 +58,7 @@ use super::seats::{SeatState, ThreadState};
 use super::Seat;
 use crate::feed::Shot;
 use crate::io_threads::{IoThread, Spawner};
+use crate::tally::SessionTally;
 use crate::timer::Timer;
 
 /// One step of a replay as the feeder hands it over.
@@ -95,6 +96,8 @@ pub(crate) struct SessionDispatch {
     /// Due times count from here.
     start: Instant,
     state: Mutex<State>,
+    /// Sessions taken and ended, for the console and the summary.
+    tally: Arc<SessionTally>,
 }
 
 struct State {
@@ -111,10 +114,11 @@ struct State {
 }
 
 impl SessionDispatch {
-    /// A dispatch whose due times count from `start`.
-    pub fn new(start: Instant) -> SessionDispatch {
+    /// A dispatch whose due times count from `start`, counting sessions in `tally`.
+    pub fn new(start: Instant, tally: Arc<SessionTally>) -> SessionDispatch {
         SessionDispatch {
             start,
+            tally,
             state: Mutex::new(State {
                 lanes: HashMap::new(),
                 waiting: VecDeque::new(),
@@ -357,6 +361,7 @@ impl Future for NextTurn<'_> {
                     };
                     state.threads[thread].unpark(slot);
                     state.sessions[thread][slot] = Some(session);
+                    dispatch.tally.start();
                     if let Some(lane) = state.lanes.get_mut(&session) {
                         lane.seat = Some(self.seat);
                     }
@@ -391,6 +396,7 @@ impl Future for NextTurn<'_> {
             let Some(lane) = state.lanes.get_mut(&session) else {
                 // Its lane is gone (halted): nothing more for this session.
                 state.sessions[thread][slot] = None;
+                dispatch.tally.complete();
                 break Poll::Ready(Some(Turn::HangUp));
             };
             let here = &mut state.threads[thread];
@@ -415,6 +421,7 @@ impl Future for NextTurn<'_> {
                 None if lane.requests.is_empty() && lane.ended => {
                     state.lanes.remove(&session);
                     state.sessions[thread][slot] = None;
+                    dispatch.tally.complete();
                     break Poll::Ready(Some(Turn::HangUp));
                 }
                 None if lane.requests.is_empty() => {
