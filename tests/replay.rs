@@ -94,7 +94,11 @@ fn serve(mut stream: TcpStream, connection: usize, delay: Duration, log: &Mutex<
             if buffer.len() >= end + 4 + body {
                 let bytes: Vec<u8> = buffer.drain(..end + 4 + body).collect();
                 let at = first_byte.take().unwrap_or_else(Instant::now);
-                log.lock().unwrap().push(Arrival { connection, at, bytes });
+                log.lock().unwrap().push(Arrival {
+                    connection,
+                    at,
+                    bytes,
+                });
                 if !buffer.is_empty() {
                     first_byte = Some(at);
                 }
@@ -207,7 +211,10 @@ fn by_connection(arrivals: &[Arrival]) -> BTreeMap<usize, Vec<(usize, usize)>> {
         let (i, j) = path[2..].split_once("/r").unwrap();
         let (i, j) = (i.parse().unwrap(), j.parse().unwrap());
         assert_eq!(arrival.bytes, request(i, j), "the bytes of s{i}/r{j}");
-        connections.entry(arrival.connection).or_default().push((i, j));
+        connections
+            .entry(arrival.connection)
+            .or_default()
+            .push((i, j));
     }
     connections
 }
@@ -266,21 +273,38 @@ fn a_replay_keeps_sessions_connections_order_bytes_and_timing() {
     assert_eq!(arrivals.len(), 11);
     let mut sessions: Vec<Vec<(usize, usize)>> = by_connection(&arrivals).into_values().collect();
     sessions.sort();
-    assert_eq!(sessions, whole_capture(), "one connection per session, in order");
+    assert_eq!(
+        sessions,
+        whole_capture(),
+        "one connection per session, in order"
+    );
     assert_on_time(&arrivals, 1.0);
     let shots = &outcome.summary.shots;
-    assert_eq!((shots.planned, shots.sent, shots.unsent), (Some(11), Some(11), Some(0)));
+    assert_eq!(
+        (shots.planned, shots.sent, shots.unsent),
+        (Some(11), Some(11), Some(0))
+    );
     // The pool is the capture's peak of open sessions: A, B and C at 100 ms.
     assert_eq!(outcome.summary.meta.facts[2].1, "3");
     let replayed = outcome.summary.replay.expect("a replay row");
     assert_eq!(
-        (replayed.sessions_started, replayed.sessions_completed, replayed.pool),
+        (
+            replayed.sessions_started,
+            replayed.sessions_completed,
+            replayed.pool
+        ),
         (5, 5, 3)
     );
     assert!((2..=3).contains(&replayed.peak_running), "{replayed:?}");
     // The capture's rate: 11 requests over its 250 ms.
     assert_eq!(outcome.summary.rps.planned, Some(44.0));
-    assert!(outcome.text.contains("replay: sessions started 5, completed 5"), "{}", outcome.text);
+    assert!(
+        outcome
+            .text
+            .contains("replay: sessions started 5, completed 5"),
+        "{}",
+        outcome.text
+    );
     let json = std::fs::read_to_string(outcome.artifacts.join("summary.json")).unwrap();
     assert!(json.contains("\"sessions_started\": 5"), "{json}");
 }
@@ -294,7 +318,10 @@ fn at_speed_two_offsets_are_halved() {
     assert_eq!(arrivals.len(), 11);
     assert_on_time(&arrivals, 2.0);
     let span = arrivals[10].at.duration_since(arrivals[0].at);
-    assert!(span < Duration::from_millis(140), "{span:?} for 250 ms at speed 2");
+    assert!(
+        span < Duration::from_millis(140),
+        "{span:?} for 250 ms at speed 2"
+    );
 }
 
 #[test]
@@ -302,7 +329,11 @@ fn per_request_puts_every_request_on_its_own_connection() {
     let dir = tempfile::tempdir().unwrap();
     let server = LoggingServer::start(Duration::ZERO);
     // Its pool is `instances` (a thousand by default, slow to start in a debug build).
-    replay(dir.path(), &server, "replay_connections = per_request\ninstances = 16");
+    replay(
+        dir.path(),
+        &server,
+        "replay_connections = per_request\ninstances = 16",
+    );
     let arrivals = server.arrivals();
     let connections = by_connection(&arrivals);
     assert_eq!(connections.len(), 11);
@@ -333,10 +364,7 @@ fn a_slow_server_makes_the_next_request_wait_and_its_lag_is_recorded() {
     let outcome = replay(dir.path(), &server, "");
     let arrivals = server.arrivals();
     let first = arrivals[0].at;
-    let second_of_0 = arrivals
-        .iter()
-        .find(|a| a.bytes == request(0, 1))
-        .unwrap();
+    let second_of_0 = arrivals.iter().find(|a| a.bytes == request(0, 1)).unwrap();
     assert!(second_of_0.at.duration_since(first) >= Duration::from_millis(78));
     let max_lag = outcome
         .summary
@@ -362,7 +390,12 @@ fn loop_replays_the_capture_again_and_ammo_limit_counts_requests() {
     // The second pass comes a period (250 ms + the mean gap, 25 ms) after the
     // first: session 1's first request (at 20 ms) and its repeat.
     let at = |bytes: &[u8], nth: usize| {
-        arrivals.iter().filter(|a| a.bytes == bytes).nth(nth).unwrap().at
+        arrivals
+            .iter()
+            .filter(|a| a.bytes == bytes)
+            .nth(nth)
+            .unwrap()
+            .at
     };
     let period = at(&request(1, 0), 1).duration_since(at(&request(1, 0), 0));
     assert!(
@@ -382,7 +415,11 @@ fn loop_replays_the_capture_again_and_ammo_limit_counts_requests() {
 fn a_file_that_is_not_a_sessions_file_says_to_import_it() {
     let dir = tempfile::tempdir().unwrap();
     let capture = dir.path().join("access.log");
-    std::fs::write(&capture, "127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.0\" 200 2326\n").unwrap();
+    std::fs::write(
+        &capture,
+        "127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.0\" 200 2326\n",
+    )
+    .unwrap();
     let path = dir.path().join("load.ini");
     std::fs::write(
         &path,

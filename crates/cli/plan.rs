@@ -8,9 +8,9 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use tank_config::{AmmoSource, LoadProfile, Override, QueueConfig, TestConfig};
+use tank_plan::replay::CaptureStats;
 use tank_plan::schedule::{self, RpsStep};
 use tank_plan::writer::OffThreadWriter;
-use tank_plan::replay::CaptureStats;
 use tank_plan::{stpd, Plan, PlanTotals, Schedule};
 
 /// Run `tank plan`.

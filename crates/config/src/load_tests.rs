@@ -856,7 +856,10 @@ const REPLAY: &str =
 #[test]
 fn a_sessions_queue_replays_with_the_defaults() {
     let q = &ini(REPLAY).queues[0];
-    assert_eq!(q.load_profile, LoadProfile::Replay(crate::Replay::default()));
+    assert_eq!(
+        q.load_profile,
+        LoadProfile::Replay(crate::Replay::default())
+    );
     assert_eq!(q.load_profile_at.key(), "ammo_type");
     assert!(!q.places.is_written("instances"));
     let c = ini(&format!(
@@ -893,7 +896,11 @@ fn replay_options_elsewhere_and_bad_values_are_located_errors() {
     for (line, key, needle) in [
         ("replay_speed = 0", "replay_speed", "above 0"),
         ("replay_speed = fast", "replay_speed", "above 0"),
-        ("replay_connections = pooled", "replay_connections", "per_request"),
+        (
+            "replay_connections = pooled",
+            "replay_connections",
+            "per_request",
+        ),
         ("replay_skip = 0", "replay_skip", "at least 1"),
         ("replay_offset = 1", "replay_offset", "from 0 to 0"),
     ] {

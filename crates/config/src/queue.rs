@@ -155,10 +155,7 @@ pub(crate) fn build(
     let instances = q.get("instances", convert::integer)?.unwrap_or(1000);
     let instances = bounded_u32(q, "instances", instances, MAX_INSTANCES)?;
     let (load_profile, load_profile_at) = match replay::read(q)? {
-        Some(replay) => (
-            LoadProfile::Replay(replay),
-            q.places(file).of("ammo_type"),
-        ),
+        Some(replay) => (LoadProfile::Replay(replay), q.places(file).of("ammo_type")),
         None => load_profile(q, file)?,
     };
     let open_loop = matches!(load_profile, LoadProfile::Rps(_));

@@ -233,10 +233,9 @@ pub fn spawn_replay(
                         let handed_at = dispatch.start() + due.saturating_sub(REPLAY_AHEAD);
                         handed_at.checked_duration_since(std::time::Instant::now())
                     });
-                    if ahead.is_some() || batch.len() == BATCH {
-                        if !dispatch.offer(&mut batch) || !wait(&dispatch, ahead) {
-                            return halted(&mut plan, &mut report, &count_rest);
-                        }
+                    let hand_over = ahead.is_some() || batch.len() == BATCH;
+                    if hand_over && (!dispatch.offer(&mut batch) || !wait(&dispatch, ahead)) {
+                        return halted(&mut plan, &mut report, &count_rest);
                     }
                     batch.push(handed);
                 }

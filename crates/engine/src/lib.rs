@@ -38,7 +38,6 @@ use tank_stats::{micros, QueueIndex};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-
 pub use active::Active;
 pub use io_threads::IoThreads;
 pub use sink::{Answer, AnswerSink, SampleSink};

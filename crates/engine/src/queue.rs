@@ -113,7 +113,8 @@ pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spaw
             }
             Handoff::Sessions(sessions) => {
                 let seat = sessions.seat(thread);
-                let task = session_instance(Arc::clone(&shared), Arc::clone(sessions), barrel, seat);
+                let task =
+                    session_instance(Arc::clone(&shared), Arc::clone(sessions), barrel, seat);
                 io.spawn(&mut instances, thread, task);
             }
         }
@@ -199,7 +200,9 @@ async fn shoot(
 ) {
     let since_start = start.saturating_duration_since(shared.clock.start);
     let in_flight = InFlight::enter(shared, start, since_start, shot);
-    let measured = barrel.fire(&shot.request, start, capture.as_deref_mut()).await;
+    let measured = barrel
+        .fire(&shot.request, start, capture.as_deref_mut())
+        .await;
     let Some(sample) = in_flight.land(measured) else {
         return;
     };

@@ -396,7 +396,9 @@ impl Plan {
         };
         let (places, key) = (&self.places, self.ammo_key);
         match &mut sessions.stream {
-            Ok(stream) => stream.next_step().map_err(|error| error.located_in(places, key)),
+            Ok(stream) => stream
+                .next_step()
+                .map_err(|error| error.located_in(places, key)),
             Err(error) => match error.take() {
                 Some(error) => Err(error.located_in(places, key)),
                 None => Ok(None),
@@ -542,15 +544,17 @@ impl Plan {
         let Ok(stream) = &sessions.stream else {
             return Ok(None);
         };
-        Ok(stream.last_request().map(|(seq, due, tag, bytes)| TimedShot {
-            shot: ShotRef {
-                seq,
-                due_ms: i64::try_from(due.as_millis()).unwrap_or(i64::MAX),
-                marker: tag,
-                missile: bytes,
-            },
-            due: Some(due),
-        }))
+        Ok(stream
+            .last_request()
+            .map(|(seq, due, tag, bytes)| TimedShot {
+                shot: ShotRef {
+                    seq,
+                    due_ms: i64::try_from(due.as_millis()).unwrap_or(i64::MAX),
+                    marker: tag,
+                    missile: bytes,
+                },
+                due: Some(due),
+            }))
     }
 }
 

@@ -253,7 +253,10 @@ mod tests {
             .unwrap()
             .into_count();
         assert_eq!(count.total(), 6);
-        assert_eq!((count.first_due_ms(), count.last_due_ms()), (Some(0), Some(2999)));
+        assert_eq!(
+            (count.first_due_ms(), count.last_due_ms()),
+            (Some(0), Some(2999))
+        );
         assert_eq!(count.before_ms(0), 0);
         assert_eq!(count.before_ms(1), 2);
         assert_eq!(count.before_ms(1000), 3);

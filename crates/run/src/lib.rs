@@ -378,7 +378,11 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         json_path: artifacts.file(JSON_LINES),
         autostop_report: artifacts.file(&config.autostop.report_file),
         active: engine.queues().iter().map(|q| q.active()).collect(),
-        sessions: engine.queues().iter().filter_map(|q| q.sessions()).collect(),
+        sessions: engine
+            .queues()
+            .iter()
+            .filter_map(|q| q.sessions())
+            .collect(),
         replay: None,
         planned,
         observer,

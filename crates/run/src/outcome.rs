@@ -98,7 +98,8 @@ impl Facts {
                 LoadProfile::Replay(replay) => format!(
                     "replay of {} at speed {}, {} connections{}",
                     match &queue.ammo {
-                        Some(tank_config::AmmoSource::File { path, .. }) => path.display().to_string(),
+                        Some(tank_config::AmmoSource::File { path, .. }) =>
+                            path.display().to_string(),
                         _ => String::new(),
                     },
                     replay.speed,
@@ -107,7 +108,10 @@ impl Facts {
                         tank_config::ReplayConnections::PerRequest => "per-request",
                     },
                     if replay.skip > 1 {
-                        format!(", one session in {} from the {}th", replay.skip, replay.offset)
+                        format!(
+                            ", one session in {} from the {}th",
+                            replay.skip, replay.offset
+                        )
                     } else {
                         String::new()
                     }

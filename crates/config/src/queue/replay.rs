@@ -47,7 +47,9 @@ pub(super) fn read(q: &Layered<'_>) -> Result<Option<Replay>, ConfigError> {
         ));
     }
     if q.entry("uris").is_some() || q.entry("ammofile").is_none() {
-        return Err(q.error("`ammo_type = sessions` needs `ammofile` = a sessions file (and no `uris`)"));
+        return Err(
+            q.error("`ammo_type = sessions` needs `ammofile` = a sessions file (and no `uris`)")
+        );
     }
     let defaults = Replay::default();
     let skip = match q.get("replay_skip", convert::integer)? {
@@ -60,7 +62,10 @@ pub(super) fn read(q: &Layered<'_>) -> Result<Option<Replay>, ConfigError> {
     let offset = match q.get("replay_offset", convert::integer)? {
         None => defaults.offset,
         Some(k) => u64::try_from(k).ok().filter(|k| *k < skip).ok_or_else(|| {
-            let expected = format!("an integer from 0 to {} (below `replay_skip` = {skip})", skip - 1);
+            let expected = format!(
+                "an integer from 0 to {} (below `replay_skip` = {skip})",
+                skip - 1
+            );
             super::range_error(q, "replay_offset", k, &expected)
         })?,
     };
@@ -107,7 +112,10 @@ mod tests {
     #[test]
     fn connections_are_captured_or_per_request() {
         assert_eq!(connections("captured"), Ok(ReplayConnections::Captured));
-        assert_eq!(connections("per_request"), Ok(ReplayConnections::PerRequest));
+        assert_eq!(
+            connections("per_request"),
+            Ok(ReplayConnections::PerRequest)
+        );
         assert!(connections("pooled").is_err());
     }
 }

@@ -107,10 +107,19 @@ impl ReplaySettings {
 /// A step held until the one before it is handed out.
 #[derive(Debug, Clone, Copy)]
 enum Pending {
-    Begin { session: SessionKey, due: Duration },
+    Begin {
+        session: SessionKey,
+        due: Duration,
+    },
     /// The request whose bytes are in the stream's buffers.
-    Request { session: SessionKey, seq: u64, due: Duration },
-    End { session: SessionKey },
+    Request {
+        session: SessionKey,
+        seq: u64,
+        due: Duration,
+    },
+    End {
+        session: SessionKey,
+    },
 }
 
 /// A session open in the file and chosen by the selection.
@@ -206,7 +215,11 @@ impl ReplayStream {
 
     /// Read one record; queue the steps it makes.
     fn advance(&mut self) -> Result<()> {
-        if self.settings.limit.is_some_and(|limit| self.requests >= limit) {
+        if self
+            .settings
+            .limit
+            .is_some_and(|limit| self.requests >= limit)
+        {
             self.end_open();
             self.done = true;
             return Ok(());
@@ -217,7 +230,10 @@ impl ReplayStream {
             None => {
                 self.end_open();
                 self.pass += 1;
-                if self.settings.passes.is_some_and(|passes| self.pass >= passes)
+                if self
+                    .settings
+                    .passes
+                    .is_some_and(|passes| self.pass >= passes)
                     || self.begun == 0
                 {
                     self.done = true;

@@ -31,7 +31,12 @@ fn write(path: &Path, capture: &Capture) {
         match phase {
             0 => out.begin(id, offset, "client").unwrap(),
             1 => out
-                .request(id, offset, format!("t{i}").as_bytes(), format!("s{i}r{j}").as_bytes())
+                .request(
+                    id,
+                    offset,
+                    format!("t{i}").as_bytes(),
+                    format!("s{i}r{j}").as_bytes(),
+                )
                 .unwrap(),
             _ => out.end(id, offset).unwrap(),
         }
@@ -59,10 +64,16 @@ fn fire(path: &Path, settings: ReplaySettings) -> Vec<(SessionKey, Duration, Str
     while let Some(step) = stream.next_step().unwrap() {
         match step {
             Step::Begin { session, due } => {
-                assert!(open.insert(session, due).is_none(), "{session} begins twice");
+                assert!(
+                    open.insert(session, due).is_none(),
+                    "{session} begins twice"
+                );
             }
             Step::Request {
-                session, due, bytes, ..
+                session,
+                due,
+                bytes,
+                ..
             } => {
                 let begun = open.get(&session).expect("a request of an open session");
                 assert!(*begun <= due);
@@ -79,8 +90,11 @@ fn fire(path: &Path, settings: ReplaySettings) -> Vec<(SessionKey, Duration, Str
 
 fn captures() -> impl Strategy<Value = Capture> {
     proptest::collection::vec(
-        (0u64..2_000_000, proptest::collection::vec(0u64..300_000, 1..5)).prop_map(
-            |(start, gaps)| {
+        (
+            0u64..2_000_000,
+            proptest::collection::vec(0u64..300_000, 1..5),
+        )
+            .prop_map(|(start, gaps)| {
                 let mut at = start;
                 gaps.iter()
                     .map(|gap| {
@@ -88,8 +102,7 @@ fn captures() -> impl Strategy<Value = Capture> {
                         at
                     })
                     .collect()
-            },
-        ),
+            }),
         1..25,
     )
 }
