@@ -498,3 +498,6 @@ async fn run_timer(dispatch: Arc<SessionDispatch>, thread: usize, io: Spawner) {
     })
     .await;
 }
+
+#[cfg(test)]
+mod tests;

@@ -241,3 +241,60 @@ proptest! {
         prop_assert_eq!(stats.sessions, capture.len() as u64);
     }
 }
+
+/// A replay queue over `capture` with `options` (INI lines).
+fn queue(dir: &Path, capture: &Capture, options: &str) -> tank_config::QueueConfig {
+    let path = dir.join("c.sessions");
+    write(&path, capture);
+    let text = format!(
+        "[phantom]\naddress = 127.0.0.1:80\nammo_type = sessions\nammofile = {}\n{options}\n",
+        path.display()
+    );
+    let config = tank_config::load_str(
+        &text,
+        tank_config::ConfigFormat::Ini,
+        Path::new("t.ini"),
+        &[],
+    )
+    .unwrap();
+    config.queues.into_iter().next().unwrap()
+}
+
+#[test]
+fn a_replay_plan_states_its_model_and_counts_its_due_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = vec![vec![0, 1_500_000], vec![10, 20], vec![2_000_000]];
+    let q = queue(dir.path(), &capture, "replay_speed = 2");
+    let mut plan = crate::Plan::new(&q).unwrap();
+    assert_eq!(
+        plan.model(),
+        &crate::Model::Sessions {
+            pool: 2,
+            speed: 2.0,
+            connections: ReplayConnections::Captured
+        }
+    );
+    let count = plan.planned_count().unwrap().clone();
+    assert_eq!(count.total(), 5);
+    assert_eq!(count.between_ms(0, 1), 3);
+    assert_eq!(count.between_ms(750, 751), 1);
+    assert_eq!(count.last_due_ms(), Some(1000));
+    let mut due = Vec::new();
+    while let Some(shot) = plan.next_timed().unwrap() {
+        due.push(shot.due.unwrap().as_micros() as u64);
+    }
+    assert_eq!(due, [0, 5, 10, 750_000, 1_000_000]);
+    assert_eq!(plan.capture().unwrap().peak_sessions, 2);
+    // Written instances are the pool; a shard has its own sessions' peak.
+    let q = queue(dir.path(), &capture, "instances = 7");
+    assert_eq!(crate::Plan::new(&q).unwrap().model().instances(), 7);
+    let q = queue(dir.path(), &capture, "");
+    let shard = crate::Plan::sharded(&q, Shard::new(1, 2).unwrap()).unwrap();
+    assert_eq!(shard.model().instances(), 1);
+    assert_eq!(shard.planned_count().unwrap().total(), 2);
+    let resharded = crate::Plan::new(&q)
+        .unwrap()
+        .shard(Shard::new(1, 2).unwrap());
+    assert_eq!(resharded.model(), shard.model());
+    assert_eq!(resharded.planned_count(), shard.planned_count());
+}
