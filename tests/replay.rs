@@ -182,7 +182,21 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Replay the capture against `server` with `options` (INI lines).
 fn replay(dir: &Path, server: &LoggingServer, options: &str) -> tank_run::Outcome {
+    let outcome = run(dir, server, options, &Handle::default());
+    assert_eq!(outcome.verdict, Verdict::Completed, "{}", outcome.text);
+    outcome
+}
+
+/// Write the capture and a config replaying it with `options`, and run it under `handle`.
+fn run(dir: &Path, server: &LoggingServer, options: &str, handle: &Handle) -> tank_run::Outcome {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let path = config(dir, server, options);
+    let spec = Spec::new(tank_config::load(&path, &[]).unwrap());
+    tank_run::run(&spec, Box::new(Silent), handle).unwrap()
+}
+
+/// The capture and a config replaying it against `server` with `options`, in `dir`.
+fn config(dir: &Path, server: &LoggingServer, options: &str) -> PathBuf {
     let sessions = write_sessions(dir);
     let path = dir.join("load.ini");
     std::fs::write(
@@ -196,10 +210,7 @@ fn replay(dir: &Path, server: &LoggingServer, options: &str) -> tank_run::Outcom
         ),
     )
     .unwrap();
-    let spec = Spec::new(tank_config::load(&path, &[]).unwrap());
-    let outcome = tank_run::run(&spec, Box::new(Silent), &Handle::default()).unwrap();
-    assert_eq!(outcome.verdict, Verdict::Completed, "{}", outcome.text);
-    outcome
+    path
 }
 
 /// The sessions whose requests a server saw, per connection, as (session, request) pairs.
@@ -434,4 +445,58 @@ fn a_file_that_is_not_a_sessions_file_says_to_import_it() {
     let message = error.to_string();
     assert!(message.contains("tank import"), "{message}");
     assert!(message.contains("ammofile"), "{message}");
+}
+
+#[test]
+fn tank_plan_describes_the_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    let path = config(dir.path(), &server, "");
+    let out = crate::support::tank()
+        .args(["plan", "-c"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "replay         speed 1, captured connections",
+        "capture        5 sessions, 11 requests over 250ms; largest gap 50ms",
+        "concurrency    at most 3 sessions open at once (3 of this replay's)",
+        "session pool   3 (the replay's peak of open sessions; set instances for more)",
+        "capture rps    min 11, mean 11.0, max 11; per second: 11",
+        "shots          11, due from 0ms to 250ms",
+    ] {
+        assert!(text.contains(line), "`{line}` in:\n{text}");
+    }
+}
+
+#[test]
+fn a_stopped_replay_counts_what_it_did_not_send() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    let handle = Handle::default();
+    let stopper = {
+        let handle = handle.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(700));
+            handle.stop();
+        })
+    };
+    // 40 passes would take 11 s.
+    let outcome = run(dir.path(), &server, "loop = 40", &handle);
+    stopper.join().unwrap();
+    assert_eq!(outcome.verdict, Verdict::Interrupted);
+    let shots = &outcome.summary.shots;
+    let sent = shots.sent.unwrap();
+    assert!((1..440).contains(&sent), "{sent}");
+    assert_eq!(shots.planned, Some(440));
+    assert_eq!(shots.unsent, Some(440 - sent));
+    let phout = std::fs::read_to_string(outcome.artifacts.join("phout.log")).unwrap();
+    assert_eq!(phout.lines().count() as u64, sent);
+    assert_eq!(server.arrivals().len() as u64, sent);
 }

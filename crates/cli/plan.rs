@@ -108,7 +108,16 @@ fn plan_queue(queue: &QueueConfig, stpd_out: Option<&Path>) -> Result<QueueSumma
         }
     };
     let mut totals = PlanTotals::default();
+    // A replay looped until stopped has no end: its first pass is shown.
+    let endless = queue.loop_count == 0 && queue.ammo_limit == -1;
+    let first_pass = plan
+        .capture()
+        .filter(|_| endless)
+        .map(|capture| capture.requests_selected);
     while let Some(shot) = plan.next_shot()? {
+        if first_pass.is_some_and(|requests| totals.shots >= requests) {
+            break;
+        }
         if let Some(out) = out.as_mut() {
             stpd::push_record(out.buffer(), shot.due_ms, shot.marker, shot.missile);
             out.commit().context("writing the stpd")?;
@@ -168,6 +177,12 @@ fn describe(
     }
     if let Some((capture, pool)) = &summary.replay {
         describe_capture(report, capture, *pool, queue);
+        if queue.loop_count == 0 && queue.ammo_limit == -1 {
+            let _ = writeln!(
+                report,
+                "  the test       replays the capture until stopped (loop = 0): one pass shown"
+            );
+        }
     }
     match &summary.schedule {
         Some(Schedule::Rps(rps)) => {

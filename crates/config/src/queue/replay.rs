@@ -51,6 +51,18 @@ pub(super) fn read(q: &Layered<'_>) -> Result<Option<Replay>, ConfigError> {
             q.error("`ammo_type = sessions` needs `ammofile` = a sessions file (and no `uris`)")
         );
     }
+    if let Some((section, entry)) = q.entry("depth") {
+        if q.get("depth", convert::integer)?
+            .is_some_and(|depth| depth > 1)
+        {
+            return Err(entry_error(
+                section,
+                entry,
+                "a replay keeps each session on a connection of its own: \
+                 `depth` above 1 (pipelining) cannot be set with `ammo_type = sessions`",
+            ));
+        }
+    }
     let defaults = Replay::default();
     let skip = match q.get("replay_skip", convert::integer)? {
         None => defaults.skip,

@@ -60,6 +60,8 @@ pub struct CaptureStats {
     pub per_second: Vec<u64>,
     /// The most sessions of the selection open at once: the default pool.
     pub peak_selected: u64,
+    /// Requests of the selection in one pass.
+    pub requests_selected: u64,
 }
 
 impl CaptureStats {
@@ -86,7 +88,13 @@ impl CaptureStats {
                     }
                     open.insert(id, owned);
                 }
-                Record::Request { .. } => {
+                Record::Request { id, .. } => {
+                    let owned = if selection.per_request {
+                        selection.owns(stats.requests) == Some(true)
+                    } else {
+                        open.get(&id) == Some(&true)
+                    };
+                    stats.requests_selected += u64::from(owned);
                     stats.requests += 1;
                     if let Some(last) = last_request {
                         let gap = Duration::from_micros(offset_us - last);

@@ -298,3 +298,28 @@ fn a_replay_plan_states_its_model_and_counts_its_due_times() {
     assert_eq!(resharded.model(), shard.model());
     assert_eq!(resharded.planned_count(), shard.planned_count());
 }
+
+#[test]
+fn the_selection_counts_its_own_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.sessions");
+    write(&path, &vec![vec![0, 1], vec![2], vec![3, 4, 5]]);
+    let kept = Selection {
+        skip: 2,
+        ..Selection::ALL
+    };
+    assert_eq!(
+        CaptureStats::walk(&path, kept).unwrap().requests_selected,
+        5
+    );
+    let per_request = Selection {
+        per_request: true,
+        ..kept
+    };
+    assert_eq!(
+        CaptureStats::walk(&path, per_request)
+            .unwrap()
+            .requests_selected,
+        3
+    );
+}
