@@ -307,8 +307,11 @@ fn a_replay_keeps_sessions_connections_order_bytes_and_timing() {
         (5, 5, 3)
     );
     assert!((2..=3).contains(&replayed.peak_running), "{replayed:?}");
-    // The capture's rate: 11 requests over its 250 ms.
+    // The capture's rate: 11 requests over its 250 ms; planned per second is the replay's.
     assert_eq!(outcome.summary.rps.planned, Some(44.0));
+    let timeline = &outcome.summary.timeline;
+    assert_eq!(timeline.planned.iter().sum::<u64>(), 11);
+    assert_eq!(timeline.sent.iter().sum::<u64>(), 11);
     assert!(
         outcome
             .text
