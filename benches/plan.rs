@@ -1,5 +1,6 @@
-//! Criterion benches of the stepper: schedule offsets per second, ammo parsing
-//! throughput per format, and whole plans written as stpd.
+//! Criterion benches of the stepper: schedule offsets per second (evenly spaced
+//! and drawn arrivals), ammo parsing throughput per format, and whole plans
+//! written as stpd.
 //!
 //! Run: `cargo bench --bench plan`. The side-by-side comparison with
 //! yandex-tank's stepper is `benches/stepper_vs_reference.sh`.
@@ -8,7 +9,8 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use tank_config::{load_str, ConfigFormat, QueueConfig};
+use tank_config::{load_str, ArrivalProcess, Arrivals, ConfigFormat, QueueConfig};
+use tank_plan::schedule::Cursor;
 use tank_plan::{stpd, Plan, Schedule};
 
 const OFFSETS: u64 = 100_000;
@@ -30,6 +32,33 @@ fn schedules(c: &mut Criterion) {
                 let mut sum = 0i64;
                 for i in 0..OFFSETS {
                     sum = sum.wrapping_add(schedule.offset_ms(i).unwrap_or(0));
+                }
+                black_box(sum)
+            })
+        });
+    }
+    group.finish();
+}
+
+/// Walking a schedule's shots in order, as the stepper does: evenly spaced
+/// beside drawn arrivals (two draws a shot), so the ratio is the cost of the draws.
+fn drawn_arrivals(c: &mut Criterion) {
+    let mut group = c.benchmark_group("arrivals_walk");
+    group.throughput(Throughput::Elements(OFFSETS));
+    for process in ["uniform", "poisson", "fb_ia", "normal(1,0.2)"] {
+        let arrivals = Arrivals {
+            process: ArrivalProcess::parse(process).expect("valid arrivals"),
+            seed: 1,
+            seed_chosen: false,
+        };
+        let schedule =
+            Schedule::rps_with("line(1, 200000, 10m)", &arrivals).expect("valid schedule");
+        group.bench_function(process, |b| {
+            b.iter(|| {
+                let mut cursor = Cursor::default();
+                let mut sum = 0i64;
+                for i in 0..OFFSETS {
+                    sum = sum.wrapping_add(schedule.offset_ns_near(i, &mut cursor).unwrap_or(0));
                 }
                 black_box(sum)
             })
@@ -129,5 +158,11 @@ fn stpd_writing(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, schedules, ammo_formats, stpd_writing);
+criterion_group!(
+    benches,
+    schedules,
+    drawn_arrivals,
+    ammo_formats,
+    stpd_writing
+);
 criterion_main!(benches);

@@ -16,6 +16,8 @@ needed=(
     # tests/shard.rs: shards in network namespaces (ip netns).
     "ip:iproute2"
     "memcached:memcached"
+    # tests/import.rs: a real capture of loopback traffic.
+    "tcpdump:tcpdump"
 )
 
 missing=()

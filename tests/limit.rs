@@ -281,3 +281,96 @@ fn bench_prints_wrks_summary_and_its_rate_matches_phout() {
     );
     assert!(rows.iter().all(|r| r.proto_code == 200));
 }
+
+#[test]
+fn bench_with_drawn_arrivals_fires_the_planned_count_and_logs_the_seed() {
+    let _one = one_at_a_time();
+    let origin = Origin::start(r#"{"stages": [{"latency": "1ms"}]}"#);
+    let dir = tempfile::tempdir().unwrap();
+    let url = origin.url();
+    let out = run(
+        dir.path(),
+        &[
+            "bench",
+            &url,
+            "-R",
+            "200",
+            "--arrivals",
+            "poisson",
+            "-c",
+            "50",
+            "-d",
+            "2s",
+            "-t",
+            "1",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let artifacts = dir.path().join(
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("artifacts: "))
+            .and_then(|l| l.split(' ').next())
+            .expect("an artifacts line"),
+    );
+    // Drawn gaps, the evenly spaced plan's count: 200 a second for 2 s.
+    assert_eq!(phout(&artifacts).len(), 400, "{stdout}");
+    let log = std::fs::read_to_string(artifacts.join("tank.log")).unwrap();
+    assert!(
+        log.contains("arrivals poisson, seed ") && log.contains("set `arrivals_seed` to repeat it"),
+        "{log}"
+    );
+    // --arrivals shapes an open model only.
+    let out = run(dir.path(), &["bench", &url, "--arrivals", "poisson"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--rate"));
+}
+
+#[test]
+fn scan_reads_its_settings_from_the_configs_search_section_and_flags_override_them() {
+    let _one = one_at_a_time();
+    let origin = Origin::start(r#"{"stages": [{"latency": "10ms"}]}"#);
+    let dir = tempfile::tempdir().unwrap();
+    let address = origin.url();
+    let address = address.trim_start_matches("http://").trim_end_matches('/');
+    std::fs::write(
+        dir.path().join("load.ini"),
+        format!(
+            "[phantom]\naddress = {address}\nuris = /\nrps_schedule = const(1,1s)\n\
+             [search]\nquantile = 50\nunder = 5s\nrate = 50:50:1\nprobe = 1s\nwarmup = 0.5s\n\
+             max_lag = 50ms\narrivals = poisson\n"
+        ),
+    )
+    .unwrap();
+    let out = run(
+        dir.path(),
+        &["scan", "--config", "load.ini", "--json", "scan.json"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("scan.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["limit_rps"].as_f64(), Some(50.0), "{json}");
+    assert_eq!(json["probes"].as_array().map(Vec::len), Some(1));
+    // The flag wins over the section: no probe keeps a 10 ms median under 1 ms.
+    let out = run(
+        dir.path(),
+        &["scan", "--config", "load.ini", "--under", "1ms"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -317,6 +317,29 @@ fn a_start_already_past_is_an_error_and_leaves_nothing() {
 }
 
 #[test]
+fn a_shard_of_a_drawn_plan_needs_a_set_seed_and_leaves_nothing_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        "[phantom]\naddress = 127.0.0.1:9\nuris = /\nrps_schedule = const(1,1s)\narrivals = poisson\n",
+    )
+    .unwrap();
+    let out = tank()
+        .args(["-c", "load.ini", "--shard", "0/2"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("[phantom] the plan is drawn (arrivals poisson, seed ")
+            && stderr.contains("expected `arrivals_seed` set, so every shard plans the same shots"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("logs").exists());
+}
+
+#[test]
 fn merge_names_a_directory_that_is_not_a_run() {
     let dir = tempfile::tempdir().unwrap();
     let out = tank()

@@ -894,3 +894,73 @@ fn a_reply_over_phantom_http_entity_keeps_its_status() {
     }
     assert_eq!(server.requests().len(), 3);
 }
+
+#[test]
+fn plan_prints_the_seed_it_drew_for_drawn_arrivals_and_that_seed_repeats_the_stpd() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        "[phantom]\naddress = 127.0.0.1:9\nuris = /a /b\n\
+         rps_schedule = const(500,2s) random(10,900,1s,3s)\narrivals = poisson\n",
+    )
+    .unwrap();
+    let plan = |extra: &[&str], stpd: &str| {
+        let out = tank()
+            .args(["plan", "-c", "load.ini", "--stpd", stpd])
+            .args(extra)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first = plan(&[], "first.stpd");
+    let seed = first
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("arrivals       poisson, seed "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no seed line in\n{first}"))
+        .to_owned();
+    assert!(
+        first.contains("(chosen by tank: set `arrivals_seed` to repeat it)"),
+        "{first}"
+    );
+    let again = plan(
+        &["-o", &format!("phantom.arrivals_seed={seed}")],
+        "again.stpd",
+    );
+    assert!(
+        again.contains(&format!("arrivals       poisson, seed {seed}\n")),
+        "{again}"
+    );
+    let read = |name: &str| std::fs::read(dir.path().join(name)).unwrap();
+    assert_eq!(read("first.stpd"), read("again.stpd"));
+    plan(&[], "other.stpd");
+    assert_ne!(read("first.stpd"), read("other.stpd"));
+}
+
+#[test]
+fn a_search_section_is_named_as_unused_by_a_plain_run() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    let text = config(
+        server.addr(),
+        "rps_schedule = const(5,1s)\nuris = /a\n[search]\nquantile = 99\nunder = 50ms",
+    );
+    let out = shoot(dir.path(), &text, LIMIT);
+    assert_ran(&out);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("[search] holds the settings of `tank search --config`")
+            && said.contains("`tank -c` does not use them"),
+        "{said}"
+    );
+}

@@ -2,6 +2,7 @@ mod autostop;
 mod counts;
 mod differential;
 mod hostile;
+mod import;
 mod k8s;
 mod limit;
 mod memcached;

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
+use tank_config::ArrivalProcess;
 use tank_limit::{run_probe, Load, Measurement, Timing};
 
 use crate::target_args::{parse_duration, probe_dir, TargetArgs};
@@ -22,6 +23,11 @@ pub struct BenchArgs {
     /// Requests per second (open model, latency from the intended start, as wrk2).
     #[arg(short = 'R', long)]
     pub rate: Option<u64>,
+    /// With -R: how the shots are spaced: uniform (evenly, as wrk2), poisson,
+    /// pareto(loc,scale,shape), gev(loc,scale,shape), normal(mean,sd) or fb_ia
+    /// (mcperf's --iadist); the seed drawn is in each run's tank.log.
+    #[arg(long, value_name = "DIST", requires = "rate", value_parser = ArrivalProcess::parse)]
+    pub arrivals: Option<ArrivalProcess>,
     /// How long.
     #[arg(short = 'd', long, default_value = "10s", value_parser = parse_duration)]
     pub duration: Duration,
@@ -39,6 +45,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
             rate,
             duration: args.duration,
             instances: args.connections,
+            arrivals: args.arrivals,
         },
         None => Load::Closed {
             concurrency: args.connections,

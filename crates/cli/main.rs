@@ -5,6 +5,7 @@
 
 mod bench;
 mod compare;
+mod import;
 mod k8s;
 mod merge;
 mod origin;
@@ -112,10 +113,13 @@ enum Command {
     /// --from and --to to --precision. A probe where the generator fell behind
     /// (achieved < 98% of the rate, lag p99 > 1 ms, or unsent shots, while
     /// connections were free) is invalid and never a pass. Exits 3 when no
-    /// rate meets the bound.
+    /// rate meets the bound. With --config, the settings may come from the
+    /// config's [search] section; flags override it.
     Search(search::SearchArgs),
     /// Measure every rate of `--rate lo:hi:step` against a latency bound, as
     /// search does; the limit is the highest rate passing with all below it.
+    /// With --config, the settings may come from the config's [search]
+    /// section; flags override it.
     Scan(search::ScanArgs),
     /// Merge the runs of a sharded test (`--shard I/N` on several machines or
     /// processes) into one: their phouts merged by time, per-second data with
@@ -130,6 +134,12 @@ enum Command {
     /// claim tank-artifacts. --dockerfile prints a Dockerfile for the image.
     /// See docs/kubernetes.md.
     K8s(k8s::K8sArgs),
+    /// Import captured traffic (pcap, pcapng, an nginx/Apache access log, or
+    /// HAR) into a sessions file: per captured connection (or client) its
+    /// requests, verbatim, at their captured offsets, ready to replay with
+    /// `ammo_type = sessions`. Streams, in bounded memory (--memory); warnings
+    /// and a one-line summary go to stderr. See docs/replay.md.
+    Import(import::ImportArgs),
 }
 
 /// Arguments of `tank plan`.
@@ -188,6 +198,7 @@ fn main() -> ExitCode {
         Some(Command::Scan(args)) => search::scan(&args),
         Some(Command::Merge(args)) => merge::run(&args),
         Some(Command::K8s(args)) => k8s::run(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Import(args)) => import::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

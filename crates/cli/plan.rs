@@ -189,6 +189,9 @@ fn describe(
             let _ = writeln!(report, "  duration       {}", human_ms(rps.duration_ms()));
             let steps: Vec<String> = rps.steps().map(describe_step).collect();
             let _ = writeln!(report, "  steps          {}", compact(&steps));
+            if rps.uses_seed() {
+                let _ = writeln!(report, "  arrivals       {}", queue.arrivals.describe());
+            }
         }
         Some(Schedule::Instances(instances)) => {
             let _ = writeln!(

@@ -8,39 +8,46 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
+use tank_config::search::{parse_percent, parse_rates, parse_share};
+use tank_config::{ArrivalProcess, SearchConfig};
 use tank_limit::output::{write_json, write_page, SearchReport};
 use tank_limit::search::{bisect, scan_limit, scan_rates, Bound, Probe, Range};
 use tank_limit::{run_probe, Load, Target, Timing};
 
 use crate::target_args::{parse_duration, probe_dir, TargetArgs};
 
-/// What both commands judge and how they probe.
+/// What both commands judge and how they probe. Each setting may also be
+/// in the `[search]` section of a `--config` file; a flag overrides it.
 #[derive(Debug, clap::Args)]
 pub struct ProbeArgs {
     #[command(flatten)]
     pub target: TargetArgs,
-    /// The quantile judged, percent.
-    #[arg(long, default_value_t = 99.0)]
-    pub quantile: f64,
-    /// Its bound (e.g. 5ms, 0.5s), from the intended start.
+    /// The quantile judged, percent [default: 99].
+    #[arg(long)]
+    pub quantile: Option<f64>,
+    /// Its bound (e.g. 5ms, 0.5s), from the intended start (or `under` in [search]).
     #[arg(long, value_parser = parse_duration)]
-    pub under: Duration,
-    /// How long each probe is measured, after its warm-up.
-    #[arg(long, default_value = "20s", value_parser = parse_duration)]
-    pub probe: Duration,
-    /// How long each probe runs before it is measured.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
-    pub warmup: Duration,
-    /// The most connections a probe may open.
-    #[arg(long, default_value_t = 1000)]
-    pub instances: u32,
-    /// The most errors a passing probe may have, percent.
-    #[arg(long, default_value_t = 1.0)]
-    pub max_errors: f64,
+    pub under: Option<Duration>,
+    /// How long each probe is measured, after its warm-up [default: 20s].
+    #[arg(long, value_parser = parse_duration)]
+    pub probe: Option<Duration>,
+    /// How long each probe runs before it is measured [default: 5s].
+    #[arg(long, value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+    /// The most connections a probe may open [default: 1000].
+    #[arg(long)]
+    pub instances: Option<u32>,
+    /// The most errors a passing probe may have, percent [default: 1].
+    #[arg(long, value_parser = parse_percent)]
+    pub max_errors: Option<f64>,
     /// A probe whose generator lag p99 is over this (while connections were
-    /// free) is invalid: the generator, not the target, fell behind.
-    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
-    pub max_lag: Duration,
+    /// free) is invalid: the generator, not the target, fell behind [default: 1ms].
+    #[arg(long, value_parser = parse_duration)]
+    pub max_lag: Option<Duration>,
+    /// How each probe spaces its shots: uniform, poisson, pareto(loc,scale,shape),
+    /// gev(loc,scale,shape), normal(mean,sd) or fb_ia [default: the config's, uniform].
+    #[arg(long, value_name = "DIST", value_parser = ArrivalProcess::parse)]
+    pub arrivals: Option<ArrivalProcess>,
     /// Write the result as JSON here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -51,19 +58,19 @@ pub struct ProbeArgs {
 pub struct SearchArgs {
     #[command(flatten)]
     pub probe: ProbeArgs,
-    /// The lowest rate considered.
-    #[arg(long, default_value_t = 1)]
-    pub from: u64,
+    /// The lowest rate considered [default: 1].
+    #[arg(long)]
+    pub from: Option<u64>,
     /// The highest rate considered [default: the peak measured first by a
     /// closed-model probe with --peak-connections].
     #[arg(long)]
     pub to: Option<u64>,
-    /// Stop when the bracket is narrower than this share of its low end (2% or 0.02).
-    #[arg(long, default_value = "2%", value_parser = parse_share)]
-    pub precision: f64,
-    /// Connections of the probe that measures the peak when --to is not given.
-    #[arg(long, default_value_t = 64)]
-    pub peak_connections: u32,
+    /// Stop when the bracket is narrower than this share of its low end (2% or 0.02) [default: 2%].
+    #[arg(long, value_parser = parse_share)]
+    pub precision: Option<f64>,
+    /// Connections of the probe that measures the peak when --to is not given [default: 64].
+    #[arg(long)]
+    pub peak_connections: Option<u32>,
 }
 
 /// Arguments of `tank scan`.
@@ -71,47 +78,96 @@ pub struct SearchArgs {
 pub struct ScanArgs {
     #[command(flatten)]
     pub probe: ProbeArgs,
-    /// The rates, `lo:hi:step` (e.g. 100:1000:100).
+    /// The rates, `lo:hi:step` (e.g. 100:1000:100), or `rate` in [search].
     #[arg(long, value_parser = parse_rates)]
-    pub rate: (u64, u64, u64),
+    pub rate: Option<(u64, u64, u64)>,
+}
+
+/// How both commands probe, from the flags over the config's `[search]`
+/// over the defaults.
+struct Settings {
+    bound: Bound,
+    timing: Timing,
+    instances: u32,
+    arrivals: Option<ArrivalProcess>,
+}
+
+impl Settings {
+    fn resolve(p: &ProbeArgs, file: &SearchConfig) -> Result<Settings> {
+        let quantile = p.quantile.or(file.quantile).unwrap_or(99.0);
+        if !(quantile > 0.0 && quantile <= 100.0) {
+            bail!("--quantile {quantile}: expected a percent above 0, at most 100");
+        }
+        let Some(under) = p.under.or(file.under) else {
+            bail!("no bound: expected --under DURATION (or `under` in the config's [search])");
+        };
+        let instances = p.instances.or(file.instances).unwrap_or(1000);
+        if instances == 0 {
+            bail!("--instances 0: expected at least one connection");
+        }
+        let max_lag = p
+            .max_lag
+            .or(file.max_lag)
+            .unwrap_or(Duration::from_millis(1));
+        Ok(Settings {
+            bound: Bound {
+                quantile,
+                under_ms: under.as_secs_f64() * 1000.0,
+                max_error_pct: p.max_errors.or(file.max_errors).unwrap_or(1.0),
+                max_lag_p99_ms: max_lag.as_secs_f64() * 1000.0,
+            },
+            timing: Timing {
+                warmup: p.warmup.or(file.warmup).unwrap_or(Duration::from_secs(5)),
+                measure: p.probe.or(file.probe).unwrap_or(Duration::from_secs(20)),
+                quantile,
+            },
+            instances,
+            arrivals: p.arrivals.or(file.arrivals),
+        })
+    }
 }
 
 /// Run `tank search`.
 pub fn search(args: &SearchArgs) -> Result<ExitCode> {
     let p = &args.probe;
-    let (bound, timing) = judge(p)?;
     let (target, root, name) = p.target.target("search")?;
+    let file = &target.base().search;
+    let settings = Settings::resolve(p, file)?;
+    let timing = settings.timing;
+    let from = args.from.or(file.from).unwrap_or(1);
+    let peak_connections = args
+        .peak_connections
+        .or(file.peak_connections)
+        .unwrap_or(64);
     let mut index = 0;
-    let to = match args.to {
+    let to = match args.to.or(file.to) {
         Some(to) => to,
         None => {
-            let dir = probe_dir(&root, index, &format!("peak_{}c", args.peak_connections));
+            let dir = probe_dir(&root, index, &format!("peak_{peak_connections}c"));
             index += 1;
             let load = Load::Closed {
-                concurrency: args.peak_connections.max(1),
+                concurrency: peak_connections.max(1),
             };
             let peak = run_probe(&target, &load, &timing, &dir)?;
             println!(
-                "peak: {:.1} rps with {} connections",
-                peak.achieved_rps, args.peak_connections
+                "peak: {:.1} rps with {peak_connections} connections",
+                peak.achieved_rps
             );
             peak.achieved_rps.floor() as u64
         }
     };
-    if to <= args.from {
-        bail!("--to {to} must be above --from {}", args.from);
+    if to <= from {
+        bail!("--to {to} must be above --from {from}");
     }
     let range = Range {
-        from: args.from.max(1),
+        from: from.max(1),
         to,
-        precision: args.precision,
+        precision: args.precision.or(file.precision).unwrap_or(0.02),
     };
     let (limit, probes) = bisect(&range, |rate| {
         let probe = probe_at(
             &target,
-            p,
-            &bound,
-            &timing,
+            &settings,
             rate,
             &probe_dir(&root, index, &format!("{rate}rps")),
         );
@@ -119,7 +175,7 @@ pub fn search(args: &SearchArgs) -> Result<ExitCode> {
         probe
     })?;
     finish(
-        SearchReport::new("search", name, &bound, limit, probes),
+        SearchReport::new("search", name, &settings.bound, limit, probes),
         p,
         &root,
     )
@@ -128,58 +184,37 @@ pub fn search(args: &SearchArgs) -> Result<ExitCode> {
 /// Run `tank scan`.
 pub fn scan(args: &ScanArgs) -> Result<ExitCode> {
     let p = &args.probe;
-    let (bound, timing) = judge(p)?;
     let (target, root, name) = p.target.target("scan")?;
-    let (from, to, step) = args.rate;
+    let file = &target.base().search;
+    let settings = Settings::resolve(p, file)?;
+    let Some((from, to, step)) = args.rate.or(file.rate) else {
+        bail!("no rates: expected --rate lo:hi:step (or `rate` in the config's [search])");
+    };
     let mut probes = Vec::new();
     for (index, rate) in scan_rates(from, to, step).into_iter().enumerate() {
         let dir = probe_dir(&root, index, &format!("{rate}rps"));
-        probes.push(probe_at(&target, p, &bound, &timing, rate, &dir)?);
+        probes.push(probe_at(&target, &settings, rate, &dir)?);
     }
     let limit = scan_limit(&probes);
     finish(
-        SearchReport::new("scan", name, &bound, limit, probes),
+        SearchReport::new("scan", name, &settings.bound, limit, probes),
         p,
         &root,
     )
 }
 
-fn judge(p: &ProbeArgs) -> Result<(Bound, Timing)> {
-    if !(p.quantile > 0.0 && p.quantile <= 100.0) {
-        bail!(
-            "--quantile {}: expected a percent above 0, at most 100",
-            p.quantile
-        );
-    }
-    if p.instances == 0 {
-        bail!("--instances 0: expected at least one connection");
-    }
-    let bound = Bound {
-        quantile: p.quantile,
-        under_ms: p.under.as_secs_f64() * 1000.0,
-        max_error_pct: p.max_errors,
-        max_lag_p99_ms: p.max_lag.as_secs_f64() * 1000.0,
-    };
-    let timing = Timing {
-        warmup: p.warmup,
-        measure: p.probe,
-        quantile: p.quantile,
-    };
-    Ok((bound, timing))
-}
-
 fn probe_at(
     target: &Target,
-    p: &ProbeArgs,
-    bound: &Bound,
-    timing: &Timing,
+    settings: &Settings,
     rate: u64,
     dir: &std::path::Path,
 ) -> Result<Probe, tank_limit::LimitError> {
+    let (bound, timing) = (&settings.bound, &settings.timing);
     let load = Load::Open {
         rate,
         duration: timing.warmup + timing.measure,
-        instances: p.instances,
+        instances: settings.instances,
+        arrivals: settings.arrivals,
     };
     let measured = run_probe(target, &load, timing, dir)?;
     let probe = Probe::judge(rate, &measured, bound);
@@ -221,52 +256,4 @@ fn finish(report: SearchReport, p: &ProbeArgs, root: &std::path::Path) -> Result
     } else {
         ExitCode::from(3)
     })
-}
-
-/// `2%` or `0.02`.
-fn parse_share(text: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let value = match t.strip_suffix('%') {
-        Some(percent) => percent.trim().parse::<f64>().map(|p| p / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| format!("`{text}`: expected a share like 2% or 0.02"))?;
-    if !(value > 0.0 && value < 1.0) {
-        return Err(format!("`{text}`: expected a share above 0 and under 100%"));
-    }
-    Ok(value)
-}
-
-/// `lo:hi:step`.
-fn parse_rates(text: &str) -> Result<(u64, u64, u64), String> {
-    let parts: Vec<&str> = text.split(':').collect();
-    let expected = || {
-        format!("`{text}`: expected lo:hi:step, e.g. 100:1000:100, with 1 ≤ lo ≤ hi and step ≥ 1")
-    };
-    let [lo, hi, step] = parts[..] else {
-        return Err(expected());
-    };
-    let n = |s: &str| s.trim().parse::<u64>().map_err(|_| expected());
-    let (lo, hi, step) = (n(lo)?, n(hi)?, n(step)?);
-    if lo == 0 || hi < lo || step == 0 || (hi - lo) / step >= 1000 {
-        return Err(expected());
-    }
-    Ok((lo, hi, step))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shares_and_rates_parse() {
-        assert_eq!(parse_share("2%"), Ok(0.02));
-        assert_eq!(parse_share("0.05"), Ok(0.05));
-        assert!(parse_share("0").is_err());
-        assert_eq!(parse_rates("100:1000:100"), Ok((100, 1000, 100)));
-        assert!(parse_rates("100:50:10").is_err());
-        assert!(parse_rates("1:2")
-            .unwrap_err()
-            .contains("expected lo:hi:step"));
-    }
 }

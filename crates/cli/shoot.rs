@@ -31,7 +31,16 @@ pub fn run(
         return crate::processes::run(config_path, overrides, processes, start_at);
     }
     let shard = scale.shard()?;
-    let config = tank_config::load(config_path, overrides)?;
+    let mut config = tank_config::load(config_path, overrides)?;
+    if config.search != tank_config::SearchConfig::default() {
+        // Read for `tank search` and `tank scan`; a run of the config fires its own schedule.
+        let warning = format!(
+            "{}: [search] holds the settings of `tank search --config` and `tank scan --config`; \
+             `tank -c` does not use them",
+            config.path.display()
+        );
+        config.warnings.push(warning);
+    }
     let console = Console::choose(
         quiet || config.console.short_only,
         config.path.display().to_string(),

@@ -100,34 +100,8 @@ impl TargetArgs {
     }
 }
 
-/// `10s`, `500ms`, `2m`, `1h`, or bare seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let (number, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(at) => t.split_at(at),
-        None => (t, "s"),
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("`{text}`: expected a duration like 10s, 500ms or 2m"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => {
-            return Err(format!(
-                "`{text}`: expected a duration like 10s, 500ms or 2m"
-            ))
-        }
-    };
-    if !seconds.is_finite() || seconds <= 0.0 || seconds > 7.0 * 86_400.0 {
-        return Err(format!(
-            "`{text}`: expected a duration above 0 and at most a week"
-        ));
-    }
-    Ok(Duration::from_secs_f64(seconds))
-}
+/// `10s`, `500ms`, `2m`, `1h`, or bare seconds (also `[search]`'s durations).
+pub use tank_config::search::parse_duration;
 
 /// A name for this command's directory: seconds since the epoch, then the process id.
 fn stamp() -> String {
@@ -140,21 +114,4 @@ fn stamp() -> String {
 /// `dir/NN_label`: one probe's artifacts.
 pub fn probe_dir(root: &Path, index: usize, label: &str) -> PathBuf {
     root.join(format!("{:02}_{label}", index + 1))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_take_units() {
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("10x")
-            .unwrap_err()
-            .contains("expected a duration"));
-    }
 }

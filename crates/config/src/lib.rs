@@ -31,6 +31,7 @@
 
 use std::path::Path;
 
+pub mod arrivals;
 mod convert;
 pub mod duration;
 mod error;
@@ -47,15 +48,19 @@ mod overrides;
 pub mod pynum;
 mod queue;
 mod raw;
+pub mod search;
 mod sections;
+mod seed;
 mod toml;
 pub mod units;
 mod validate;
 mod yaml;
 
+pub use arrivals::{ArrivalProcess, Arrivals};
 pub use error::{ConfigError, OptionPlace, Place};
 pub use model::*;
 pub use overrides::{Override, OverrideParseError};
+pub use search::SearchConfig;
 
 /// Reads the config at `path`, applies `overrides` in order, and validates it.
 ///

@@ -76,6 +76,7 @@ fn minimal_ini_gets_the_schema_defaults() {
             places: c.queues[0].places.clone(),
             depth: 1,
             measure: false,
+            arrivals: c.queues[0].arrivals,
         }]
     );
     assert_eq!(c.autostop.criteria, Vec::<String>::new());
@@ -635,6 +636,11 @@ fn unplaced(queues: &[QueueConfig]) -> Vec<QueueConfig> {
                 section: nowhere.clone(),
                 options: Vec::new(),
             },
+            // Each reading draws its own seed.
+            arrivals: crate::Arrivals {
+                seed: 0,
+                ..q.arrivals
+            },
             ..q.clone()
         })
         .collect()
@@ -721,7 +727,7 @@ fn yaml_disabled_phantom_and_errors_with_lines() {
 fn yaml_native_and_string_scalars_mean_the_same() {
     let a = yaml("phantom:\n  address: h\n  uris: '/a /b'\n  load_profile: {load_type: rps, schedule: 'const(1,1s)'}\n  loop: '3'\n  ssl: 'true'\n  headers: '[A: b]'\n  port: 81\n");
     let b = yaml("phantom:\n  address: h\n  uris: [/a, /b]\n  load_profile: {load_type: rps, schedule: 'const(1,1s)'}\n  loop: 3\n  ssl: true\n  headers: ['A: b']\n  port: '81'\n");
-    assert_eq!(a.queues, b.queues);
+    assert_eq!(unplaced(&a.queues), unplaced(&b.queues));
     assert_eq!(a.queues[0].port, Some(81));
 }
 
@@ -912,4 +918,95 @@ fn replay_options_elsewhere_and_bad_values_are_located_errors() {
     assert_eq!(e.key(), Some("depth"));
     let e = ini_err("[phantom]\naddress = a\nammo_type = sessions\nuris = /\n");
     assert!(e.message().contains("needs `ammofile`"), "{e}");
+}
+
+#[test]
+fn arrivals_are_read_with_their_seed_and_located_when_wrong() {
+    let c = ini("[phantom]\naddress = h\nrps_schedule = const(1,1s)\nuris = /\narrivals = poisson\narrivals_seed = 7\n");
+    assert_eq!(
+        c.queues[0].arrivals,
+        crate::Arrivals {
+            process: crate::ArrivalProcess::Poisson,
+            seed: 7,
+            seed_chosen: false
+        }
+    );
+    let drawn = ini(MINIMAL);
+    assert!(drawn.queues[0].arrivals.process.is_uniform());
+    assert!(drawn.queues[0].arrivals.seed_chosen);
+    let e = load_str(
+        "[phantom]\naddress = h\nrps_schedule = const(1,1s)\nuris = /\narrivals = pareto(0,1,1)\n",
+        ConfigFormat::Ini,
+        Path::new("l.ini"),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "l.ini:5: [phantom] arrivals: in `pareto(0,1,1)`, the shape must be below 1 (else the mean gap is infinite)"
+    );
+    let e = load_str(
+        "[phantom]\naddress = h\ninstances_schedule = const(1,1s)\nuris = /\narrivals = poisson\n",
+        ConfigFormat::Ini,
+        Path::new("l.ini"),
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().starts_with(
+            "l.ini:5: [phantom] arrivals: `arrivals` spaces the shots of an rps_schedule"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_search_section_is_read_and_its_mistakes_located() {
+    let c = ini(&format!(
+        "{MINIMAL}[search]\nquantile = 99.9\nunder = 5ms\nfrom = 100\nto = 3000\nprecision = 2%\n\
+         rate = 100:1000:100\nprobe = 20s\nwarmup = 5s\ninstances = 64\nmax_errors = 1\n\
+         max_lag = 1ms\narrivals = poisson\npeak_connections = 32\n"
+    ));
+    let ms = std::time::Duration::from_millis;
+    assert_eq!(
+        c.search,
+        crate::SearchConfig {
+            quantile: Some(99.9),
+            under: Some(ms(5)),
+            from: Some(100),
+            to: Some(3000),
+            precision: Some(0.02),
+            peak_connections: Some(32),
+            rate: Some((100, 1000, 100)),
+            probe: Some(ms(20_000)),
+            warmup: Some(ms(5_000)),
+            instances: Some(64),
+            max_errors: Some(1.0),
+            max_lag: Some(ms(1)),
+            arrivals: Some(crate::ArrivalProcess::Poisson),
+        }
+    );
+    assert_eq!(ini(MINIMAL).search, crate::SearchConfig::default());
+    let error = |search: &str| {
+        load_str(
+            &format!("{MINIMAL}[search]\n{search}"),
+            ConfigFormat::Ini,
+            Path::new("l.ini"),
+            &[],
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    assert_eq!(
+        error("quantil = 99\n"),
+        "l.ini:6: [search] quantil: unknown option (did you mean `quantile`?)"
+    );
+    assert_eq!(
+        error("under = 5 ms\n"),
+        "l.ini:6: [search] under: `5 ms`: expected a duration like 10s, 500ms or 2m"
+    );
+    assert_eq!(
+        error("from = 500\nto = 100\n"),
+        "l.ini:7: [search] to: `to` 100 must be above `from` 500"
+    );
 }

@@ -105,23 +105,11 @@ impl Default for MemcachedConfig {
             keyorder: KeyOrder::Random,
             getq_size: 100,
             getq_freq: 0.0,
-            seed: chosen_seed(),
+            seed: crate::seed::chosen_seed(),
             seed_chosen: true,
             preload: false,
         }
     }
-}
-
-/// A seed for a workload that names none: the clock's nanoseconds and the
-/// process id, mixed (SplitMix64's finalizer), so two runs differ.
-fn chosen_seed() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let mut z = nanos ^ (u64::from(std::process::id()) << 32);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 impl Distribution {

@@ -43,6 +43,8 @@ pub struct TestConfig {
     pub origin: Option<OriginConfig>,
     /// `[memcached]`: the workload of queues with `tank_type = memcached` and no ammo of their own.
     pub memcached: Option<MemcachedConfig>,
+    /// `[search]`: the settings of `tank search` and `tank scan` (flags override them).
+    pub search: crate::search::SearchConfig,
     /// What the config asks for that tank does not do: sections of yandex-tank
     /// plugins it does not implement, options it does not act on. Each names
     /// the file, line and section; `tank plan` and `tank -c` print them.
@@ -128,6 +130,9 @@ pub struct QueueConfig {
     /// open-loop schedule whose latency is reported on its own, beside the
     /// load queues' (mcperf's measuring master). Only with an `rps_schedule`.
     pub measure: bool,
+    /// `arrivals` and `arrivals_seed` (tank's own): how an `rps_schedule`
+    /// spaces its shots, and the seed of its draws (and of `random(...)` steps).
+    pub arrivals: crate::arrivals::Arrivals,
 }
 
 /// phantom's limits on a reply, in bytes (`phantom_http_field_num`: a count).

@@ -35,6 +35,9 @@ pub(crate) const PHANTOM: &[(&str, Kind)] = &[
     ("ammo_limit", Kind::Int),
     ("ammo_type", Kind::Str),
     ("ammofile", Kind::Str),
+    // tank's own: how an rps_schedule spaces its shots (mcperf's --iadist), and the seed.
+    ("arrivals", Kind::Str),
+    ("arrivals_seed", Kind::Str),
     ("autocases", Kind::Autocases),
     ("buffered_seconds", Kind::Int),
     ("cache_dir", Kind::Any),
@@ -125,6 +128,24 @@ pub(crate) const MEMCACHED: &[(&str, Kind)] = &[
     ("seed", Kind::Str),
     ("update", Kind::Str),
     ("valuesize", Kind::Str),
+];
+
+/// `[search]` options (tank's own section: `tank search` and `tank scan`).
+pub(crate) const SEARCH: &[(&str, Kind)] = &[
+    ("arrivals", Kind::Str),
+    ("enabled", Kind::Bool),
+    ("from", Kind::Str),
+    ("instances", Kind::Str),
+    ("max_errors", Kind::Str),
+    ("max_lag", Kind::Str),
+    ("peak_connections", Kind::Str),
+    ("precision", Kind::Str),
+    ("probe", Kind::Str),
+    ("quantile", Kind::Str),
+    ("rate", Kind::Str),
+    ("to", Kind::Str),
+    ("under", Kind::Str),
+    ("warmup", Kind::Str),
 ];
 
 /// `[tank]` / `core:` options that would change how the load is generated, which

@@ -9,6 +9,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::arrivals::{parse_seed, ArrivalProcess, Arrivals};
 use crate::convert::{self, Converted};
 use crate::error::{ConfigError, OptionPlace, Place};
 use crate::limits::{grouped, MAX_DEPTH, MAX_INSTANCES, MAX_SHOTS, MAX_THREADS};
@@ -220,7 +221,29 @@ pub(crate) fn build(
         places: q.places(file),
         depth: depth(q, tank_type)?,
         measure: measure(q, open_loop)?,
+        arrivals: arrivals(q, open_loop)?,
     })
+}
+
+/// `arrivals` and `arrivals_seed`: drawn gaps space an rps schedule's shots only.
+fn arrivals(q: &Layered<'_>, open_loop: bool) -> Result<Arrivals, ConfigError> {
+    let mut arrivals = Arrivals {
+        process: q.parsed("arrivals", ArrivalProcess::Uniform, ArrivalProcess::parse)?,
+        ..Arrivals::default()
+    };
+    if let Some(seed) = q.parsed("arrivals_seed", None, |text| parse_seed(text).map(Some))? {
+        arrivals.seed = seed;
+        arrivals.seed_chosen = false;
+    }
+    if !arrivals.process.is_uniform() && !open_loop {
+        let message = "`arrivals` spaces the shots of an rps_schedule: expected `uniform` \
+                       (or no `arrivals`) with an instances_schedule or a stpd_file";
+        return Err(match q.entry("arrivals") {
+            Some((section, entry)) => entry_error(section, entry, message),
+            None => q.error(message),
+        });
+    }
+    Ok(arrivals)
 }
 
 /// `measure`: a probe must be open-loop, its rate its own, whatever the server does.

@@ -37,6 +37,8 @@ pub(crate) enum SectionKind {
     Influx,
     /// `[prometheus]`: tank's own, serve `/metrics` during the run.
     Prometheus,
+    /// `[search]`: tank's own, the settings of `tank search` and `tank scan`.
+    Search,
 }
 
 /// yandex-tank's plugin patterns, in its order (the first match wins), with what tank does.
@@ -70,12 +72,13 @@ const PATTERNS: &[(&str, SectionKind)] = &[
     ("origin", SectionKind::Origin),
     ("prometheus", SectionKind::Prometheus),
     ("memcached", SectionKind::Memcached),
+    ("search", SectionKind::Search),
 ];
 
 /// The known section names, for "unrecognized section" messages.
 pub(crate) const KNOWN: &str =
     "phantom, phantom-*, autostop, rcassert, console, origin, telegraf/monitoring, influx, \
-    prometheus, memcached, tank/core (and, ignored: aggregator, android, appium, \
+    prometheus, memcached, search, tank/core (and, ignored: aggregator, android, appium, \
     battery_historian, bfg, meta, overload, uploader, datauploader, jmeter, rcheck, shellexec, \
     shootexec, tips, json_report, pandora, opentsdb)";
 
@@ -142,6 +145,7 @@ pub(crate) fn classify(name: &str) -> Option<SectionKind> {
         SectionKind::Influx if name != "influx" => None,
         SectionKind::Prometheus if name != "prometheus" => None,
         SectionKind::Memcached if name != "memcached" => None,
+        SectionKind::Search if name != "search" => None,
         kind => Some(kind),
     }
 }
@@ -194,5 +198,7 @@ mod tests {
         assert_eq!(classify("monitoring"), Some(SectionKind::Monitoring));
         assert_eq!(classify("influx"), Some(SectionKind::Influx));
         assert_eq!(classify("prometheus"), Some(SectionKind::Prometheus));
+        assert_eq!(classify("search"), Some(SectionKind::Search));
+        assert_eq!(classify("search2"), None);
     }
 }

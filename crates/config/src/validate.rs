@@ -18,6 +18,7 @@ use crate::options::{self, Kind, SCHEDULE_KEYS};
 use crate::origin;
 use crate::queue::{self, entry_error, Layered};
 use crate::raw::{RawConfig, RawEntry, RawSection, RawValue};
+use crate::search;
 use crate::sections::{self, SectionKind};
 
 /// Validates `raw` (read from `path` in `format`) into a [`TestConfig`].
@@ -71,6 +72,7 @@ pub(crate) fn validate(
         console: ConsoleConfig::default(),
         origin: None,
         memcached: None,
+        search: Default::default(),
         warnings: Vec::new(),
         monitoring: None,
         influx: None,
@@ -123,6 +125,9 @@ pub(crate) fn validate(
             }
             SectionKind::Prometheus if enabled(section)? => {
                 config.prometheus = Some(export::read_prometheus(section)?);
+            }
+            SectionKind::Search if enabled(section)? => {
+                config.search = search::read(section)?;
             }
             _ => {}
         }
@@ -249,6 +254,7 @@ fn check_keys(
         SectionKind::Influx => options::INFLUX,
         SectionKind::Prometheus => options::PROMETHEUS,
         SectionKind::Memcached => options::MEMCACHED,
+        SectionKind::Search => options::SEARCH,
         SectionKind::Ignored => return Ok(()),
     };
     for entry in &section.entries {

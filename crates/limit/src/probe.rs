@@ -88,11 +88,15 @@ pub fn run_probe(
     let total = timing.warmup + timing.measure;
     let load = match *load {
         Load::Open {
-            rate, instances, ..
+            rate,
+            instances,
+            arrivals,
+            ..
         } => Load::Open {
             rate,
             duration: total,
             instances,
+            arrivals,
         },
         closed @ Load::Closed { .. } => closed,
     };

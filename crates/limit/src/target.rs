@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tank_config::{LoadProfile, Override, TestConfig};
+use tank_config::{ArrivalProcess, LoadProfile, Override, TestConfig};
 use tank_run::Spec;
 
 use crate::LimitError;
@@ -61,6 +61,9 @@ pub enum Load {
         duration: Duration,
         /// The most connections at once.
         instances: u32,
+        /// How the shots are spaced (`--arrivals`); `None`: as the config
+        /// says (evenly, unless it sets `arrivals`).
+        arrivals: Option<ArrivalProcess>,
     },
     /// Closed model: `concurrency` connections firing back to back; the
     /// caller stops the run after the duration (a closed model has no end of its own).
@@ -182,16 +185,24 @@ impl Target {
                 rate,
                 duration,
                 instances,
+                arrivals,
             } => {
                 let ms = duration.as_millis();
                 let schedule = format!("const({rate},{}.{:03}s)", ms / 1000, ms % 1000);
                 extra.push(option(&queue, "rps_schedule", &schedule));
                 extra.push(option(&queue, "instances", &instances.to_string()));
+                if let Some(arrivals) = arrivals {
+                    extra.push(option(&queue, "arrivals", &arrivals.to_string()));
+                }
             }
             Load::Closed { concurrency } => {
                 let schedule = format!("const({concurrency},1s)");
                 extra.push(option(&queue, "instances_schedule", &schedule));
                 extra.push(option(&queue, "instances", &concurrency.to_string()));
+                // Drawn arrivals space an rps schedule's shots, not a closed model's.
+                if !self.base.queues[0].arrivals.process.is_uniform() {
+                    extra.push(option(&queue, "arrivals", "uniform"));
+                }
                 // Stopped by the caller; until then the ammo cycles (as many
                 // passes as a config may ask for).
                 let passes = tank_config::limits::MAX_SHOTS.to_string();
@@ -407,6 +418,7 @@ mod tests {
             rate: 800,
             duration: Duration::from_millis(2500),
             instances: 64,
+            arrivals: None,
         };
         let open = target.spec(&load, Path::new("out/1")).unwrap();
         let q = &open.config.queues[0];
@@ -420,6 +432,22 @@ mod tests {
             .overrides
             .iter()
             .any(|o| o.to_string() == "phantom.rps_schedule=const(800,2.500s)"));
+        assert!(q.arrivals.process.is_uniform());
+        let poisson = Load::Open {
+            rate: 800,
+            duration: Duration::from_millis(2500),
+            instances: 64,
+            arrivals: Some(ArrivalProcess::Poisson),
+        };
+        let drawn = target.spec(&poisson, Path::new("out/3")).unwrap();
+        assert_eq!(
+            drawn.config.queues[0].arrivals.process,
+            ArrivalProcess::Poisson
+        );
+        assert!(drawn
+            .overrides
+            .iter()
+            .any(|o| o.to_string() == "phantom.arrivals=poisson"));
         let closed = target
             .spec(&Load::Closed { concurrency: 8 }, Path::new("out/2"))
             .unwrap();

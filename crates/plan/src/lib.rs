@@ -20,7 +20,7 @@
 //! | **marker** | tag (`Sample::tag`, phout's 2nd column) | the label results are grouped by; a `#N` suffix is cut off for grouping |
 //! | **case** | case (`tank_stats::case_of`) | a marker without its `#N` suffix |
 //! | **shot** ([`ShotRef`]) | shot (`feed::Shot`), then sample | one request at one due time |
-//! | **due time** (`due_ms`) | `due` (a `Duration`, or none: at once) | when the shot should start, from the test's start |
+//! | **due time** (`due_ms`, `due_ns`) | `due` (a `Duration`, or none: at once) | when the shot should start, from the test's start (whole ms but for drawn arrivals) |
 //!
 //! The renaming happens once, where the engine's feeder turns a [`ShotRef`]
 //! into its own shot. [`PlanTotals`] is what `tank plan` prints about a plan;
@@ -34,6 +34,8 @@ pub use tank_config::duration;
 // Python's number rules, shared with tank-config.
 pub(crate) use tank_config::pynum;
 pub mod error;
+#[cfg(test)]
+mod ks;
 pub mod marker;
 pub mod plan;
 pub mod planned;
@@ -41,6 +43,7 @@ pub mod replay;
 pub mod schedule;
 pub mod sessions;
 pub mod shard;
+mod splitmix;
 pub mod stepper;
 pub mod stpd;
 pub mod summary;

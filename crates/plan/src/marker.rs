@@ -54,21 +54,26 @@ impl Marker {
     }
 }
 
+/// The path of a request's URI (the request line's second field, up to any
+/// `?`), or `None` when the request line has no URI. Autocases markers are
+/// made of it, and `tank import` tags requests with it.
+pub fn uri_path(missile: &[u8]) -> Option<&[u8]> {
+    let request_line = missile.split(|b| *b == b'\n').next().unwrap_or_default();
+    let uri = request_line.splitn(3, |b| *b == b' ').nth(1)?;
+    uri.split(|b| *b == b'?').next()
+}
+
 /// The URI path of the request line split on `/` and joined with `_`, keeping
 /// the first `depth + 1` pieces (Python slice `[0:depth+1]`, so a negative
 /// depth counts from the end) or all of them.
 fn uri_pieces(missile: &[u8], out: &mut Vec<u8>, depth: Option<i64>) -> Result<(), String> {
-    let request_line = missile.split(|b| *b == b'\n').next().unwrap_or_default();
-    let uri = request_line
-        .splitn(3, |b| *b == b' ')
-        .nth(1)
-        .ok_or_else(|| {
-            format!(
-                "autocases: the request line `{}` has no URI (expected `METHOD URI ...`)",
-                show(request_line)
-            )
-        })?;
-    let path = uri.split(|b| *b == b'?').next().unwrap_or_default();
+    let path = uri_path(missile).ok_or_else(|| {
+        let request_line = missile.split(|b| *b == b'\n').next().unwrap_or_default();
+        format!(
+            "autocases: the request line `{}` has no URI (expected `METHOD URI ...`)",
+            show(request_line)
+        )
+    })?;
     let pieces: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
     let keep = match depth {
         None => pieces.len(),

@@ -124,7 +124,7 @@ enum Timing {
 }
 
 impl Timing {
-    fn due(&mut self, seq: u64, due_ms: i64) -> Option<Duration> {
+    fn due(&mut self, seq: u64, due_ms: i64, due_ns: i64) -> Option<Duration> {
         let timed = match self {
             Timing::All => true,
             Timing::UpTo(starts) => seq < *starts,
@@ -134,7 +134,7 @@ impl Timing {
                 timed
             }
         };
-        timed.then(|| Duration::from_millis(u64::try_from(due_ms).unwrap_or(0)))
+        timed.then(|| Duration::from_nanos(u64::try_from(due_ns).unwrap_or(0)))
     }
 }
 
@@ -161,7 +161,7 @@ impl Plan {
         let locate = |error: PlanError| error.located(queue, ammo_key);
         let instances = queue.instances as usize;
         let schedule = match &queue.load_profile {
-            LoadProfile::Rps(text) => Schedule::rps(text),
+            LoadProfile::Rps(text) => Schedule::rps_with(text, &queue.arrivals),
             LoadProfile::Instances(text) => Schedule::instances(text),
             LoadProfile::Replay(_) => return Plan::replay(queue, Shard::WHOLE).map_err(locate),
             LoadProfile::StpdFile(path) => {
@@ -441,6 +441,23 @@ impl Plan {
         })
     }
 
+    /// What `queue`'s plan draws from, for the user to note so that a run can
+    /// be repeated: `arrivals poisson, seed 42`, when the plan depends on the
+    /// seed (drawn arrivals, or a `random(...)` step without a seed of its
+    /// own); `None` otherwise, and for a schedule that does not parse (the
+    /// plan itself reports that).
+    pub fn seed_note(queue: &QueueConfig) -> Option<String> {
+        let LoadProfile::Rps(text) = &queue.load_profile else {
+            return None;
+        };
+        match Schedule::rps_with(text, &queue.arrivals) {
+            Ok(Schedule::Rps(rps)) if rps.uses_seed() => {
+                Some(format!("arrivals {}", queue.arrivals.describe()))
+            }
+            _ => None,
+        }
+    }
+
     /// Read `queue`'s ammo through once (a ready stpd file to its end) and
     /// report the first error, as the run would meet it mid-way: so that bad
     /// ammo stops a test before its first shot, not after its start. The
@@ -518,7 +535,7 @@ impl Plan {
         let timing = &mut self.timing;
         next.map(|shot| {
             shot.map(|shot| TimedShot {
-                due: timing.due(shot.seq, shot.due_ms),
+                due: timing.due(shot.seq, shot.due_ms, shot.due_ns),
                 shot,
             })
         })
@@ -550,6 +567,7 @@ impl Plan {
                 shot: ShotRef {
                     seq,
                     due_ms: i64::try_from(due.as_millis()).unwrap_or(i64::MAX),
+                    due_ns: i64::try_from(due.as_nanos()).unwrap_or(i64::MAX),
                     marker: tag,
                     missile: bytes,
                 },
@@ -586,17 +604,22 @@ mod tests {
     #[test]
     fn an_instances_schedule_times_only_its_starts() {
         let mut timing = Timing::UpTo(2);
-        assert_eq!(timing.due(0, 0), Some(Duration::ZERO));
-        assert_eq!(timing.due(1, 500), Some(Duration::from_millis(500)));
-        assert_eq!(timing.due(2, 0), None);
+        assert_eq!(timing.due(0, 0, 0), Some(Duration::ZERO));
+        assert_eq!(
+            timing.due(1, 500, 500_000_000),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(timing.due(2, 0, 0), None);
     }
 
     #[test]
     fn a_zero_after_a_later_time_in_stpd_means_at_once() {
         let mut timing = Timing::StpdZeros { latest_ms: 0 };
-        assert_eq!(timing.due(0, 0), Some(Duration::ZERO));
-        assert_eq!(timing.due(1, 100), Some(Duration::from_millis(100)));
-        assert_eq!(timing.due(2, 0), None);
-        assert_eq!(timing.due(3, 200), Some(Duration::from_millis(200)));
+        let ms = |ms: i64| (ms, ms * 1_000_000);
+        let mut due = |seq, (ms, ns)| timing.due(seq, ms, ns);
+        assert_eq!(due(0, ms(0)), Some(Duration::ZERO));
+        assert_eq!(due(1, ms(100)), Some(Duration::from_millis(100)));
+        assert_eq!(due(2, ms(0)), None);
+        assert_eq!(due(3, ms(200)), Some(Duration::from_millis(200)));
     }
 }

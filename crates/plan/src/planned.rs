@@ -7,6 +7,11 @@
 //! so "shots due before t" is a binary search over the shot index, each probe a
 //! closed-form offset. A 10-hour plan costs the same as a 10-second one.
 //!
+//! Drawn arrivals (`arrivals = poisson`, …) are closed form too (see
+//! `schedule::arrivals`): each probe costs one block's draws, and the count
+//! is that of the drawn shots themselves, so the planned count of a second
+//! is what the plan fires in it, not an expectation.
+//!
 //! A replay's due times are the capture's, which no formula gives: its count
 //! is walked once before the run ([`DueHistogram`], shots per ms of due time),
 //! for replays of up to [`DueHistogram::MAX_SPAN_MS`].

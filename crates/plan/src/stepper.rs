@@ -12,15 +12,18 @@ use tank_config::{AmmoSource, QueueConfig};
 use crate::ammo::{show, AmmoReader, Passes, ReadState, Slot};
 use crate::error::{PlanError, Result};
 use crate::marker::Marker;
-use crate::schedule::Schedule;
+use crate::schedule::{Cursor, Schedule};
 
 /// One planned shot, borrowed from the stepper until the next one is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShotRef<'a> {
     /// 0-based index of the shot in its queue.
     pub seq: u64,
-    /// When it is due, ms from the start of the test.
+    /// When it is due, ms from the start of the test (as stpd writes it).
     pub due_ms: i64,
+    /// The same in ns: drawn arrivals are planned finer than a ms (evenly
+    /// spaced shots and stpd files are whole ms: `due_ms` × 10^6).
+    pub due_ns: i64,
     /// Its marker (tag): from the file, or computed; may be empty.
     pub marker: &'a [u8],
     /// The request bytes, sent verbatim.
@@ -52,8 +55,8 @@ pub struct Stepper {
     first_pass_checked: bool,
     last_accept_pass: Option<u64>,
     seq: u64,
-    /// The schedule step of the previous shot (shots are looked up in order).
-    step_hint: usize,
+    /// Where the previous shot was in the schedule (shots are looked up in order).
+    cursor: Cursor,
     stopped: bool,
     /// [`MAX_SHOTS`], lower in tests.
     shot_cap: u64,
@@ -106,7 +109,7 @@ impl Stepper {
             first_pass_checked: false,
             last_accept_pass: None,
             seq: 0,
-            step_hint: 0,
+            cursor: Cursor::default(),
             stopped: false,
             shot_cap: MAX_SHOTS,
         })
@@ -155,7 +158,7 @@ impl Stepper {
                 // too, so that a malformed chunk right there fails here as it does there.
                 if self
                     .schedule
-                    .offset_ms_near(self.seq, &mut self.step_hint)
+                    .offset_ns_near(self.seq, &mut self.cursor)
                     .is_some()
                 {
                     self.pull()?;
@@ -163,7 +166,7 @@ impl Stepper {
                 return Ok(None);
             }
         }
-        let Some(due_ms) = self.schedule.offset_ms_near(self.seq, &mut self.step_hint) else {
+        let Some(due_ns) = self.schedule.offset_ns_near(self.seq, &mut self.cursor) else {
             self.stopped = true;
             return Ok(None);
         };
@@ -192,7 +195,8 @@ impl Stepper {
         }
         Ok(Some(ShotRef {
             seq,
-            due_ms,
+            due_ms: due_ns.div_euclid(1_000_000),
+            due_ns,
             marker: self.slot.marker(),
             missile: &self.slot.missile,
         }))

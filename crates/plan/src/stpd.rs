@@ -110,6 +110,7 @@ impl StpdReader {
         Ok(Some(ShotRef {
             seq,
             due_ms,
+            due_ns: due_ms.saturating_mul(1_000_000),
             marker: &self.marker,
             missile: &self.missile,
         }))

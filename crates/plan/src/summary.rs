@@ -133,6 +133,7 @@ mod tests {
         ShotRef {
             seq: 0,
             due_ms: 5,
+            due_ns: 5_000_000,
             marker,
             missile: b"abc",
         }

@@ -56,7 +56,8 @@ fn a_shard_fires_every_nth_shot_from_its_index() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     /// Sharding partitions the plan: merged by index, the shards' shots are the
-    /// whole plan's, also under loop and ammo limits and instances schedules.
+    /// whole plan's, also under loop and ammo limits, instances schedules and
+    /// drawn arrivals with a seed.
     #[test]
     fn the_shards_partition_the_plan(
         shards in 1u64..7,
@@ -65,12 +66,16 @@ proptest! {
         limit in prop_oneof![Just(String::new()), (1u32..40).prop_map(|n| format!("ammo_limit = {n}")),
                              (1u32..4).prop_map(|n| format!("loop = {n}"))],
         instances in any::<bool>(),
+        drawn in proptest::option::of(any::<u64>()),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let schedule = if instances {
             format!("instances_schedule = line(1,{},{secs}s)\nloop = 2", rps + 1)
         } else {
-            format!("rps_schedule = line(1,{rps},{secs}s)\n{limit}")
+            let arrivals = drawn.map_or(String::new(), |seed| {
+                format!("arrivals = fb_ia\narrivals_seed = {seed}")
+            });
+            format!("rps_schedule = line(1,{rps},{secs}s)\n{limit}\n{arrivals}")
         };
         let queue = queue(dir.path(), &schedule);
         let whole = shots(&queue, Shard::WHOLE);

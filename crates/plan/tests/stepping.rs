@@ -451,3 +451,62 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn drawn_arrivals_with_a_seed_give_the_same_stpd_bytes_and_another_seed_others() {
+    let case = Case::new(TWO_CHUNKS);
+    let seeded = |seed: u64| {
+        case.queue(&format!(
+            "rps_schedule = const(2000,2s) line(2000,100,2s)\narrivals = poisson\narrivals_seed = {seed}"
+        ))
+    };
+    let one = stpd_of(&seeded(7));
+    assert_eq!(one, stpd_of(&seeded(7)));
+    assert_ne!(one, stpd_of(&seeded(8)));
+    // The same shots as evenly spaced ones, in the same order: only their times differ.
+    let uniform = case
+        .shots("rps_schedule = const(2000,2s) line(2000,100,2s)")
+        .unwrap();
+    let drawn = shots_of(&seeded(7)).unwrap();
+    assert_eq!(drawn.len(), uniform.len());
+    assert!(drawn
+        .iter()
+        .zip(&uniform)
+        .all(|(d, u)| d.1 == u.1 && d.2 == u.2));
+    assert_ne!(drawn, uniform);
+}
+
+#[test]
+fn drawn_due_times_keep_the_ns_and_the_ms_is_their_truncation() {
+    let case = Case::new(TWO_CHUNKS);
+    let queue = case.queue("rps_schedule = const(10000,1s)\narrivals = poisson\narrivals_seed = 1");
+    let mut plan = Plan::new(&queue).unwrap();
+    let mut sub_ms = 0;
+    while let Some(timed) = plan.next_timed().unwrap() {
+        let due = timed.due.expect("an rps plan times every shot");
+        assert_eq!(due.as_millis() as i64, timed.shot.due_ms);
+        assert_eq!(due.as_nanos() as i64, timed.shot.due_ns);
+        sub_ms += u64::from(due.subsec_nanos() % 1_000_000 != 0);
+    }
+    assert!(
+        sub_ms > 9_000,
+        "{sub_ms} of 10,000 due times are finer than a ms"
+    );
+}
+
+#[test]
+fn drawn_planned_counts_are_the_shots_the_plan_fires_each_second() {
+    let case = Case::new(TWO_CHUNKS);
+    let queue = case.queue(
+        "rps_schedule = line(100,5000,3s) const(300,2s)\narrivals = fb_ia\narrivals_seed = 3",
+    );
+    let plan = Plan::new(&queue).unwrap();
+    let count = plan.planned_count().expect("known in closed form").clone();
+    let due: Vec<i64> = shots_of(&queue).unwrap().into_iter().map(|s| s.0).collect();
+    assert_eq!(count.total(), due.len() as u64);
+    for second in 0..6 {
+        let (from, to) = (second * 1000 + 270, second * 1000 + 1270);
+        let fired = due.iter().filter(|ms| (from..to).contains(*ms)).count() as u64;
+        assert_eq!(count.between_ms(from, to), fired, "{from}..{to} ms");
+    }
+}

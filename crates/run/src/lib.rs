@@ -134,6 +134,9 @@ pub enum RunError {
     /// A thread of the run panicked.
     #[error("the {0} thread failed")]
     Thread(&'static str),
+    /// The shards of a test would plan different shots.
+    #[error("{0}")]
+    Shard(String),
     /// The common start (`--start-at`) cannot be kept.
     #[error("{0}")]
     Start(String),
@@ -228,6 +231,21 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
                 queue.name
             )));
         }
+    }
+    // What drawn plans draw from, said so that the run can be repeated; the
+    // shards of a test must draw the same plan, so they need a set seed.
+    for queue in &config.queues {
+        let Some(note) = tank_plan::Plan::seed_note(queue) else {
+            continue;
+        };
+        if !spec.shard.is_whole() && queue.arrivals.seed_chosen {
+            return Err(RunError::Shard(format!(
+                "[{}] the plan is drawn ({note}), and each shard would draw its own: \
+                 expected `arrivals_seed` set, so every shard plans the same shots",
+                queue.name
+            )));
+        }
+        observer.notice(&Notice::Info(&format!("[{}] {note}", queue.name)));
     }
     let origin = match &config.origin {
         Some(origin) => {
@@ -492,6 +510,11 @@ fn log_setup(
             queue.pool(),
             queue.target()
         ));
+    }
+    for queue in &config.queues {
+        if let Some(note) = tank_plan::Plan::seed_note(queue) {
+            artifacts.log(&format!("[{}] {note}", queue.name));
+        }
     }
     let threads = engine.io_threads();
     artifacts.log(&format!(

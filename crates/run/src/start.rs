@@ -85,6 +85,8 @@ pub(crate) fn record(
                     LoadProfile::Rps(text) => Some(text.clone()),
                     _ => None,
                 },
+                arrivals: queue.arrivals.process.to_string(),
+                arrivals_seed: queue.arrivals.seed,
                 whole_len: count.map(|c| c.whole_len()),
                 planned: count.map(|c| c.total()),
                 first_due_ms: count.and_then(|c| c.first_due_ms()),

@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use tank_config::{ArrivalProcess, Arrivals};
 use tank_plan::{PlannedCount, Schedule, Shard};
 
 use crate::clock::ClockInfo;
@@ -46,6 +47,10 @@ pub struct ShardRecord {
     pub max_rss_kib: Option<u64>,
 }
 
+fn uniform() -> String {
+    ArrivalProcess::Uniform.to_string()
+}
+
 /// One queue's plan, as far as it is known in closed form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueuePlan {
@@ -53,6 +58,13 @@ pub struct QueuePlan {
     pub name: String,
     /// The rps schedule, as written (`None`: an instances schedule or a ready stpd file).
     pub rps_schedule: Option<String>,
+    /// The queue's `arrivals`, as written back (`uniform` in records written
+    /// before tank had them).
+    #[serde(default = "uniform")]
+    pub arrivals: String,
+    /// The seed of drawn arrivals and of `random(...)` steps without their own.
+    #[serde(default)]
+    pub arrivals_seed: u64,
     /// The whole (unsharded) plan's length, when known without walking it.
     pub whole_len: Option<u64>,
     /// This shard's planned shots, when known.
@@ -73,7 +85,14 @@ impl ShardRecord {
         let mut counts = Vec::new();
         for queue in &self.queues {
             if let (Some(text), Some(len)) = (&queue.rps_schedule, queue.whole_len) {
-                match Schedule::rps(text) {
+                let process = ArrivalProcess::parse(&queue.arrivals)
+                    .map_err(|e| format!("[{}] arrivals: {e}", queue.name))?;
+                let arrivals = Arrivals {
+                    process,
+                    seed: queue.arrivals_seed,
+                    seed_chosen: false,
+                };
+                match Schedule::rps_with(text, &arrivals) {
                     Ok(Schedule::Rps(rps)) => {
                         counts.push(PlannedCount::new(rps, len).sharded(shard))
                     }
@@ -152,6 +171,8 @@ mod tests {
             queues: vec![QueuePlan {
                 name: "phantom".into(),
                 rps_schedule: Some("const(30,1s)".into()),
+                arrivals: "uniform".into(),
+                arrivals_seed: 0,
                 whole_len: Some(30),
                 planned: Some(10),
                 first_due_ms: Some(33),
@@ -160,6 +181,42 @@ mod tests {
             fired: None,
             max_rss_kib: None,
         }
+    }
+
+    #[test]
+    fn drawn_arrivals_rebuild_the_drawn_planned_count() {
+        let mut drawn = record();
+        drawn.queues[0].rps_schedule = Some("const(3000,1s)".into());
+        drawn.queues[0].whole_len = Some(3000);
+        drawn.queues[0].arrivals = "poisson".into();
+        drawn.queues[0].arrivals_seed = 11;
+        let arrivals = Arrivals {
+            process: ArrivalProcess::Poisson,
+            seed: 11,
+            seed_chosen: false,
+        };
+        let Ok(Schedule::Rps(schedule)) = Schedule::rps_with("const(3000,1s)", &arrivals) else {
+            panic!("an rps schedule")
+        };
+        let expected = PlannedCount::new(schedule, 3000).sharded(drawn.shard().unwrap());
+        let counts = drawn.planned_counts().unwrap();
+        assert_eq!(counts.len(), 1);
+        assert_eq!(counts[0], expected);
+        // Drawn, so not the evenly spaced plan's count in every window.
+        let uniform = record_uniform_count(&drawn);
+        assert!((0..1000)
+            .step_by(10)
+            .any(|ms| expected.between_ms(ms, ms + 10) != uniform.between_ms(ms, ms + 10)));
+        // A record written before tank had arrivals reads as uniform.
+        let old = r#"{"name":"phantom","rps_schedule":"const(30,1s)","whole_len":30,"planned":10,"first_due_ms":33}"#;
+        let plan: QueuePlan = serde_json::from_str(old).unwrap();
+        assert_eq!((plan.arrivals.as_str(), plan.arrivals_seed), ("uniform", 0));
+    }
+
+    fn record_uniform_count(record: &ShardRecord) -> PlannedCount {
+        let mut uniform = record.clone();
+        uniform.queues[0].arrivals = "uniform".into();
+        uniform.planned_counts().unwrap().remove(0)
     }
 
     #[test]

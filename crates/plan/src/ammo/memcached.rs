@@ -17,6 +17,7 @@ use tank_config::{Distribution, KeyOrder, MemcachedConfig};
 use super::passes::ReadState;
 use super::Slot;
 use crate::error::Result;
+use crate::splitmix::{mix, unit};
 
 /// The tags of generated requests.
 pub const TAG_GET: &[u8] = b"get";
@@ -43,7 +44,7 @@ pub fn describe(config: &MemcachedConfig) -> String {
 }
 
 /// A distribution ready to draw from.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sampler(Distribution);
 
 /// Facebook ETC's key sizes (mcperf's `fb_key`).
@@ -130,19 +131,6 @@ impl Sampler {
     pub fn sample(&self, rng: &mut impl Rng) -> f64 {
         self.at(unit(rng.random::<u64>()), unit(rng.random::<u64>()))
     }
-}
-
-/// A u64 as a uniform in (0, 1].
-fn unit(bits: u64) -> f64 {
-    ((bits >> 11) + 1) as f64 / (1u64 << 53) as f64
-}
-
-/// SplitMix64's finalizer: a record's index to well-mixed bits.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// A size drawn as a float, rounded and kept within `low..=high`.
@@ -337,18 +325,7 @@ mod tests {
         xs
     }
 
-    /// The largest distance between the samples' CDF and `cdf`.
-    fn ks(sorted: &[f64], cdf: impl Fn(f64) -> f64) -> f64 {
-        let n = sorted.len() as f64;
-        sorted
-            .iter()
-            .enumerate()
-            .map(|(i, x)| {
-                let f = cdf(*x);
-                (f - i as f64 / n).abs().max((f - (i + 1) as f64 / n).abs())
-            })
-            .fold(0.0, f64::max)
-    }
+    use crate::ks::statistic as ks;
 
     fn mean(xs: &[f64]) -> f64 {
         xs.iter().sum::<f64>() / xs.len() as f64

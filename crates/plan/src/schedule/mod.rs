@@ -5,12 +5,14 @@
 //! so a missing final `)` is accepted), then each step is parsed by the open
 //! ([`rps`]) or closed ([`instances`]) model.
 
+pub mod arrivals;
 pub mod instances;
 pub mod rps;
+mod waveform;
 
 use crate::error::{PlanError, Result};
 pub use instances::InstancesSchedule;
-pub use rps::{RpsSchedule, RpsStep};
+pub use rps::{Cursor, RpsSchedule, RpsStep};
 
 /// Split a schedule string into steps, as the reference does.
 pub fn split_steps(schedule: &str) -> Vec<String> {
@@ -71,13 +73,27 @@ pub enum Schedule {
 impl Schedule {
     /// Parse an `rps_schedule` string. A blank one is, as in the reference
     /// stepper, an instances schedule with no steps: every shot is due at 0 and
-    /// the ammo is read once (see [`is_blank`]).
+    /// the ammo is read once (see [`is_blank`]). Shots are evenly spaced, and
+    /// `random(...)` steps without a seed of their own draw from seed 0
+    /// ([`Schedule::rps_with`] takes a queue's arrivals and seed).
     pub fn rps(text: &str) -> Result<Self> {
         let steps = split_steps(text);
         if steps.is_empty() {
             return Ok(Schedule::Instances(InstancesSchedule::default()));
         }
         Ok(Schedule::Rps(RpsSchedule::parse(&steps)?))
+    }
+
+    /// Parse an `rps_schedule` string whose shots are spaced by `arrivals`
+    /// (see [`RpsSchedule::with_arrivals`]),
+    /// and whose `random(...)` steps without a seed draw from `arrivals.seed`.
+    pub fn rps_with(text: &str, arrivals: &tank_config::Arrivals) -> Result<Self> {
+        let steps = split_steps(text);
+        if steps.is_empty() {
+            return Ok(Schedule::Instances(InstancesSchedule::default()));
+        }
+        let rps = RpsSchedule::parse_seeded(&steps, arrivals.seed)?;
+        Ok(Schedule::Rps(rps.with_arrivals(arrivals)))
     }
 
     /// Parse an `instances_schedule` string (blank: no starts, every shot due at 0).
@@ -89,14 +105,18 @@ impl Schedule {
 
     /// Due time of shot `i`, ms from the start; `None` once an rps schedule has ended.
     pub fn offset_ms(&self, i: u64) -> Option<i64> {
-        self.offset_ms_near(i, &mut 0)
+        match self {
+            Schedule::Rps(plan) => plan.offset_ms(i),
+            Schedule::Instances(plan) => Some(plan.offset_ms(i)),
+        }
     }
 
-    /// [`Self::offset_ms`] for in-order walks: `hint` keeps the last step found.
-    pub fn offset_ms_near(&self, i: u64, hint: &mut usize) -> Option<i64> {
+    /// Due time of shot `i`, ns from the start (see [`RpsSchedule::offset_ns_near`]),
+    /// for in-order walks: `cursor` keeps where the last lookup was.
+    pub fn offset_ns_near(&self, i: u64, cursor: &mut Cursor) -> Option<i64> {
         match self {
-            Schedule::Rps(plan) => plan.offset_ms_near(i, hint),
-            Schedule::Instances(plan) => Some(plan.offset_ms(i)),
+            Schedule::Rps(plan) => plan.offset_ns_near(i, cursor),
+            Schedule::Instances(plan) => Some(plan.offset_ms(i).saturating_mul(1_000_000)),
         }
     }
 

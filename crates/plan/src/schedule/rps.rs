@@ -9,6 +9,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
+use super::arrivals::{BlockCursor, Drawn};
+use super::waveform;
 use crate::duration::parse_duration_ms;
 use crate::error::{PlanError, Result};
 use crate::pynum::{py_float, py_trunc};
@@ -40,7 +42,7 @@ pub enum RpsStep {
 }
 
 impl RpsStep {
-    fn constant(rps: f64, duration_ms: i64) -> Self {
+    pub(crate) fn constant(rps: f64, duration_ms: i64) -> Self {
         RpsStep::Const { rps, duration_ms }
     }
 
@@ -104,6 +106,28 @@ impl RpsStep {
         py_trunc(at).unwrap_or(i64::MAX)
     }
 
+    /// Offset from the step's start, ns, of operational time `u` (the
+    /// schedule's cumulative planned count since the step's start, as a real
+    /// number): Λ⁻¹(u), the time by which the step has planned `u` shots. For
+    /// `u = i` this is where [`Self::offset_ms`] puts shot `i`, before its
+    /// truncation to ms. Clamped to the step, strictly before its end, so a
+    /// shot never reaches into the next step, nor onto the queue's deadline.
+    pub fn offset_ns_at(&self, u: f64) -> i64 {
+        let seconds = match *self {
+            RpsStep::Const { rps, .. } => u / rps,
+            RpsStep::Line { from, slope, .. } => {
+                let a = slope / 2.0;
+                if a == 0.0 {
+                    u / from
+                } else {
+                    (-from + (from * from + 4.0 * a * u).max(0.0).sqrt()) / (2.0 * a)
+                }
+            }
+        };
+        let last = (self.duration_ms().saturating_mul(1_000_000) - 1).max(0);
+        py_trunc(seconds * 1e9).map_or(last, |ns| ns.clamp(0, last))
+    }
+
     /// How far this step moves the steps after it, ms.
     pub fn duration_ms(&self) -> i64 {
         match *self {
@@ -133,7 +157,20 @@ struct Segment {
     base_ms: i64,
 }
 
+/// Where an in-order walk over a schedule's shots is: the step of the last
+/// shot looked up, and for drawn arrivals the block. Any cursor gives the
+/// right answer; the one of the previous shot gives it soonest.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Cursor {
+    step: usize,
+    block: BlockCursor,
+}
+
 /// A whole rps schedule: its steps with their starting offsets and shot indices.
+///
+/// Its shots are evenly spaced within each step (phantom's stepper), or
+/// spaced by drawn gaps ([`RpsSchedule::with_arrivals`]); either way each
+/// step has the same number of shots, and shot `i`'s time is closed form.
 ///
 /// Parsing checks the bounds of [`tank_config::limits`]: every rate at most
 /// [`MAX_RPS`], the schedule at most [`MAX_DURATION_MS`] long, with at most
@@ -144,20 +181,34 @@ pub struct RpsSchedule {
     segments: Vec<Segment>,
     len: u64,
     duration_ms: i64,
+    /// Drawn arrivals; `None`: evenly spaced.
+    arrivals: Option<Drawn>,
+    /// Whether a `random(...)` step drew its rates from the schedule's seed.
+    random_from_seed: bool,
 }
 
 impl RpsSchedule {
-    /// Parse the steps (already split by [`super::split_steps`]).
+    /// Parse the steps (already split by [`super::split_steps`]); a
+    /// `random(...)` step without a seed of its own draws from seed 0.
     pub fn parse(steps: &[String]) -> Result<Self> {
+        Self::parse_seeded(steps, 0)
+    }
+
+    /// Parse the steps; a `random(...)` step without a seed of its own draws
+    /// from `seed` (a queue's `arrivals_seed`) and its place in the schedule.
+    pub fn parse_seeded(steps: &[String], seed: u64) -> Result<Self> {
         let mut schedule = RpsSchedule {
             segments: Vec::with_capacity(steps.len()),
             len: 0,
             duration_ms: 0,
+            arrivals: None,
+            random_from_seed: false,
         };
         let mut parsed = Vec::new();
         for step in steps {
             parsed.clear();
-            parse_step(step, schedule.segments.len(), &mut parsed)?;
+            schedule.random_from_seed |=
+                parse_step(step, schedule.segments.len(), seed, &mut parsed)?;
             for one in parsed.drain(..) {
                 schedule.push(one, step)?;
             }
@@ -199,6 +250,20 @@ impl RpsSchedule {
         Ok(())
     }
 
+    /// The same steps, their shots spaced by `arrivals` (uniform: evenly, as parsed).
+    pub fn with_arrivals(self, arrivals: &tank_config::Arrivals) -> Self {
+        RpsSchedule {
+            arrivals: Drawn::new(arrivals),
+            ..self
+        }
+    }
+
+    /// Whether the plan depends on the seed it was parsed with: its shots
+    /// are drawn, or a `random(...)` step drew its rates from it.
+    pub fn uses_seed(&self) -> bool {
+        self.arrivals.is_some() || self.random_from_seed
+    }
+
     /// Total number of shots.
     pub fn len(&self) -> u64 {
         self.len
@@ -219,14 +284,38 @@ impl RpsSchedule {
         self.segments.iter().map(|s| &s.step)
     }
 
-    /// Due time of shot `i` in ms from the start, or `None` past the end.
+    /// Due time of shot `i` in ms from the start (truncated), or `None` past the end.
     pub fn offset_ms(&self, i: u64) -> Option<i64> {
-        self.offset_ms_near(i, &mut 0)
+        let cursor = &mut Cursor::default();
+        let (index, segment) = self.segment_of(i, cursor)?;
+        Some(match &self.arrivals {
+            None => segment
+                .base_ms
+                .saturating_add(segment.step.offset_ms(i - segment.first)),
+            Some(drawn) => self
+                .drawn_ns(index, segment, drawn, i, cursor)
+                .div_euclid(1_000_000),
+        })
     }
 
-    /// [`Self::offset_ms`] for callers that walk the shots in order: `hint`
-    /// remembers the step of the previous lookup, so the usual case costs no search.
-    pub fn offset_ms_near(&self, i: u64, hint: &mut usize) -> Option<i64> {
+    /// Due time of shot `i` in ns from the start, or `None` past the end: the
+    /// ms of [`Self::offset_ms`] for evenly spaced shots (phantom plans in ms),
+    /// to the ns for drawn ones (whose gaps at high rates are well under a ms).
+    /// For callers that walk the shots in order: `cursor` remembers where the
+    /// previous lookup was, so the usual case costs no search and no redraw.
+    pub fn offset_ns_near(&self, i: u64, cursor: &mut Cursor) -> Option<i64> {
+        let (index, segment) = self.segment_of(i, cursor)?;
+        Some(match &self.arrivals {
+            None => segment
+                .base_ms
+                .saturating_add(segment.step.offset_ms(i - segment.first))
+                .saturating_mul(1_000_000),
+            Some(drawn) => self.drawn_ns(index, segment, drawn, i, cursor),
+        })
+    }
+
+    /// Shot `i`'s segment and its index, starting the search at `cursor`'s.
+    fn segment_of(&self, i: u64, cursor: &mut Cursor) -> Option<(usize, &Segment)> {
         if i >= self.len {
             return None;
         }
@@ -235,16 +324,27 @@ impl RpsSchedule {
                 .get(at)
                 .is_some_and(|s| s.first <= i && i - s.first < s.len)
         };
-        if !covers(*hint) {
+        if !covers(cursor.step) {
             // The last segment whose first index is <= i (it has shots, since i < len).
-            *hint = self.segments.partition_point(|s| s.first <= i) - 1;
+            cursor.step = self.segments.partition_point(|s| s.first <= i) - 1;
         }
-        let segment = &self.segments[*hint];
-        Some(
-            segment
-                .base_ms
-                .saturating_add(segment.step.offset_ms(i - segment.first)),
-        )
+        Some((cursor.step, &self.segments[cursor.step]))
+    }
+
+    /// Shot `i`'s due time in ns, its gap drawn.
+    fn drawn_ns(
+        &self,
+        index: usize,
+        segment: &Segment,
+        drawn: &Drawn,
+        i: u64,
+        cursor: &mut Cursor,
+    ) -> i64 {
+        let u = drawn.position(index, segment.len, i - segment.first, &mut cursor.block);
+        segment
+            .base_ms
+            .saturating_mul(1_000_000)
+            .saturating_add(segment.step.offset_ns_at(u))
     }
 }
 
@@ -264,10 +364,16 @@ fn number_re() -> &'static [Regex; 3] {
     })
 }
 
-/// Parse one step into `out` (a stairway gives one step per stair); `before`
-/// steps are already in the schedule.
-fn parse_step(step: &str, before: usize, out: &mut Vec<RpsStep>) -> Result<()> {
+/// Parse one step into `out` (a stairway or a waveform gives one step per
+/// stair or interval); `before` steps are already in the schedule; `seed`
+/// draws `random` steps that name none (returns whether it did).
+fn parse_step(step: &str, before: usize, seed: u64, out: &mut Vec<RpsStep>) -> Result<bool> {
     let (name, params) = super::split_call(KEY, step)?;
+    if waveform::NAMES.contains(&name) {
+        let room = MAX_STEPS.saturating_sub(before);
+        let seed = crate::splitmix::mix(seed.wrapping_add(before as u64));
+        return waveform::expand(name, params, step, room, seed, out);
+    }
     let (pattern, usage) = match name {
         "const" => (&number_re()[0], "const(rps, duration)"),
         "line" => (&number_re()[1], "line(from_rps, to_rps, duration)"),
@@ -279,7 +385,10 @@ fn parse_step(step: &str, before: usize, out: &mut Vec<RpsStep>) -> Result<()> {
             return Err(PlanError::schedule(
                 KEY,
                 step,
-                format!("no such load type `{other}`: expected const, line or step"),
+                format!(
+                    "no such load type `{other}`: expected const, line, step, random, trace \
+                     or trace_file"
+                ),
             ))
         }
     };
@@ -350,7 +459,7 @@ fn parse_step(step: &str, before: usize, out: &mut Vec<RpsStep>) -> Result<()> {
             out,
         )?,
     }
-    Ok(())
+    Ok(false)
 }
 
 fn too_many_steps(step: &str) -> PlanError {

@@ -1,0 +1,382 @@
+//! nginx and Apache access logs (`common` and `combined`) become sessions.
+//!
+//! ```text
+//! $remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent ["$http_referer" "$http_user_agent"] [$msec | $request_time ...]
+//! ```
+//!
+//! A log line is written when its request *ends*. Its time is `$msec`
+//! (seconds since the epoch with ms, a number above 10⁸) when the line has it,
+//! else `[$time_local]` (whole seconds); with `$request_time` (a smaller
+//! decimal number) the request started that much earlier. A session is one
+//! client: its address, or its address and user agent (`--session-by`).
+//!
+//! Requests are rebuilt as yandex-tank's `access` ammo builds them (the
+//! request line's method, URI and HTTP version, then the given headers,
+//! sorted; [`HeaderSet`]), with one difference: the method is kept, whatever
+//! it is. Logs have no bodies, so POST, PUT and PATCH requests get
+//! `Content-Length: 0`.
+//!
+//! A line that is not a log line (or whose request is not `METHOD URI
+//! HTTP/x.y`, such as the `"-"` of a connection that sent nothing) is a
+//! warning with its line number, or an error under `--strict`; never skipped
+//! silently.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+
+use tank_plan::ammo::request::HeaderSet;
+
+use crate::error::ImportError;
+use crate::order::{Kind, Sorter};
+use crate::warnings::Warnings;
+use crate::{Options, SessionBy};
+
+/// One client so far.
+struct Client {
+    session: u64,
+    last_at_us: u64,
+}
+
+/// A log line's parts that make a request.
+#[derive(Debug, PartialEq, Eq)]
+struct Line<'a> {
+    addr: &'a str,
+    at_us: u64,
+    method: &'a str,
+    uri: &'a str,
+    version: &'a str,
+    user_agent: &'a str,
+}
+
+/// Import an access log (see the module docs).
+pub fn import(
+    input: impl Read,
+    path: &str,
+    options: &Options,
+    sorter: &mut Sorter,
+    warnings: &mut Warnings,
+) -> Result<(), ImportError> {
+    let write_error = |e| ImportError::io(path, "writing the sessions", e);
+    let mut headers: Vec<String> = options.host.iter().map(|h| format!("Host: {h}")).collect();
+    headers.extend(options.headers.iter().cloned());
+    if !headers
+        .iter()
+        .any(|h| h.to_ascii_lowercase().starts_with("host:"))
+    {
+        warnings.warn(format!(
+            "{path}: no --host and no Host header: the requests have none (HTTP/1.1 servers answer 400)"
+        ));
+    }
+    let plain = HeaderSet::new(headers.iter().map(|h| h.as_bytes().to_vec()));
+    headers.push("Content-Length: 0".into());
+    let with_length = HeaderSet::new(headers.iter().map(|h| h.as_bytes().to_vec()));
+    let by_agent = options.session_by == Some(SessionBy::AddrUa);
+
+    let mut clients: HashMap<String, Client> = HashMap::new();
+    let mut input = BufReader::with_capacity(1 << 16, input);
+    let mut raw = Vec::new();
+    let mut number = 0u64;
+    loop {
+        raw.clear();
+        let read = input
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| ImportError::io(path, "reading", e))?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        let text = String::from_utf8_lossy(&raw);
+        let text = text.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
+            continue;
+        }
+        let line = match parse(text) {
+            Ok(line) => line,
+            Err(why) if options.strict => {
+                return Err(ImportError::line(path, number, format!("{why} (--strict)")))
+            }
+            Err(why) => {
+                warnings.warn(format!("{path}:{number}: {why}; line skipped"));
+                continue;
+            }
+        };
+        let mut key = line.addr.to_string();
+        if by_agent {
+            key.push(' ');
+            key.push_str(&line.user_agent.replace(['\r', '\n'], " "));
+        }
+        let next = clients.len() as u64;
+        let (label, client) = match clients.get_mut(&key) {
+            Some(client) => (None, client),
+            None => (
+                Some(key.clone()),
+                clients.entry(key).or_insert(Client {
+                    session: next,
+                    last_at_us: 0,
+                }),
+            ),
+        };
+        client.last_at_us = client.last_at_us.max(line.at_us);
+        let headers = if matches!(line.method, "POST" | "PUT" | "PATCH") {
+            &with_length
+        } else {
+            &plain
+        };
+        let mut bytes = Vec::with_capacity(128);
+        headers.write_request(
+            &mut bytes,
+            line.method.as_bytes(),
+            line.uri.as_bytes(),
+            line.version.as_bytes(),
+            b"",
+        );
+        let tag = crate::tag(options.tag_by, &bytes);
+        sorter
+            .push(
+                line.at_us,
+                client.session,
+                Kind::Request { label, tag, bytes },
+            )
+            .map_err(write_error)?;
+    }
+    // Every client's session ends after its last request.
+    let mut ends: Vec<&Client> = clients.values().collect();
+    ends.sort_unstable_by_key(|c| c.session);
+    for client in ends {
+        sorter
+            .push(client.last_at_us, client.session, Kind::End)
+            .map_err(write_error)?;
+    }
+    Ok(())
+}
+
+/// A quoted field starting at `text[0] == '"'`: its contents and the rest
+/// after the closing quote (`\"` and `\\` are Apache's escapes).
+fn quoted(text: &str) -> Option<(&str, &str)> {
+    let body = text.strip_prefix('"')?;
+    let mut escaped = false;
+    for (i, c) in body.char_indices() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            '"' if !escaped => return Some((&body[..i], &body[i + 1..])),
+            _ => escaped = false,
+        }
+    }
+    None
+}
+
+fn parse(text: &str) -> Result<Line<'_>, String> {
+    let expected = "expected `ADDR - USER [TIME] \"METHOD URI HTTP/x.y\" STATUS BYTES ...`";
+    let (addr, rest) = text
+        .split_once(' ')
+        .ok_or_else(|| format!("not an access log line; {expected}"))?;
+    let open = rest
+        .find('[')
+        .ok_or_else(|| format!("no [time]; {expected}"))?;
+    let close = rest[open..]
+        .find(']')
+        .map(|i| open + i)
+        .ok_or_else(|| format!("no [time]; {expected}"))?;
+    let time_local = &rest[open + 1..close];
+    let logged_us = crate::time::parse_clf(time_local)
+        .ok_or_else(|| format!("time `{time_local}` is not like `10/Oct/2000:13:55:36 -0700`"))?;
+    let (request, mut rest) = quoted(rest[close + 1..].trim_start())
+        .ok_or_else(|| format!("no quoted request; {expected}"))?;
+    let mut fields = request.split(' ').filter(|f| !f.is_empty());
+    let (method, uri, proto) = match (fields.next(), fields.next(), fields.next(), fields.next()) {
+        (Some(m), Some(u), Some(p), None) => (m, u, p),
+        _ => return Err(format!("request `{request}` is not `METHOD URI HTTP/x.y`")),
+    };
+    let version = proto
+        .strip_prefix("HTTP/")
+        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+        .ok_or_else(|| format!("request `{request}` is not `METHOD URI HTTP/x.y`"))?;
+    if !method
+        .bytes()
+        .all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
+    {
+        return Err(format!("request `{request}` has no method"));
+    }
+    // Status and size, then the optional quoted referer and user agent,
+    // then any trailing numbers ($msec, $request_time).
+    let mut plain = 0;
+    let mut quotes = Vec::new();
+    let mut numbers = Vec::new();
+    loop {
+        rest = rest.trim_start();
+        if rest.is_empty() {
+            break;
+        }
+        if rest.starts_with('"') {
+            let (field, after) =
+                quoted(rest).ok_or_else(|| "a quoted field is not closed".to_string())?;
+            quotes.push(field);
+            rest = after;
+            continue;
+        }
+        let end = rest.find(' ').unwrap_or(rest.len());
+        let field = &rest[..end];
+        if plain < 2 {
+            if !(field == "-" || field.bytes().all(|b| b.is_ascii_digit())) {
+                return Err(format!("status or size `{field}` is not a number"));
+            }
+        } else {
+            numbers.push(field);
+        }
+        plain += 1;
+        rest = &rest[end..];
+    }
+    if plain < 2 {
+        return Err(format!("no status and size; {expected}"));
+    }
+    let mut msec = None;
+    let mut request_time = None;
+    for field in numbers {
+        let Ok(value) = field.parse::<f64>() else {
+            continue;
+        };
+        if !value.is_finite() || value < 0.0 {
+            continue;
+        }
+        if value >= 1e8 && field.contains('.') {
+            msec.get_or_insert(value);
+        } else if field.contains('.') {
+            request_time.get_or_insert(value);
+        }
+    }
+    let end_us = msec.map_or(logged_us, |s| (s * 1e6).round() as u64);
+    let at_us = end_us.saturating_sub(request_time.map_or(0, |s| (s * 1e6).round() as u64));
+    Ok(Line {
+        addr,
+        at_us,
+        method,
+        uri,
+        version,
+        user_agent: quotes.get(1).copied().unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COMBINED: &str = "10.0.0.1 - bob [10/Oct/2000:13:55:36 -0700] \"GET /a/b?x=1 HTTP/1.1\" 200 2326 \"http://r/\" \"curl/8.0\"";
+
+    #[test]
+    fn combined_line_takes_whole_seconds_from_time_local() {
+        let line = parse(COMBINED).unwrap();
+        assert_eq!(
+            line,
+            Line {
+                addr: "10.0.0.1",
+                at_us: 971_211_336_000_000,
+                method: "GET",
+                uri: "/a/b?x=1",
+                version: "1.1",
+                user_agent: "curl/8.0",
+            }
+        );
+    }
+
+    #[test]
+    fn msec_gives_sub_second_time_and_request_time_moves_to_the_start() {
+        let at = |tail: &str| parse(&format!("{COMBINED} {tail}")).unwrap().at_us;
+        assert_eq!(at("971211336.250"), 971_211_336_250_000);
+        assert_eq!(at("971211336.250 0.050"), 971_211_336_200_000);
+        assert_eq!(at("1.500"), 971_211_334_500_000);
+    }
+
+    #[test]
+    fn common_format_and_escaped_quotes() {
+        let line =
+            parse("::1 - - [10/Oct/2000:13:55:36 +0000] \"POST /p HTTP/1.0\" 201 -").unwrap();
+        assert_eq!(
+            (line.addr, line.method, line.user_agent),
+            ("::1", "POST", "")
+        );
+        let line = parse(
+            "h - - [10/Oct/2000:13:55:36 +0000] \"GET / HTTP/1.1\" 200 1 \"-\" \"a \\\"b\\\"\"",
+        )
+        .unwrap();
+        assert_eq!(line.user_agent, "a \\\"b\\\"");
+    }
+
+    #[test]
+    fn lines_that_are_not_requests_say_why() {
+        for bad in [
+            "garbage",
+            "h - - [10/Oct/2000:13:55:36 +0000] \"-\" 400 0",
+            "h - - [10/Oct/2000:13:55:36 +0000] \"\\x16\\x03\\x01\" 400 0",
+            "h - - [99/Oct/2000:13:55:36 +0000] \"GET / HTTP/1.1\" 200 1",
+            "h - - [10/Oct/2000:13:55:36 +0000] \"GET / HTTP/1.1\" OK 1",
+            "h - - [10/Oct/2000:13:55:36 +0000] \"GET / HTTP/1.1",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    fn import_log(log: &str, options: &Options) -> (Vec<crate::order::Item>, u64) {
+        let mut sorter = Sorter::new(1 << 20);
+        let mut warnings = Warnings::new(0, Box::new(|_| {}));
+        import(log.as_bytes(), "log", options, &mut sorter, &mut warnings).unwrap();
+        let mut out = Vec::new();
+        sorter
+            .finish(&mut |item| {
+                out.push(item);
+                Ok(())
+            })
+            .unwrap();
+        (out, warnings.total())
+    }
+
+    #[test]
+    fn requests_are_rebuilt_like_access_ammo_and_posts_get_an_empty_body() {
+        let options = Options {
+            host: Some("example.com".into()),
+            headers: vec!["X-A: 1".into()],
+            ..Options::default()
+        };
+        let log = format!(
+            "{COMBINED}\nbad line\n10.0.0.2 - - [10/Oct/2000:13:55:35 -0700] \"POST /p HTTP/1.0\" 200 1\n"
+        );
+        let (items, warnings) = import_log(&log, &options);
+        assert_eq!(warnings, 1);
+        let requests: Vec<(u64, &[u8], &[u8])> = items
+            .iter()
+            .filter_map(|i| match &i.kind {
+                Kind::Request { tag, bytes, .. } => Some((i.session, &tag[..], &bytes[..])),
+                Kind::End => None,
+            })
+            .collect();
+        assert_eq!(
+            requests,
+            [
+                (
+                    1,
+                    &b"/p"[..],
+                    &b"POST /p HTTP/1.0\r\nContent-Length: 0\r\nHost: example.com\r\nX-A: 1\r\n\r\n"[..]
+                ),
+                (
+                    0,
+                    b"/a/b",
+                    b"GET /a/b?x=1 HTTP/1.1\r\nHost: example.com\r\nX-A: 1\r\n\r\n"
+                ),
+            ]
+        );
+        assert_eq!(items.iter().filter(|i| i.kind == Kind::End).count(), 2);
+    }
+
+    #[test]
+    fn strict_makes_a_bad_line_an_error_with_its_number() {
+        let options = Options {
+            strict: true,
+            host: Some("h".into()),
+            ..Options::default()
+        };
+        let mut sorter = Sorter::new(1 << 20);
+        let mut warnings = Warnings::new(0, Box::new(|_| {}));
+        let log = format!("{COMBINED}\n\nbad\n");
+        let err = import(log.as_bytes(), "log", &options, &mut sorter, &mut warnings).unwrap_err();
+        assert_eq!(err.at, Some(crate::error::Location::Line(3)));
+    }
+}

@@ -1,0 +1,492 @@
+//! HTTP/1.x request framing of a client's byte stream.
+//!
+//! A request ends where HTTP says it does: after its head (request line and
+//! headers up to the empty line), plus a `Content-Length` body or a chunked
+//! body up to its last chunk and trailers; a request with neither has no body
+//! (RFC 9112 §6.3: a request never reads to the connection's close). Nothing
+//! is guessed from method names, and the bytes are kept verbatim (a gzip body
+//! stays gzip, headers keep their case and order).
+//!
+//! Empty lines between requests (some old clients send CRLF after a POST
+//! body) are skipped, as servers do (RFC 9112 §2.2).
+
+use memchr::memchr;
+
+/// Longest request head accepted (request line and headers).
+pub const MAX_HEAD: usize = 64 * 1024;
+/// The most a body's `Content-Length` reserves at once.
+const RESERVE_LIMIT: usize = 16 << 20;
+/// Most headers in a request head.
+const MAX_HEADERS: usize = 256;
+
+/// Why a stream is not HTTP/1.x requests, at which stream offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameError {
+    /// Offset in the client's stream of the request that failed.
+    pub at: u64,
+    /// What was wrong and what was expected.
+    pub message: String,
+}
+
+/// A complete request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// Capture time of its first byte.
+    pub at_us: u64,
+    /// The request, verbatim.
+    pub bytes: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Between requests.
+    Idle,
+    /// In the head; the end was searched for up to `scanned`; whether the
+    /// request line was checked (as soon as it is whole: a stream that is
+    /// not HTTP fails at its first line, not 64 KiB later).
+    Head { scanned: usize, line_checked: bool },
+    /// In a `Content-Length` body.
+    Body { left: u64 },
+    /// In a chunk-size line starting at `line`.
+    ChunkSize { line: usize },
+    /// In a chunk's data.
+    ChunkData { left: u64 },
+    /// In the CRLF after a chunk's data; `seen` bytes of it so far.
+    ChunkEnd { seen: u8 },
+    /// In the trailer section, a line starting at `line`.
+    Trailer { line: usize },
+}
+
+/// Splits a client's stream into requests (see the module docs).
+#[derive(Debug)]
+pub struct Framer {
+    state: State,
+    request: Vec<u8>,
+    at_us: u64,
+    /// Stream offset of the current request's first byte.
+    started: u64,
+    /// Stream bytes seen.
+    offset: u64,
+}
+
+impl Default for Framer {
+    fn default() -> Self {
+        Framer {
+            state: State::Idle,
+            request: Vec::new(),
+            at_us: 0,
+            started: 0,
+            offset: 0,
+        }
+    }
+}
+
+impl Framer {
+    /// The first byte's capture time of the request being read, if one is.
+    pub fn in_progress_since(&self) -> Option<u64> {
+        (self.state != State::Idle).then_some(self.at_us)
+    }
+
+    /// Bytes of the request being read (0 between requests).
+    pub fn partial_len(&self) -> usize {
+        self.request.len()
+    }
+
+    /// Stream bytes fed so far.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Feed the next stream bytes, captured at `at_us`; `done` gets each
+    /// request as it completes. After an error the framer must not be fed again.
+    pub fn feed(
+        &mut self,
+        mut data: &[u8],
+        at_us: u64,
+        done: &mut impl FnMut(Request),
+    ) -> Result<(), FrameError> {
+        while !data.is_empty() {
+            let used = self.step(data, at_us, done)?;
+            self.offset += used as u64;
+            data = &data[used..];
+        }
+        Ok(())
+    }
+
+    /// Consume some of `data`; returns how much.
+    fn step(
+        &mut self,
+        data: &[u8],
+        at_us: u64,
+        done: &mut impl FnMut(Request),
+    ) -> Result<usize, FrameError> {
+        match self.state {
+            State::Idle => {
+                let skip = data
+                    .iter()
+                    .take_while(|b| matches!(b, b'\r' | b'\n'))
+                    .count();
+                if skip < data.len() {
+                    if !is_token(data[skip]) {
+                        return Err(self.error_at(
+                            self.offset + skip as u64,
+                            format!(
+                                "byte 0x{:02x} cannot start a request line (expected a method such as GET)",
+                                data[skip]
+                            ),
+                        ));
+                    }
+                    self.state = State::Head {
+                        scanned: 0,
+                        line_checked: false,
+                    };
+                    self.at_us = at_us;
+                    self.started = self.offset + skip as u64;
+                }
+                Ok(skip)
+            }
+            State::Head {
+                scanned,
+                mut line_checked,
+            } => {
+                let before = self.request.len();
+                let take = data.len().min(MAX_HEAD + 4 - before.min(MAX_HEAD));
+                self.request.extend_from_slice(&data[..take]);
+                if !line_checked {
+                    if let Some(lf) = memchr(b'\n', &self.request) {
+                        if !is_request_line(&self.request[..lf]) {
+                            return Err(self.error(format!(
+                                "`{}` is not an HTTP/1.x request line (METHOD TARGET HTTP/1.x)",
+                                first_line(&self.request)
+                            )));
+                        }
+                        line_checked = true;
+                    }
+                }
+                match head_end(&self.request, scanned) {
+                    Some(end) => {
+                        self.request.truncate(end);
+                        let used = end - before;
+                        self.state = self.after_head()?;
+                        self.reserve_body();
+                        self.maybe_done(done);
+                        Ok(used)
+                    }
+                    None if self.request.len() > MAX_HEAD => Err(self.error(format!(
+                        "no end of the request head within {MAX_HEAD} bytes"
+                    ))),
+                    None => {
+                        self.state = State::Head {
+                            scanned: self.request.len().saturating_sub(3),
+                            line_checked,
+                        };
+                        Ok(take)
+                    }
+                }
+            }
+            State::Body { left } => {
+                let take = data.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+                self.request.extend_from_slice(&data[..take]);
+                self.state = State::Body {
+                    left: left - take as u64,
+                };
+                self.maybe_done(done);
+                Ok(take)
+            }
+            State::ChunkSize { line } => {
+                let (used, complete) = self.take_line(data);
+                if complete {
+                    let size = chunk_size(&self.request[line..])
+                        .ok_or_else(|| self.error("a chunk size line is not hex digits".into()))?;
+                    self.state = if size == 0 {
+                        State::Trailer {
+                            line: self.request.len(),
+                        }
+                    } else {
+                        State::ChunkData { left: size }
+                    };
+                } else if self.request.len() - line > 4096 {
+                    return Err(self.error("a chunk size line longer than 4096 bytes".into()));
+                }
+                Ok(used)
+            }
+            State::ChunkData { left } => {
+                let take = data.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+                self.request.extend_from_slice(&data[..take]);
+                let left = left - take as u64;
+                self.state = if left == 0 {
+                    State::ChunkEnd { seen: 0 }
+                } else {
+                    State::ChunkData { left }
+                };
+                Ok(take)
+            }
+            State::ChunkEnd { seen } => {
+                let byte = data[0];
+                self.request.push(byte);
+                self.state = match (seen, byte) {
+                    (0, b'\r') => State::ChunkEnd { seen: 1 },
+                    (_, b'\n') => State::ChunkSize {
+                        line: self.request.len(),
+                    },
+                    _ => return Err(self.error("a chunk's data is not followed by CRLF".into())),
+                };
+                Ok(1)
+            }
+            State::Trailer { line } => {
+                let (used, complete) = self.take_line(data);
+                if complete {
+                    if matches!(&self.request[line..], b"\r\n" | b"\n") {
+                        self.emit(done);
+                    } else {
+                        self.state = State::Trailer {
+                            line: self.request.len(),
+                        };
+                    }
+                } else if self.request.len() - line > MAX_HEAD {
+                    return Err(self.error("a trailer line longer than 64 KiB".into()));
+                }
+                Ok(used)
+            }
+        }
+    }
+
+    /// Append `data` up to and including its first LF; whether a LF was found.
+    fn take_line(&mut self, data: &[u8]) -> (usize, bool) {
+        match memchr(b'\n', data) {
+            Some(lf) => {
+                self.request.extend_from_slice(&data[..=lf]);
+                (lf + 1, true)
+            }
+            None => {
+                self.request.extend_from_slice(data);
+                (data.len(), false)
+            }
+        }
+    }
+
+    /// The state after a complete head: how its body is framed.
+    fn after_head(&self) -> Result<State, FrameError> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut parsed = httparse::Request::new(&mut headers);
+        match parsed.parse(&self.request) {
+            Ok(httparse::Status::Complete(_)) => {}
+            Ok(httparse::Status::Partial) => {
+                return Err(self.error("the request head is incomplete".into()))
+            }
+            Err(e) => {
+                return Err(self.error(format!(
+                    "not an HTTP/1.x request head ({e}): `{}`",
+                    first_line(&self.request)
+                )))
+            }
+        }
+        let mut length: Option<u64> = None;
+        let mut chunked = false;
+        for header in parsed.headers.iter() {
+            if header.name.eq_ignore_ascii_case("content-length") {
+                let value = std::str::from_utf8(header.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .ok_or_else(|| self.error("Content-Length is not a number".into()))?;
+                if length.is_some_and(|l| l != value) {
+                    return Err(self.error("two different Content-Length headers".into()));
+                }
+                length = Some(value);
+            } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
+                let last = header
+                    .value
+                    .rsplit(|b| *b == b',')
+                    .next()
+                    .unwrap_or_default();
+                chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
+                if !chunked {
+                    return Err(self.error(
+                        "a Transfer-Encoding other than chunked: the body has no end".into(),
+                    ));
+                }
+            }
+        }
+        Ok(if chunked {
+            State::ChunkSize {
+                line: self.request.len(),
+            }
+        } else {
+            State::Body {
+                left: length.unwrap_or(0),
+            }
+        })
+    }
+
+    /// Room for a body of `length` bytes at once (no doubling, no slack held
+    /// in the reorder buffer), up to [`RESERVE_LIMIT`] whatever a header claims.
+    fn reserve_body(&mut self) {
+        if let State::Body { left } = self.state {
+            let room = usize::try_from(left)
+                .unwrap_or(usize::MAX)
+                .min(RESERVE_LIMIT);
+            self.request.reserve_exact(room);
+        }
+    }
+
+    fn maybe_done(&mut self, done: &mut impl FnMut(Request)) {
+        if self.state == (State::Body { left: 0 }) {
+            self.emit(done);
+        }
+    }
+
+    fn emit(&mut self, done: &mut impl FnMut(Request)) {
+        self.state = State::Idle;
+        done(Request {
+            at_us: self.at_us,
+            bytes: std::mem::take(&mut self.request),
+        });
+    }
+
+    fn error(&self, message: String) -> FrameError {
+        self.error_at(self.started, message)
+    }
+
+    fn error_at(&self, at: u64, message: String) -> FrameError {
+        FrameError { at, message }
+    }
+}
+
+/// The end (just past the empty line) of a head, searching from `from`.
+fn head_end(buf: &[u8], from: usize) -> Option<usize> {
+    let mut at = from;
+    while let Some(lf) = memchr(b'\n', &buf[at..]) {
+        let lf = at + lf;
+        match buf.get(lf + 1..) {
+            Some([b'\n', ..]) => return Some(lf + 2),
+            Some([b'\r', b'\n', ..]) => return Some(lf + 3),
+            _ => at = lf + 1,
+        }
+    }
+    None
+}
+
+/// A chunk-size line's size (hex, before any `;extension`).
+fn chunk_size(line: &[u8]) -> Option<u64> {
+    let digits = line
+        .split(|b| matches!(b, b';' | b'\r' | b'\n'))
+        .next()?
+        .trim_ascii();
+    if digits.is_empty() || digits.len() > 15 {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |size, b| {
+        Some(size * 16 + u64::from((*b as char).to_digit(16)?))
+    })
+}
+
+/// `METHOD SP target SP HTTP/1.x` (an optional CR at the end).
+fn is_request_line(line: &[u8]) -> bool {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut parts = line.split(|b| *b == b' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    !method.is_empty()
+        && method.iter().all(|b| is_token(*b))
+        && !target.is_empty()
+        && target.iter().all(|b| b.is_ascii_graphic() || *b >= 0x80)
+        && version.len() == 8
+        && version.starts_with(b"HTTP/1.")
+}
+
+fn is_token(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+}
+
+fn first_line(buf: &[u8]) -> String {
+    let line = buf.split(|b| *b == b'\n').next().unwrap_or_default();
+    String::from_utf8_lossy(&line[..line.len().min(80)])
+        .trim_end()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn split(chunks: &[&[u8]]) -> Result<Vec<Vec<u8>>, FrameError> {
+        let mut framer = Framer::default();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            framer.feed(chunk, 0, &mut |r| out.push(r.bytes))?;
+        }
+        Ok(out)
+    }
+
+    const GET: &[u8] = b"GET /a?x=1 HTTP/1.1\r\nHost: h\r\n\r\n";
+    const POST: &[u8] = b"POST /p HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
+    const CHUNKED: &[u8] =
+        b"PUT /c HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: 1\r\n\r\n";
+    const BARE_LF: &[u8] = b"DELETE /d HTTP/1.0\nX: y\n\n";
+
+    #[test]
+    fn requests_end_where_their_framing_says() {
+        let all = [GET, POST, CHUNKED, BARE_LF].concat();
+        assert_eq!(split(&[&all]).unwrap(), [GET, POST, CHUNKED, BARE_LF]);
+    }
+
+    #[test]
+    fn a_request_keeps_its_first_bytes_time_and_empty_lines_between_are_skipped() {
+        let mut framer = Framer::default();
+        let mut out = Vec::new();
+        framer.feed(&GET[..5], 7, &mut |r| out.push(r)).unwrap();
+        assert_eq!(framer.in_progress_since(), Some(7));
+        framer.feed(&GET[5..], 9, &mut |r| out.push(r)).unwrap();
+        framer.feed(b"\r\n", 10, &mut |r| out.push(r)).unwrap();
+        framer.feed(GET, 11, &mut |r| out.push(r)).unwrap();
+        assert_eq!(out.iter().map(|r| r.at_us).collect::<Vec<_>>(), [7, 11]);
+        assert_eq!(framer.in_progress_since(), None);
+    }
+
+    #[test]
+    fn bytes_that_are_not_http_fail_at_their_offset() {
+        let err = split(&[GET, b"\x16\x03\x01"]).unwrap_err();
+        assert_eq!(err.at, GET.len() as u64);
+        assert!(err.message.contains("0x16"), "{}", err.message);
+        let err = split(&[b"GET / HTTP/2.0\r\n\r\n"]).unwrap_err();
+        assert!(err.message.contains("HTTP/1.x"), "{}", err.message);
+        let err = split(&[b"*1\r\n$4\r\nPING\r\n"]).unwrap_err();
+        assert!(err.message.starts_with("`*1` is not"), "{}", err.message);
+        assert!(split(&[b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n"]).is_err());
+        assert!(split(&[b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"]).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn any_split_of_a_concatenation_gives_exactly_its_requests(
+            picks in proptest::collection::vec(0usize..4, 1..12),
+            cuts in proptest::collection::vec(any::<usize>(), 0..30),
+        ) {
+            let all = [GET, POST, CHUNKED, BARE_LF];
+            let want: Vec<&[u8]> = picks.iter().map(|&i| all[i]).collect();
+            let stream = want.concat();
+            let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
+            cuts.push(0);
+            cuts.push(stream.len());
+            cuts.sort();
+            let chunks: Vec<&[u8]> = cuts.windows(2).map(|w| &stream[w[0]..w[1]]).collect();
+            prop_assert_eq!(split(&chunks).unwrap(), want);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(
+            chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..8),
+        ) {
+            let mut framer = Framer::default();
+            for chunk in &chunks {
+                if framer.feed(chunk, 0, &mut |_| {}).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}

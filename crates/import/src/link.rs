@@ -1,0 +1,141 @@
+//! From a captured frame to its TCP segment: the link layer (Ethernet with
+//! 802.1Q VLAN tags, Linux cooked v1 and v2, raw IP, BSD loopback/null), then
+//! IPv4 or IPv6 (extension headers included), then TCP.
+//!
+//! Header slicing is etherparse's lax mode: zero-copy, and a frame cut short
+//! by the snap length still yields the headers and the payload bytes it has.
+//! Linux cooked v2 (SLL2), which etherparse does not know, is unwrapped here:
+//! it is a fixed 20-byte header whose first field is the EtherType.
+
+use std::net::{IpAddr, SocketAddr};
+
+use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TransportSlice};
+
+/// pcap link types (LINKTYPE_*) this module reads.
+pub mod linktype {
+    /// BSD loopback: a 4-byte address family in the writer's byte order.
+    pub const NULL: u32 = 0;
+    /// Ethernet II (VLAN tags included).
+    pub const ETHERNET: u32 = 1;
+    /// Raw IP (the value some BSDs write).
+    pub const RAW_BSD: u32 = 12;
+    /// Raw IP (the value some BSDs write).
+    pub const RAW_BSD2: u32 = 14;
+    /// Raw IPv4 or IPv6.
+    pub const RAW: u32 = 101;
+    /// OpenBSD loopback: a 4-byte address family in network byte order.
+    pub const LOOP: u32 = 108;
+    /// Linux cooked capture v1 (`tcpdump -i any`).
+    pub const LINUX_SLL: u32 = 113;
+    /// Raw IPv4.
+    pub const IPV4: u32 = 228;
+    /// Raw IPv6.
+    pub const IPV6: u32 = 229;
+    /// Linux cooked capture v2 (`tcpdump -i any` since libpcap 1.10).
+    pub const LINUX_SLL2: u32 = 276;
+}
+
+/// A TCP segment of a frame.
+#[derive(Debug, Clone, Copy)]
+pub struct Segment<'a> {
+    /// Sender.
+    pub src: SocketAddr,
+    /// Receiver.
+    pub dst: SocketAddr,
+    /// Sequence number of the first payload byte (or of the SYN).
+    pub seq: u32,
+    /// SYN flag.
+    pub syn: bool,
+    /// ACK flag.
+    pub ack: bool,
+    /// FIN flag.
+    pub fin: bool,
+    /// RST flag.
+    pub rst: bool,
+    /// The payload bytes captured (fewer than sent when the frame was truncated).
+    pub payload: &'a [u8],
+}
+
+/// Why a frame yields no TCP segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotTcp {
+    /// Not IP, or IP carrying something else (ARP, UDP, ICMP, ...): not counted as a problem.
+    Other,
+    /// A fragment of an IP datagram (fragments are not reassembled).
+    Fragment,
+    /// The headers are cut short or malformed.
+    Malformed,
+    /// A link type this module does not read.
+    UnknownLink,
+}
+
+/// The TCP segment in `frame`, captured with link type `link`.
+pub fn segment(link: u32, frame: &[u8]) -> Result<Segment<'_>, NotTcp> {
+    let packet = match link {
+        linktype::ETHERNET => {
+            LaxSlicedPacket::from_ethernet(frame).map_err(|_| NotTcp::Malformed)?
+        }
+        linktype::RAW
+        | linktype::RAW_BSD
+        | linktype::RAW_BSD2
+        | linktype::IPV4
+        | linktype::IPV6 => LaxSlicedPacket::from_ip(frame).map_err(|_| NotTcp::Malformed)?,
+        linktype::NULL | linktype::LOOP => {
+            let family = frame.get(..4).ok_or(NotTcp::Malformed)?;
+            // Either byte order: the families are small numbers.
+            let family = u32::from_le_bytes([family[0], family[1], family[2], family[3]]).min(
+                u32::from_be_bytes([family[0], family[1], family[2], family[3]]),
+            );
+            match family {
+                2 | 24 | 28 | 30 => {
+                    LaxSlicedPacket::from_ip(&frame[4..]).map_err(|_| NotTcp::Malformed)?
+                }
+                _ => return Err(NotTcp::Other),
+            }
+        }
+        linktype::LINUX_SLL => cooked(frame, 16, 14)?,
+        linktype::LINUX_SLL2 => cooked(frame, 20, 0)?,
+        _ => return Err(NotTcp::UnknownLink),
+    };
+    let (src_ip, dst_ip, fragmented): (IpAddr, IpAddr, bool) = match &packet.net {
+        Some(LaxNetSlice::Ipv4(ip)) => (
+            ip.header().source_addr().into(),
+            ip.header().destination_addr().into(),
+            ip.is_payload_fragmented(),
+        ),
+        Some(LaxNetSlice::Ipv6(ip)) => (
+            ip.header().source_addr().into(),
+            ip.header().destination_addr().into(),
+            ip.is_payload_fragmented(),
+        ),
+        _ => return Err(NotTcp::Other),
+    };
+    if fragmented {
+        return Err(NotTcp::Fragment);
+    }
+    match &packet.transport {
+        Some(TransportSlice::Tcp(tcp)) => Ok(Segment {
+            src: SocketAddr::new(src_ip, tcp.source_port()),
+            dst: SocketAddr::new(dst_ip, tcp.destination_port()),
+            seq: tcp.sequence_number(),
+            syn: tcp.syn(),
+            ack: tcp.ack(),
+            fin: tcp.fin(),
+            rst: tcp.rst(),
+            payload: tcp.payload(),
+        }),
+        Some(_) => Err(NotTcp::Other),
+        None if packet.stop_err.is_some() => Err(NotTcp::Malformed),
+        None => Err(NotTcp::Other),
+    }
+}
+
+/// A Linux cooked header of `len` bytes with the EtherType at `protocol`.
+fn cooked(frame: &[u8], len: usize, protocol: usize) -> Result<LaxSlicedPacket<'_>, NotTcp> {
+    let ether_type = frame.get(protocol..protocol + 2).ok_or(NotTcp::Malformed)?;
+    let rest = frame.get(len..).ok_or(NotTcp::Malformed)?;
+    Ok(LaxSlicedPacket::from_ether_type(
+        EtherType(u16::from_be_bytes([ether_type[0], ether_type[1]])),
+        rest,
+    ))
+}

@@ -1,0 +1,43 @@
+//! Warnings: what an import could not take as it was (a truncated packet, a
+//! gap in a stream, a line that is not a log line). Each is reported as it
+//! happens up to a limit, then only counted, so a capture with a million bad
+//! packets does not bury the summary; the count is always in the summary.
+
+/// Collects warnings (see the module docs).
+pub struct Warnings {
+    report: Box<dyn FnMut(&str) + Send>,
+    limit: u64,
+    total: u64,
+}
+
+impl Warnings {
+    /// Report the first `limit` warnings through `report`, count the rest.
+    pub fn new(limit: u64, report: Box<dyn FnMut(&str) + Send>) -> Self {
+        Warnings {
+            report,
+            limit,
+            total: 0,
+        }
+    }
+
+    /// A warning.
+    pub fn warn(&mut self, message: String) {
+        self.total += 1;
+        if self.total <= self.limit {
+            (self.report)(&message);
+            if self.total == self.limit {
+                (self.report)("further warnings are only counted");
+            }
+        }
+    }
+
+    /// Warnings so far.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Warnings counted but not reported.
+    pub fn unreported(&self) -> u64 {
+        self.total.saturating_sub(self.limit)
+    }
+}

@@ -1,0 +1,714 @@
+//! Captures written by the tests themselves (a tiny pcap and pcapng writer
+//! below) for the cases a live capture rarely shows: segments out of order,
+//! retransmitted, overlapping; a truncated last packet; a connection without
+//! its SYN; a gap; IPv6, VLAN, Linux cooked v2; a port that is not the
+//! server's; and bytes of any kind, which must never panic the importers.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use proptest::prelude::*;
+use tank_import::{import, Format, Options, Summary, Warnings};
+use tank_plan::sessions::{Record, SessionsReader};
+
+const SYN: u8 = 0x02;
+const ACK: u8 = 0x10;
+const FIN: u8 = 0x01;
+const PSH: u8 = 0x08;
+const RST: u8 = 0x04;
+
+/// One packet to write: time (µs), link-layer frame, and how many bytes of it are captured.
+struct Frame {
+    at_us: u64,
+    bytes: Vec<u8>,
+    captured: usize,
+}
+
+#[derive(Clone, Copy)]
+enum Link {
+    Ethernet,
+    Vlan,
+    Sll2,
+    /// BSD loopback: the address family, in the writer's byte order.
+    Null,
+    Raw,
+}
+
+fn tcp(src: SocketAddr, dst: SocketAddr, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let mut segment = Vec::new();
+    segment.extend_from_slice(&src.port().to_be_bytes());
+    segment.extend_from_slice(&dst.port().to_be_bytes());
+    segment.extend_from_slice(&seq.to_be_bytes());
+    segment.extend_from_slice(&0u32.to_be_bytes());
+    segment.extend_from_slice(&[5 << 4, flags, 0xff, 0xff, 0, 0, 0, 0]);
+    segment.extend_from_slice(payload);
+    segment
+}
+
+fn ip(src: IpAddr, dst: IpAddr, segment: &[u8]) -> (u16, Vec<u8>) {
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let mut packet = vec![0x45, 0];
+            packet.extend_from_slice(&(20 + segment.len() as u16).to_be_bytes());
+            packet.extend_from_slice(&[0, 0, 0x40, 0, 64, 6, 0, 0]);
+            packet.extend_from_slice(&s.octets());
+            packet.extend_from_slice(&d.octets());
+            packet.extend_from_slice(segment);
+            (0x0800, packet)
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            let mut packet = vec![0x60, 0, 0, 0];
+            packet.extend_from_slice(&(segment.len() as u16).to_be_bytes());
+            packet.extend_from_slice(&[6, 64]);
+            packet.extend_from_slice(&s.octets());
+            packet.extend_from_slice(&d.octets());
+            packet.extend_from_slice(segment);
+            (0x86dd, packet)
+        }
+        _ => unreachable!("one family per packet"),
+    }
+}
+
+fn frame(
+    link: Link,
+    src: SocketAddr,
+    dst: SocketAddr,
+    seq: u32,
+    flags: u8,
+    payload: &[u8],
+) -> Vec<u8> {
+    let (ether_type, packet) = ip(src.ip(), dst.ip(), &tcp(src, dst, seq, flags, payload));
+    let mut out = Vec::new();
+    match link {
+        Link::Ethernet | Link::Vlan => {
+            out.extend_from_slice(&[2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2]);
+            if let Link::Vlan = link {
+                out.extend_from_slice(&[0x81, 0x00, 0x00, 0x2a]);
+            }
+            out.extend_from_slice(&ether_type.to_be_bytes());
+        }
+        Link::Sll2 => {
+            out.extend_from_slice(&ether_type.to_be_bytes());
+            out.extend_from_slice(&[0, 0, 0, 0, 0, 1, 1, 0, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0]);
+        }
+        Link::Null => {
+            let family: u32 = if ether_type == 0x0800 { 2 } else { 30 };
+            out.extend_from_slice(&family.to_le_bytes());
+        }
+        Link::Raw => {}
+    }
+    out.extend_from_slice(&packet);
+    out
+}
+
+fn link_type(link: Link) -> u32 {
+    match link {
+        Link::Ethernet | Link::Vlan => 1,
+        Link::Sll2 => 276,
+        Link::Null => 0,
+        Link::Raw => 101,
+    }
+}
+
+fn pcap(link: Link, frames: &[Frame]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
+    out.extend_from_slice(&[2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    out.extend_from_slice(&65535u32.to_le_bytes());
+    out.extend_from_slice(&link_type(link).to_le_bytes());
+    for f in frames {
+        out.extend_from_slice(&((f.at_us / 1_000_000) as u32).to_le_bytes());
+        out.extend_from_slice(&((f.at_us % 1_000_000) as u32).to_le_bytes());
+        out.extend_from_slice(&(f.captured as u32).to_le_bytes());
+        out.extend_from_slice(&(f.bytes.len() as u32).to_le_bytes());
+        out.extend_from_slice(&f.bytes[..f.captured]);
+    }
+    out
+}
+
+/// Classic pcap written big-endian with ns timestamps (magic a1b23c4d).
+fn pcap_be_ns(link: Link, frames: &[Frame]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xa1b23c4du32.to_be_bytes());
+    out.extend_from_slice(&[0, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0]);
+    out.extend_from_slice(&65535u32.to_be_bytes());
+    out.extend_from_slice(&link_type(link).to_be_bytes());
+    for f in frames {
+        out.extend_from_slice(&((f.at_us / 1_000_000) as u32).to_be_bytes());
+        out.extend_from_slice(&((f.at_us % 1_000_000 * 1000 + 999) as u32).to_be_bytes());
+        out.extend_from_slice(&(f.captured as u32).to_be_bytes());
+        out.extend_from_slice(&(f.bytes.len() as u32).to_be_bytes());
+        out.extend_from_slice(&f.bytes[..f.captured]);
+    }
+    out
+}
+
+fn block(out: &mut Vec<u8>, kind: u32, body: &[u8]) {
+    let padded = body.len().div_ceil(4) * 4;
+    let len = (12 + padded) as u32;
+    out.extend_from_slice(&kind.to_le_bytes());
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(body);
+    out.resize(out.len() + padded - body.len(), 0);
+    out.extend_from_slice(&len.to_le_bytes());
+}
+
+/// pcapng with one interface stamping in ns (if_tsresol = 9).
+fn pcapng(link: Link, frames: &[Frame]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut shb = Vec::new();
+    shb.extend_from_slice(&0x1a2b3c4du32.to_le_bytes());
+    shb.extend_from_slice(&[1, 0, 0, 0]);
+    shb.extend_from_slice(&u64::MAX.to_le_bytes());
+    block(&mut out, 0x0a0d0d0a, &shb);
+    let mut idb = Vec::new();
+    idb.extend_from_slice(&(link_type(link) as u16).to_le_bytes());
+    idb.extend_from_slice(&[0, 0]);
+    idb.extend_from_slice(&65535u32.to_le_bytes());
+    idb.extend_from_slice(&[9, 0, 1, 0, 9, 0, 0, 0, 0, 0, 0, 0]);
+    block(&mut out, 1, &idb);
+    for f in frames {
+        let ns = f.at_us * 1000;
+        let mut epb = Vec::new();
+        epb.extend_from_slice(&0u32.to_le_bytes());
+        epb.extend_from_slice(&((ns >> 32) as u32).to_le_bytes());
+        epb.extend_from_slice(&(ns as u32).to_le_bytes());
+        epb.extend_from_slice(&(f.captured as u32).to_le_bytes());
+        epb.extend_from_slice(&(f.bytes.len() as u32).to_le_bytes());
+        epb.extend_from_slice(&f.bytes[..f.captured]);
+        block(&mut out, 6, &epb);
+    }
+    out
+}
+
+/// Builds one connection's packets.
+struct Conn {
+    link: Link,
+    client: SocketAddr,
+    server: SocketAddr,
+    isn: u32,
+}
+
+impl Conn {
+    fn v4(client_port: u16, server_port: u16) -> Conn {
+        Conn {
+            link: Link::Ethernet,
+            client: SocketAddr::new(Ipv4Addr::new(10, 0, 0, 1).into(), client_port),
+            server: SocketAddr::new(Ipv4Addr::new(10, 0, 0, 2).into(), server_port),
+            isn: 1000,
+        }
+    }
+
+    fn syn(&self, at_us: u64) -> Frame {
+        self.packet(at_us, self.isn, SYN, b"")
+    }
+
+    fn syn_ack(&self, at_us: u64) -> Frame {
+        let bytes = frame(self.link, self.server, self.client, 5000, SYN | ACK, b"");
+        Frame {
+            at_us,
+            captured: bytes.len(),
+            bytes,
+        }
+    }
+
+    /// Client data at stream offset `at` (0 = first byte after the SYN).
+    fn data(&self, at_us: u64, at: u32, payload: &[u8]) -> Frame {
+        self.packet(at_us, self.isn.wrapping_add(1 + at), ACK | PSH, payload)
+    }
+
+    fn fin(&self, at_us: u64, at: u32) -> Frame {
+        self.packet(at_us, self.isn.wrapping_add(1 + at), ACK | FIN, b"")
+    }
+
+    fn reply(&self, at_us: u64, payload: &[u8]) -> Frame {
+        let bytes = frame(
+            self.link,
+            self.server,
+            self.client,
+            5001,
+            ACK | PSH,
+            payload,
+        );
+        Frame {
+            at_us,
+            captured: bytes.len(),
+            bytes,
+        }
+    }
+
+    fn packet(&self, at_us: u64, seq: u32, flags: u8, payload: &[u8]) -> Frame {
+        let bytes = frame(self.link, self.client, self.server, seq, flags, payload);
+        Frame {
+            at_us,
+            captured: bytes.len(),
+            bytes,
+        }
+    }
+}
+
+/// An imported capture: its records (as owned data), summary and warnings.
+struct Imported {
+    sessions: Vec<(u64, u64, String)>,
+    requests: Vec<(u64, u64, String, Vec<u8>)>,
+    ends: Vec<(u64, u64)>,
+    summary: Summary,
+    warnings: Vec<String>,
+}
+
+fn run(capture: &[u8], options: &Options) -> Result<Imported, tank_import::ImportError> {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let mut warnings = Warnings::new(
+        100,
+        Box::new(move |w| sink.lock().unwrap().push(w.to_string())),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.txt");
+    let out = std::fs::File::create(&path).unwrap();
+    let summary = import(capture, "test.pcap", out, options, &mut warnings)?;
+    let mut reader = SessionsReader::open(&path).unwrap();
+    let mut imported = Imported {
+        sessions: Vec::new(),
+        requests: Vec::new(),
+        ends: Vec::new(),
+        summary,
+        warnings: seen.lock().unwrap().clone(),
+    };
+    while let Some(record) = reader.next_record().unwrap() {
+        match record {
+            Record::Begin {
+                id,
+                offset_us,
+                label,
+            } => imported.sessions.push((id, offset_us, label.to_string())),
+            Record::Request {
+                id,
+                offset_us,
+                tag,
+                bytes,
+            } => imported.requests.push((
+                id,
+                offset_us,
+                String::from_utf8_lossy(tag).into_owned(),
+                bytes.to_vec(),
+            )),
+            Record::End { id, offset_us } => imported.ends.push((id, offset_us)),
+        }
+    }
+    Ok(imported)
+}
+
+const GET_A: &[u8] = b"GET /a?x=1 HTTP/1.1\r\nHost: h\r\n\r\n";
+const GET_B: &[u8] = b"GET /b HTTP/1.1\r\nHost: h\r\n\r\n";
+const POST: &[u8] = b"POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n0123456789";
+
+#[test]
+fn a_keep_alive_connection_is_one_session_with_requests_at_their_first_bytes() {
+    let c = Conn::v4(40000, 80);
+    let frames = [
+        c.syn(1_000_000),
+        c.syn_ack(1_000_100),
+        c.data(1_000_200, 0, GET_A),
+        c.reply(1_001_000, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+        c.data(1_500_200, GET_A.len() as u32, &POST[..40]),
+        c.data(1_600_000, GET_A.len() as u32 + 40, &POST[40..]),
+        c.fin(2_000_000, (GET_A.len() + POST.len()) as u32),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.sessions, [(0, 0, "10.0.0.1:40000→10.0.0.2:80".into())]);
+    assert_eq!(
+        got.requests,
+        [
+            (0, 0, "/a".into(), GET_A.to_vec()),
+            (0, 500_000, "/up".into(), POST.to_vec())
+        ]
+    );
+    assert_eq!(got.ends, [(0, 500_000)]);
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+    assert_eq!(got.summary.format, Format::Pcap);
+}
+
+#[test]
+fn out_of_order_retransmitted_and_overlapping_segments_give_the_stream() {
+    let c = Conn::v4(40000, 8080);
+    let stream = [GET_A, POST, GET_B].concat();
+    let cut = |from: usize, to: usize| &stream[from..to];
+    let n = stream.len();
+    let frames = [
+        c.syn(0),
+        c.data(10, 20, cut(20, 50)), // ahead of a hole
+        c.data(20, 0, cut(0, 25)),   // fills it, overlapping
+        c.data(30, 0, cut(0, 25)),   // retransmitted
+        c.data(40, 60, cut(60, n)),  // ahead again
+        c.data(50, 45, cut(45, 70)), // overlaps both sides
+        c.fin(60, n as u32),
+    ];
+    let got = run(&pcap(Link::Vlan, &frames), &Options::default()).unwrap();
+    let bytes: Vec<Vec<u8>> = got.requests.iter().map(|r| r.3.clone()).collect();
+    assert_eq!(bytes, [GET_A.to_vec(), POST.to_vec(), GET_B.to_vec()]);
+    // GET_A's first byte came at 20 µs (the first request: offset 0); POST's
+    // (stream byte 32) at 10 µs in the segment held ahead; GET_B's (byte 90)
+    // at 40 µs. A session's requests never go back in time: POST is at 0 too.
+    let offsets: Vec<u64> = got.requests.iter().map(|r| r.1).collect();
+    assert_eq!(offsets, [0, 0, 20]);
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+}
+
+#[test]
+fn a_truncated_last_packet_is_a_warning_with_its_number_and_earlier_requests_stay() {
+    let c = Conn::v4(40000, 80);
+    let mut last = c.data(300, GET_A.len() as u32, POST);
+    last.captured -= 5;
+    let frames = [c.syn(0), c.data(100, 0, GET_A), last];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.requests.len(), 1);
+    assert_eq!(got.requests[0].3, GET_A);
+    assert_eq!(got.warnings.len(), 1, "{:?}", got.warnings);
+    assert!(
+        got.warnings[0].starts_with("packet 3: truncated"),
+        "{}",
+        got.warnings[0]
+    );
+    assert!(
+        got.warnings[0].contains("is dropped"),
+        "{}",
+        got.warnings[0]
+    );
+}
+
+#[test]
+fn a_file_cut_inside_a_packet_record_is_a_warning() {
+    let c = Conn::v4(40000, 80);
+    let mut file = pcap(
+        Link::Ethernet,
+        &[
+            c.syn(0),
+            c.data(100, 0, GET_A),
+            c.data(200, GET_A.len() as u32, GET_B),
+        ],
+    );
+    file.truncate(file.len() - 10);
+    let got = run(&file, &Options::default()).unwrap();
+    assert_eq!(got.requests.len(), 1);
+    assert!(
+        got.warnings
+            .iter()
+            .any(|w| w.contains("ends inside packet 3")),
+        "{:?}",
+        got.warnings
+    );
+}
+
+#[test]
+fn pcapng_with_ns_stamps_ipv6_and_linux_cooked_v2() {
+    let c = Conn {
+        link: Link::Sll2,
+        client: SocketAddr::new(Ipv6Addr::LOCALHOST.into(), 50000),
+        server: SocketAddr::new("2001:db8::1".parse::<Ipv6Addr>().unwrap().into(), 80),
+        isn: u32::MAX - 3,
+    };
+    let frames = [
+        c.syn(5_000_000),
+        c.data(5_000_010, 0, GET_A),
+        c.data(5_000_011, GET_A.len() as u32, GET_B),
+        c.fin(5_000_020, (GET_A.len() + GET_B.len()) as u32),
+    ];
+    let got = run(&pcapng(Link::Sll2, &frames), &Options::default()).unwrap();
+    assert_eq!(got.summary.format, Format::Pcapng);
+    assert_eq!(
+        got.sessions,
+        [(0, 0, "[::1]:50000→[2001:db8::1]:80".into())]
+    );
+    let offsets: Vec<u64> = got.requests.iter().map(|r| r.1).collect();
+    assert_eq!(offsets, [0, 1]);
+    assert_eq!(got.requests[1].3, GET_B);
+}
+
+#[test]
+fn loopback_and_raw_ip_links() {
+    for link in [Link::Null, Link::Raw] {
+        let c = Conn {
+            link,
+            ..Conn::v4(40000, 80)
+        };
+        let frames = [c.syn(0), c.data(10, 0, GET_A)];
+        let got = run(&pcap(link, &frames), &Options::default()).unwrap();
+        assert_eq!(got.requests.len(), 1);
+        assert_eq!(got.requests[0].3, GET_A);
+    }
+}
+
+#[test]
+fn big_endian_pcap_with_ns_stamps() {
+    let c = Conn::v4(40000, 80);
+    let frames = [
+        c.syn(0),
+        c.data(1_000_007, 0, GET_A),
+        c.data(1_250_000, GET_A.len() as u32, GET_B),
+    ];
+    let got = run(&pcap_be_ns(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.summary.format, Format::Pcap);
+    let offsets: Vec<u64> = got.requests.iter().map(|r| r.1).collect();
+    assert_eq!(offsets, [0, 249_993]);
+}
+
+#[test]
+fn a_connection_without_its_syn_starts_at_its_first_data_and_its_server_is_the_lower_port() {
+    let c = Conn::v4(51000, 8000);
+    let frames = [
+        c.data(0, 100, GET_A),
+        c.data(10, 100 + GET_A.len() as u32, GET_B),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.sessions[0].2, "10.0.0.1:51000→10.0.0.2:8000");
+    assert_eq!(got.requests.len(), 2);
+    assert_eq!(got.ends, [(0, 10)]);
+}
+
+#[test]
+fn connections_to_another_port_are_counted_and_skipped() {
+    let web = Conn::v4(40000, 80);
+    let other = Conn::v4(40001, 6379);
+    let frames = [
+        web.syn(0),
+        other.syn(1),
+        other.data(2, 0, b"*1\r\n$4\r\nPING\r\n"),
+        web.data(3, 0, GET_A),
+    ];
+    let options = Options {
+        server_port: Some(80),
+        ..Options::default()
+    };
+    let got = run(&pcap(Link::Ethernet, &frames), &options).unwrap();
+    assert_eq!(got.requests.len(), 1);
+    assert_eq!(got.summary.skipped_ports, [(6379, 1)]);
+    assert!(
+        got.summary
+            .to_string()
+            .contains("1 flows skipped (ports 6379 ×1)"),
+        "{}",
+        got.summary
+    );
+    // Without --server-port the other connection is read, and is not HTTP.
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.requests.len(), 1);
+    assert_eq!(got.warnings.len(), 1, "{:?}", got.warnings);
+    assert!(
+        got.warnings[0].contains("packet 3") && got.warnings[0].contains("not an HTTP/1.x request")
+    );
+}
+
+#[test]
+fn a_gap_never_filled_names_the_connection_and_seq_range_and_keeps_the_requests_before() {
+    let c = Conn::v4(40000, 80);
+    let a = GET_A.len() as u32;
+    let frames = [
+        c.syn(0),
+        c.data(10, 0, GET_A),
+        c.data(20, a + 5, &GET_B[5..]),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.requests.len(), 1);
+    assert_eq!(got.warnings.len(), 1, "{:?}", got.warnings);
+    let from = 1001 + a;
+    assert!(
+        got.warnings[0].contains(&format!("seq {from}..{}", from + 5)),
+        "{}",
+        got.warnings[0]
+    );
+}
+
+#[test]
+fn a_new_syn_on_a_closed_tuple_is_a_new_session_and_rst_ends_one() {
+    let c = Conn::v4(40000, 80);
+    let again = Conn {
+        isn: 9000,
+        ..Conn::v4(40000, 80)
+    };
+    let frames = [
+        c.syn(0),
+        c.data(10, 0, GET_A),
+        c.packet(20, c.isn + 1 + GET_A.len() as u32, RST, b""),
+        again.syn(30),
+        again.data(40, 0, GET_B),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.sessions.len(), 2);
+    assert_eq!(got.ends, [(0, 0), (1, 30)]);
+}
+
+#[test]
+fn requests_are_written_in_time_order_across_connections_whatever_finishes_first() {
+    // A slow upload starts first and ends last; requests on another
+    // connection start and end meanwhile.
+    let slow = Conn::v4(40000, 80);
+    let fast = Conn::v4(40001, 80);
+    let frames = [
+        slow.syn(0),
+        fast.syn(1),
+        slow.data(100, 0, &POST[..50]),
+        fast.data(200, 0, GET_A),
+        fast.data(300, GET_A.len() as u32, GET_B),
+        slow.data(5_000_000, 50, &POST[50..]),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    let order: Vec<(u64, u64, Vec<u8>)> = got
+        .requests
+        .iter()
+        .map(|r| (r.0, r.1, r.3.clone()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (0, 0, POST.to_vec()),
+            (1, 100, GET_A.to_vec()),
+            (1, 200, GET_B.to_vec())
+        ]
+    );
+    assert!(
+        got.summary.to_string().ends_with("in order, look-ahead 3"),
+        "{}",
+        got.summary
+    );
+    // With no memory to hold them, the same comes out of an external merge.
+    let tight = Options {
+        memory_budget: 0,
+        ..Options::default()
+    };
+    let merged = run(&pcap(Link::Ethernet, &frames), &tight).unwrap();
+    assert_eq!(merged.requests, got.requests);
+    assert!(
+        merged.summary.to_string().contains("external merge of"),
+        "{}",
+        merged.summary
+    );
+}
+
+#[test]
+fn timestamps_going_slightly_back_across_connections_keep_time_order_and_far_back_are_clamped() {
+    let a = Conn::v4(40000, 80);
+    let b = Conn::v4(40001, 80);
+    // b's request was stamped 50 µs before a's, on another CPU, but written after it.
+    let frames = [
+        a.syn(0),
+        b.syn(1),
+        a.data(1_000, 0, GET_A),
+        b.data(950, 0, GET_B),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    let order: Vec<(u64, u64)> = got.requests.iter().map(|r| (r.0, r.1)).collect();
+    assert_eq!(order, [(0, 0), (1, 50)]);
+    assert_eq!(got.summary.clamped, 0);
+    // 5 s back, after a's request was written: moved up to it, and counted.
+    let frames = [
+        a.syn(0),
+        b.syn(1),
+        a.data(10_000_000, 0, GET_A),
+        a.data(11_000_000, GET_A.len() as u32, GET_B),
+        b.data(6_000_000, 0, GET_B),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    let order: Vec<(u64, u64)> = got.requests.iter().map(|r| (r.0, r.1)).collect();
+    assert_eq!(order, [(0, 0), (1, 0), (0, 1_000_000)]);
+    assert_eq!(got.summary.clamped, 1);
+    assert!(
+        got.summary.to_string().contains("1 requests moved up"),
+        "{}",
+        got.summary
+    );
+}
+
+#[test]
+fn a_file_that_is_not_its_format_is_an_error_naming_it() {
+    let options = Options {
+        format: Some(Format::Pcap),
+        ..Options::default()
+    };
+    let err = run(b"GET / HTTP/1.1\r\n", &options).err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        "test.pcap: byte 0: a pcap file (its magic number); this looks like access"
+    );
+    // A pcapng block whose length is shorter than a block can be.
+    let mut bad = pcapng(Link::Ethernet, &[]);
+    let at = bad.len();
+    bad.extend_from_slice(&[6, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 0]);
+    bad.extend_from_slice(&[0; 64]);
+    let err = run(&bad, &Options::default()).err().unwrap();
+    assert!(
+        err.to_string()
+            .starts_with(&format!("test.pcap: byte {at}: ")),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unknown_link_type_is_an_error_naming_the_packet() {
+    let c = Conn::v4(40000, 80);
+    let mut file = pcap(Link::Ethernet, &[c.syn(0)]);
+    file[20..24].copy_from_slice(&147u32.to_le_bytes());
+    let err = run(&file, &Options::default()).err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        "test.pcap: packet 1 has link type 147; expected Ethernet, Linux cooked (v1, v2), \
+         raw IP or loopback frames"
+    );
+}
+
+fn valid_captures() -> Vec<Vec<u8>> {
+    let c = Conn::v4(40000, 80);
+    let frames = [
+        c.syn(0),
+        c.data(10, 0, GET_A),
+        c.data(20, GET_A.len() as u32, POST),
+        c.fin(30, (GET_A.len() + POST.len()) as u32),
+    ];
+    vec![pcap(Link::Vlan, &frames), pcapng(Link::Sll2, &frames)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn no_bytes_panic_the_importers(
+        bytes in proptest::collection::vec(any::<u8>(), 0..600),
+        format in proptest::sample::select(vec![None, Some(Format::Access), Some(Format::Har)]),
+    ) {
+        let options = Options { format, ..Options::default() };
+        let _ = run(&bytes, &options);
+    }
+
+    #[test]
+    fn no_mutation_of_a_valid_capture_panics_the_importer(
+        which in 0usize..2,
+        edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..12),
+        cut in any::<usize>(),
+    ) {
+        let mut file = valid_captures().swap_remove(which);
+        for (at, byte) in edits {
+            let at = at % file.len();
+            file[at] = byte;
+        }
+        file.truncate(cut % (file.len() + 1));
+        let _ = run(&file, &Options::default());
+    }
+
+    #[test]
+    fn no_mutation_of_a_valid_har_or_log_panics_the_importers(
+        which in 0usize..2,
+        edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..12),
+    ) {
+        let seeds: [&[u8]; 2] = [
+            br#"{"log": {"entries": [{"startedDateTime": "2024-01-01T00:00:01.5Z", "connection": "1",
+               "request": {"method": "POST", "url": "http://h/p?q", "httpVersion": "HTTP/1.1",
+               "headers": [{"name": "A", "value": "b"}], "postData": {"text": "aGk=", "encoding": "base64"}}}]}}"#,
+            b"1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] \"GET /a HTTP/1.1\" 200 5 \"-\" \"ua\" 971211336.123 0.010\n",
+        ];
+        let mut file = seeds[which].to_vec();
+        for (at, byte) in edits {
+            let at = at % file.len();
+            file[at] = byte;
+        }
+        let _ = run(&file, &Options::default());
+    }
+}
