@@ -400,7 +400,8 @@ impl Future for NextTurn<'_> {
                 break Poll::Ready(Some(Turn::HangUp));
             };
             let here = &mut state.threads[thread];
-            match lane.requests.front().and_then(|shot| shot.due) {
+            // A request without a due time (none of a replay's) is due at once.
+            match lane.requests.front().map(super::due) {
                 Some(due) if now.is_some_and(|now| now >= due) => {
                     let shot = lane.requests.pop_front();
                     here.seats[slot].in_holding = false;
@@ -418,22 +419,16 @@ impl Future for NextTurn<'_> {
                     rearm = here.rearm_for(due);
                     break Poll::Pending;
                 }
-                None if lane.requests.is_empty() && lane.ended => {
+                None if lane.ended => {
                     state.lanes.remove(&session);
                     state.sessions[thread][slot] = None;
                     dispatch.tally.complete();
                     break Poll::Ready(Some(Turn::HangUp));
                 }
-                None if lane.requests.is_empty() => {
+                None => {
                     // Its next step has not come yet: the feeder's offer wakes it.
                     here.seats[slot].set_waker(cx.waker());
                     break Poll::Pending;
-                }
-                None => {
-                    // A request without a due time is not a replay's: fire it at once.
-                    let shot = lane.requests.pop_front();
-                    state.buffered -= 1;
-                    break Poll::Ready(shot.map(Turn::Fire));
                 }
             }
         };
