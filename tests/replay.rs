@@ -6,9 +6,9 @@
 //! first arrival alone is a poor origin: it also pays for the run's first
 //! connection). On a busy 2-core machine a thread (tank's, or the server's
 //! thread per connection) can miss its moment now and then, so two arrivals
-//! and one in ten more may be off by more, and none by more than 25 ms; so may those due in the run's first 50 ms (threads and first
-//! connections starting, in a debug build). A replay that ignored the offsets
-//! (all at once, or shifted) is off by tens of ms on most arrivals and fails.
+//! and one in ten more may be off by more, and none by more than 25 ms. A
+//! replay that ignored the offsets (all at once, or shifted) is off by tens of
+//! ms on most arrivals and fails.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -231,8 +231,8 @@ fn by_connection(arrivals: &[Arrival]) -> BTreeMap<usize, Vec<(usize, usize)>> {
 }
 
 /// Every arrival within 1 ms of its offset ÷ `speed` (the clocks aligned by
-/// the median difference), but for two and one in ten (none over 25 ms), and
-/// those in the run's first 50 ms. Returns the errors, µs.
+/// the median difference), but for two and one in ten (none over 25 ms).
+/// Returns the errors, µs.
 fn assert_on_time(arrivals: &[Arrival], speed: f64) -> Vec<i64> {
     let offsets = capture();
     let first = arrivals[0].at;
@@ -253,12 +253,7 @@ fn assert_on_time(arrivals: &[Arrival], speed: f64) -> Vec<i64> {
     sorted.sort_unstable();
     let median = sorted[sorted.len() / 2];
     let errors: Vec<i64> = errors.iter().map(|e| e - median).collect();
-    let settled = |at: &Arrival| at.at.duration_since(first) >= Duration::from_millis(50);
-    let late = errors
-        .iter()
-        .zip(arrivals)
-        .filter(|(e, at)| e.abs() > 1_000 && settled(at))
-        .count();
+    let late = errors.iter().filter(|e| e.abs() > 1_000).count();
     assert!(
         late <= 2 + errors.len() / 10,
         "{late} arrivals off by over 1 ms: {errors:?}"
