@@ -314,6 +314,7 @@ impl Plan {
             } else {
                 stats.sessions
             },
+            marking: (queue.autocases, queue.enum_ammo),
         };
         let per_request = replay.connections == ReplayConnections::PerRequest;
         let instances = (queue.places.is_written("instances") || per_request)

@@ -19,9 +19,10 @@ use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::time::Duration;
 
-use tank_config::{Replay, ReplayConnections};
+use tank_config::{Autocases, Replay, ReplayConnections};
 
-use crate::error::Result;
+use crate::error::{PlanError, Result};
+use crate::marker::Marker;
 use crate::sessions::{Record, SessionsReader};
 use crate::shard::Shard;
 
@@ -90,6 +91,9 @@ pub struct ReplaySettings {
     pub period_us: u64,
     /// Sessions per pass (requests, with `per_request`): numbers keys.
     pub per_pass: u64,
+    /// `autocases` and `enum_ammo`: when either is set, a request's tag is
+    /// its marker, computed from its bytes, instead of the file's tag.
+    pub marking: (Autocases, bool),
 }
 
 impl ReplaySettings {
@@ -146,6 +150,8 @@ pub struct ReplayStream {
     bytes: Vec<u8>,
     /// The last request handed out: its index in the plan and due time.
     last: Option<(u64, Duration)>,
+    /// Tags from `autocases` / `enum_ammo`, when set.
+    marker: Option<Marker>,
     done: bool,
 }
 
@@ -163,6 +169,10 @@ impl ReplayStream {
             tag: Vec::new(),
             bytes: Vec::new(),
             last: None,
+            marker: match settings.marking {
+                (Autocases::Off, false) => None,
+                (autocases, enumerate) => Some(Marker::new(autocases, enumerate)),
+            },
             done: false,
         })
     }
@@ -274,8 +284,15 @@ impl ReplayStream {
                 let seq = self.requests;
                 self.requests += 1;
                 if open.owned {
-                    self.tag.clear();
-                    self.tag.extend_from_slice(tag);
+                    match &mut self.marker {
+                        Some(marker) => marker
+                            .mark(bytes, &mut self.tag)
+                            .map_err(PlanError::Config)?,
+                        None => {
+                            self.tag.clear();
+                            self.tag.extend_from_slice(tag);
+                        }
+                    }
                     self.bytes.clear();
                     self.bytes.extend_from_slice(bytes);
                     let (session, due) = (open.session, self.due(offset_us));

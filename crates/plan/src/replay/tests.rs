@@ -53,6 +53,7 @@ fn settings(capture: &Capture, replay: Replay, shard: Shard) -> ReplaySettings {
         limit: None,
         period_us: 0,
         per_pass: capture.len() as u64,
+        marking: (tank_config::Autocases::Off, false),
     }
 }
 
@@ -322,4 +323,39 @@ fn the_selection_counts_its_own_requests() {
             .requests_selected,
         3
     );
+}
+
+#[test]
+fn autocases_and_enum_ammo_tag_the_requests_instead_of_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.sessions");
+    let mut out = SessionsWriter::new(Vec::new()).unwrap();
+    out.begin(1, 0, "").unwrap();
+    out.request(1, 0, b"/a/b", b"GET /a/b?x=1 HTTP/1.1\r\n\r\n")
+        .unwrap();
+    out.request(1, 5, b"/c", b"GET /c HTTP/1.1\r\n\r\n")
+        .unwrap();
+    out.end(1, 5).unwrap();
+    std::fs::write(&path, out.finish().unwrap()).unwrap();
+    let capture = vec![vec![0, 5]];
+    let tags = |marking| {
+        let mut stream = ReplayStream::open(
+            &path,
+            ReplaySettings {
+                marking,
+                ..settings(&capture, Replay::default(), Shard::WHOLE)
+            },
+        )
+        .unwrap();
+        let mut tags = Vec::new();
+        while let Some(step) = stream.next_step().unwrap() {
+            if let Step::Request { tag, .. } = step {
+                tags.push(String::from_utf8(tag.to_vec()).unwrap());
+            }
+        }
+        tags
+    };
+    assert_eq!(tags((tank_config::Autocases::Off, false)), ["/a/b", "/c"]);
+    assert_eq!(tags((tank_config::Autocases::Uri, false)), ["_a_b", "_c"]);
+    assert_eq!(tags((tank_config::Autocases::Off, true)), ["#0", "#1"]);
 }
