@@ -914,6 +914,8 @@ fn replay_options_elsewhere_and_bad_values_are_located_errors() {
         assert_eq!((e.line(), e.key()), (Some(5), Some(key)), "{line}");
         assert!(e.message().contains(needle), "{line}: {e}");
     }
+    let e = ini_err(&format!("{REPLAY}chosen_cases = a b\n"));
+    assert_eq!((e.line(), e.key()), (Some(5), Some("chosen_cases")));
     let e = ini_err(&format!("{REPLAY}tank_type = memcached\ndepth = 4\n"));
     assert_eq!(e.key(), Some("depth"));
     let e = ini_err("[phantom]\naddress = a\nammo_type = sessions\nuris = /\n");

@@ -51,6 +51,14 @@ pub(super) fn read(q: &Layered<'_>) -> Result<Option<Replay>, ConfigError> {
             q.error("`ammo_type = sessions` needs `ammofile` = a sessions file (and no `uris`)")
         );
     }
+    if let Some((section, entry)) = q.entry("chosen_cases") {
+        return Err(entry_error(
+            section,
+            entry,
+            "`chosen_cases` would drop requests from the captured sessions: a replay fires \
+             whole sessions (choose them with `replay_skip` and `replay_offset`)",
+        ));
+    }
     if let Some((section, entry)) = q.entry("depth") {
         if q.get("depth", convert::integer)?
             .is_some_and(|depth| depth > 1)
