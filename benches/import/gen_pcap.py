@@ -35,7 +35,7 @@ class Conn:
         self.client = bytes([10, 1, (number >> 8) & 0xFF, number & 0xFF])
         self.port = 1024 + number % 60000
         self.seq = rng.randrange(1 << 32)
-        self.left = rng.randint(5, 50)
+        self.left = self.total = rng.randint(5, 50)
         self.queue = [(self.seq, 0x02, b"")]  # SYN
         self.seq += 1
 
@@ -69,7 +69,7 @@ def main():
     connections = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
     rng = random.Random(16)
     answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-    written = packets = requests = 0
+    written = packets = requests = sessions = 0
     opened = connections
     conns = [Conn(rng, n) for n in range(connections)]
     t_us = 1_700_000_000 * 10**6
@@ -97,6 +97,9 @@ def main():
                         conns[i] = conn = Conn(rng, opened)
                         opened += 1
                     else:
+                        # A connection is a session once it carries a request: the
+                        # ones opened just before the end close without any.
+                        sessions += conn.left == conn.total
                         conn.add_request(rng)
                         requests += 1
                 send(conn, conn.queue.pop(0))
@@ -109,7 +112,7 @@ def main():
                 if conn.queue:
                     send(conn, conn.queue.pop(0))
     print("%s: %.0f MB, %d packets, %d connections, %d requests"
-          % (out_path, written / 1e6, packets, opened, requests))
+          % (out_path, written / 1e6, packets, sessions, requests))
 
 
 if __name__ == "__main__":

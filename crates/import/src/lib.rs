@@ -29,6 +29,7 @@ pub mod error;
 pub mod har;
 pub mod http;
 pub mod link;
+pub mod on_the_fly;
 pub mod order;
 pub mod pcap;
 pub mod tcp;

@@ -49,6 +49,15 @@ pub fn is_sessions(head: &[u8]) -> bool {
         .is_some_and(|rest| matches!(rest.first(), None | Some(b'\n' | b'\r')))
 }
 
+/// Whether the file at `path` (plain or gzip) is a sessions file, by its
+/// first line: `false` for a capture to import first.
+pub fn is_sessions_file(path: &Path) -> Result<bool> {
+    let mut file = AmmoFile::open(path)?;
+    let mut line = Vec::new();
+    file.read_line(&mut line)?;
+    Ok(is_sessions(&line))
+}
+
 /// One record of a sessions file, borrowed from the reader until the next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Record<'a> {

@@ -1,0 +1,102 @@
+//! A capture named where a sessions file is expected (`ammo_type = sessions`
+//! with `ammofile = traffic.pcap`, an access log or a HAR): imported with the
+//! default options into a temporary sessions file before the plan is made,
+//! so a replay needs no separate `tank import` step. The file lives as long
+//! as the [`Imported`] value and is removed with it.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::Path;
+
+use tempfile::TempPath;
+
+use crate::{import, ImportError, Options, Summary, Warnings};
+
+/// A capture imported into a temporary sessions file.
+#[derive(Debug)]
+pub struct Imported {
+    file: TempPath,
+    /// What the import did, for the run's log.
+    pub summary: Summary,
+}
+
+impl Imported {
+    /// The sessions file.
+    pub fn path(&self) -> &Path {
+        &self.file
+    }
+}
+
+/// Import `path` unless it already is a sessions file (`Ok(None)`).
+/// Warnings go to `warnings`, as `tank import` reports them.
+pub fn import_capture(
+    path: &Path,
+    warnings: &mut Warnings,
+) -> Result<Option<Imported>, ImportError> {
+    let name = path.display().to_string();
+    match tank_plan::sessions::is_sessions_file(path) {
+        Ok(true) => return Ok(None),
+        Ok(false) => {}
+        Err(error) => return Err(ImportError::input(&name, error.to_string())),
+    }
+    let input = File::open(path).map_err(|e| ImportError::io(&name, "opening", e))?;
+    let temp = tempfile::Builder::new()
+        .prefix("tank-sessions-")
+        .suffix(".txt")
+        .tempfile()
+        .map_err(|e| ImportError::io(&name, "creating a temporary sessions file for", e))?;
+    let (out, file) = temp.into_parts();
+    let out = BufWriter::with_capacity(1 << 20, out);
+    let input = BufReader::with_capacity(1 << 20, input);
+    let summary = import(input, &name, out, &Options::default(), warnings)?;
+    Ok(Some(Imported { file, summary }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quiet() -> Warnings {
+        Warnings::new(0, Box::new(|_| {}))
+    }
+
+    #[test]
+    fn a_sessions_file_is_used_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.txt");
+        std::fs::write(&path, "tank-sessions 1\nS 0 0 a\nR 1 0 0 \nx\nE 0 0\n").unwrap();
+        assert!(import_capture(&path, &mut quiet()).unwrap().is_none());
+    }
+
+    #[test]
+    fn an_access_log_is_imported_into_a_file_removed_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("access.log");
+        std::fs::write(
+            &path,
+            "10.0.0.1 - - [10/Oct/2023:13:55:36 +0000] \"GET /a HTTP/1.1\" 200 5 \"-\" \"ua\"\n\
+             10.0.0.1 - - [10/Oct/2023:13:55:37 +0000] \"GET /b HTTP/1.1\" 200 5 \"-\" \"ua\"\n",
+        )
+        .unwrap();
+        let imported = import_capture(&path, &mut quiet()).unwrap().unwrap();
+        assert_eq!(
+            (imported.summary.sessions, imported.summary.requests),
+            (1, 2)
+        );
+        let sessions = imported.path().to_path_buf();
+        let text = std::fs::read_to_string(&sessions).unwrap();
+        assert!(text.starts_with("tank-sessions 1\n"), "{text}");
+        assert!(
+            text.contains("R ") && text.contains(" 1000000 0 /b\nGET /b"),
+            "{text}"
+        );
+        drop(imported);
+        assert!(!sessions.exists());
+    }
+
+    #[test]
+    fn a_file_that_is_not_there_is_an_error_naming_it() {
+        let error = import_capture(Path::new("/nonexistent/x.pcap"), &mut quiet()).unwrap_err();
+        assert!(error.to_string().contains("/nonexistent/x.pcap"), "{error}");
+    }
+}
