@@ -579,10 +579,7 @@ impl Plan {
 
 /// Fail early, and helpfully, on an `ammofile` that is not a sessions file.
 fn check_sessions_file(path: &std::path::Path) -> Result<()> {
-    let mut file = crate::ammo::source::AmmoFile::open(path)?;
-    let mut head = Vec::new();
-    file.read_line(&mut head)?;
-    if crate::sessions::is_sessions(&head) {
+    if crate::sessions::is_sessions_file(path)? {
         return Ok(());
     }
     Err(PlanError::Ammo {
