@@ -81,6 +81,9 @@ enum Command {
     /// Plan a test without firing: print each queue's schedule, ammo, shot
     /// count and tags, and optionally write the stepped ammo (stpd) that
     /// yandex-tank's stepper would write for the same config, byte for byte.
+    /// For a replay (`ammo_type = sessions`), also the capture: sessions,
+    /// requests, duration, largest gap, peak of open sessions (the default
+    /// session pool) and its requests per second.
     Plan(PlanArgs),
     /// Run the origin simulator: a target whose status, latency, body and
     /// faults follow a JSON recipe over time (OriginSimulator's format, plus

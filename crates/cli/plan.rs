@@ -8,6 +8,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use tank_config::{AmmoSource, LoadProfile, Override, QueueConfig, TestConfig};
+use tank_plan::replay::CaptureStats;
 use tank_plan::schedule::{self, RpsStep};
 use tank_plan::writer::OffThreadWriter;
 use tank_plan::{stpd, Plan, PlanTotals, Schedule};
@@ -90,6 +91,8 @@ struct QueueSummary {
     format: &'static str,
     passes: u64,
     schedule: Option<Schedule>,
+    /// A replay's capture and pool.
+    replay: Option<(CaptureStats, usize)>,
 }
 
 fn plan_queue(queue: &QueueConfig, stpd_out: Option<&Path>) -> Result<QueueSummary> {
@@ -105,7 +108,16 @@ fn plan_queue(queue: &QueueConfig, stpd_out: Option<&Path>) -> Result<QueueSumma
         }
     };
     let mut totals = PlanTotals::default();
+    // A replay looped until stopped has no end: its first pass is shown.
+    let endless = queue.loop_count == 0 && queue.ammo_limit == -1;
+    let first_pass = plan
+        .capture()
+        .filter(|_| endless)
+        .map(|capture| capture.requests_selected);
     while let Some(shot) = plan.next_shot()? {
+        if first_pass.is_some_and(|requests| totals.shots >= requests) {
+            break;
+        }
         if let Some(out) = out.as_mut() {
             stpd::push_record(out.buffer(), shot.due_ms, shot.marker, shot.missile);
             out.commit().context("writing the stpd")?;
@@ -120,6 +132,9 @@ fn plan_queue(queue: &QueueConfig, stpd_out: Option<&Path>) -> Result<QueueSumma
         format: plan.ammo_format(),
         passes: plan.passes(),
         schedule: plan.schedule().cloned(),
+        replay: plan
+            .capture()
+            .map(|capture| (capture.clone(), plan.model().instances())),
     })
 }
 
@@ -140,6 +155,33 @@ fn describe(
         }
         LoadProfile::StpdFile(path) => {
             let _ = writeln!(report, "  stpd_file      {}", path.display());
+        }
+        LoadProfile::Replay(replay) => {
+            let connections = match replay.connections {
+                tank_config::ReplayConnections::Captured => "captured connections",
+                tank_config::ReplayConnections::PerRequest => "a connection per request",
+            };
+            let mut selection = String::new();
+            if replay.skip > 1 {
+                selection = format!(
+                    ", one session in {} from the {}th",
+                    replay.skip, replay.offset
+                );
+            }
+            let _ = writeln!(
+                report,
+                "  replay         speed {}, {connections}{selection}",
+                num(replay.speed)
+            );
+        }
+    }
+    if let Some((capture, pool)) = &summary.replay {
+        describe_capture(report, capture, *pool, queue);
+        if queue.loop_count == 0 && queue.ammo_limit == -1 {
+            let _ = writeln!(
+                report,
+                "  the test       replays the capture until stopped (loop = 0): one pass shown"
+            );
         }
     }
     match &summary.schedule {
@@ -227,6 +269,52 @@ fn describe(
             } else {
                 path.display().to_string()
             }
+        );
+    }
+}
+
+/// What `tank plan` says of a replay's capture: Apiary's count-concurrent-jobs
+/// and the capture's own rate, second by second.
+fn describe_capture(report: &mut String, capture: &CaptureStats, pool: usize, queue: &QueueConfig) {
+    let ms = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    let _ = writeln!(
+        report,
+        "  capture        {} sessions, {} requests over {}; largest gap {}",
+        capture.sessions,
+        capture.requests,
+        human_ms(ms(capture.duration)),
+        human_ms(ms(capture.largest_gap)),
+    );
+    let _ = writeln!(
+        report,
+        "  concurrency    at most {} sessions open at once ({} of this replay's)",
+        capture.peak_sessions, capture.peak_selected
+    );
+    let why = if queue.places.is_written("instances") {
+        "instances"
+    } else if matches!(
+        queue.load_profile,
+        LoadProfile::Replay(tank_config::Replay {
+            connections: tank_config::ReplayConnections::PerRequest,
+            ..
+        })
+    ) {
+        "instances: every request is a session of its own"
+    } else {
+        "the replay's peak of open sessions; set instances for more"
+    };
+    let _ = writeln!(report, "  session pool   {pool} ({why})");
+    let per_second = &capture.per_second;
+    if let (Some(max), Some(min)) = (per_second.iter().max(), per_second.iter().min()) {
+        let mean = capture.requests as f64 / per_second.len().max(1) as f64;
+        let mut shown: Vec<String> = per_second.iter().take(20).map(u64::to_string).collect();
+        if per_second.len() > 20 {
+            shown.push(format!("… {} s more", per_second.len() - 20));
+        }
+        let _ = writeln!(
+            report,
+            "  capture rps    min {min}, mean {mean:.1}, max {max}; per second: {}",
+            shown.join(" ")
         );
     }
 }

@@ -39,6 +39,18 @@ impl Console {
     }
 }
 
+/// A replay's sessions, as Apiary shows its tallies and levels.
+fn sessions_line(sessions: &tank_run::Sessions) -> String {
+    format!(
+        "sessions: {} running (most {} in the last second), {} started (+{}/s), {} completed",
+        sessions.running,
+        sessions.peak,
+        sessions.started,
+        sessions.started_per_second,
+        sessions.completed
+    )
+}
+
 impl Observer for Console {
     fn started(&mut self, started: &Started<'_>) {
         if let Console::Screen {
@@ -57,6 +69,9 @@ impl Observer for Console {
             Console::Lines => {
                 for second in seconds {
                     println!("{}", console::render_line(second, state.elapsed));
+                }
+                if let (Some(sessions), false) = (state.sessions, seconds.is_empty()) {
+                    println!("{}", sessions_line(sessions));
                 }
             }
             // The last seconds are not drawn: the summary replaces the screen.
@@ -82,6 +97,9 @@ impl Observer for Console {
                     monitoring: state.monitoring,
                 };
                 print!("{}{}", console::CLEAR, console::render_screen(&view));
+                if let Some(sessions) = state.sessions {
+                    println!("{}", sessions_line(sessions));
+                }
                 let _ = std::io::stdout().flush();
             }
         }

@@ -856,6 +856,72 @@ fn measure_without_an_rps_schedule_is_an_error_at_its_line() {
     assert!(e.message().contains("needs an rps_schedule"), "{e}");
 }
 
+const REPLAY: &str =
+    "[phantom]\naddress = 127.0.0.1:8080\nammo_type = sessions\nammofile = capture.sessions\n";
+
+#[test]
+fn a_sessions_queue_replays_with_the_defaults() {
+    let q = &ini(REPLAY).queues[0];
+    assert_eq!(
+        q.load_profile,
+        LoadProfile::Replay(crate::Replay::default())
+    );
+    assert_eq!(q.load_profile_at.key(), "ammo_type");
+    assert!(!q.places.is_written("instances"));
+    let c = ini(&format!(
+        "{REPLAY}replay_speed = 2.5\nreplay_connections = per_request\n\
+         replay_skip = 3\nreplay_offset = 2\ninstances = 7\n"
+    ));
+    let q = &c.queues[0];
+    assert_eq!(
+        q.load_profile,
+        LoadProfile::Replay(crate::Replay {
+            speed: 2.5,
+            connections: crate::ReplayConnections::PerRequest,
+            skip: 3,
+            offset: 2,
+        })
+    );
+    assert!(q.places.is_written("instances"));
+}
+
+#[test]
+fn a_replay_with_a_schedule_is_an_error_at_the_schedule() {
+    let e = ini_err(&format!("{REPLAY}rps_schedule = const(1,1s)\n"));
+    assert_eq!((e.line(), e.key()), (Some(5), Some("rps_schedule")));
+    assert!(e.message().contains("replay_speed"), "{e}");
+    let e = ini_err(&format!("{REPLAY}instances_schedule = const(1,1s)\n"));
+    assert_eq!(e.key(), Some("instances_schedule"));
+}
+
+#[test]
+fn replay_options_elsewhere_and_bad_values_are_located_errors() {
+    let e = ini_err(&format!("{MINIMAL}replay_speed = 2\n"));
+    assert_eq!((e.line(), e.key()), (Some(5), Some("replay_speed")));
+    assert!(e.message().contains("ammo_type = sessions"), "{e}");
+    for (line, key, needle) in [
+        ("replay_speed = 0", "replay_speed", "above 0"),
+        ("replay_speed = fast", "replay_speed", "above 0"),
+        (
+            "replay_connections = pooled",
+            "replay_connections",
+            "per_request",
+        ),
+        ("replay_skip = 0", "replay_skip", "at least 1"),
+        ("replay_offset = 1", "replay_offset", "from 0 to 0"),
+    ] {
+        let e = ini_err(&format!("{REPLAY}{line}\n"));
+        assert_eq!((e.line(), e.key()), (Some(5), Some(key)), "{line}");
+        assert!(e.message().contains(needle), "{line}: {e}");
+    }
+    let e = ini_err(&format!("{REPLAY}chosen_cases = a b\n"));
+    assert_eq!((e.line(), e.key()), (Some(5), Some("chosen_cases")));
+    let e = ini_err(&format!("{REPLAY}tank_type = memcached\ndepth = 4\n"));
+    assert_eq!(e.key(), Some("depth"));
+    let e = ini_err("[phantom]\naddress = a\nammo_type = sessions\nuris = /\n");
+    assert!(e.message().contains("needs `ammofile`"), "{e}");
+}
+
 #[test]
 fn arrivals_are_read_with_their_seed_and_located_when_wrong() {
     let c = ini("[phantom]\naddress = h\nrps_schedule = const(1,1s)\nuris = /\narrivals = poisson\narrivals_seed = 7\n");

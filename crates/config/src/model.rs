@@ -174,6 +174,12 @@ impl Places {
         self.section.section_error(message)
     }
 
+    /// Whether the queue sees `key` written (its own or inherited), as opposed
+    /// to taking its default.
+    pub fn is_written(&self, key: &str) -> bool {
+        self.options.iter().any(|place| place.key() == key)
+    }
+
     /// Where `key` was written, or the queue's section when it was not set.
     pub fn of(&self, key: &str) -> OptionPlace {
         self.options
@@ -186,7 +192,7 @@ impl Places {
 }
 
 /// How a queue's shots are timed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum LoadProfile {
     /// Open model: `rps_schedule`, the schedule string as written.
     Rps(String),
@@ -194,6 +200,46 @@ pub enum LoadProfile {
     Instances(String),
     /// A ready stpd file (`stpd_file`), resolved against the working directory.
     StpdFile(PathBuf),
+    /// A replay (`ammo_type = sessions`): the capture's own timing, scaled.
+    /// It has no schedule option; the ammo is the sessions file.
+    Replay(Replay),
+}
+
+/// How a sessions file is replayed (`ammo_type = sessions`; tank's own options).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Replay {
+    /// `replay_speed`: the time scale, finite and above 0 (default 1; 2 =
+    /// twice as fast: each offset is divided by it).
+    pub speed: f64,
+    /// `replay_connections`.
+    pub connections: ReplayConnections,
+    /// `replay_skip` = N (default 1) and `replay_offset` = K (default 0):
+    /// fire one session in every N, starting at the K-th; K is below N.
+    pub skip: u64,
+    /// See `skip`.
+    pub offset: u64,
+}
+
+impl Default for Replay {
+    fn default() -> Self {
+        Replay {
+            speed: 1.0,
+            connections: ReplayConnections::Captured,
+            skip: 1,
+            offset: 0,
+        }
+    }
+}
+
+/// `replay_connections`: which requests share a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayConnections {
+    /// `captured` (default): each captured session on its own connection, its
+    /// requests over it in order.
+    Captured,
+    /// `per_request`: every request on a new connection (Apiary's
+    /// genjobs-http-individual): each request is a session of its own.
+    PerRequest,
 }
 
 /// Where requests come from.
@@ -224,6 +270,9 @@ pub enum AmmoType {
     UriPost,
     /// A web server's access log (GET lines only).
     Access,
+    /// A sessions file (tank's own; see `docs/replay.md`): captured requests
+    /// with their offsets and sessions, replayed with the capture's timing.
+    Sessions,
 }
 
 /// `autocases`: how untagged missiles get a marker.

@@ -76,6 +76,11 @@ pub(crate) const PHANTOM: &[(&str, Kind)] = &[
     ("phantom_path", Kind::Str),
     ("phout_file", Kind::Str),
     ("port", Kind::Str),
+    // tank's own: replaying a sessions file (`ammo_type = sessions`).
+    ("replay_connections", Kind::Str),
+    ("replay_offset", Kind::Int),
+    ("replay_skip", Kind::Int),
+    ("replay_speed", Kind::Str),
     ("rps_schedule", Kind::LoadProfile),
     ("source_log_prefix", Kind::Str),
     ("ssl", Kind::Bool),

@@ -21,6 +21,8 @@ use crate::options::SCHEDULE_KEYS;
 use crate::raw::{RawEntry, RawSection, RawValue};
 use crate::units;
 
+mod replay;
+
 /// The options one queue sees: its own entries over the ones it inherits.
 pub(crate) struct Layered<'a> {
     /// The queue's name (its section, or a multi entry's name).
@@ -153,7 +155,10 @@ pub(crate) fn build(
     }
     let instances = q.get("instances", convert::integer)?.unwrap_or(1000);
     let instances = bounded_u32(q, "instances", instances, MAX_INSTANCES)?;
-    let (load_profile, load_profile_at) = load_profile(q, file)?;
+    let (load_profile, load_profile_at) = match replay::read(q)? {
+        Some(replay) => (LoadProfile::Replay(replay), q.places(file).of("ammo_type")),
+        None => load_profile(q, file)?,
+    };
     let open_loop = matches!(load_profile, LoadProfile::Rps(_));
     let tank_type = q.parsed("tank_type", TankType::Http, tank_type)?;
     // A memcached queue without ammo of its own generates the [memcached] workload.
@@ -384,8 +389,9 @@ fn ammo_type(text: &str) -> Result<AmmoType, String> {
         "uri" => Ok(AmmoType::Uri),
         "uripost" => Ok(AmmoType::UriPost),
         "access" => Ok(AmmoType::Access),
+        "sessions" => Ok(AmmoType::Sessions),
         other => Err(format!(
-            "expected one of `phantom`, `uri`, `uripost`, `access`, found `{other}`"
+            "expected one of `phantom`, `uri`, `uripost`, `access`, `sessions`, found `{other}`"
         )),
     }
 }

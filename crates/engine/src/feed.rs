@@ -1,16 +1,19 @@
 //! The feeder: runs a queue's plan on its own thread (reading ammo is
 //! blocking file I/O) and hands owned shots to the queue's [`Dispatch`], in
-//! order, a batch at a time.
+//! order, a batch at a time; a replay's steps go to its [`SessionDispatch`].
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use tank_plan::replay::Step;
 use tank_plan::{Model, Plan, PlanError};
 use tank_stats::Tag;
 
+use crate::dispatch::sessions::{Handed, SessionDispatch};
 use crate::dispatch::{Discipline, Dispatch, Offered};
+use crate::queue::Handoff;
 
 /// Shots handed over at once: one lock of the dispatch for these many.
 const BATCH: usize = 64;
@@ -43,15 +46,26 @@ pub struct FeedReport {
     pub complete: bool,
 }
 
-/// How `model`'s shots are taken: an open model's when due, by any free
-/// instance; otherwise (a closed model, a ready stpd file, which may be
-/// either) as phantom does, at once and held until due, which is what makes
-/// an instance start at its start time.
-pub fn discipline(model: &Model) -> Discipline {
-    match model {
+/// Where `model`'s shots go, their due times counted from `start`: an open
+/// model's are taken when due, by any free instance; a closed model's and a
+/// ready stpd file's (which may be either) as phantom does, at once and held
+/// until due, which is what makes an instance start at its start time; a
+/// replay's sessions go to instances of their own.
+/// A replay counts its sessions in `tally`.
+pub(crate) fn handoff(
+    model: &Model,
+    start: std::time::Instant,
+    tally: &Arc<crate::tally::SessionTally>,
+) -> Handoff {
+    let discipline = match model {
         Model::Open { .. } => Discipline::Open,
         Model::Closed { .. } | Model::Stpd { .. } => Discipline::Closed,
-    }
+        Model::Sessions { .. } => {
+            let sessions = SessionDispatch::new(start, Arc::clone(tally));
+            return Handoff::Sessions(Arc::new(sessions));
+        }
+    };
+    Handoff::Shots(Arc::new(Dispatch::new(start, discipline)))
 }
 
 /// Hand `batch` over, waiting while the dispatch is full. It sleeps: the
@@ -171,6 +185,110 @@ pub fn spawn(
             report.complete = walked?;
             Ok(report)
         })
+}
+
+/// How far ahead of its due time a replay's step is handed over: the most
+/// a replay buffers is its requests due in this much time (plus those late).
+const REPLAY_AHEAD: Duration = Duration::from_millis(250);
+/// Once it has handed over all it may, the replay's feeder sleeps this much
+/// longer than it must, so that it wakes a few times a second with a batch to
+/// hand over rather than once per request (the 10,000 a second of a busy replay).
+const REPLAY_REFILL: Duration = Duration::from_millis(50);
+
+/// Start the feeder of a replay's `plan`, handing its steps to `dispatch`
+/// between [`REPLAY_AHEAD`] − [`REPLAY_REFILL`] and [`REPLAY_AHEAD`] before
+/// they are due, and closing it at the plan's end.
+/// Pacing by time, not by count, is what lets a session wait for a free
+/// instance without stalling the others: the feeder never waits for room.
+pub fn spawn_replay(
+    mut plan: Plan,
+    name: String,
+    count_rest: Arc<std::sync::atomic::AtomicBool>,
+    dispatch: Arc<SessionDispatch>,
+) -> std::io::Result<Feeder> {
+    std::thread::Builder::new()
+        .name(format!("feed-{name}"))
+        .spawn(move || {
+            let mut tags = Interner::new(INTERNED_TAGS, INTERNED_TAG_BYTES);
+            let mut requests = Interner::new(INTERNED_REQUESTS, INTERNED_REQUEST_BYTES);
+            let mut report = FeedReport::default();
+            let mut batch = Vec::with_capacity(BATCH);
+            let walked = (|| {
+                while let Some(step) = plan.next_step()? {
+                    let (handed, due) = match step {
+                        Step::Begin { session, due } => (Handed::Begin(session, due), Some(due)),
+                        Step::Request {
+                            session,
+                            due,
+                            tag,
+                            bytes,
+                            ..
+                        } => {
+                            report.planned += 1;
+                            let shot = Shot {
+                                due: Some(due),
+                                tag: tags.get(tag),
+                                request: requests.get(bytes),
+                            };
+                            (Handed::Request(session, shot), Some(due))
+                        }
+                        Step::End { session } => (Handed::End(session), None),
+                    };
+                    let ahead = due.and_then(|due| {
+                        // The start may lie ahead: a step due soon after it is handed over now.
+                        let handed_at = (dispatch.start() + due).checked_sub(REPLAY_AHEAD)?;
+                        let wait = handed_at.checked_duration_since(std::time::Instant::now())?;
+                        Some(wait + REPLAY_REFILL)
+                    });
+                    let hand_over = ahead.is_some() || batch.len() == BATCH;
+                    if hand_over && (!dispatch.offer(&mut batch) || !wait(&dispatch, ahead)) {
+                        return halted(&mut plan, &mut report, &count_rest);
+                    }
+                    batch.push(handed);
+                }
+                if !dispatch.offer(&mut batch) {
+                    return halted(&mut plan, &mut report, &count_rest);
+                }
+                Ok(true)
+            })();
+            dispatch.close();
+            report.complete = walked?;
+            Ok(report)
+        })
+}
+
+/// Sleep `ahead` (if any), in slices, while the replay runs: `false` once it halted.
+fn wait(dispatch: &SessionDispatch, ahead: Option<Duration>) -> bool {
+    let Some(mut ahead) = ahead else {
+        return true;
+    };
+    const SLICE: Duration = Duration::from_millis(50);
+    loop {
+        if dispatch.halted() {
+            return false;
+        }
+        if ahead <= SLICE {
+            std::thread::sleep(ahead);
+            return true;
+        }
+        std::thread::sleep(SLICE);
+        ahead -= SLICE;
+    }
+}
+
+/// The replay halted: count the rest of its requests if asked (`Ok(false)`: not walked).
+fn halted(
+    plan: &mut Plan,
+    report: &mut FeedReport,
+    count_rest: &std::sync::atomic::AtomicBool,
+) -> Result<bool, PlanError> {
+    if !count_rest.load(std::sync::atomic::Ordering::Acquire) {
+        return Ok(false);
+    }
+    while plan.next_shot()?.is_some() {
+        report.planned += 1;
+    }
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub mod netcode;
 pub mod priority;
 mod queue;
 mod sink;
+mod tally;
 pub mod target;
 mod timer;
 pub mod tls;
@@ -37,11 +38,10 @@ use tank_stats::{micros, QueueIndex};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use dispatch::Dispatch;
-
 pub use active::Active;
 pub use io_threads::IoThreads;
 pub use sink::{Answer, AnswerSink, SampleSink};
+pub use tally::{SessionCounts, SessionTally};
 
 /// Why a test cannot start, or a queue failed. Every message names the config
 /// file, line, section and option it is about.
@@ -120,6 +120,8 @@ pub struct PreparedQueue {
     planned: Option<PlannedCount>,
     writelog: WriteLog,
     active: Arc<Active>,
+    /// A replay's sessions as they go (`None` for other models).
+    sessions: Option<Arc<SessionTally>>,
 }
 
 impl PreparedQueue {
@@ -153,6 +155,19 @@ impl PreparedQueue {
     /// Instances firing right now (a live counter for the console and autostop).
     pub fn active(&self) -> Arc<Active> {
         Arc::clone(&self.active)
+    }
+
+    /// A replay's sessions running, started and completed (`None` for other models).
+    pub fn sessions(&self) -> Option<Arc<SessionTally>> {
+        self.sessions.clone()
+    }
+
+    /// A replay's span: when its last request is due, from the start (`None`
+    /// for other models, and for a replay whose count was not walked).
+    pub fn replay_span(&self) -> Option<Duration> {
+        self.sessions.as_ref()?;
+        let last_ms = self.planned.as_ref()?.last_due_ms()?;
+        Some(Duration::from_millis(u64::try_from(last_ms).unwrap_or(0)))
     }
 }
 
@@ -287,16 +302,23 @@ impl Engine {
             // A plan whose length is known is not walked to count what was left.
             let known = queue.planned.as_ref().map(PlannedCount::total);
             let count_rest = Arc::new(AtomicBool::new(false));
-            let dispatch = Arc::new(Dispatch::new(
-                clock.start.into_std(),
-                feed::discipline(queue.plan.model()),
-            ));
-            let feeder = match feed::spawn(
-                queue.plan,
-                queue.name.clone(),
-                Arc::clone(&count_rest),
-                Arc::clone(&dispatch),
-            ) {
+            let tally = queue.sessions.clone().unwrap_or_default();
+            let handoff = feed::handoff(queue.plan.model(), clock.start.into_std(), &tally);
+            let spawned = match &handoff {
+                queue::Handoff::Shots(dispatch) => feed::spawn(
+                    queue.plan,
+                    queue.name.clone(),
+                    Arc::clone(&count_rest),
+                    Arc::clone(dispatch),
+                ),
+                queue::Handoff::Sessions(sessions) => feed::spawn_replay(
+                    queue.plan,
+                    queue.name.clone(),
+                    Arc::clone(&count_rest),
+                    Arc::clone(sessions),
+                ),
+            };
+            let feeder = match spawned {
                 Ok(started) => started,
                 Err(error) => {
                     feeders.push((queue.name.clone(), None, Some(error.to_string()), None));
@@ -307,7 +329,7 @@ impl Engine {
                 // Configs do not hold 65536 queues; were one to, the rest would share a group.
                 queue: QueueIndex::try_from(index).unwrap_or(QueueIndex::MAX),
                 clock,
-                dispatch,
+                handoff,
                 gun: queue.gun,
                 deadline: queue
                     .schedule_ms
@@ -353,7 +375,7 @@ impl Engine {
                 continue;
             };
             // Halting lets a feeder waiting for room see the end.
-            shared.dispatch.halt();
+            shared.handoff.halt();
             let fired = shared.fired.load(Ordering::Relaxed);
             let feed = tokio::task::spawn_blocking(move || feeder.join()).await;
             let (counted, error) = match feed {
@@ -387,8 +409,9 @@ fn prepare_queue(
     origin: Option<SocketAddr>,
     shard: Shard,
 ) -> Result<PreparedQueue, EngineError> {
-    let plan = Plan::new(queue).map_err(EngineError::Plan)?.shard(shard);
+    let plan = Plan::sharded(queue, shard).map_err(EngineError::Plan)?;
     let gun = gun_for(queue, origin)?;
+    let sessions = matches!(plan.model(), tank_plan::Model::Sessions { .. }).then(Arc::default);
     Ok(PreparedQueue {
         name: queue.name.clone(),
         pool: plan.model().instances(),
@@ -401,6 +424,7 @@ fn prepare_queue(
         gun: Arc::new(gun),
         writelog: queue.writelog,
         active: Arc::default(),
+        sessions,
     })
 }
 

@@ -8,6 +8,10 @@
 //! first shots are due at the instances' start times and the rest at 0, so
 //! each instance starts on time and then fires back to back.
 //!
+//! Replay: `pool` tasks, each taking a session at a time from the
+//! [`SessionDispatch`], firing its requests over one connection (the barrel's)
+//! and hanging up at its end; with `per_request`, every request is a session.
+//!
 //! Every shot fired gets exactly one sample (one phout row), also when the run
 //! is stopped at once: a shot then in flight is recorded as abandoned, with net
 //! code 125 (ECANCELED), by [`InFlight`]'s drop.
@@ -23,6 +27,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::active::Active;
+use crate::dispatch::sessions::{SessionDispatch, Turn};
 use crate::dispatch::{Dispatch, Seat};
 use crate::feed::Shot;
 use crate::gun::{Barrel, Gun};
@@ -38,8 +43,8 @@ pub(crate) struct Shared {
     /// The queue's place in the config, carried by each of its samples.
     pub queue: QueueIndex,
     pub clock: Clock,
-    /// Hands the feeder's shots to free instances when they are due.
-    pub dispatch: Arc<Dispatch>,
+    /// Hands the feeder's shots (or a replay's sessions) to free instances when they are due.
+    pub handoff: Handoff,
     pub gun: Arc<Gun>,
     /// The open model's end (schedule duration from the start); none for the closed model.
     pub deadline: Option<Instant>,
@@ -53,6 +58,30 @@ pub(crate) struct Shared {
     /// Set when the schedule's end stopped the queue, for the feeder to count
     /// the plan's rest; `None` when the plan's length is known without that.
     pub count_rest: Option<Arc<AtomicBool>>,
+}
+
+/// Where a queue's instances get their shots: the shots' dispatch (open and
+/// closed models), or a replay's sessions'.
+pub(crate) enum Handoff {
+    Shots(Arc<Dispatch>),
+    Sessions(Arc<SessionDispatch>),
+}
+
+impl Handoff {
+    /// Stop handing out: see [`Dispatch::halt`]; the count of shots dropped.
+    pub fn halt(&self) -> usize {
+        match self {
+            Handoff::Shots(dispatch) => dispatch.halt(),
+            Handoff::Sessions(sessions) => sessions.halt(),
+        }
+    }
+
+    fn start_timers(&self, io: &Spawner) -> JoinSet<()> {
+        match self {
+            Handoff::Shots(dispatch) => dispatch.start_timers(io),
+            Handoff::Sessions(sessions) => sessions.start_timers(io),
+        }
+    }
 }
 
 /// Run `pool` instances until the feed ends, the schedule ends, or the run stops.
@@ -73,19 +102,29 @@ pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spaw
         } else {
             shared.gun.instance(index)
         };
-        let seat = shared.dispatch.seat(thread);
-        io.spawn(
-            &mut instances,
-            thread,
-            instance(Arc::clone(&shared), barrel, seat),
-        );
+        match &shared.handoff {
+            Handoff::Shots(dispatch) => {
+                let seat = dispatch.seat(thread);
+                io.spawn(
+                    &mut instances,
+                    thread,
+                    instance(Arc::clone(&shared), barrel, seat),
+                );
+            }
+            Handoff::Sessions(sessions) => {
+                let seat = sessions.seat(thread);
+                let task =
+                    session_instance(Arc::clone(&shared), Arc::clone(sessions), barrel, seat);
+                io.spawn(&mut instances, thread, task);
+            }
+        }
     }
     // They end when the dispatch halts: at the latest when this function returns.
-    let _timers = shared.dispatch.start_timers(&io);
+    let _timers = shared.handoff.start_timers(&io);
     let stop = async {
         shared.stop.cancelled().await;
         // Instances waiting for a shot get none; shots in flight finish.
-        shared.dispatch.halt();
+        shared.handoff.halt();
         std::future::pending::<()>().await
     };
     tokio::select! {
@@ -95,45 +134,89 @@ pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spaw
     }
     // A second Ctrl-C: shots in flight are abandoned. Each instance's drop writes
     // the row of the shot it was firing; wait until every one has been dropped.
-    shared.dispatch.halt();
+    shared.handoff.halt();
     instances.abort_all();
     while instances.join_next().await.is_some() {}
 }
 
 async fn instance(shared: Arc<Shared>, mut barrel: Barrel, seat: Seat) {
+    let Handoff::Shots(dispatch) = &shared.handoff else {
+        return;
+    };
     let mut capture = shared
         .answers
         .as_ref()
         .map(|_| Vec::with_capacity(ANSWER_CAPTURE));
     // None: the plan ended, or the queue halted.
-    while let Some(shot) = shared.dispatch.next(seat).await {
+    while let Some(shot) = dispatch.next(seat).await {
         let start = Instant::now();
         if shared.deadline.is_some_and(|deadline| start >= deadline) {
             // The schedule is over: this shot and the rest are unsent.
             if let Some(count_rest) = &shared.count_rest {
                 count_rest.store(true, Ordering::Release);
             }
-            shared.dispatch.halt();
+            dispatch.halt();
             return;
         }
-        let since_start = start.saturating_duration_since(shared.clock.start);
-        let in_flight = InFlight::enter(&shared, start, since_start, &shot);
-        let measured = barrel.fire(&shot.request, start, capture.as_mut()).await;
-        let Some(sample) = in_flight.land(measured) else {
-            continue;
-        };
-        if let (Some((answers, level)), Some(reply)) = (&shared.answers, capture.as_mut()) {
-            if logged(*level, sample.measured.net_code, sample.measured.proto_code) {
-                answers.send(Answer {
-                    sample: sample.clone(),
-                    request: Arc::clone(&shot.request),
-                    reply: std::mem::take(reply),
-                });
-                reply.reserve(ANSWER_CAPTURE);
-            }
-        }
-        shared.samples.send(sample);
+        shoot(&shared, &mut barrel, &shot, start, capture.as_mut()).await;
     }
+}
+
+/// A replay's instance: takes a session at a time, fires its requests over
+/// the barrel's connection as they come due (each only after the one before
+/// has its reply: a request due meanwhile starts late, and its lag says by
+/// how much), and hangs up at the session's end.
+async fn session_instance(
+    shared: Arc<Shared>,
+    sessions: Arc<SessionDispatch>,
+    mut barrel: Barrel,
+    seat: Seat,
+) {
+    let mut capture = shared
+        .answers
+        .as_ref()
+        .map(|_| Vec::with_capacity(ANSWER_CAPTURE));
+    while let Some(turn) = sessions.next(seat).await {
+        let shot = match turn {
+            Turn::Fire(shot) => shot,
+            Turn::HangUp => {
+                barrel.hang_up();
+                continue;
+            }
+        };
+        let start = Instant::now();
+        shoot(&shared, &mut barrel, &shot, start, capture.as_mut()).await;
+    }
+}
+
+/// Fire `shot`, which starts now (`start`), and send its sample (and its
+/// answers-log entry, when `capture` is kept for one).
+async fn shoot(
+    shared: &Shared,
+    barrel: &mut Barrel,
+    shot: &Shot,
+    start: Instant,
+    mut capture: Option<&mut Vec<u8>>,
+) {
+    let since_start = start.saturating_duration_since(shared.clock.start);
+    let in_flight = InFlight::enter(shared, start, since_start, shot);
+    let measured = barrel
+        .fire(&shot.request, start, capture.as_deref_mut())
+        .await;
+    let Some(sample) = in_flight.land(measured) else {
+        return;
+    };
+    if let (Some((answers, level)), Some(reply)) = (&shared.answers, capture) {
+        if logged(*level, sample.measured.net_code, sample.measured.proto_code) {
+            answers.send(Answer {
+                sample: sample.clone(),
+                request: Arc::clone(&shot.request),
+                reply: std::mem::take(reply),
+            });
+            reply.reserve(ANSWER_CAPTURE);
+        }
+    }
+    shared.samples.send(sample);
 }
 
 /// A shot between its start and its sample. Dropped before [`InFlight::land`]

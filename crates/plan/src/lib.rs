@@ -39,6 +39,7 @@ mod ks;
 pub mod marker;
 pub mod plan;
 pub mod planned;
+pub mod replay;
 pub mod schedule;
 pub mod sessions;
 pub mod shard;

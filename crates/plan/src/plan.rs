@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
-use tank_config::{LoadProfile, Places, QueueConfig};
+use tank_config::{LoadProfile, Places, QueueConfig, ReplayConnections};
 
 use crate::error::{PlanError, Result};
 use crate::planned::PlannedCount;
+use crate::replay::{CaptureStats, ReplaySettings, Step};
 use crate::schedule::Schedule;
 use crate::shard::Shard;
 use crate::stepper::{ShotRef, Stepper};
@@ -42,6 +43,19 @@ pub enum Model {
         /// The instance pool (`instances`).
         instances: usize,
     },
+    /// A replay of a sessions file (`ammo_type = sessions`): each session on
+    /// a connection of its own, its requests in order, each at its due time
+    /// once the one before has its reply; a session waits for a free
+    /// instance of the pool. See [`crate::replay`].
+    Sessions {
+        /// The session pool: `instances` when written, else the most sessions
+        /// of the plan open at once (with `per_request`, `instances`).
+        pool: usize,
+        /// `replay_speed`.
+        speed: f64,
+        /// `replay_connections`.
+        connections: ReplayConnections,
+    },
 }
 
 impl Model {
@@ -51,6 +65,7 @@ impl Model {
             Model::Open { instances, .. }
             | Model::Closed { instances, .. }
             | Model::Stpd { instances } => *instances,
+            Model::Sessions { pool, .. } => *pool,
         }
     }
 
@@ -66,6 +81,19 @@ impl Model {
 enum Source {
     Stepped(Box<Stepper>),
     Stpd(StpdReader),
+    Sessions(Box<Sessions>),
+}
+
+/// A replay's stream and what was learnt of its capture.
+struct Sessions {
+    path: std::path::PathBuf,
+    settings: ReplaySettings,
+    /// The pool the config sets (`instances`, written or under
+    /// `per_request`), for the whole plan; `None`: the capture's peak.
+    instances: Option<usize>,
+    stats: CaptureStats,
+    /// The stream; an error when [`Plan::shard`] could not read the file again.
+    stream: std::result::Result<crate::replay::ReplayStream, Option<PlanError>>,
 }
 
 /// The shots of one queue.
@@ -82,6 +110,8 @@ pub struct Plan {
     shard: Shard,
     /// The whole plan's index of the next shot the source gives.
     next_seq: u64,
+    /// A replay's walked count (other plans' is their model's).
+    planned: Option<PlannedCount>,
 }
 
 /// Which shots have a due time. An rps plan's all do; an instances schedule's
@@ -133,6 +163,7 @@ impl Plan {
         let schedule = match &queue.load_profile {
             LoadProfile::Rps(text) => Schedule::rps_with(text, &queue.arrivals),
             LoadProfile::Instances(text) => Schedule::instances(text),
+            LoadProfile::Replay(_) => return Plan::replay(queue, Shard::WHOLE).map_err(locate),
             LoadProfile::StpdFile(path) => {
                 return Ok(Plan {
                     source: Source::Stpd(StpdReader::open(path).map_err(locate)?),
@@ -142,6 +173,7 @@ impl Plan {
                     ammo_key,
                     shard: Shard::WHOLE,
                     next_seq: 0,
+                    planned: None,
                 })
             }
         }
@@ -183,14 +215,40 @@ impl Plan {
             ammo_key,
             shard: Shard::WHOLE,
             next_seq: 0,
+            planned: None,
         })
     }
 
     /// `shard`'s slice of this plan: its shots `k ≡ I (mod N)`, keeping their
     /// index and due time in the whole plan, with the instances divided among
     /// the shards (at least one each) and the planned count the slice's.
+    ///
+    /// A replay is split by session, never within one (see [`crate::replay`]):
+    /// its file is read again for the shard's pool and count. Should that
+    /// fail, the plan keeps the whole capture's pool and reports the error
+    /// when streamed; [`Plan::sharded`] reports it at once instead.
     pub fn shard(mut self, shard: Shard) -> Plan {
         if shard.is_whole() {
+            return self;
+        }
+        if let Source::Sessions(sessions) = &mut self.source {
+            let settings = ReplaySettings {
+                shard,
+                ..sessions.settings
+            };
+            let instances = sessions
+                .instances
+                .map(|total| usize::try_from(shard.instances(total as u64)).unwrap_or(usize::MAX));
+            match Plan::sessions_source(&sessions.path, settings, instances) {
+                Ok((mut resharded, model, planned)) => {
+                    resharded.instances = sessions.instances;
+                    resharded.stats.peak_sessions = sessions.stats.peak_sessions;
+                    **sessions = resharded;
+                    self.model = model;
+                    self.planned = planned;
+                }
+                Err(error) => sessions.stream = Err(Some(error)),
+            }
             return self;
         }
         self.shard = shard;
@@ -213,8 +271,140 @@ impl Plan {
             Model::Stpd { instances } => Model::Stpd {
                 instances: divided(instances),
             },
+            sessions @ Model::Sessions { .. } => sessions,
         };
         self
+    }
+
+    /// `queue`'s plan, `shard`'s slice of it (see [`Plan::shard`]).
+    pub fn sharded(queue: &QueueConfig, shard: Shard) -> Result<Plan> {
+        match &queue.load_profile {
+            LoadProfile::Replay(_) => {
+                Plan::replay(queue, shard).map_err(|error| error.located(queue, "ammofile"))
+            }
+            _ => Ok(Plan::new(queue)?.shard(shard)),
+        }
+    }
+
+    /// A replay of `queue`'s sessions file: the capture is read through once
+    /// for its statistics and pool, and once more to count its due times.
+    fn replay(queue: &QueueConfig, shard: Shard) -> Result<Plan> {
+        let (LoadProfile::Replay(replay), Some(tank_config::AmmoSource::File { path, .. })) =
+            (&queue.load_profile, &queue.ammo)
+        else {
+            return Err(PlanError::Config(
+                "`ammo_type = sessions` needs `ammofile` = a sessions file".into(),
+            ));
+        };
+        check_sessions_file(path)?;
+        let passes = match queue.loop_count {
+            -1 => Some(1),
+            0 => None,
+            n => Some(n.unsigned_abs()),
+        };
+        let stats = CaptureStats::walk(path, crate::replay::Selection::ALL)?;
+        let settings = ReplaySettings {
+            replay: *replay,
+            shard,
+            passes,
+            limit: u64::try_from(queue.ammo_limit).ok(),
+            period_us: stats.period_us(),
+            per_pass: if replay.connections == ReplayConnections::PerRequest {
+                stats.requests
+            } else {
+                stats.sessions
+            },
+            marking: (queue.autocases, queue.enum_ammo),
+        };
+        let per_request = replay.connections == ReplayConnections::PerRequest;
+        let instances = (queue.places.is_written("instances") || per_request)
+            .then_some(queue.instances as usize);
+        let sharded = instances
+            .map(|total| usize::try_from(shard.instances(total as u64)).unwrap_or(usize::MAX));
+        let (mut sessions, model, planned) = Plan::sessions_source(path, settings, sharded)?;
+        sessions.instances = instances;
+        sessions.stats.peak_sessions = stats.peak_sessions;
+        Ok(Plan {
+            source: Source::Sessions(Box::new(sessions)),
+            model,
+            timing: Timing::All,
+            places: queue.places.clone(),
+            ammo_key: "ammofile",
+            shard: Shard::WHOLE,
+            next_seq: 0,
+            planned,
+        })
+    }
+
+    /// The stream of `path` under `settings`, its model (the pool: the
+    /// selection's peak of open sessions) and its walked count.
+    fn sessions_source(
+        path: &std::path::Path,
+        settings: ReplaySettings,
+        instances: Option<usize>,
+    ) -> Result<(Sessions, Model, Option<PlannedCount>)> {
+        let stats = CaptureStats::walk(path, settings.selection())?;
+        let peak = usize::try_from(stats.peak_selected.max(1)).unwrap_or(usize::MAX);
+        let model = Model::Sessions {
+            pool: instances.unwrap_or(peak),
+            speed: settings.replay.speed,
+            connections: settings.replay.connections,
+        };
+        let planned = match settings.passes {
+            None => None,
+            Some(_) => {
+                let mut walk = crate::replay::ReplayStream::open(path, settings)?;
+                let mut histogram = crate::planned::DueHistogram::default();
+                let mut within = Some(());
+                while let Some(step) = walk.next_step()? {
+                    if let Step::Request { due, .. } = step {
+                        let ms = u64::try_from(due.as_millis()).unwrap_or(u64::MAX);
+                        within = histogram.add(ms);
+                        if within.is_none() {
+                            break;
+                        }
+                    }
+                }
+                within.map(|()| histogram.finish().into_count())
+            }
+        };
+        let stream = crate::replay::ReplayStream::open(path, settings)?;
+        let sessions = Sessions {
+            path: path.to_path_buf(),
+            settings,
+            instances,
+            stats,
+            stream: Ok(stream),
+        };
+        Ok((sessions, model, planned))
+    }
+
+    /// A replay's capture: what it holds (`None` for other plans). Its
+    /// `peak_selected` is this plan's (the shard's, after skip and offset).
+    pub fn capture(&self) -> Option<&CaptureStats> {
+        match &self.source {
+            Source::Sessions(sessions) => Some(&sessions.stats),
+            _ => None,
+        }
+    }
+
+    /// A replay's next step (`None` at its end, and for other plans). Each
+    /// request it gives is also a shot of [`Plan::next_timed`]; use one or
+    /// the other.
+    pub fn next_step(&mut self) -> Result<Option<Step<'_>>> {
+        let Source::Sessions(sessions) = &mut self.source else {
+            return Ok(None);
+        };
+        let (places, key) = (&self.places, self.ammo_key);
+        match &mut sessions.stream {
+            Ok(stream) => stream
+                .next_step()
+                .map_err(|error| error.located_in(places, key)),
+            Err(error) => match error.take() {
+                Some(error) => Err(error.located_in(places, key)),
+                None => Ok(None),
+            },
+        }
     }
 
     /// Skip the whole plan's shots that are not this shard's; `false` at the plan's end.
@@ -223,6 +413,8 @@ impl Plan {
             let read = match &mut self.source {
                 Source::Stepped(stepper) => stepper.next_shot().map(|s| s.is_some()),
                 Source::Stpd(reader) => reader.next_shot().map(|s| s.is_some()),
+                // A replay's stream is already its shard's.
+                Source::Sessions(_) => Ok(true),
             };
             match read {
                 Ok(true) => self.next_seq += 1,
@@ -286,7 +478,7 @@ impl Plan {
     pub fn schedule(&self) -> Option<&Schedule> {
         match &self.source {
             Source::Stepped(stepper) => Some(stepper.schedule()),
-            Source::Stpd(_) => None,
+            Source::Stpd(_) | Source::Sessions(_) => None,
         }
     }
 
@@ -297,6 +489,7 @@ impl Plan {
     pub fn planned_count(&self) -> Option<&PlannedCount> {
         match &self.model {
             Model::Open { planned, .. } => planned.as_ref(),
+            Model::Sessions { .. } => self.planned.as_ref(),
             _ => None,
         }
     }
@@ -306,6 +499,7 @@ impl Plan {
         match &self.source {
             Source::Stepped(stepper) => stepper.ammo_format(),
             Source::Stpd(_) => "stpd",
+            Source::Sessions(_) => "sessions",
         }
     }
 
@@ -314,6 +508,7 @@ impl Plan {
         match &self.source {
             Source::Stepped(stepper) => stepper.passes(),
             Source::Stpd(_) => 0,
+            Source::Sessions(sessions) => sessions.stream.as_ref().map_or(0, |s| s.passes()),
         }
     }
 
@@ -325,6 +520,9 @@ impl Plan {
 
     /// The next shot with its due time as the model has it.
     pub fn next_timed(&mut self) -> Result<Option<TimedShot<'_>>> {
+        if let Source::Sessions(_) = self.source {
+            return self.next_replayed();
+        }
         if !self.skip_to_own()? {
             return Ok(None);
         }
@@ -332,6 +530,8 @@ impl Plan {
         let next = match &mut self.source {
             Source::Stepped(stepper) => stepper.next_shot(),
             Source::Stpd(reader) => reader.next_shot(),
+            // Returned above.
+            Source::Sessions(_) => Ok(None),
         };
         let timing = &mut self.timing;
         next.map(|shot| {
@@ -342,6 +542,57 @@ impl Plan {
         })
         .map_err(|error| error.located_in(places, key))
     }
+}
+
+impl Plan {
+    /// A replay's next request as a shot (its `due_ms` the due time's whole ms).
+    fn next_replayed(&mut self) -> Result<Option<TimedShot<'_>>> {
+        // Steps that are not requests are skipped; the borrow checker wants
+        // the request found first and lent out after the loop.
+        loop {
+            match self.next_step()? {
+                None => return Ok(None),
+                Some(Step::Request { .. }) => break,
+                Some(_) => {}
+            }
+        }
+        let Source::Sessions(sessions) = &self.source else {
+            return Ok(None);
+        };
+        let Ok(stream) = &sessions.stream else {
+            return Ok(None);
+        };
+        Ok(stream
+            .last_request()
+            .map(|(seq, due, tag, bytes)| TimedShot {
+                shot: ShotRef {
+                    seq,
+                    due_ms: i64::try_from(due.as_millis()).unwrap_or(i64::MAX),
+                    due_ns: i64::try_from(due.as_nanos()).unwrap_or(i64::MAX),
+                    marker: tag,
+                    missile: bytes,
+                },
+                due: Some(due),
+            }))
+    }
+}
+
+/// Fail early, and helpfully, on an `ammofile` that is not a sessions file.
+fn check_sessions_file(path: &std::path::Path) -> Result<()> {
+    if crate::sessions::is_sessions_file(path)? {
+        return Ok(());
+    }
+    Err(PlanError::Ammo {
+        path: path.to_path_buf(),
+        offset: 0,
+        message: format!(
+            "not a sessions file (its first line is not `{}`): a capture (pcap, access \
+             log, HAR) is replayed from the sessions file `tank import {} -o sessions.txt` \
+             makes of it, with `ammofile = sessions.txt`",
+            crate::sessions::MAGIC,
+            path.display()
+        ),
+    })
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tank_engine::{Active, Control};
+use tank_engine::{Active, Control, SessionTally};
 use tank_report::Timeline;
 use tank_stats::aggregate::{Aggregator, SecondStats, TotalStats};
 use tank_stats::autostop::{Autostop, StopReason};
@@ -48,6 +48,10 @@ pub struct Live {
     pub autostop_report: PathBuf,
     /// Each queue's count of instances firing.
     pub active: Vec<Arc<Active>>,
+    /// Each replay queue's sessions (empty without a replay).
+    pub sessions: Vec<Arc<SessionTally>>,
+    /// The replay's sessions as of the last second, and their peak over the run.
+    pub replay: Option<(crate::observer::Sessions, u64)>,
     /// Shots planned per unix second.
     pub planned: Planned,
     /// Shown each finished second, and told what stops the run.
@@ -89,6 +93,8 @@ pub struct Measured {
     pub watched: Option<Watched>,
     /// What the exporters did.
     pub exported: Exported,
+    /// A replay's sessions at the end (`peak`: over the whole run).
+    pub sessions: Option<crate::observer::Sessions>,
 }
 
 /// An artifact that could not be written.
@@ -235,6 +241,14 @@ fn collect(
         exported: Exported {
             influx: live.exports.influx.take().map(|i| i.finish()),
         },
+        sessions: {
+            count_sessions(&mut live);
+            live.replay.map(|(now, peak)| crate::observer::Sessions {
+                peak,
+                started_per_second: 0,
+                ..now
+            })
+        },
     }
 }
 
@@ -244,9 +258,28 @@ fn tick(live: &mut Live, now: u64, files: &mut Files, timeline: &mut Timeline) {
     feed_planned(live, now);
     let instances: usize = live.active.iter().map(|a| a.take_peak()).sum();
     live.aggregator.note_instances(now, instances as u64);
+    count_sessions(live);
     live.aggregator.advance(now);
     watch(live, files, false);
     publish(live, files, timeline, false);
+}
+
+/// Read the replay's session tallies (once a wall-clock second, and at the end).
+fn count_sessions(live: &mut Live) {
+    if live.sessions.is_empty() {
+        return;
+    }
+    let mut now = crate::observer::Sessions::default();
+    for tally in &live.sessions {
+        let counts = tally.take();
+        now.running += counts.running as u64;
+        now.peak += counts.peak as u64;
+        now.started += counts.started;
+        now.completed += counts.completed;
+    }
+    let (before, peak) = live.replay.unwrap_or_default();
+    now.started_per_second = now.started.saturating_sub(before.started);
+    live.replay = Some((now, peak.max(now.peak)));
 }
 
 /// Take what monitoring collected: warnings to the observer, seconds to
@@ -316,6 +349,7 @@ fn publish(live: &mut Live, files: &mut Files, timeline: &mut Timeline, last: bo
             elapsed: live.started.elapsed(),
             last,
             monitoring: live.watch.as_ref().map_or(&[], |w| w.latest.as_slice()),
+            sessions: live.replay.as_ref().map(|(now, _)| now),
         };
         live.observer.seconds(&finished, &state);
     }

@@ -39,7 +39,7 @@ use tank_stats::Aggregator;
 
 use artifacts::Artifacts;
 
-pub use observer::{LiveState, Notice, Observer, Silent, Started};
+pub use observer::{LiveState, Notice, Observer, Sessions, Silent, Started};
 pub use outcome::{Outcome, Verdict};
 pub use planned::Planned;
 
@@ -396,6 +396,12 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         json_path: artifacts.file(JSON_LINES),
         autostop_report: artifacts.file(&config.autostop.report_file),
         active: engine.queues().iter().map(|q| q.active()).collect(),
+        sessions: engine
+            .queues()
+            .iter()
+            .filter_map(|q| q.sessions())
+            .collect(),
+        replay: None,
         planned,
         observer,
         started: std::time::Instant::now(),

@@ -27,6 +27,23 @@ pub struct LiveState<'a> {
     pub last: bool,
     /// The latest monitoring second of each monitored host (empty without monitoring).
     pub monitoring: &'a [tank_monitor::HostSecond],
+    /// A replay's sessions, as of the last wall-clock second (`None` without a replay).
+    pub sessions: Option<&'a Sessions>,
+}
+
+/// A replay's sessions (Apiary's tallies and levels), over its queues.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sessions {
+    /// Running now.
+    pub running: u64,
+    /// The most running at once: in the last second (live), or in the whole run (at its end).
+    pub peak: u64,
+    /// Started so far.
+    pub started: u64,
+    /// Started in the last second (live; at the end, 0).
+    pub started_per_second: u64,
+    /// Completed so far.
+    pub completed: u64,
 }
 
 /// Something worth telling the user the moment it happens.

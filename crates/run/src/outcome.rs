@@ -82,6 +82,8 @@ pub struct Facts {
     meta: Meta,
     /// The longest open-model schedule.
     longest_schedule: Option<Duration>,
+    /// The replay queues' session pools, together.
+    replay_pool: u64,
 }
 
 impl Facts {
@@ -93,6 +95,27 @@ impl Facts {
                 LoadProfile::Rps(s) => format!("rps_schedule = {}", one_line(s)),
                 LoadProfile::Instances(s) => format!("instances_schedule = {}", one_line(s)),
                 LoadProfile::StpdFile(p) => format!("stpd_file = {}", p.display()),
+                LoadProfile::Replay(replay) => format!(
+                    "replay of {} at speed {}, {} connections{}",
+                    match &queue.ammo {
+                        Some(tank_config::AmmoSource::File { path, .. }) =>
+                            path.display().to_string(),
+                        _ => String::new(),
+                    },
+                    replay.speed,
+                    match replay.connections {
+                        tank_config::ReplayConnections::Captured => "captured",
+                        tank_config::ReplayConnections::PerRequest => "per-request",
+                    },
+                    if replay.skip > 1 {
+                        format!(
+                            ", one session in {} from the {}th",
+                            replay.skip, replay.offset
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
             };
             facts.push((
                 format!("[{}] target", queue.name),
@@ -111,11 +134,18 @@ impl Facts {
                 generator: format!("tank {}", env!("CARGO_PKG_VERSION")),
                 facts,
             },
+            // A replay's span is its schedule's length: the planned rate is the capture's.
             longest_schedule: engine
                 .queues()
                 .iter()
-                .filter_map(|q| q.schedule_duration())
+                .filter_map(|q| q.schedule_duration().or_else(|| q.replay_span()))
                 .max(),
+            replay_pool: engine
+                .queues()
+                .iter()
+                .filter(|q| q.sessions().is_some())
+                .map(|q| q.pool() as u64)
+                .sum(),
         }
     }
 }
@@ -168,6 +198,15 @@ pub(crate) fn finish(
         measured.stopped.as_ref(),
         None,
     );
+    if let Some(sessions) = measured.sessions {
+        let pool = facts.replay_pool;
+        summary.replay = Some(tank_report::summary::ReplayRow {
+            sessions_started: sessions.started,
+            sessions_completed: sessions.completed,
+            peak_running: sessions.peak,
+            pool,
+        });
+    }
     if let Some(watched) = &measured.watched {
         summary.monitoring = watched.recorder.align(&summary.timeline.ts);
         for warning in &watched.warnings {

@@ -17,6 +17,9 @@
 //!   instance takes the next shot at once and holds it until it is due. So an
 //!   instance starts at its start time, then fires back to back. `closed.rs`
 //!   has its rules; `seats.rs` the per-thread idle stack both use.
+//! - **Sessions** (a replay) is a dispatch of its own, [`sessions::SessionDispatch`]:
+//!   instances take sessions, then their session's requests, each when due.
+//!   `sessions.rs` has its rules and contract, and why it is separate.
 //!
 //! Either way, each thread wakes its most recently idle instance first, so
 //! the fewest instances carry the load and keep their connections warm:
@@ -49,6 +52,7 @@
 mod closed;
 mod open;
 mod seats;
+pub(crate) mod sessions;
 #[cfg(test)]
 mod tests;
 

@@ -268,6 +268,12 @@ impl Failure {
 }
 
 impl Barrel {
+    /// Close the connection, if one is open (a replayed session ended); the
+    /// next shot connects anew.
+    pub fn hang_up(&mut self) {
+        self.conn = None;
+    }
+
     /// Fire `request`, which started at `start`. `capture`, when given,
     /// collects the reply bytes (up to its capacity) for the answers log.
     pub async fn fire(

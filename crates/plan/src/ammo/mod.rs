@@ -110,6 +110,13 @@ impl AmmoReader {
                 AmmoReader::UriPost(uripost::UriPostReader::new(file, header_map()?, http_ver))
             }
             AmmoType::Access => AmmoReader::Access(access::AccessReader::new(file, &queue.headers)),
+            AmmoType::Sessions => {
+                return Err(PlanError::Config(
+                    "a sessions file is replayed with its own timing (ammo_type = sessions \
+                     and no schedule), not stepped"
+                        .into(),
+                ))
+            }
         })
     }
 

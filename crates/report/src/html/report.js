@@ -333,6 +333,13 @@
                   q.quantiles_ms[0], q.quantiles_ms[5], q.quantiles_ms[7], q.quantiles_ms[9]];
         }));
     }
+    if (s.replay) {
+      table(section("Replay"),
+        ["sessions started", "completed", "most running at once", "session pool",
+         "capture rps", "achieved rps"],
+        [[s.replay.sessions_started, s.replay.sessions_completed, s.replay.peak_running,
+          s.replay.pool, s.rps.planned === null ? "unknown" : s.rps.planned, s.rps.actual]]);
+    }
     if (s.probes && s.probes.length) {
       table(section("Measuring probes (measure = 1)"),
         ["probe", "count", "errors", "avg ms", "p50 ms", "p95 ms", "p99 ms", "max ms"],

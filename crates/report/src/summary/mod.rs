@@ -55,6 +55,9 @@ pub struct Summary {
     /// overall numbers too).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<QueueRow>,
+    /// A replay's sessions (`ammo_type = sessions`), when the run was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayRow>,
     /// Why autostop stopped the run, if it did.
     pub autostop: Option<AutostopRow>,
     /// What makes the numbers untrustworthy, or says nothing worked (see [`crate::warnings`]).
@@ -154,6 +157,20 @@ pub struct Rps {
     pub actual: f64,
     /// The busiest second's responses.
     pub max: u64,
+}
+
+/// A replay's sessions over the run (Apiary's tallies and levels); its
+/// requests' rate against the capture's is `rps.planned` against `rps.actual`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayRow {
+    /// Sessions started.
+    pub sessions_started: u64,
+    /// Sessions completed (their connection closed after their last reply).
+    pub sessions_completed: u64,
+    /// The most sessions running at once.
+    pub peak_running: u64,
+    /// The session pool (`instances`, or the capture's peak of open sessions).
+    pub pool: u64,
 }
 
 /// One cumulative quantile.
@@ -303,6 +320,7 @@ impl Summary {
         });
         Summary {
             meta,
+            replay: None,
             duration_s,
             active_s,
             start_unix_s: totals.span.map(|(first, _)| first),

@@ -152,6 +152,21 @@ impl Summary {
                 );
             }
         }
+        if let Some(replay) = &self.replay {
+            let _ = writeln!(
+                out,
+                "\nreplay: sessions started {}, completed {}, at most {} running at once \
+                 (pool {}); requests per second: the capture's {}, achieved {:.1}",
+                replay.sessions_started,
+                replay.sessions_completed,
+                replay.peak_running,
+                replay.pool,
+                self.rps
+                    .planned
+                    .map_or_else(|| "unknown".to_string(), |rps| format!("{rps:.1}")),
+                self.rps.actual
+            );
+        }
         if let Some(stop) = &self.autostop {
             let _ = writeln!(
                 out,

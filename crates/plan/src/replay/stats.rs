@@ -1,0 +1,158 @@
+//! A capture's statistics, from one pass over its sessions file: what
+//! `tank plan` prints about a replay, and the default session pool (the peak
+//! of sessions open at once, Apiary's count-concurrent-jobs).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::sessions::{Record, SessionsReader};
+use crate::shard::Shard;
+
+/// Which sessions of a pass a replay fires: one in every `skip` from the
+/// `offset`-th, then the shard's of those.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Selection {
+    /// `replay_skip`, at least 1.
+    pub skip: u64,
+    /// `replay_offset`, below `skip`.
+    pub offset: u64,
+    /// The shard's slice of the sessions kept.
+    pub shard: Shard,
+    /// Every request is a session of its own (`replay_connections = per_request`).
+    pub per_request: bool,
+}
+
+impl Selection {
+    /// The whole capture.
+    pub const ALL: Selection = Selection {
+        skip: 1,
+        offset: 0,
+        shard: Shard::WHOLE,
+        per_request: false,
+    };
+
+    /// Of the pass's `index`-th session: `None` when skipped, else whether
+    /// this shard owns it (shard `I` of `N` owns the kept sessions `j ≡ I (mod N)`,
+    /// `j` counting the kept ones).
+    pub fn owns(&self, index: u64) -> Option<bool> {
+        let skip = self.skip.max(1);
+        (index % skip == self.offset).then(|| self.shard.owns(index / skip))
+    }
+}
+
+/// What a capture holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CaptureStats {
+    /// Sessions (`S` records).
+    pub sessions: u64,
+    /// Requests.
+    pub requests: u64,
+    /// The last request's offset: how long the capture lasts.
+    pub duration: Duration,
+    /// The most sessions open at once (a session is open from its first
+    /// request's offset to its last's, both included).
+    pub peak_sessions: u64,
+    /// The largest gap between two consecutive requests.
+    pub largest_gap: Duration,
+    /// Requests per second of the capture, from its first request.
+    pub per_second: Vec<u64>,
+    /// The most sessions of the selection open at once: the default pool.
+    pub peak_selected: u64,
+    /// Requests of the selection in one pass.
+    pub requests_selected: u64,
+}
+
+impl CaptureStats {
+    /// Read `path` through once, counting the capture and `selection`'s sessions.
+    pub fn walk(path: &Path, selection: Selection) -> Result<CaptureStats> {
+        let mut reader = SessionsReader::open(path)?;
+        let mut stats = CaptureStats::default();
+        let mut all = Peak::default();
+        let mut chosen = Peak::default();
+        // The selection's open sessions, by id.
+        let mut open: HashMap<u64, bool> = HashMap::new();
+        let mut last_request: Option<u64> = None;
+        while let Some(record) = reader.next_record()? {
+            let offset_us = record.offset_us();
+            all.at(offset_us);
+            chosen.at(offset_us);
+            match record {
+                Record::Begin { id, .. } => {
+                    let owned = selection.owns(stats.sessions) == Some(true);
+                    stats.sessions += 1;
+                    all.begins += 1;
+                    if owned {
+                        chosen.begins += 1;
+                    }
+                    open.insert(id, owned);
+                }
+                Record::Request { id, .. } => {
+                    let owned = if selection.per_request {
+                        selection.owns(stats.requests) == Some(true)
+                    } else {
+                        open.get(&id) == Some(&true)
+                    };
+                    stats.requests_selected += u64::from(owned);
+                    stats.requests += 1;
+                    if let Some(last) = last_request {
+                        let gap = Duration::from_micros(offset_us - last);
+                        stats.largest_gap = stats.largest_gap.max(gap);
+                    }
+                    last_request = Some(offset_us);
+                    stats.duration = Duration::from_micros(offset_us);
+                    let second = usize::try_from(offset_us / 1_000_000).unwrap_or(usize::MAX);
+                    if stats.per_second.len() <= second {
+                        stats.per_second.resize(second + 1, 0);
+                    }
+                    stats.per_second[second] += 1;
+                }
+                Record::End { id, .. } => {
+                    all.ends += 1;
+                    if open.remove(&id) == Some(true) {
+                        chosen.ends += 1;
+                    }
+                }
+            }
+        }
+        all.at(u64::MAX);
+        chosen.at(u64::MAX);
+        stats.peak_sessions = all.peak;
+        stats.peak_selected = chosen.peak;
+        Ok(stats)
+    }
+
+    /// How far a looped pass is from the one before, µs of the capture: the
+    /// capture's duration plus the mean gap between its requests (at least
+    /// 1 ms), so that a looped capture keeps its rate across the seam.
+    pub fn period_us(&self) -> u64 {
+        let duration = u64::try_from(self.duration.as_micros()).unwrap_or(u64::MAX);
+        let mean_gap = duration / self.requests.saturating_sub(1).max(1);
+        duration.saturating_add(mean_gap.max(1000))
+    }
+}
+
+/// Sessions open at once, counted over offsets: at one offset, the sessions
+/// beginning there are counted open before the ones ending there close.
+#[derive(Debug, Default)]
+struct Peak {
+    offset_us: u64,
+    live: u64,
+    begins: u64,
+    ends: u64,
+    peak: u64,
+}
+
+impl Peak {
+    /// The records from here on are at `offset_us`: settle the earlier offset's.
+    fn at(&mut self, offset_us: u64) {
+        if offset_us == self.offset_us {
+            return;
+        }
+        self.live += self.begins;
+        self.peak = self.peak.max(self.live);
+        self.live = self.live.saturating_sub(self.ends);
+        (self.begins, self.ends, self.offset_us) = (0, 0, offset_us);
+    }
+}

@@ -1,0 +1,505 @@
+//! Replaying a sessions file (`ammo_type = sessions`) against a server that
+//! logs, per request, its connection, its arrival time and its bytes.
+//!
+//! Timing is checked at the server: every request over a kept connection
+//! within 1 ms of its offset (÷ speed), the two clocks aligned by the median
+//! of the differences. On a busy 2-core machine a thread can miss its moment
+//! now and then, so one of them may be off by more (none by more than 25 ms);
+//! a session's first request also times this server's accept and the thread
+//! it starts per connection, so it is only held to 25 ms. A replay that
+//! ignored the offsets (all at once, or shifted) is off by tens of ms on most
+//! arrivals and fails.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tank_plan::sessions::SessionsWriter;
+use tank_run::{Handle, Silent, Spec, Verdict};
+
+/// One request as the server read it.
+#[derive(Debug, Clone)]
+struct Arrival {
+    connection: usize,
+    at: Instant,
+    bytes: Vec<u8>,
+}
+
+/// An HTTP/1.1 server on 127.0.0.1 that answers 200 after `delay`, keeps
+/// connections, and logs every request.
+struct LoggingServer {
+    addr: SocketAddr,
+    log: Arc<Mutex<Vec<Arrival>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl LoggingServer {
+    fn start(delay: Duration) -> LoggingServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (log2, stop2) = (Arc::clone(&log), Arc::clone(&stop));
+        let connections = Arc::new(AtomicUsize::new(0));
+        // A blocking accept: a new connection is served at once (no polling
+        // interval in the arrival times). Drop wakes it with a connection.
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stop2.load(Ordering::Acquire) {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                let connection = connections.fetch_add(1, Ordering::Relaxed);
+                let log = Arc::clone(&log2);
+                std::thread::spawn(move || serve(stream, connection, delay, &log));
+            }
+        });
+        LoggingServer { addr, log, stop }
+    }
+
+    fn arrivals(&self) -> Vec<Arrival> {
+        let mut log = self.log.lock().unwrap().clone();
+        log.sort_by_key(|a| a.at);
+        log
+    }
+}
+
+impl Drop for LoggingServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+/// Read requests (a head, then a Content-Length body) and answer each.
+fn serve(mut stream: TcpStream, connection: usize, delay: Duration, log: &Mutex<Vec<Arrival>>) {
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let mut first_byte: Option<Instant> = None;
+    loop {
+        // Whole requests in the buffer are logged and answered.
+        if let Some(end) = find(&buffer, b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buffer[..end]).to_lowercase();
+            let body = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if buffer.len() >= end + 4 + body {
+                let bytes: Vec<u8> = buffer.drain(..end + 4 + body).collect();
+                let at = first_byte.take().unwrap_or_else(Instant::now);
+                log.lock().unwrap().push(Arrival {
+                    connection,
+                    at,
+                    bytes,
+                });
+                if !buffer.is_empty() {
+                    first_byte = Some(at);
+                }
+                std::thread::sleep(delay);
+                let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                if stream.write_all(reply).is_err() {
+                    return;
+                }
+                continue;
+            }
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                first_byte.get_or_insert_with(Instant::now);
+                buffer.extend_from_slice(&chunk[..n]);
+            }
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The capture: per session, its requests' offsets in µs.
+fn capture() -> Vec<Vec<u64>> {
+    vec![
+        vec![0, 50_000, 120_000],
+        vec![20_000, 30_000, 200_000],
+        vec![100_000],
+        vec![150_000, 160_000, 170_000],
+        vec![250_000],
+    ]
+}
+
+/// Request `j` of session `i`: a GET, or (the second of each session) a POST with a body.
+fn request(i: usize, j: usize) -> Vec<u8> {
+    if j == 1 {
+        let body = format!("session={i}&binary=\u{1}\u{2}");
+        format!(
+            "POST /s{i}/r{j} HTTP/1.1\r\nHost: replay\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    } else {
+        format!("GET /s{i}/r{j} HTTP/1.1\r\nHost: replay\r\n\r\n").into_bytes()
+    }
+}
+
+/// Write `capture()` as a sessions file in `dir`.
+fn write_sessions(dir: &Path) -> PathBuf {
+    let mut records = Vec::new();
+    for (i, offsets) in capture().iter().enumerate() {
+        records.push((offsets[0], 0, i, 0));
+        for (j, offset) in offsets.iter().enumerate() {
+            records.push((*offset, 1, i, j));
+        }
+        records.push((*offsets.last().unwrap(), 2, i, 0));
+    }
+    records.sort_unstable();
+    let path = dir.join("capture.sessions");
+    let mut out = SessionsWriter::new(Vec::new()).unwrap();
+    out.comment("written by tests/replay.rs").unwrap();
+    for (offset, kind, i, j) in records {
+        let id = 7 + i as u64;
+        match kind {
+            0 => out.begin(id, offset, "10.0.0.1:5000").unwrap(),
+            1 => out
+                .request(id, offset, format!("s{i}").as_bytes(), &request(i, j))
+                .unwrap(),
+            _ => out.end(id, offset).unwrap(),
+        }
+    }
+    std::fs::write(&path, out.finish().unwrap()).unwrap();
+    path
+}
+
+/// One replay at a time: their timing is measured, and the machine may have 2 cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Replay the capture against `server` with `options` (INI lines).
+fn replay(dir: &Path, server: &LoggingServer, options: &str) -> tank_run::Outcome {
+    let outcome = run(dir, server, options, &Handle::default());
+    assert_eq!(outcome.verdict, Verdict::Completed, "{}", outcome.text);
+    outcome
+}
+
+/// Write the capture and a config replaying it with `options`, and run it under `handle`.
+fn run(dir: &Path, server: &LoggingServer, options: &str, handle: &Handle) -> tank_run::Outcome {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let path = config(dir, server, options);
+    let spec = Spec::new(tank_config::load(&path, &[]).unwrap());
+    tank_run::run(&spec, Box::new(Silent), handle).unwrap()
+}
+
+/// The capture and a config replaying it against `server` with `options`, in `dir`.
+fn config(dir: &Path, server: &LoggingServer, options: &str) -> PathBuf {
+    let sessions = write_sessions(dir);
+    let path = dir.join("load.ini");
+    std::fs::write(
+        &path,
+        format!(
+            "[phantom]\naddress = {}\nammo_type = sessions\nammofile = {}\n{options}\n\
+             [tank]\nartifacts_base_dir = {}\n",
+            server.addr,
+            sessions.display(),
+            dir.join("logs").display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// The sessions whose requests a server saw, per connection, as (session, request) pairs.
+fn by_connection(arrivals: &[Arrival]) -> BTreeMap<usize, Vec<(usize, usize)>> {
+    let mut connections: BTreeMap<usize, Vec<(usize, usize)>> = BTreeMap::new();
+    for arrival in arrivals {
+        let line = String::from_utf8_lossy(&arrival.bytes);
+        let path = line.split(' ').nth(1).unwrap();
+        let (i, j) = path[2..].split_once("/r").unwrap();
+        let (i, j) = (i.parse().unwrap(), j.parse().unwrap());
+        assert_eq!(arrival.bytes, request(i, j), "the bytes of s{i}/r{j}");
+        connections
+            .entry(arrival.connection)
+            .or_default()
+            .push((i, j));
+    }
+    connections
+}
+
+/// Every request over a kept connection (not its session's first) within
+/// 1 ms of its offset ÷ `speed` but one, the clocks aligned by the median
+/// difference of those; a session's first request within 25 ms (it also times
+/// this server's accept and its new thread, which a busy machine delays).
+fn assert_on_time(arrivals: &[Arrival], speed: f64) {
+    let offsets = capture();
+    let first = arrivals[0].at;
+    // (error before alignment µs, over a kept connection)
+    let errors: Vec<(i64, bool)> = arrivals
+        .iter()
+        .map(|arrival| {
+            let line = String::from_utf8_lossy(&arrival.bytes);
+            let path = line.split(' ').nth(1).unwrap();
+            let (i, j) = path[2..].split_once("/r").unwrap();
+            let (i, j) = (i.parse::<usize>().unwrap(), j.parse::<usize>().unwrap());
+            let expected = (offsets[i][j] as f64 / speed) as i64;
+            let actual = arrival.at.duration_since(first).as_micros() as i64;
+            (actual - expected, j > 0)
+        })
+        .collect();
+    let mut kept: Vec<i64> = errors.iter().filter(|e| e.1).map(|e| e.0).collect();
+    kept.sort_unstable();
+    let median = kept[kept.len() / 2];
+    let errors: Vec<(i64, bool)> = errors.iter().map(|(e, k)| (e - median, *k)).collect();
+    let late = errors
+        .iter()
+        .filter(|(e, kept)| *kept && e.abs() > 1_000)
+        .count();
+    assert!(late <= 1, "{late} arrivals off by over 1 ms: {errors:?}");
+    assert!(errors.iter().all(|(e, _)| e.abs() <= 25_000), "{errors:?}");
+}
+
+fn whole_capture() -> Vec<Vec<(usize, usize)>> {
+    capture()
+        .iter()
+        .enumerate()
+        .map(|(i, offsets)| (0..offsets.len()).map(|j| (i, j)).collect())
+        .collect()
+}
+
+#[test]
+fn a_replay_keeps_sessions_connections_order_bytes_and_timing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    let outcome = replay(dir.path(), &server, "");
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 11);
+    let mut sessions: Vec<Vec<(usize, usize)>> = by_connection(&arrivals).into_values().collect();
+    sessions.sort();
+    assert_eq!(
+        sessions,
+        whole_capture(),
+        "one connection per session, in order"
+    );
+    assert_on_time(&arrivals, 1.0);
+    // The check can fail: these arrivals are not those of a replay at speed 1.5.
+    let wrong = std::panic::catch_unwind(|| assert_on_time(&arrivals, 1.5));
+    assert!(wrong.is_err());
+    let shots = &outcome.summary.shots;
+    assert_eq!(
+        (shots.planned, shots.sent, shots.unsent),
+        (Some(11), Some(11), Some(0))
+    );
+    // The pool is the capture's peak of open sessions: A, B and C at 100 ms.
+    assert_eq!(outcome.summary.meta.facts[2].1, "3");
+    let replayed = outcome.summary.replay.expect("a replay row");
+    assert_eq!(
+        (
+            replayed.sessions_started,
+            replayed.sessions_completed,
+            replayed.pool
+        ),
+        (5, 5, 3)
+    );
+    assert!((2..=3).contains(&replayed.peak_running), "{replayed:?}");
+    // The capture's rate: 11 requests over its 250 ms; planned per second is the replay's.
+    assert_eq!(outcome.summary.rps.planned, Some(44.0));
+    let timeline = &outcome.summary.timeline;
+    assert_eq!(timeline.planned.iter().sum::<u64>(), 11);
+    assert_eq!(timeline.sent.iter().sum::<u64>(), 11);
+    assert!(
+        outcome
+            .text
+            .contains("replay: sessions started 5, completed 5"),
+        "{}",
+        outcome.text
+    );
+    let json = std::fs::read_to_string(outcome.artifacts.join("summary.json")).unwrap();
+    assert!(json.contains("\"sessions_started\": 5"), "{json}");
+}
+
+#[test]
+fn at_speed_two_offsets_are_halved() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    replay(dir.path(), &server, "replay_speed = 2");
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 11);
+    assert_on_time(&arrivals, 2.0);
+    let span = arrivals[10].at.duration_since(arrivals[0].at);
+    assert!(
+        span < Duration::from_millis(140),
+        "{span:?} for 250 ms at speed 2"
+    );
+}
+
+#[test]
+fn per_request_puts_every_request_on_its_own_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    // Its pool is `instances` (a thousand by default, slow to start in a debug build).
+    replay(
+        dir.path(),
+        &server,
+        "replay_connections = per_request\ninstances = 16",
+    );
+    let arrivals = server.arrivals();
+    let connections = by_connection(&arrivals);
+    assert_eq!(connections.len(), 11);
+    assert!(connections.values().all(|requests| requests.len() == 1));
+    // Not timed here: each arrival would also time this server's accept and
+    // its new thread per connection, which a busy machine delays by tens of ms.
+}
+
+#[test]
+fn skip_and_offset_fire_one_session_in_n() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    let outcome = replay(dir.path(), &server, "replay_skip = 2\nreplay_offset = 1");
+    let mut sessions: Vec<Vec<(usize, usize)>> =
+        by_connection(&server.arrivals()).into_values().collect();
+    sessions.sort();
+    // Sessions begin in the order 0, 1, 2, 3, 4: the 1st and 3rd are kept.
+    let whole = whole_capture();
+    assert_eq!(sessions, vec![whole[1].clone(), whole[3].clone()]);
+    assert_eq!(outcome.summary.shots.planned, Some(6));
+}
+
+#[test]
+fn a_slow_server_makes_the_next_request_wait_and_its_lag_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every reply takes 80 ms: session 0's second request (due at 50 ms) waits
+    // for the first's reply, and so does session 1's (due 10 ms after its first).
+    let server = LoggingServer::start(Duration::from_millis(80));
+    let outcome = replay(dir.path(), &server, "");
+    let arrivals = server.arrivals();
+    let first = arrivals[0].at;
+    let second_of_0 = arrivals.iter().find(|a| a.bytes == request(0, 1)).unwrap();
+    assert!(second_of_0.at.duration_since(first) >= Duration::from_millis(78));
+    let max_lag = outcome
+        .summary
+        .quantiles
+        .iter()
+        .filter_map(|row| row.lag_ms)
+        .fold(0.0, f64::max);
+    assert!(max_lag >= 25.0, "the largest lag is {max_lag} ms");
+    let mut sessions: Vec<Vec<(usize, usize)>> = by_connection(&arrivals).into_values().collect();
+    sessions.sort();
+    assert_eq!(sessions, whole_capture(), "order is kept, late or not");
+}
+
+#[test]
+fn loop_replays_the_capture_again_and_ammo_limit_counts_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    let outcome = replay(dir.path(), &server, "loop = 2");
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 22);
+    assert_eq!(by_connection(&arrivals).len(), 10);
+    assert_eq!(outcome.summary.shots.planned, Some(22));
+    // The second pass comes a period (250 ms + the mean gap, 25 ms) after the
+    // first: session 3's first request (at 150 ms, past the run's start-up)
+    // and its repeat, within a few ms (either may be late on a busy machine).
+    let at = |bytes: &[u8], nth: usize| {
+        arrivals
+            .iter()
+            .filter(|a| a.bytes == bytes)
+            .nth(nth)
+            .unwrap()
+            .at
+    };
+    let period = at(&request(3, 0), 1).duration_since(at(&request(3, 0), 0));
+    assert!(
+        period >= Duration::from_millis(270) && period < Duration::from_millis(285),
+        "{period:?}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    let outcome = replay(dir.path(), &server, "ammo_limit = 4");
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 4);
+    assert_eq!(outcome.summary.shots.planned, Some(4));
+}
+
+#[test]
+fn a_file_that_is_not_a_sessions_file_says_to_import_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("access.log");
+    std::fs::write(
+        &capture,
+        "127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.0\" 200 2326\n",
+    )
+    .unwrap();
+    let path = dir.path().join("load.ini");
+    std::fs::write(
+        &path,
+        format!(
+            "[phantom]\naddress = 127.0.0.1:9\nammo_type = sessions\nammofile = {}\n",
+            capture.display()
+        ),
+    )
+    .unwrap();
+    let spec = Spec::new(tank_config::load(&path, &[]).unwrap());
+    let error = tank_run::run(&spec, Box::new(Silent), &Handle::default()).unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("tank import"), "{message}");
+    assert!(message.contains("ammofile"), "{message}");
+}
+
+#[test]
+fn tank_plan_describes_the_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    let path = config(dir.path(), &server, "");
+    let out = crate::support::tank()
+        .args(["plan", "-c"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "replay         speed 1, captured connections",
+        "capture        5 sessions, 11 requests over 250ms; largest gap 50ms",
+        "concurrency    at most 3 sessions open at once (3 of this replay's)",
+        "session pool   3 (the replay's peak of open sessions; set instances for more)",
+        "capture rps    min 11, mean 11.0, max 11; per second: 11",
+        "shots          11, due from 0ms to 250ms",
+    ] {
+        assert!(text.contains(line), "`{line}` in:\n{text}");
+    }
+}
+
+#[test]
+fn a_stopped_replay_counts_what_it_did_not_send() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    let handle = Handle::default();
+    let stopper = {
+        let handle = handle.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(700));
+            handle.stop();
+        })
+    };
+    // 40 passes would take 11 s.
+    let outcome = run(dir.path(), &server, "loop = 40", &handle);
+    stopper.join().unwrap();
+    assert_eq!(outcome.verdict, Verdict::Interrupted);
+    let shots = &outcome.summary.shots;
+    let sent = shots.sent.unwrap();
+    assert!((1..440).contains(&sent), "{sent}");
+    assert_eq!(shots.planned, Some(440));
+    assert_eq!(shots.unsent, Some(440 - sent));
+    let phout = std::fs::read_to_string(outcome.artifacts.join("phout.log")).unwrap();
+    assert_eq!(phout.lines().count() as u64, sent);
+    assert_eq!(server.arrivals().len() as u64, sent);
+}
