@@ -17,13 +17,13 @@ use crate::support::component::binary;
 use crate::support::tank;
 
 /// A running tcpdump, interrupted (and reaped) when dropped, even on failure.
-struct Tcpdump {
+pub(crate) struct Tcpdump {
     child: Child,
 }
 
 impl Tcpdump {
     /// Capture `port` on loopback into `file`; returns once it is listening.
-    fn start(tcpdump: &Path, port: u16, file: &Path) -> Tcpdump {
+    pub(crate) fn start(tcpdump: &Path, port: u16, file: &Path) -> Tcpdump {
         let mut child = Command::new(tcpdump)
             // --immediate-mode: packets reach tcpdump as they come, not in
             // blocks on a 1 s timer that a quick SIGINT would cut short.
@@ -59,7 +59,7 @@ impl Tcpdump {
     }
 
     /// SIGINT (tcpdump flushes and exits), then wait at most 10 s.
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         self.interrupt_and_wait();
     }
 

@@ -236,18 +236,27 @@ fn by_connection(arrivals: &[Arrival]) -> BTreeMap<usize, Vec<(usize, usize)>> {
 /// this server's accept and its new thread, which a busy machine delays).
 fn assert_on_time(arrivals: &[Arrival], speed: f64) {
     let offsets = capture();
+    assert_near(arrivals, |i, j| (offsets[i][j] as f64 / speed) as i64);
+}
+
+/// Session `i`'s request `j` as the server read it: its (session, request) pair.
+fn which(arrival: &Arrival) -> (usize, usize) {
+    let line = String::from_utf8_lossy(&arrival.bytes);
+    let path = line.split(' ').nth(1).unwrap();
+    let (i, j) = path[2..].split_once("/r").unwrap();
+    (i.parse().unwrap(), j.parse().unwrap())
+}
+
+/// [`assert_on_time`] against `expected(i, j)`, µs from the first request.
+fn assert_near(arrivals: &[Arrival], expected: impl Fn(usize, usize) -> i64) {
     let first = arrivals[0].at;
     // (error before alignment µs, over a kept connection)
     let errors: Vec<(i64, bool)> = arrivals
         .iter()
         .map(|arrival| {
-            let line = String::from_utf8_lossy(&arrival.bytes);
-            let path = line.split(' ').nth(1).unwrap();
-            let (i, j) = path[2..].split_once("/r").unwrap();
-            let (i, j) = (i.parse::<usize>().unwrap(), j.parse::<usize>().unwrap());
-            let expected = (offsets[i][j] as f64 / speed) as i64;
+            let (i, j) = which(arrival);
             let actual = arrival.at.duration_since(first).as_micros() as i64;
-            (actual - expected, j > 0)
+            (actual - expected(i, j), j > 0)
         })
         .collect();
     let mut kept: Vec<i64> = errors.iter().filter(|e| e.1).map(|e| e.0).collect();
@@ -425,29 +434,176 @@ fn loop_replays_the_capture_again_and_ammo_limit_counts_requests() {
     assert_eq!(outcome.summary.shots.planned, Some(4));
 }
 
-#[test]
-fn a_file_that_is_not_a_sessions_file_says_to_import_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let capture = dir.path().join("access.log");
+/// Replay `ammofile` (a capture, imported on the fly) against `server` with
+/// `options`; the run's outcome.
+fn replay_capture(
+    dir: &Path,
+    server: &LoggingServer,
+    ammofile: &Path,
+    options: &str,
+) -> tank_run::Outcome {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let path = dir.join("capture.ini");
     std::fs::write(
-        &capture,
-        "127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.0\" 200 2326\n",
+        &path,
+        format!(
+            "[phantom]\naddress = {}\nammo_type = sessions\nammofile = {}\n{options}\n\
+             [tank]\nartifacts_base_dir = {}\n",
+            server.addr,
+            ammofile.display(),
+            dir.join("logs").display()
+        ),
     )
     .unwrap();
+    let spec = Spec::new(tank_config::load(&path, &[]).unwrap());
+    let outcome = tank_run::run(&spec, Box::new(Silent), &Handle::default()).unwrap();
+    assert_eq!(outcome.verdict, Verdict::Completed, "{}", outcome.text);
+    outcome
+}
+
+/// Send `capture()` for real, each session on its own connection and each
+/// request at its offset after the previous reply, to `server`.
+fn send_capture(server: SocketAddr) {
+    let start = Instant::now() + Duration::from_millis(50);
+    let clients: Vec<_> = capture()
+        .into_iter()
+        .enumerate()
+        .map(|(i, offsets)| {
+            std::thread::spawn(move || {
+                std::thread::sleep(
+                    (start + Duration::from_micros(offsets[0]))
+                        .saturating_duration_since(Instant::now())
+                        .saturating_sub(Duration::from_millis(5)),
+                );
+                let mut stream = TcpStream::connect(server).unwrap();
+                stream.set_nodelay(true).unwrap();
+                for (j, offset) in offsets.iter().enumerate() {
+                    let due = start + Duration::from_micros(*offset);
+                    std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                    stream.write_all(&request(i, j)).unwrap();
+                    let mut reply = Vec::new();
+                    let mut chunk = [0u8; 256];
+                    while !reply.ends_with(b"ok") {
+                        let n = stream.read(&mut chunk).unwrap();
+                        assert!(n > 0, "the server closed early");
+                        reply.extend_from_slice(&chunk[..n]);
+                    }
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.join().unwrap();
+    }
+}
+
+#[test]
+fn a_tcpdump_capture_replays_with_its_connections_order_bytes_and_timing() {
+    let Some(tcpdump) = crate::support::component::binary("tcpdump", "tcpdump") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // The production traffic: clients with known timing, recorded by tcpdump.
+    let production = LoggingServer::start(Duration::ZERO);
+    let pcap = dir.path().join("traffic.pcap");
+    let dump = crate::import::Tcpdump::start(&tcpdump, production.addr.port(), &pcap);
+    send_capture(production.addr);
+    std::thread::sleep(Duration::from_millis(300));
+    dump.stop();
+    let captured = production.arrivals();
+    assert_eq!(captured.len(), 11);
+    let captured_at = |i: usize, j: usize, speed: f64| {
+        let arrival = captured.iter().find(|a| which(a) == (i, j)).unwrap();
+        (arrival.at.duration_since(captured[0].at).as_micros() as f64 / speed) as i64
+    };
+
+    // The pcap given straight to a replay: imported on the fly, then fired.
+    for speed in [1.0, 2.0] {
+        let target = LoggingServer::start(Duration::ZERO);
+        let outcome = replay_capture(
+            dir.path(),
+            &target,
+            &pcap,
+            &format!("replay_speed = {speed}"),
+        );
+        let arrivals = target.arrivals();
+        assert_eq!(arrivals.len(), 11, "{}", outcome.text);
+        // Every request's bytes as captured (by_connection checks them), in
+        // order, one connection per captured connection.
+        let mut sessions: Vec<Vec<(usize, usize)>> =
+            by_connection(&arrivals).into_values().collect();
+        sessions.sort();
+        assert_eq!(sessions, whole_capture());
+        // At the captured offsets (÷ speed), as the production server saw them.
+        assert_near(&arrivals, |i, j| captured_at(i, j, speed));
+        let shots = &outcome.summary.shots;
+        assert_eq!((shots.planned, shots.sent), (Some(11), Some(11)));
+    }
+}
+
+#[test]
+fn an_access_log_given_as_ammofile_is_imported_with_the_queues_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    std::fs::write(
+        &log,
+        "10.0.0.7 - - [10/Oct/2000:13:55:36 -0700] \"GET /one HTTP/1.1\" 200 2326 \"-\" \"ua\"\n\
+         10.0.0.7 - - [10/Oct/2000:13:55:36 -0700] \"GET /two?x=1 HTTP/1.1\" 200 2326 \"-\" \"ua\"\n",
+    )
+    .unwrap();
+    let server = LoggingServer::start(Duration::ZERO);
+    let outcome = replay_capture(dir.path(), &server, &log, "headers = [Host: replay]");
+    let arrivals = server.arrivals();
+    let seen: Vec<String> = arrivals
+        .iter()
+        .map(|a| String::from_utf8_lossy(&a.bytes).into_owned())
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "GET /one HTTP/1.1\r\nHost: replay\r\n\r\n",
+            "GET /two?x=1 HTTP/1.1\r\nHost: replay\r\n\r\n"
+        ],
+        "{}",
+        outcome.text
+    );
+    // One client, one session, one connection.
+    assert!(arrivals
+        .iter()
+        .all(|a| a.connection == arrivals[0].connection));
+}
+
+#[test]
+fn a_broken_capture_is_an_error_at_the_queues_ammofile() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("broken.pcap");
+    // A pcap of a link type no importer reads, with one packet.
+    let mut bytes = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    bytes.extend_from_slice(&65535u32.to_le_bytes());
+    bytes.extend_from_slice(&0xbeefu32.to_le_bytes());
+    bytes.extend_from_slice(&[0; 8]);
+    bytes.extend_from_slice(&4u32.to_le_bytes());
+    bytes.extend_from_slice(&4u32.to_le_bytes());
+    bytes.extend_from_slice(&[1, 2, 3, 4]);
+    std::fs::write(&pcap, &bytes).unwrap();
     let path = dir.path().join("load.ini");
     std::fs::write(
         &path,
         format!(
             "[phantom]\naddress = 127.0.0.1:9\nammo_type = sessions\nammofile = {}\n",
-            capture.display()
+            pcap.display()
         ),
     )
     .unwrap();
     let spec = Spec::new(tank_config::load(&path, &[]).unwrap());
     let error = tank_run::run(&spec, Box::new(Silent), &Handle::default()).unwrap_err();
     let message = error.to_string();
-    assert!(message.contains("tank import"), "{message}");
-    assert!(message.contains("ammofile"), "{message}");
+    assert!(
+        message.contains("load.ini:4: [phantom] ammofile"),
+        "{message}"
+    );
+    assert!(message.contains("broken.pcap"), "{message}");
+    assert!(message.contains("packet 1 has link type"), "{message}");
 }
 
 #[test]

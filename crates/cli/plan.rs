@@ -20,17 +20,27 @@ pub fn run(
     stpd_out: Option<&Path>,
     overrides: &[Override],
 ) -> Result<()> {
-    let config = tank_config::load(config_path, overrides)?;
-    for warning in &config.warnings {
+    let loaded = tank_config::load(config_path, overrides)?;
+    for warning in &loaded.warnings {
         eprintln!("tank: warning: {warning}");
     }
+    // A replay's capture becomes a sessions file first, as `tank -c` does it.
+    let captures = tank_run::import_captures(&loaded, &mut |notice| match notice {
+        tank_run::Notice::Warning(text) => eprintln!("tank: warning: {text}"),
+        tank_run::Notice::Info(text) => eprintln!("tank: {text}"),
+        // An import tells nothing else.
+        _ => {}
+    })?;
+    let config = captures
+        .as_ref()
+        .map_or(&loaded, tank_run::Captures::config);
     // Everything `tank -c` would reject before its first shot, rejected here too.
     let instances = config.queues.iter().map(|q| u64::from(q.instances)).sum();
-    tank_run::autostop_for(&config, instances)?;
+    tank_run::autostop_for(config, instances)?;
     for queue in &config.queues {
         tank_engine::check_queue(queue, config.origin.is_some())?;
     }
-    let queues = select_queues(&config, section)?;
+    let queues = select_queues(config, section)?;
     if stpd_out.is_some() && queues.len() > 1 {
         let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
         bail!(
@@ -55,7 +65,9 @@ pub fn run(
         }
         // Its errors name the config file, line, section and option.
         let summary = plan_queue(queue, stpd_out)?;
-        describe(&mut report, queue, &summary, stpd_out);
+        // Described as written: an imported capture by its own name.
+        let written = loaded.queues.iter().find(|q| q.name == queue.name);
+        describe(&mut report, written.unwrap_or(queue), &summary, stpd_out);
     }
     // With the stpd on stdout, the summary goes to stderr so the stpd stays clean.
     if stpd_out == Some(Path::new("-")) {

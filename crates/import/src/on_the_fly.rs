@@ -5,11 +5,12 @@
 //! as the [`Imported`] value and is removed with it.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::{BufRead, BufReader, BufWriter};
 use std::path::Path;
 
 use tempfile::TempPath;
 
+use crate::detect::{detect, Format, HEAD};
 use crate::{import, ImportError, Options, Summary, Warnings};
 
 /// A capture imported into a temporary sessions file.
@@ -28,9 +29,13 @@ impl Imported {
 }
 
 /// Import `path` unless it already is a sessions file (`Ok(None)`).
+/// `headers` (the queue's `headers`, `Name: value`) go into the requests
+/// rebuilt from an access log, as yandex-tank's `access` ammo puts them; a
+/// pcap or HAR replays its requests as captured, so there they are a warning.
 /// Warnings go to `warnings`, as `tank import` reports them.
 pub fn import_capture(
     path: &Path,
+    headers: &[String],
     warnings: &mut Warnings,
 ) -> Result<Option<Imported>, ImportError> {
     let name = path.display().to_string();
@@ -39,7 +44,24 @@ pub fn import_capture(
         Ok(false) => {}
         Err(error) => return Err(ImportError::input(&name, error.to_string())),
     }
-    let input = File::open(path).map_err(|e| ImportError::io(&name, "opening", e))?;
+    let mut input = BufReader::with_capacity(
+        1 << 20,
+        File::open(path).map_err(|e| ImportError::io(&name, "opening", e))?,
+    );
+    let head = input
+        .fill_buf()
+        .map_err(|e| ImportError::io(&name, "reading", e))?;
+    let format = detect(&head[..head.len().min(HEAD)]);
+    let mut options = Options::default();
+    if format == Format::Access {
+        options.headers = headers.to_vec();
+    } else if !headers.is_empty() {
+        warnings.warn(format!(
+            "`headers` go into requests rebuilt from an access log; a {} replays its \
+             requests as captured, so they are not added",
+            format.name()
+        ));
+    }
     let temp = tempfile::Builder::new()
         .prefix("tank-sessions-")
         .suffix(".txt")
@@ -47,8 +69,7 @@ pub fn import_capture(
         .map_err(|e| ImportError::io(&name, "creating a temporary sessions file for", e))?;
     let (out, file) = temp.into_parts();
     let out = BufWriter::with_capacity(1 << 20, out);
-    let input = BufReader::with_capacity(1 << 20, input);
-    let summary = import(input, &name, out, &Options::default(), warnings)?;
+    let summary = import(input, &name, out, &options, warnings)?;
     Ok(Some(Imported { file, summary }))
 }
 
@@ -65,7 +86,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.txt");
         std::fs::write(&path, "tank-sessions 1\nS 0 0 a\nR 1 0 0 \nx\nE 0 0\n").unwrap();
-        assert!(import_capture(&path, &mut quiet()).unwrap().is_none());
+        assert!(import_capture(&path, &[], &mut quiet()).unwrap().is_none());
     }
 
     #[test]
@@ -78,7 +99,7 @@ mod tests {
              10.0.0.1 - - [10/Oct/2023:13:55:37 +0000] \"GET /b HTTP/1.1\" 200 5 \"-\" \"ua\"\n",
         )
         .unwrap();
-        let imported = import_capture(&path, &mut quiet()).unwrap().unwrap();
+        let imported = import_capture(&path, &[], &mut quiet()).unwrap().unwrap();
         assert_eq!(
             (imported.summary.sessions, imported.summary.requests),
             (1, 2)
@@ -96,7 +117,35 @@ mod tests {
 
     #[test]
     fn a_file_that_is_not_there_is_an_error_naming_it() {
-        let error = import_capture(Path::new("/nonexistent/x.pcap"), &mut quiet()).unwrap_err();
+        let error =
+            import_capture(Path::new("/nonexistent/x.pcap"), &[], &mut quiet()).unwrap_err();
         assert!(error.to_string().contains("/nonexistent/x.pcap"), "{error}");
+    }
+
+    #[test]
+    fn headers_on_a_pcap_replay_are_a_warning_not_a_silent_skip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.pcap");
+        // A pcap header (µs, Ethernet) and no packets.
+        let mut pcap = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+        pcap.extend_from_slice(&[0; 8]);
+        pcap.extend_from_slice(&65535u32.to_le_bytes());
+        pcap.extend_from_slice(&1u32.to_le_bytes());
+        std::fs::write(&path, pcap).unwrap();
+        let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = said.clone();
+        let mut warnings = Warnings::new(
+            5,
+            Box::new(move |w| sink.lock().unwrap().push(w.to_owned())),
+        );
+        let imported = import_capture(&path, &["Host: a".to_owned()], &mut warnings)
+            .unwrap()
+            .unwrap();
+        assert_eq!(imported.summary.requests, 0);
+        let said = said.lock().unwrap();
+        assert!(
+            said[0].contains("a pcap replays its requests as captured"),
+            "{said:?}"
+        );
     }
 }

@@ -17,6 +17,7 @@
 
 mod answers;
 mod artifacts;
+mod captures;
 mod collector;
 mod limits;
 mod observer;
@@ -39,6 +40,7 @@ use tank_stats::Aggregator;
 
 use artifacts::Artifacts;
 
+pub use captures::{import_captures, Captures};
 pub use observer::{LiveState, Notice, Observer, Sessions, Silent, Started};
 pub use outcome::{Outcome, Verdict};
 pub use planned::Planned;
@@ -140,6 +142,9 @@ pub enum RunError {
     /// The common start (`--start-at`) cannot be kept.
     #[error("{0}")]
     Start(String),
+    /// A replay's capture could not be imported, located at its `ammofile`.
+    #[error("{0}")]
+    Import(ConfigError),
 }
 
 fn io(what: &str) -> impl FnOnce(std::io::Error) -> RunError + '_ {
@@ -201,6 +206,20 @@ pub fn load_only(spec: &Spec, observer: Box<dyn Observer>) -> Result<u64, RunErr
 /// artifacts, and say how it went. `observer` sees each finished second;
 /// `handle` stops the run from outside.
 pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<Outcome, RunError> {
+    let mut observer = observer;
+    // Held to the end of the run: the sessions files imported captures became.
+    let captures = import_captures(&spec.config, &mut |notice| observer.notice(&notice))?;
+    let with_sessions;
+    let spec = match &captures {
+        Some(captures) => {
+            with_sessions = Spec {
+                config: captures.config().clone(),
+                ..spec.clone()
+            };
+            &with_sessions
+        }
+        None => spec,
+    };
     let config = &spec.config;
     if let Some(at) = spec.start_at {
         start::check_ahead(at, Duration::ZERO)?;
@@ -215,7 +234,6 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         .enable_all()
         .build()
         .map_err(io("starting the runtime"))?;
-    let mut observer = observer;
     for warning in &config.warnings {
         observer.notice(&Notice::Warning(warning));
     }
