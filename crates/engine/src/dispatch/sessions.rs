@@ -214,10 +214,21 @@ impl SessionDispatch {
                         let Some(lane) = state.lanes.get_mut(&session) else {
                             continue;
                         };
+                        let due = super::due(&shot);
                         lane.requests.push_back(shot);
                         state.buffered += 1;
-                        if lane.requests.len() == 1 {
-                            wake.extend(seat_waker(&mut state.threads, lane.seat));
+                        if let (1, Some(seat)) = (lane.requests.len(), lane.seat) {
+                            // Its instance may be waiting for this step: hold it on
+                            // its thread's timer until due instead of waking it now
+                            // (the feeder runs ahead: a wake per request, in bursts,
+                            // would delay the requests due meanwhile).
+                            let here = &mut state.threads[seat.thread];
+                            let held = &mut here.seats[seat.slot];
+                            if !held.in_holding {
+                                held.in_holding = true;
+                                here.holding.push(std::cmp::Reverse((due, seat.slot)));
+                            }
+                            wake.extend(here.rearm_for(due));
                         }
                     }
                     Handed::End(session) => {
@@ -426,7 +437,9 @@ impl Future for NextTurn<'_> {
                     break Poll::Ready(Some(Turn::HangUp));
                 }
                 None => {
-                    // Its next step has not come yet: the feeder's offer wakes it.
+                    // Its next step has not come yet: the feeder's offer holds it
+                    // on this thread's timer until that step is due (or, for its
+                    // end, wakes it).
                     here.seats[slot].set_waker(cx.waker());
                     break Poll::Pending;
                 }
