@@ -90,7 +90,7 @@ mod tests {
     }
 
     #[test]
-    fn an_access_log_is_imported_into_a_file_removed_with_it() {
+    fn an_access_log_is_imported_with_the_headers_into_a_file_removed_with_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("access.log");
         std::fs::write(
@@ -99,7 +99,10 @@ mod tests {
              10.0.0.1 - - [10/Oct/2023:13:55:37 +0000] \"GET /b HTTP/1.1\" 200 5 \"-\" \"ua\"\n",
         )
         .unwrap();
-        let imported = import_capture(&path, &[], &mut quiet()).unwrap().unwrap();
+        let headers = ["Host: example.org".to_owned()];
+        let imported = import_capture(&path, &headers, &mut quiet())
+            .unwrap()
+            .unwrap();
         assert_eq!(
             (imported.summary.sessions, imported.summary.requests),
             (1, 2)
@@ -108,7 +111,7 @@ mod tests {
         let text = std::fs::read_to_string(&sessions).unwrap();
         assert!(text.starts_with("tank-sessions 1\n"), "{text}");
         assert!(
-            text.contains("R ") && text.contains(" 1000000 0 /b\nGET /b"),
+            text.contains(" 1000000 0 /b\nGET /b HTTP/1.1\r\nHost: example.org\r\n"),
             "{text}"
         );
         drop(imported);
