@@ -222,6 +222,13 @@ impl Capture {
                 warnings.warn(message);
                 skip_rest(flow);
             }
+            if let Some(skipped) = flow.framer.take_skipped() {
+                warnings.warn(format!(
+                    "connection {}: captured from its middle (no SYN): its first {skipped} \
+                     bytes, before its first request line, are skipped",
+                    flow.label()
+                ));
+            }
             let overfull = flow
                 .stream
                 .as_ref()
@@ -323,7 +330,12 @@ impl Capture {
             session: self.next_session,
             isn: None,
             stream: None,
-            framer: Framer::default(),
+            // Without its SYN the capture may begin inside a request.
+            framer: if segment.syn {
+                Framer::default()
+            } else {
+                Framer::mid_stream()
+            },
             fin_at: None,
             skipped,
             requests: 0,
@@ -406,6 +418,12 @@ impl Capture {
             if let Some(stream) = &flow.stream {
                 if let Some((from, to)) = stream.hole() {
                     warnings.warn(gap(&flow, stream, from, to));
+                } else if let Some(skipped) = flow.framer.still_searching().filter(|n| *n > 0) {
+                    warnings.warn(format!(
+                        "connection {}: captured from its middle (no SYN), and none of its \
+                         {skipped} bytes starts a request line: skipped",
+                        flow.label()
+                    ));
                 } else if flow.framer.partial_len() > 0 {
                     warnings.warn(format!(
                         "connection {}: ends inside a request ({} bytes from stream byte {}); \

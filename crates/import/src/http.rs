@@ -18,6 +18,9 @@ pub const MAX_HEAD: usize = 64 * 1024;
 const RESERVE_LIMIT: usize = 16 << 20;
 /// Most headers in a request head.
 const MAX_HEADERS: usize = 256;
+/// Longest line a stream from its middle (see [`Framer::mid_stream`]) checks
+/// for a request line; longer ones are skipped as body bytes.
+const MAX_REQUEST_LINE: usize = 16 * 1024;
 
 /// Why a stream is not HTTP/1.x requests, at which stream offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +42,11 @@ pub struct Request {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
+    /// A stream captured from its middle (see [`Framer::mid_stream`]): looking
+    /// for its first request line. `request` holds the line read so far, whose
+    /// first byte was captured at `line_at`; `at_line_start` is false after a
+    /// line too long to be a request line was dropped, until its end.
+    Sync { line_at: u64, at_line_start: bool },
     /// Between requests.
     Idle,
     /// In the head; the end was searched for up to `scanned`; whether the
@@ -67,6 +75,9 @@ pub struct Framer {
     started: u64,
     /// Stream bytes seen.
     offset: u64,
+    /// A stream captured from its middle: the bytes skipped before its first
+    /// request line, until [`Framer::take_skipped`] reports them.
+    skipped: u64,
 }
 
 impl Default for Framer {
@@ -77,19 +88,54 @@ impl Default for Framer {
             at_us: 0,
             started: 0,
             offset: 0,
+            skipped: 0,
         }
     }
 }
 
 impl Framer {
+    /// A framer for a stream captured from its middle (a connection whose SYN
+    /// the capture missed, because it was open when the capture began): its
+    /// first bytes may be the rest of a request. They are skipped line by line
+    /// up to the first line that is a whole HTTP/1.x request line (`METHOD
+    /// TARGET HTTP/1.x`), where framing starts; [`Framer::take_skipped`] says
+    /// how many bytes that cost.
+    pub fn mid_stream() -> Framer {
+        Framer {
+            state: State::Sync {
+                line_at: 0,
+                at_line_start: true,
+            },
+            ..Framer::default()
+        }
+    }
+
+    /// Once a stream from its middle found its first request line after
+    /// skipping bytes: how many (reported once; `None` otherwise).
+    pub fn take_skipped(&mut self) -> Option<u64> {
+        if matches!(self.state, State::Sync { .. }) || self.skipped == 0 {
+            return None;
+        }
+        Some(std::mem::take(&mut self.skipped))
+    }
+
+    /// Bytes of a stream from its middle skipped so far while no request line
+    /// was found yet (`None` once one was, or for a stream from its start).
+    pub fn still_searching(&self) -> Option<u64> {
+        matches!(self.state, State::Sync { .. }).then_some(self.skipped + self.request.len() as u64)
+    }
+
     /// The first byte's capture time of the request being read, if one is.
     pub fn in_progress_since(&self) -> Option<u64> {
-        (self.state != State::Idle).then_some(self.at_us)
+        (!matches!(self.state, State::Idle | State::Sync { .. })).then_some(self.at_us)
     }
 
     /// Bytes of the request being read (0 between requests).
     pub fn partial_len(&self) -> usize {
-        self.request.len()
+        match self.state {
+            State::Sync { .. } => 0,
+            _ => self.request.len(),
+        }
     }
 
     /// Stream bytes fed so far.
@@ -121,6 +167,52 @@ impl Framer {
         done: &mut impl FnMut(Request),
     ) -> Result<usize, FrameError> {
         match self.state {
+            State::Sync {
+                line_at,
+                at_line_start,
+            } => {
+                let line_at = if self.request.is_empty() {
+                    at_us
+                } else {
+                    line_at
+                };
+                let Some(lf) = memchr(b'\n', data) else {
+                    if self.request.len() + data.len() > MAX_REQUEST_LINE {
+                        // Too long for a request line: body bytes, up to the next line.
+                        self.skipped += (self.request.len() + data.len()) as u64;
+                        self.request.clear();
+                        self.state = State::Sync {
+                            line_at,
+                            at_line_start: false,
+                        };
+                    } else {
+                        self.request.extend_from_slice(data);
+                        self.state = State::Sync {
+                            line_at,
+                            at_line_start,
+                        };
+                    }
+                    return Ok(data.len());
+                };
+                self.request.extend_from_slice(&data[..=lf]);
+                let line_end = self.request.len() - 1;
+                if at_line_start && is_request_line(&self.request[..line_end]) {
+                    self.started = self.offset + lf as u64 + 1 - self.request.len() as u64;
+                    self.at_us = line_at;
+                    self.state = State::Head {
+                        scanned: 0,
+                        line_checked: true,
+                    };
+                } else {
+                    self.skipped += self.request.len() as u64;
+                    self.request.clear();
+                    self.state = State::Sync {
+                        line_at,
+                        at_line_start: true,
+                    };
+                }
+                Ok(lf + 1)
+            }
             State::Idle => {
                 let skip = data
                     .iter()
@@ -460,7 +552,79 @@ mod tests {
         assert!(split(&[b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"]).is_err());
     }
 
+    /// Feed `chunks` (chunk i captured at time i) to a framer for a stream
+    /// from its middle: its requests with their times, and the bytes skipped.
+    fn split_mid_stream(chunks: &[&[u8]]) -> (Vec<(u64, Vec<u8>)>, Option<u64>) {
+        let mut framer = Framer::mid_stream();
+        let mut out = Vec::new();
+        let mut skipped = None;
+        for (at, chunk) in chunks.iter().enumerate() {
+            framer
+                .feed(chunk, at as u64, &mut |r| out.push((r.at_us, r.bytes)))
+                .unwrap();
+            skipped = skipped.or(framer.take_skipped());
+        }
+        (out, skipped)
+    }
+
+    #[test]
+    fn a_stream_from_its_middle_starts_at_its_first_request_line() {
+        // The tail of a POST body and of a header block, then two requests.
+        let tail: &[u8] = b"dy of an upload\r\nX-Rest: 1\r\n\r\n";
+        let stream = [tail, GET, POST].concat();
+        let (out, skipped) = split_mid_stream(&[&stream[..20], &stream[20..40], &stream[40..]]);
+        assert_eq!(skipped, Some(tail.len() as u64));
+        assert_eq!(out, [(1, GET.to_vec()), (2, POST.to_vec())]);
+    }
+
+    #[test]
+    fn a_stream_from_its_middle_that_starts_on_a_request_skips_nothing() {
+        let (out, skipped) = split_mid_stream(&[GET]);
+        assert_eq!((out, skipped), (vec![(0, GET.to_vec())], None));
+    }
+
+    #[test]
+    fn a_long_line_from_the_middle_is_body_up_to_its_end() {
+        let mut framer = Framer::mid_stream();
+        let long = vec![b'x'; MAX_REQUEST_LINE + 10];
+        // A request line glued to the end of a long line is not at a line start.
+        framer.feed(&long, 0, &mut |_| {}).unwrap();
+        framer.feed(b"GET / HTTP/1.1\r\n", 1, &mut |_| {}).unwrap();
+        assert_eq!(framer.still_searching(), Some(long.len() as u64 + 16));
+        let mut out = Vec::new();
+        framer.feed(GET, 2, &mut |r| out.push(r.bytes)).unwrap();
+        assert_eq!(out, [GET.to_vec()]);
+        assert_eq!(framer.take_skipped(), Some(long.len() as u64 + 16));
+        assert_eq!(framer.take_skipped(), None);
+    }
+
     proptest! {
+        #[test]
+        fn a_stream_from_its_middle_gives_every_request_after_what_it_skips(
+            garbage in "[a-z0-9 :\r\n]{0,200}",
+            picks in proptest::collection::vec(0usize..4, 1..6),
+            cuts in proptest::collection::vec(any::<usize>(), 0..20),
+        ) {
+            // Garbage ends its last line, so the first request starts a line.
+            let garbage = if garbage.is_empty() || garbage.ends_with('\n') {
+                garbage
+            } else {
+                garbage + "\n"
+            };
+            let all = [GET, POST, CHUNKED, BARE_LF];
+            let want: Vec<&[u8]> = picks.iter().map(|&i| all[i]).collect();
+            let stream = [garbage.as_bytes(), &want.concat()].concat();
+            let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
+            cuts.extend([0, stream.len()]);
+            cuts.sort();
+            let chunks: Vec<&[u8]> = cuts.windows(2).map(|w| &stream[w[0]..w[1]]).collect();
+            let (out, skipped) = split_mid_stream(&chunks);
+            let got: Vec<Vec<u8>> = out.into_iter().map(|(_, bytes)| bytes).collect();
+            prop_assert_eq!(got, want);
+            let expected_skip = (!garbage.is_empty()).then_some(garbage.len() as u64);
+            prop_assert_eq!(skipped, expected_skip);
+        }
+
         #[test]
         fn any_split_of_a_concatenation_gives_exactly_its_requests(
             picks in proptest::collection::vec(0usize..4, 1..12),
@@ -480,8 +644,9 @@ mod tests {
         #[test]
         fn arbitrary_bytes_never_panic(
             chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..8),
+            mid_stream in any::<bool>(),
         ) {
-            let mut framer = Framer::default();
+            let mut framer = if mid_stream { Framer::mid_stream() } else { Framer::default() };
             for chunk in &chunks {
                 if framer.feed(chunk, 0, &mut |_| {}).is_err() {
                     break;

@@ -466,6 +466,30 @@ fn a_connection_without_its_syn_starts_at_its_first_data_and_its_server_is_the_l
 }
 
 #[test]
+fn a_connection_captured_inside_a_request_starts_at_its_next_request_line() {
+    // The capture began while the client was sending a request's body.
+    let c = Conn::v4(51000, 8000);
+    let tail: &[u8] = b"e rest of a body\r\nwith lines\r\n";
+    let at = |n: usize| 100 + n as u32;
+    let frames = [
+        c.data(0, at(0), tail),
+        c.data(10, at(tail.len()), GET_A),
+        c.data(20, at(tail.len() + GET_A.len()), GET_B),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.requests.len(), 2);
+    assert_eq!(got.warnings.len(), 1, "{:?}", got.warnings);
+    assert!(
+        got.warnings[0].contains(&format!(
+            "captured from its middle (no SYN): its first {} bytes",
+            tail.len()
+        )),
+        "{:?}",
+        got.warnings
+    );
+}
+
+#[test]
 fn connections_to_another_port_are_counted_and_skipped() {
     let web = Conn::v4(40000, 80);
     let other = Conn::v4(40001, 6379);
