@@ -105,11 +105,8 @@ pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spaw
         match &shared.handoff {
             Handoff::Shots(dispatch) => {
                 let seat = dispatch.seat(thread);
-                io.spawn(
-                    &mut instances,
-                    thread,
-                    instance(Arc::clone(&shared), barrel, seat),
-                );
+                let task = instance(Arc::clone(&shared), Arc::clone(dispatch), barrel, seat);
+                io.spawn(&mut instances, thread, task);
             }
             Handoff::Sessions(sessions) => {
                 let seat = sessions.seat(thread);
@@ -139,10 +136,7 @@ pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spaw
     while instances.join_next().await.is_some() {}
 }
 
-async fn instance(shared: Arc<Shared>, mut barrel: Barrel, seat: Seat) {
-    let Handoff::Shots(dispatch) = &shared.handoff else {
-        return;
-    };
+async fn instance(shared: Arc<Shared>, dispatch: Arc<Dispatch>, mut barrel: Barrel, seat: Seat) {
     let mut capture = shared
         .answers
         .as_ref()
