@@ -632,6 +632,26 @@ fn tank_plan_describes_the_capture() {
     ] {
         assert!(text.contains(line), "`{line}` in:\n{text}");
     }
+    // Written out as stpd, the requests keep their times and bytes, and the
+    // sessions they lose are said to be lost.
+    let stpd = dir.path().join("replay.stpd");
+    let out = crate::support::tank()
+        .args(["plan", "-c"])
+        .arg(&path)
+        .arg("--stpd")
+        .arg(&stpd)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("an stpd file has no sessions"), "{stderr}");
+    let written = std::fs::read(&stpd).unwrap();
+    let first = request(0, 0);
+    assert!(
+        written.starts_with(format!("{} 0 s0\n", first.len()).as_bytes()),
+        "{}",
+        String::from_utf8_lossy(&written)
+    );
 }
 
 #[test]

@@ -109,6 +109,14 @@ struct QueueSummary {
 
 fn plan_queue(queue: &QueueConfig, stpd_out: Option<&Path>) -> Result<QueueSummary> {
     let mut plan = Plan::new(queue)?;
+    if stpd_out.is_some() && plan.capture().is_some() {
+        eprintln!(
+            "tank: warning: [{}] an stpd file has no sessions: it keeps each request's due \
+             time, tag and bytes, not the connection it goes on (a ready stpd file goes to any free instance, \
+             as phantom fires one)",
+            queue.name
+        );
+    }
     // Disk writes happen on their own thread, overlapping the planning.
     let mut out = match stpd_out {
         None => None,
