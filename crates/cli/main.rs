@@ -111,7 +111,8 @@ enum Command {
     /// Find the highest rate whose latency quantile stays under a bound
     /// (`--quantile 99 --under 50ms`), bisecting open-model probes between
     /// --from and --to to --precision. A probe where the generator fell behind
-    /// (achieved < 98% of the rate, lag p99 > 1 ms, or unsent shots, while
+    /// (achieved < 98% of the rate, or of the shots the plan had due in the
+    /// window with drawn --arrivals; lag p99 > 1 ms; or unsent shots, while
     /// connections were free) is invalid and never a pass. Exits 3 when no
     /// rate meets the bound. With --config, the settings may come from the
     /// config's [search] section; flags override it.

@@ -28,6 +28,10 @@ pub struct Measurement {
     pub errors: u64,
     /// Responses per second over the window.
     pub achieved_rps: f64,
+    /// Open model: the shots the plan has due in the window. With drawn
+    /// arrivals that is not the rate × the window, and the probe is judged
+    /// against it (see [`crate::search::Probe::judge`]).
+    pub planned: Option<u64>,
     /// Latency quantiles, ms, at [`QUANTILES_PCT`]: from the intended start
     /// (lag + service time) in the open model, the service time in the closed one.
     pub latency_ms: Vec<f64>,
@@ -102,6 +106,11 @@ pub fn run_probe(
     };
     let open = matches!(load, Load::Open { .. });
     let spec = target.spec(&load, dir)?;
+    let planned = if open {
+        planned_in_window(&spec, timing)
+    } else {
+        None
+    };
     let pool = match load {
         Load::Open { instances, .. } => u64::from(instances),
         Load::Closed { concurrency } => u64::from(concurrency),
@@ -129,6 +138,7 @@ pub fn run_probe(
         responses: stats.responses,
         errors: stats.errors,
         achieved_rps: stats.responses as f64 / seconds,
+        planned,
         latency_ms: QUANTILES_PCT.iter().map(|&q| ms(latency, q)).collect(),
         quantile_ms: ms(latency, timing.quantile),
         mean_ms: latency.mean() / 1000.0,
@@ -145,6 +155,15 @@ pub fn run_probe(
         pool_exhausted: stats.pool_exhausted,
         artifacts: outcome.artifacts,
     })
+}
+
+/// The shots `spec`'s plan has due from `timing`'s warm-up to the end of its
+/// measurement, in closed form (`None` when the plan cannot say).
+fn planned_in_window(spec: &tank_run::Spec, timing: &Timing) -> Option<u64> {
+    let plan = tank_plan::Plan::new(spec.config.queues.first()?).ok()?;
+    let from = i64::try_from(timing.warmup.as_millis()).ok()?;
+    let to = from.checked_add(i64::try_from(timing.measure.as_millis()).ok()?)?;
+    Some(plan.planned_count()?.between_ms(from, to))
 }
 
 /// The window's counts and histograms (µs).
@@ -295,6 +314,7 @@ mod tests {
     #[test]
     fn the_error_share_is_of_the_windows_responses() {
         let m = Measurement {
+            planned: None,
             responses: 10,
             errors: 1,
             achieved_rps: 5.0,
