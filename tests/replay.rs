@@ -198,6 +198,11 @@ fn run(dir: &Path, server: &LoggingServer, options: &str, handle: &Handle) -> ta
 /// The capture and a config replaying it against `server` with `options`, in `dir`.
 fn config(dir: &Path, server: &LoggingServer, options: &str) -> PathBuf {
     let sessions = write_sessions(dir);
+    replay_config(dir, server, &sessions, options)
+}
+
+/// A config in `dir` replaying `ammofile` against `server` with `options`.
+fn replay_config(dir: &Path, server: &LoggingServer, ammofile: &Path, options: &str) -> PathBuf {
     let path = dir.join("load.ini");
     std::fs::write(
         &path,
@@ -205,7 +210,7 @@ fn config(dir: &Path, server: &LoggingServer, options: &str) -> PathBuf {
             "[phantom]\naddress = {}\nammo_type = sessions\nammofile = {}\n{options}\n\
              [tank]\nartifacts_base_dir = {}\n",
             server.addr,
-            sessions.display(),
+            ammofile.display(),
             dir.join("logs").display()
         ),
     )
@@ -443,18 +448,7 @@ fn replay_capture(
     options: &str,
 ) -> tank_run::Outcome {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let path = dir.join("capture.ini");
-    std::fs::write(
-        &path,
-        format!(
-            "[phantom]\naddress = {}\nammo_type = sessions\nammofile = {}\n{options}\n\
-             [tank]\nartifacts_base_dir = {}\n",
-            server.addr,
-            ammofile.display(),
-            dir.join("logs").display()
-        ),
-    )
-    .unwrap();
+    let path = replay_config(dir, server, ammofile, options);
     let spec = Spec::new(tank_config::load(&path, &[]).unwrap());
     let outcome = tank_run::run(&spec, Box::new(Silent), &Handle::default()).unwrap();
     assert_eq!(outcome.verdict, Verdict::Completed, "{}", outcome.text);
