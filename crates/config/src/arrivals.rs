@@ -104,16 +104,8 @@ impl ArrivalProcess {
                 let inside = rest
                     .strip_suffix(')')
                     .ok_or_else(|| format!("`{text}` has no closing `)`: {EXPECTED}"))?;
-                let numbers = inside
-                    .split(',')
-                    .map(|p| {
-                        p.trim()
-                            .parse::<f64>()
-                            .ok()
-                            .filter(|n| n.is_finite())
-                            .ok_or_else(|| format!("`{}` is not a number in `{text}`", p.trim()))
-                    })
-                    .collect::<Result<Vec<f64>, String>>()?;
+                let numbers = crate::convert::finite_numbers(inside)
+                    .map_err(|m| format!("{m} in `{text}`"))?;
                 (name.trim(), numbers)
             }
         };

@@ -63,6 +63,20 @@ pub(crate) fn python_bool(s: &str) -> bool {
 }
 
 /// A float as its shortest decimal form, always with a fraction or exponent (`1.0`, `1.1`).
+/// A comma-separated list of finite numbers (the parameters of a
+/// distribution): `Err` names the first item that is not one.
+pub(crate) fn finite_numbers(list: &str) -> Result<Vec<f64>, String> {
+    list.split(',')
+        .map(|p| {
+            p.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|n| n.is_finite())
+                .ok_or_else(|| format!("`{}` is not a number", p.trim()))
+        })
+        .collect()
+}
+
 pub(crate) fn float_text(f: f64) -> String {
     let text = f.to_string();
     if f.is_finite() && !text.contains(['.', 'e', 'E']) {

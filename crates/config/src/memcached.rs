@@ -121,19 +121,10 @@ impl Distribution {
             "fb_key" | "fb_value" => (text, ""),
             _ => ("fixed", text),
         });
-        let numbers: Result<Vec<f64>, String> = if params.is_empty() {
+        let numbers = if params.is_empty() {
             Ok(Vec::new())
         } else {
-            params
-                .split(',')
-                .map(|p| {
-                    p.trim()
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|n| n.is_finite())
-                        .ok_or_else(|| format!("`{}` is not a number", p.trim()))
-                })
-                .collect()
+            crate::convert::finite_numbers(params)
         };
         let expected = "expected a distribution: [fixed:]V, uniform:MAX, normal:MEAN,SD, \
                         exponential:LAMBDA, pareto:LOC,SCALE,SHAPE, gev:LOC,SCALE,SHAPE, \
