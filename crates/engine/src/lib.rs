@@ -262,11 +262,7 @@ impl Engine {
             .iter()
             .map(|queue| CheckedQueue::check(queue, origin.is_some(), shard))
             .collect::<Result<_, _>>()?;
-        Engine::new(
-            queues,
-            origin,
-            config.queues.first().and_then(|q| q.threads),
-        )
+        Engine::new(queues, origin, config.run.threads)
     }
 
     /// The engine for `queues`, checked before: each gun's target resolved

@@ -13,7 +13,6 @@ use tank_config::{TestConfig, WriteLog};
 use tank_engine::{priority, AnswerSink, Clock, Control, Engine, IoThreads, SampleSink};
 use tank_report::stream::files::JSON_LINES;
 use tank_shard::ShardRecord;
-use tank_stats::aggregate::DEFAULT_BUFFERED_SECONDS;
 use tank_stats::Aggregator;
 
 use crate::artifacts::Artifacts;
@@ -99,11 +98,10 @@ impl Prepared {
             .build()
             .map_err(io("starting the runtime"))?;
         let origin = start_origin(origin, &runtime, &mut *observer)?;
-        let threads = config.queues.first().and_then(|q| q.threads);
         let engine = Engine::new(
             queues,
             origin.as_ref().map(tank_origin::Server::local_addr),
-            threads,
+            config.run.threads,
         )?;
         // `[memcached] preload`: every record set before the measured run.
         let targets: Vec<_> = engine.queues().iter().map(|q| q.target()).collect();
@@ -128,37 +126,15 @@ impl Prepared {
             artifacts: artifacts.dir(),
             start_unix_us: clock.start_unix_us,
         });
-        let live = collector::Live {
-            aggregator: aggregator(config),
+        let (samples, collector) = start_results(
+            config,
+            &engine,
+            &artifacts,
+            clock.start_unix_us,
             autostop,
-            control: handle.control.clone(),
-            json: Some(artifacts.create_file(JSON_LINES)?),
-            json_path: artifacts.file(JSON_LINES),
-            autostop_report: artifacts.file(&config.autostop.report_file),
-            active: engine.queues().iter().map(|q| q.active()).collect(),
-            sessions: engine
-                .queues()
-                .iter()
-                .filter_map(|q| q.sessions())
-                .collect(),
-            replay: None,
-            planned: Planned::new(
-                engine
-                    .queues()
-                    .iter()
-                    .filter_map(|q| q.planned().cloned())
-                    .collect(),
-                clock.start_unix_us,
-            ),
-            watch: start_watch(config, &artifacts, &mut *observer)?,
-            exports: start_exports(config, &artifacts)?,
+            handle.control.clone(),
             observer,
-            started: std::time::Instant::now(),
-        };
-        let (samples, sample_rx) = SampleSink::new(SAMPLE_QUEUE);
-        let phout = artifacts.create_file("phout.log")?;
-        let collector = collector::spawn(sample_rx, phout, artifacts.file("phout.log"), live)
-            .map_err(io("starting the results thread"))?;
+        )?;
         let answers = start_answers(config, &artifacts)?;
         if let Some(origin) = &origin {
             artifacts.log(&format!("origin simulator on {}", origin.local_addr()));
@@ -343,15 +319,56 @@ fn start_clock(
     Ok((clock, record))
 }
 
+/// Start the results thread: it takes the samples off the shooters (the sink
+/// returned), writes phout and `test_data.log`, judges autostop (stopping the
+/// run through `control`), watches monitoring, feeds the exports and shows
+/// each finished second to `observer`.
+fn start_results(
+    config: &TestConfig,
+    engine: &Engine,
+    artifacts: &Artifacts,
+    start_unix_us: u64,
+    autostop: tank_stats::autostop::Autostop,
+    control: Control,
+    mut observer: Box<dyn Observer>,
+) -> Result<(SampleSink, JoinHandle<Measured>), RunError> {
+    let live = collector::Live {
+        aggregator: aggregator(config),
+        autostop,
+        control,
+        json: Some(artifacts.create_file(JSON_LINES)?),
+        json_path: artifacts.file(JSON_LINES),
+        autostop_report: artifacts.file(&config.autostop.report_file),
+        active: engine.queues().iter().map(|q| q.active()).collect(),
+        sessions: engine
+            .queues()
+            .iter()
+            .filter_map(|q| q.sessions())
+            .collect(),
+        replay: None,
+        planned: Planned::new(
+            engine
+                .queues()
+                .iter()
+                .filter_map(|q| q.planned().cloned())
+                .collect(),
+            start_unix_us,
+        ),
+        watch: start_watch(config, artifacts, &mut *observer)?,
+        exports: start_exports(config, artifacts)?,
+        observer,
+        started: std::time::Instant::now(),
+    };
+    let (samples, sample_rx) = SampleSink::new(SAMPLE_QUEUE);
+    let phout = artifacts.create_file("phout.log")?;
+    let collector = collector::spawn(sample_rx, phout, artifacts.file("phout.log"), live)
+        .map_err(io("starting the results thread"))?;
+    Ok((samples, collector))
+}
+
 /// The per-second aggregation, with the measuring queues (`measure = 1`) apart.
 fn aggregator(config: &TestConfig) -> Aggregator {
-    Aggregator::new(
-        config
-            .queues
-            .first()
-            .map_or(DEFAULT_BUFFERED_SECONDS, |q| q.buffered_seconds),
-    )
-    .with_probes(
+    Aggregator::new(config.run.buffered_seconds).with_probes(
         config.queues.iter().map(|q| q.name.clone()).collect(),
         config.queues.iter().map(|q| q.measure).collect(),
     )
