@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use tank_config::ArrivalProcess;
-use tank_engine::IoThreadCount;
 use tank_limit::{run_probe, Load, Measurement, Timing};
 
 use crate::target_args::{finish, parse_duration, probe_dir, TargetArgs};
@@ -62,12 +61,12 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         measure: args.duration,
         quantile: 99.0,
     };
-    let threads = IoThreadCount::choose(target.base().queues[0].threads).count;
+    let threads = target.io_threads();
     println!("Running {} test @ {name}", human_duration(args.duration));
     println!("  {threads} threads and {} connections", args.connections);
     let dir = probe_dir(&root, 0, "run");
     let m = run_probe(&target, &load, &timing, &dir)?;
-    print!("{}", summary(&m, threads.get() as u64, args.rate.is_some()));
+    print!("{}", summary(&m, threads as u64, args.rate.is_some()));
     println!(
         "artifacts: {} (report.html, summary.json, phout.log)",
         m.artifacts.display()

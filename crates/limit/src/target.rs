@@ -221,6 +221,14 @@ impl Target {
     pub fn base(&self) -> &TestConfig {
         &self.base
     }
+
+    /// How many I/O threads its runs fire on: `threads` (`-t`), else the
+    /// engine's default (phantom's: half the cores plus one).
+    pub fn io_threads(&self) -> usize {
+        tank_engine::IoThreadCount::choose(self.base.run.threads)
+            .count
+            .get()
+    }
 }
 
 /// The config at `path` (or, for a URL target, built from its options) with
@@ -429,7 +437,7 @@ mod tests {
         let q = &open.config.queues[0];
         assert_eq!(q.load_profile, LoadProfile::Rps("const(800,2.500s)".into()));
         assert_eq!(
-            (q.instances, q.threads, q.timeout),
+            (q.instances, open.config.run.threads, q.timeout),
             (64, Some(1), Duration::from_millis(2000))
         );
         assert_eq!(open.config.core.artifacts_dir.as_deref(), Some("out/1"));
