@@ -183,7 +183,7 @@ impl SweepReport {
     pub fn table(&self) -> String {
         let mut out = format!(
             "{:>6} {:>12} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9}\n",
-            "conns", "good rps", "errors", "errors", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms"
+            "conns", "good rps", "errors", "err %", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms"
         );
         for s in &self.steps {
             let mark = if Some(s.concurrency) == self.knee_concurrency {
