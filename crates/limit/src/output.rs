@@ -109,8 +109,8 @@ impl SearchReport {
             };
             let rates: Vec<String> = v.invalid_rps.iter().map(u64::to_string).collect();
             return format!(
-                "{bracket}: unresolved, {invalid} probes were invalid ({} rps stayed invalid in {} tries each: tank, not the target, fell behind; \
-                 try a quieter machine, fewer --instances, or --max-lag)",
+                "{bracket}: unresolved, {invalid} probes were invalid ({} rps stayed invalid in {} tries each: \
+                 tank, not the target, fell behind; run it on a quieter machine)",
                 rates.join(", "),
                 self.tries
             );
@@ -243,4 +243,121 @@ pub fn write_page(path: &Path, title: &str, report: &impl Serialize) -> Result<(
         .map_err(|e| LimitError::io("writing the page", std::io::Error::other(e)))?;
     std::fs::write(path, tank_report::html::limit(title, &data))
         .map_err(|e| LimitError::io(&format!("writing {}", path.display()), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::tests::measured;
+    use crate::search::{Outcome, MAX_LAG_P99_MS};
+
+    const BOUND: Bound = Bound {
+        quantile: 99.0,
+        under_ms: 50.0,
+        max_error_pct: 1.0,
+        max_lag_p99_ms: MAX_LAG_P99_MS,
+    };
+
+    fn probe(rate: u64, attempt: u32, lag_ms: f64, p99: f64) -> Probe {
+        let mut m = measured(rate as f64, p99);
+        m.lag_p99_ms = lag_ms;
+        Probe {
+            attempt,
+            ..Probe::judge(rate, &m, &BOUND)
+        }
+    }
+
+    fn report(probes: Vec<Probe>, judged: &[(u64, Outcome)]) -> SearchReport {
+        SearchReport::new(
+            "search",
+            "http://x/".into(),
+            &BOUND,
+            Verdict::of(judged),
+            probes,
+            Vec::new(),
+        )
+    }
+
+    #[test]
+    fn the_verdict_line_gives_the_limit_none_or_the_bracket_it_has() {
+        use Outcome::{Fail, Invalid, Pass};
+        let found = report(
+            vec![
+                probe(825, 1, 0.1, 500.0),
+                probe(512, 1, 2.0, 10.0),
+                probe(512, 2, 0.1, 10.0),
+            ],
+            &[(825, Fail), (512, Pass)],
+        );
+        assert_eq!(
+            found.verdict_line(),
+            "limit: 512 rps (p99 under 50 ms) after 3 probes (1 invalid, tried again)"
+        );
+        let none = report(vec![probe(100, 1, 0.1, 500.0)], &[(100, Fail)]);
+        assert_eq!(
+            none.verdict_line(),
+            "limit: none: no rate tried kept p99 under 50 ms"
+        );
+        let probes = (1..=3).map(|try_| probe(825, try_, 2.9, 40.0)).collect();
+        let open = report(probes, &[(1550, Fail), (825, Invalid), (512, Pass)]);
+        assert!(!open.resolved && open.limit_rps.is_none());
+        assert_eq!(
+            open.verdict_line(),
+            "limit between 512 and 1550 rps: unresolved, 3 probes were invalid (825 rps stayed \
+             invalid in 3 tries each: tank, not the target, fell behind; run it on a quieter machine)"
+        );
+        let table = open.table();
+        assert!(table.contains("  3/3 "), "{table}");
+        assert!(table.lines().last().unwrap().starts_with("limit between"));
+        let json = serde_json::to_value(&open).unwrap();
+        assert_eq!(
+            (
+                &json["resolved"],
+                &json["passed_rps"],
+                &json["failed_rps"],
+                &json["invalid_rps"][0]
+            ),
+            (
+                &serde_json::json!(false),
+                &serde_json::json!(512),
+                &serde_json::json!(1550),
+                &serde_json::json!(825)
+            )
+        );
+    }
+
+    #[test]
+    fn the_sweep_table_names_the_knee_and_why_the_fit_is_withheld() {
+        let step = |concurrency: u32, rps: f64, p99_ms: f64, errors: u64| Step {
+            concurrency,
+            achieved_rps: rps,
+            p50_ms: p99_ms / 2.0,
+            p90_ms: p99_ms / 1.5,
+            p99_ms,
+            p999_ms: p99_ms,
+            errors,
+            error_pct: errors as f64 / 10.0,
+            artifacts: String::new(),
+        };
+        let report = SweepReport::new(
+            "http://x/".into(),
+            vec![
+                step(1, 100.0, 10.0, 0),
+                step(2, 200.0, 10.0, 0),
+                step(4, 210.0, 20.0, 500),
+            ],
+            Vec::new(),
+        );
+        assert_eq!(report.knee_concurrency, Some(2));
+        let table = report.table();
+        assert!(table.contains("  <- knee"), "{table}");
+        assert!(
+            table.contains("knee: 2 connections (errors began at 4 connections (50.00%))"),
+            "{table}"
+        );
+        assert!(
+            table.contains("USL: withheld: steps had errors (500 at 4 connections)"),
+            "{table}"
+        );
+    }
 }
