@@ -370,6 +370,7 @@ fn html_report_and_comparison_render_in_headless_chromium() {
     );
     let (dom, log) = render(&browser, &report_page);
     assert_rendered("report.html", &dom, &log, 5);
+    assert_the_headline_comes_first(&dom, &out);
     for heading in [
         "Response time quantiles per second",
         "HTTP codes per second",
@@ -435,25 +436,9 @@ fn thousands(n: u64) -> String {
     out
 }
 
-#[test]
-fn report_html_puts_the_headline_first_with_the_summarys_duration() {
-    let Some(browser) = chromium() else {
-        eprintln!("browser test SKIPPED: TANK_SKIP_BROWSER=1");
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let phout = dir.path().join("phout.log");
-    std::fs::write(&phout, golden_phout()).unwrap();
-    let out = dir.path().join("run");
-    let made = tank(&[
-        "report",
-        phout.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(made.status.success(), "{}", text(&made.stderr));
-    let (dom, log) = render(&browser, &out.join("report.html"));
-    assert_rendered("report.html", &dom, &log, 5);
+/// report.html's headline (`dom`, of the run in `run`) comes right after the test box,
+/// with the summary's error share and duration.
+fn assert_the_headline_comes_first(dom: &str, run: &Path) {
     // The headline comes right after the test box, before any chart (and so
     // before monitoring, whose sections are charts). Before, it was the
     // last thing on the page.
@@ -463,7 +448,7 @@ fn report_html_puts_the_headline_first_with_the_summarys_duration() {
         headline < dom.find("<svg").unwrap(),
         "the headline is not before the charts"
     );
-    let results = section(&dom, "Results");
+    let results = section(dom, "Results");
     for needle in [
         "<th>p50</th>",
         "<th>p90</th>",
@@ -479,7 +464,7 @@ fn report_html_puts_the_headline_first_with_the_summarys_duration() {
     }
     // Its error share is the summary's: net errors and HTTP 4xx/5xx of all responses.
     let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
     let errors: u64 = summary["tags"]
         .as_array()
         .unwrap()
@@ -495,14 +480,14 @@ fn report_html_puts_the_headline_first_with_the_summarys_duration() {
     );
     assert!(results.contains(&share), "no `{share}` in\n{results}");
     // One duration: summary.txt's (what the console prints) is the page's.
-    let summary_txt = std::fs::read_to_string(out.join("summary.txt")).unwrap();
+    let summary_txt = std::fs::read_to_string(run.join("summary.txt")).unwrap();
     let seconds = summary_txt
         .lines()
         .find_map(|l| l.strip_prefix("duration "))
         .and_then(|l| l.split(" s,").next())
         .expect("a duration line");
     assert!(
-        section(&dom, "Test").contains(&format!("<td>duration</td><td>{seconds} s</td>")),
+        section(dom, "Test").contains(&format!("<td>duration</td><td>{seconds} s</td>")),
         "the test box's duration is not summary.txt's {seconds} s"
     );
 }

@@ -249,14 +249,8 @@ pub fn write_page(path: &Path, title: &str, report: &impl Serialize) -> Result<(
 mod tests {
     use super::*;
     use crate::measure::tests::measured;
-    use crate::search::{Outcome, MAX_LAG_P99_MS};
-
-    const BOUND: Bound = Bound {
-        quantile: 99.0,
-        under_ms: 50.0,
-        max_error_pct: 1.0,
-        max_lag_p99_ms: MAX_LAG_P99_MS,
-    };
+    use crate::search::tests::BOUND;
+    use crate::search::Outcome;
 
     fn probe(rate: u64, attempt: u32, lag_ms: f64, p99: f64) -> Probe {
         let mut m = measured(rate as f64, p99);

@@ -355,6 +355,22 @@ mod tests {
         (agg.pop_ready().unwrap(), agg.totals())
     }
 
+    /// The screen of `second` in a run of `totals`, one second in, with no
+    /// progress bar, autostop or monitoring.
+    fn plain_screen(second: &SecondStats, totals: &TotalStats) -> String {
+        render_screen(&LiveView {
+            title: "load.ini",
+            second,
+            second_offset: Duration::ZERO,
+            totals,
+            elapsed: Duration::from_secs(1),
+            planned_duration: None,
+            instances_limit: 10,
+            autostop: &[],
+            monitoring: &[],
+        })
+    }
+
     #[test]
     fn screen_shows_progress_rates_quantiles_codes_tags_and_autostop() {
         let (second, totals) = state();
@@ -408,17 +424,7 @@ mod tests {
         }
         agg.finish();
         let (second, totals) = (agg.pop_ready().unwrap(), agg.totals());
-        let screen = render_screen(&LiveView {
-            title: "load.ini",
-            second: &second,
-            second_offset: Duration::from_secs(29),
-            totals: &totals,
-            elapsed: Duration::from_secs(1),
-            planned_duration: None,
-            instances_limit: 10,
-            autostop: &[],
-            monitoring: &[],
-        });
+        let screen = plain_screen(&second, &totals);
         let rows: Vec<&str> = screen
             .lines()
             .skip_while(|line| !line.trim_start().starts_with("probe (measure = 1)"))
@@ -458,17 +464,7 @@ mod tests {
         }
         agg.finish();
         let (second, totals) = (agg.pop_ready().unwrap(), agg.totals());
-        let screen = render_screen(&LiveView {
-            title: "load.ini",
-            second: &second,
-            second_offset: Duration::from_secs(29),
-            totals: &totals,
-            elapsed: Duration::from_secs(1),
-            planned_duration: None,
-            instances_limit: 10,
-            autostop: &[],
-            monitoring: &[],
-        });
+        let screen = plain_screen(&second, &totals);
         let rows: Vec<&str> = screen
             .lines()
             .skip_while(|line| !line.trim_start().starts_with("queue "))
@@ -483,38 +479,17 @@ mod tests {
         );
         // One queue: no queue table.
         let (second, totals) = state();
-        let one = render_screen(&LiveView {
-            title: "load.ini",
-            second: &second,
-            second_offset: Duration::from_secs(29),
-            totals: &totals,
-            elapsed: Duration::from_secs(1),
-            planned_duration: None,
-            instances_limit: 10,
-            autostop: &[],
-            monitoring: &[],
-        });
+        let one = plain_screen(&second, &totals);
         assert!(!one.contains("  queue "), "{one}");
     }
 
     #[test]
     fn quantile_columns_are_last_second_then_whole_run_each_service_then_intended() {
-        let (mut second, totals) = state();
+        let (mut second, mut totals) = state();
         // A second whose intended latency is known, in a run that knows it too.
         second.intended = second.cumulative;
-        let mut totals = totals;
         totals.intended = second.cumulative;
-        let screen = render_screen(&LiveView {
-            title: "load.ini",
-            second: &second,
-            second_offset: Duration::ZERO,
-            totals: &totals,
-            elapsed: Duration::from_secs(1),
-            planned_duration: None,
-            instances_limit: 4,
-            autostop: &[],
-            monitoring: &[],
-        });
+        let screen = plain_screen(&second, &totals);
         let lines: Vec<&str> = screen.lines().collect();
         let header = lines
             .iter()
@@ -535,17 +510,7 @@ mod tests {
         assert_eq!(max, ["100%", "2.5", "2.5", "2.5", "2.5"], "{screen}");
         // Without lag, the intended columns say so.
         let (second, totals) = state();
-        let screen = render_screen(&LiveView {
-            title: "load.ini",
-            second: &second,
-            second_offset: Duration::ZERO,
-            totals: &totals,
-            elapsed: Duration::from_secs(1),
-            planned_duration: None,
-            instances_limit: 4,
-            autostop: &[],
-            monitoring: &[],
-        });
+        let screen = plain_screen(&second, &totals);
         let max = screen
             .lines()
             .find(|l| l.trim_start().starts_with("100%"))
