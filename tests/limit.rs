@@ -158,10 +158,15 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// 8 workers of 100 ms: 80 requests/s. So few cost the target next to no
+/// CPU, so its capacity holds on a machine busy with other builds (8 workers
+/// of 10 ms, 800/s, came out at 699 there: its own CPU was short).
+const CAPACITY_80: &str = r#"{"workers": 8, "stages": [{"latency": "100ms"}]}"#;
+
 #[test]
-fn search_finds_the_capacity_of_eight_workers_of_10ms() {
+fn search_finds_the_capacity_of_eight_workers_of_100ms() {
     let _one = one_at_a_time();
-    let origin = Origin::start(CAPACITY_800);
+    let origin = Origin::start(CAPACITY_80);
     let dir = tempfile::tempdir().unwrap();
     let url = origin.url();
     let out = run(
@@ -172,11 +177,11 @@ fn search_finds_the_capacity_of_eight_workers_of_10ms() {
             "--quantile",
             "99",
             "--under",
-            "50ms",
+            "200ms",
             "--from",
-            "100",
+            "10",
             "--to",
-            "3000",
+            "300",
             "--probe",
             "1.5s",
             "--warmup",
@@ -198,11 +203,11 @@ fn search_finds_the_capacity_of_eight_workers_of_10ms() {
             .unwrap();
     assert_eq!(json["resolved"], true, "{stdout}");
     let limit = json["limit_rps"].as_f64().unwrap();
-    assert!((760.0..=840.0).contains(&limit), "limit {limit}\n{stdout}");
+    assert!((72.0..=88.0).contains(&limit), "limit {limit}\n{stdout}");
     let probes = json["probes"].as_array().unwrap();
     // Rates judged (a rate whose probe was invalid is tried again).
     let rates = probes.iter().filter(|p| p["attempt"] == 1).count();
-    let allowed = (2900.0 / (0.02 * limit)).log2() + 3.0;
+    let allowed = (290.0 / (0.02 * limit)).log2() + 3.0;
     assert!(rates as f64 <= allowed, "{rates} rates\n{stdout}");
     for probe in probes {
         for key in [
