@@ -42,6 +42,7 @@ pub mod memcached;
 pub mod model;
 mod monitoring;
 mod monitoring_hosts;
+mod mysql;
 mod options;
 mod origin;
 mod overrides;

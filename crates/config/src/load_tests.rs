@@ -75,6 +75,8 @@ fn minimal_ini_gets_the_schema_defaults() {
             depth: 1,
             measure: false,
             arrivals: c.queues[0].arrivals,
+            reply_framing: crate::ReplyFraming::Close,
+            mysql: None,
         }]
     );
     assert_eq!(c.autostop.criteria, Vec::<String>::new());
@@ -438,7 +440,7 @@ fn bad_enumerations_are_errors() {
         .contains("`uripost`"));
     assert!(ini_err(&format!("{MINIMAL}tank_type = udp\n"))
         .message()
-        .contains("`http`, `none` or `memcached`"));
+        .contains("`http`, `none`, `memcached` or `mysql`"));
     assert!(ini_err(&format!("{MINIMAL}port = 8o\n"))
         .message()
         .contains("digits only"));

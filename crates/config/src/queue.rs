@@ -21,6 +21,7 @@ use crate::options::SCHEDULE_KEYS;
 use crate::raw::{RawEntry, RawSection, RawValue};
 use crate::units;
 
+mod framing;
 mod replay;
 
 /// The options one queue sees: its own entries over the ones it inherits.
@@ -214,6 +215,9 @@ pub(crate) fn build(
         depth: depth(q, tank_type)?,
         measure: measure(q, open_loop)?,
         arrivals: arrivals(q, open_loop)?,
+        reply_framing: framing::read(q, tank_type)?,
+        // Attached from the [mysql] section once every queue is built.
+        mysql: None,
     })
 }
 
@@ -404,8 +408,9 @@ fn tank_type(text: &str) -> Result<TankType, String> {
         "http" => Ok(TankType::Http),
         "none" => Ok(TankType::None),
         "memcached" => Ok(TankType::Memcached),
+        "mysql" => Ok(TankType::Mysql),
         other => Err(format!(
-            "expected `http`, `none` or `memcached`, found `{other}`"
+            "expected `http`, `none`, `memcached` or `mysql`, found `{other}`"
         )),
     }
 }

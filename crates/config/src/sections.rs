@@ -29,6 +29,8 @@ pub(crate) enum SectionKind {
     Origin,
     /// `[memcached]`: tank's own, the memcached workload.
     Memcached,
+    /// `[mysql]`: tank's own, who `tank_type = mysql` logs in as.
+    Mysql,
     /// Another yandex-tank plugin's section: accepted, not acted on.
     Ignored,
     /// `[telegraf]` / `[monitoring]`: the hosts to watch.
@@ -72,13 +74,14 @@ const PATTERNS: &[(&str, SectionKind)] = &[
     ("origin", SectionKind::Origin),
     ("prometheus", SectionKind::Prometheus),
     ("memcached", SectionKind::Memcached),
+    ("mysql", SectionKind::Mysql),
     ("search", SectionKind::Search),
 ];
 
 /// The known section names, for "unrecognized section" messages.
 pub(crate) const KNOWN: &str =
     "phantom, phantom-*, autostop, rcassert, console, origin, telegraf/monitoring, influx, \
-    prometheus, memcached, search, tank/core (and, ignored: aggregator, android, appium, \
+    prometheus, memcached, mysql, search, tank/core (and, ignored: aggregator, android, appium, \
     battery_historian, bfg, meta, overload, uploader, datauploader, jmeter, rcheck, shellexec, \
     shootexec, tips, json_report, pandora, opentsdb)";
 
@@ -145,6 +148,7 @@ pub(crate) fn classify(name: &str) -> Option<SectionKind> {
         SectionKind::Influx if name != "influx" => None,
         SectionKind::Prometheus if name != "prometheus" => None,
         SectionKind::Memcached if name != "memcached" => None,
+        SectionKind::Mysql if name != "mysql" => None,
         SectionKind::Search if name != "search" => None,
         kind => Some(kind),
     }

@@ -14,6 +14,7 @@ use crate::model::{
     AutostopConfig, ConfigFormat, ConsoleConfig, CoreConfig, RcAssertConfig, RunOptions, TestConfig,
 };
 use crate::monitoring;
+use crate::mysql;
 use crate::options::{self, Kind, SCHEDULE_KEYS};
 use crate::origin;
 use crate::queue::{self, entry_error, Layered};
@@ -72,6 +73,7 @@ pub(crate) fn validate(
         console: ConsoleConfig::default(),
         origin: None,
         memcached: None,
+        mysql: None,
         search: Default::default(),
         warnings: Vec::new(),
         monitoring: None,
@@ -105,6 +107,9 @@ pub(crate) fn validate(
             }
             SectionKind::Memcached if enabled(section)? => {
                 config.memcached = Some(memcached::read(section)?);
+            }
+            SectionKind::Mysql if enabled(section)? => {
+                config.mysql = Some(mysql::read(section, path)?);
             }
             SectionKind::Ignored if enabled(section)? => {
                 if let Some(plugin) = sections::unimplemented_plugin(&section.name.to_lowercase()) {
@@ -170,6 +175,7 @@ pub(crate) fn validate(
     origin::check_queue_addresses(raw, &config)?;
     config.monitoring = monitoring::read(&monitoring_sections, &config.queues[0], path)?;
     memcached::check_used(raw, &config)?;
+    mysql::attach(raw, &mut config)?;
     Ok(config)
 }
 
@@ -261,6 +267,7 @@ fn check_keys(
         SectionKind::Influx => options::INFLUX,
         SectionKind::Prometheus => options::PROMETHEUS,
         SectionKind::Memcached => options::MEMCACHED,
+        SectionKind::Mysql => options::MYSQL,
         SectionKind::Search => options::SEARCH,
         SectionKind::Ignored => return Ok(()),
     };

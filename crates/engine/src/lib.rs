@@ -220,6 +220,9 @@ pub struct QueueReport {
     pub fired: u64,
     /// A plan or ammo error met during the run (the queue stopped there).
     pub error: Option<EngineError>,
+    /// What the gun met that no row explains (a MySQL login it cannot
+    /// complete: its rows have net code 71), to be said once.
+    pub problem: Option<String>,
 }
 
 impl QueueReport {
@@ -368,6 +371,9 @@ enum Feeding {
         shared: Arc<queue::Shared>,
         /// The planned count, when known without walking the plan.
         known: Option<u64>,
+        /// The queue's gun (shared with its instances), asked at the end
+        /// what it met.
+        gun: gun::Guns,
     },
     Failed {
         name: String,
@@ -431,6 +437,7 @@ impl PreparedQueue {
             feeder,
             shared: Arc::clone(&shared),
             known,
+            gun: self.gun.clone(),
         };
         (running, Some((shared, self.gun, self.pool)))
     }
@@ -440,7 +447,7 @@ impl Feeding {
     /// The queue's report, once its instances have ended: its feeder halted
     /// and joined, the plan's rest counted when the count was not known.
     async fn finish(self) -> QueueReport {
-        let (name, feeder, shared, known) = match self {
+        let (name, feeder, shared, known, gun) = match self {
             Feeding::Failed { name, message } => {
                 return QueueReport {
                     name: name.clone(),
@@ -450,6 +457,7 @@ impl Feeding {
                         queue: name,
                         message,
                     }),
+                    problem: None,
                 }
             }
             Feeding::Running {
@@ -457,7 +465,8 @@ impl Feeding {
                 feeder,
                 shared,
                 known,
-            } => (name, feeder, shared, known),
+                gun,
+            } => (name, feeder, shared, known, gun),
         };
         // Halting lets a feeder waiting for room see the end.
         shared.handoff.halt();
@@ -479,6 +488,7 @@ impl Feeding {
             planned: known.or(counted),
             fired,
             error,
+            problem: gun.problem(),
         }
     }
 }

@@ -230,6 +230,14 @@ pub(crate) fn finish(
         summary.meta.facts.push(("influx".into(), line.clone()));
         export_lines.push(format!("influx: {line}"));
     }
+    for queue in &report.queues {
+        if let Some(problem) = &queue.problem {
+            summary.warnings.push(format!(
+                "[{}] {problem}: the requests that met it have net code 71",
+                queue.name
+            ));
+        }
+    }
     if let Some(failure) = &measured.write_failed {
         summary.warnings.insert(
             0,

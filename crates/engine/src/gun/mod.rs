@@ -51,11 +51,13 @@
 //!   replayed session ended); the next request connects anew.
 //!
 //! Members: [`wire`] (HTTP/1.x, plain TCP, memcached: replies come back in
-//! request order on the connection). A new protocol is a new module, a new
+//! request order on the connection) and [`mysql`] (a login after connecting,
+//! then commands; see there why it is not a wire protocol). A new protocol is a new module, a new
 //! variant of [`Guns`] and an arm in [`GunSpec::check`], [`GunSpec::resolve`] and
 //! `queue::run`.
 
 pub(crate) mod measure;
+pub mod mysql;
 pub mod wire;
 
 use std::future::Future;
@@ -63,13 +65,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tank_config::{QueueConfig, TankType, ORIGIN_ADDRESS};
+use tank_config::{Password, QueueConfig, TankType, ORIGIN_ADDRESS};
 use tank_stats::Measured;
 use tokio::time::Instant;
 
 use crate::io_threads::IoThread;
 use crate::{http, target, tls, EngineError};
 
+pub use mysql::{MysqlBarrel, MysqlGun};
 pub use wire::{Protocol, WireBarrel, WireGun};
 
 /// Where an instance runs: what a gun needs to decide which connection its
@@ -129,6 +132,8 @@ pub struct GunSpec {
     timeout: Duration,
     sources: Vec<std::net::IpAddr>,
     depth: usize,
+    /// `tank_type = mysql`'s credentials (then `protocol` is not used).
+    mysql: Option<mysql::Credentials>,
     /// Where `address` was written, for resolution errors.
     address_at: tank_config::OptionPlace,
 }
@@ -161,7 +166,10 @@ impl GunSpec {
                 port,
             }
         };
-        let tls = if queue.ssl {
+        // MySQL starts TLS inside its handshake: `[mysql] ssl` (the config
+        // refuses `ssl` on such a queue).
+        let ssl = queue.ssl || queue.mysql.as_ref().is_some_and(|m| m.ssl);
+        let tls = if ssl {
             let options = tls::TlsOptions {
                 verify: queue.ssl_verify,
                 client_certificate: queue.client_certificate.clone(),
@@ -174,12 +182,37 @@ impl GunSpec {
         };
         let protocol = match queue.tank_type {
             TankType::Http => Protocol::Http(http::Limits::from(queue.reply_limits)),
-            TankType::None => Protocol::Tcp,
+            TankType::None => Protocol::Tcp(wire::tcp::Framing::from(&queue.reply_framing)),
             TankType::Memcached => Protocol::Memcached,
+            // Not a wire protocol: see `mysql`.
+            TankType::Mysql => Protocol::Tcp(wire::tcp::Framing::Close),
+        };
+        let mysql = match (&queue.mysql, queue.tank_type) {
+            (Some(config), TankType::Mysql) => Some(mysql::Credentials {
+                user: config.user.clone(),
+                password: match &config.password {
+                    Password::Literal(password) => password.clone(),
+                    Password::Env { name, place } => std::env::var(name).map_err(|_| {
+                        EngineError::Option(place.error(format!(
+                            "the environment variable `{name}` is not set (or not UTF-8): \
+                             expected it to hold the password"
+                        )))
+                    })?,
+                },
+                database: config.database.clone(),
+            }),
+            (None, TankType::Mysql) => {
+                return Err(at(
+                    "tank_type",
+                    "`tank_type = mysql` needs the [mysql] section".into(),
+                ))
+            }
+            _ => None,
         };
         Ok(GunSpec {
             address,
             ssl: queue.ssl,
+            mysql,
             tls,
             protocol,
             timeout: queue.timeout,
@@ -212,6 +245,15 @@ impl GunSpec {
 
     /// The gun that fires: its target resolved (see [`GunSpec::target`]).
     pub(crate) fn resolve(&self, origin: Option<SocketAddr>) -> Result<Guns, EngineError> {
+        if let Some(credentials) = &self.mysql {
+            return Ok(Guns::Mysql(Arc::new(MysqlGun::new(
+                self.target(origin)?,
+                self.tls.clone(),
+                credentials.clone(),
+                self.timeout,
+                self.sources.clone(),
+            ))));
+        }
         let gun = WireGun::new(
             self.target(origin)?,
             self.tls.clone(),
@@ -225,9 +267,12 @@ impl GunSpec {
 }
 
 /// The gun a queue's `tank_type` asks for, ready to fire.
+#[derive(Clone)]
 pub(crate) enum Guns {
     /// `http`, `none` and `memcached`: see [`wire`].
     Wire(Arc<WireGun>),
+    /// `mysql`: see [`mysql`].
+    Mysql(Arc<MysqlGun>),
 }
 
 impl Guns {
@@ -235,6 +280,7 @@ impl Guns {
     pub(crate) fn endpoint(&self) -> SocketAddr {
         match self {
             Guns::Wire(gun) => gun.endpoint(),
+            Guns::Mysql(gun) => gun.endpoint(),
         }
     }
 
@@ -242,6 +288,16 @@ impl Guns {
     pub(crate) fn timeout(&self) -> Duration {
         match self {
             Guns::Wire(gun) => gun.timeout(),
+            Guns::Mysql(gun) => gun.timeout(),
+        }
+    }
+
+    /// What the gun found that no row explains (a login it cannot complete),
+    /// for the run to say once.
+    pub(crate) fn problem(&self) -> Option<String> {
+        match self {
+            Guns::Wire(_) => None,
+            Guns::Mysql(gun) => gun.problem(),
         }
     }
 }
