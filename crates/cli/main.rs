@@ -145,10 +145,11 @@ enum Command {
     /// claim tank-artifacts. --dockerfile prints a Dockerfile for the image.
     /// See docs/kubernetes.md.
     K8s(k8s::K8sArgs),
-    /// Import captured traffic (pcap, pcapng, an nginx/Apache access log, or
-    /// HAR) into a sessions file: per captured connection (or client) its
-    /// requests, verbatim, at their captured offsets, ready to replay with
-    /// `ammo_type = sessions`. Streams, in bounded memory (--memory); warnings
+    /// Import captured traffic (pcap, pcapng, an nginx/Apache access log, HAR,
+    /// or a MySQL/MariaDB slow query log) into a sessions file: per captured
+    /// connection (or client, or MySQL thread) its requests, verbatim, at their
+    /// captured offsets, ready to replay with `ammo_type = sessions` (MySQL
+    /// with `tank_type = mysql`, a framed TCP protocol with `tank_type = none`). Streams, in bounded memory (--memory); warnings
     /// and a one-line summary go to stderr. See docs/replay.md.
     Import(import::ImportArgs),
 }

@@ -39,8 +39,11 @@ const PROGRESS: u16 = 0xFFFF;
 /// What a connection agreed on that changes how replies are framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Options {
-    /// `CLIENT_DEPRECATE_EOF`: result sets end with an OK packet.
-    pub deprecate_eof: bool,
+    /// `CLIENT_DEPRECATE_EOF`: result sets end with an OK packet. `None`
+    /// when the handshake was not seen (a connection captured from its
+    /// middle): learnt from the first packet that tells (an EOF, or not, after
+    /// the columns or parameters), and taken to be `false` where none has yet.
+    pub deprecate_eof: Option<bool>,
     /// `MARIADB_CLIENT_CACHE_METADATA`: an execute may omit column definitions.
     pub cache_metadata: bool,
     /// The client may answer `LOAD DATA LOCAL INFILE` (its file is not part of the reply).
@@ -51,7 +54,7 @@ impl Options {
     /// The framing a connection's agreed capabilities (client's ∩ server's) make.
     pub fn from_caps(agreed: Caps) -> Self {
         Options {
-            deprecate_eof: agreed & flags::DEPRECATE_EOF != 0,
+            deprecate_eof: Some(agreed & flags::DEPRECATE_EOF != 0),
             cache_metadata: agreed & flags::MARIADB_CACHE_METADATA != 0,
             local_infile: agreed & flags::LOCAL_FILES != 0,
         }
@@ -78,6 +81,9 @@ pub struct Outcome {
     pub prepared: Option<Prepared>,
     /// The server asked for a local file (`LOAD DATA LOCAL INFILE`).
     pub local_infile: bool,
+    /// `CLIENT_DEPRECATE_EOF` as known at the reply's end (learnt, when the
+    /// reader was not told).
+    pub deprecate_eof: Option<bool>,
 }
 
 /// Where a reply stands.
@@ -99,6 +105,8 @@ enum State {
     Columns { left: u64 },
     /// The EOF after a result set's columns.
     ColumnsEof,
+    /// After a result set's columns, not knowing whether an EOF follows.
+    ColumnsEofOrRows,
     /// Rows, until their terminator.
     Rows,
     /// The last packet of a `LOAD DATA LOCAL` exchange (after the client's file).
@@ -107,6 +115,8 @@ enum State {
     Params { left: u16, columns: u16 },
     /// The EOF after its parameters.
     ParamsEof { columns: u16 },
+    /// After its parameters, not knowing whether an EOF follows.
+    ParamsEofOrColumns { columns: u16 },
     /// Its column definitions.
     PreparedColumns { left: u16 },
     /// The EOF after them.
@@ -178,7 +188,13 @@ impl ReplyReader {
                 return (used, Progress::Broken(why));
             }
         }
+        self.outcome.deprecate_eof = self.options.deprecate_eof;
         (used, Progress::Whole(self.outcome))
+    }
+
+    /// Whether `CLIENT_DEPRECATE_EOF` is known to be on.
+    fn deprecate_eof(&self) -> bool {
+        self.options.deprecate_eof == Some(true)
     }
 
     /// The error number read so far (kept when the reply breaks later).
@@ -207,12 +223,19 @@ impl ReplyReader {
             },
             State::ColumnsEof => {
                 let status = eof_status(packet).ok_or("expected an EOF after the columns")?;
-                if status & flags::CURSOR_EXISTS != 0 {
-                    self.next_result(status)
-                } else {
-                    State::Rows
-                }
+                self.after_columns_eof(status)
             }
+            State::ColumnsEofOrRows => match eof_status(packet) {
+                Some(status) => {
+                    self.options.deprecate_eof = Some(false);
+                    self.after_columns_eof(status)
+                }
+                None => {
+                    self.options.deprecate_eof = Some(true);
+                    self.state = State::Rows;
+                    return self.packet(packet);
+                }
+            },
             State::Rows | State::FieldList => match self.terminator_status(packet) {
                 Some(status) => self.next_result(status),
                 None if self.state == State::FieldList && first != Some(0x03) => {
@@ -225,7 +248,10 @@ impl ReplyReader {
                 _ => return Err("expected OK or ERR after the client's file"),
             },
             State::Params { left, columns } => match left {
-                1 if self.options.deprecate_eof => prepared_columns(columns),
+                1 if self.deprecate_eof() => prepared_columns(columns),
+                1 if self.options.deprecate_eof.is_none() && columns > 0 => {
+                    State::ParamsEofOrColumns { columns }
+                }
                 1 => State::ParamsEof { columns },
                 _ => State::Params {
                     left: left - 1,
@@ -236,8 +262,22 @@ impl ReplyReader {
                 eof_status(packet).ok_or("expected an EOF after the parameters")?;
                 prepared_columns(columns)
             }
+            State::ParamsEofOrColumns { columns } => match eof_status(packet) {
+                Some(_) => {
+                    self.options.deprecate_eof = Some(false);
+                    prepared_columns(columns)
+                }
+                // The first column's definition: no EOF came.
+                None => {
+                    self.options.deprecate_eof = Some(true);
+                    match columns {
+                        0 | 1 => State::Done,
+                        _ => State::PreparedColumns { left: columns - 1 },
+                    }
+                }
+            },
             State::PreparedColumns { left } => match left {
-                1 if self.options.deprecate_eof => State::Done,
+                1 if self.deprecate_eof() => State::Done,
                 1 => State::PreparedColumnsEof,
                 _ => State::PreparedColumns { left: left - 1 },
             },
@@ -310,10 +350,20 @@ impl ReplyReader {
     }
 
     fn after_columns(&self) -> State {
-        if self.options.deprecate_eof {
-            State::Rows
+        match self.options.deprecate_eof {
+            Some(true) => State::Rows,
+            Some(false) => State::ColumnsEof,
+            None => State::ColumnsEofOrRows,
+        }
+    }
+
+    /// The EOF after a result set's columns said `status`: the rows, or (a
+    /// cursor was opened) the result's end.
+    fn after_columns_eof(&self, status: Status) -> State {
+        if status & flags::CURSOR_EXISTS != 0 {
+            self.next_result(status)
         } else {
-            State::ColumnsEof
+            State::Rows
         }
     }
 
@@ -336,7 +386,7 @@ impl ReplyReader {
                 return Some(status);
             }
         }
-        if self.options.deprecate_eof && packet.len < MAX_CHUNK {
+        if self.options.deprecate_eof != Some(false) && packet.len < MAX_CHUNK {
             return ok_status(packet);
         }
         None

@@ -38,17 +38,32 @@ pub(super) fn read(q: &Layered<'_>, tank_type: TankType) -> Result<ReplyFraming,
     let framing = if entry.key == "reply_delimiter" {
         unescape(&text).map(ReplyFraming::Delimiter)
     } else {
-        match text.trim() {
-            "1" => Ok(ReplyFraming::LengthPrefix(1)),
-            "2" => Ok(ReplyFraming::LengthPrefix(2)),
-            "4" => Ok(ReplyFraming::LengthPrefix(4)),
-            "8" => Ok(ReplyFraming::LengthPrefix(8)),
-            other => Err(format!(
-                "expected the length prefix's size in bytes: 1, 2, 4 or 8 (big-endian), found `{other}`"
-            )),
-        }
+        ReplyFraming::parse(&format!("length:{}", text.trim()))
     };
     framing.map_err(|m| entry_error(section, entry, m))
+}
+
+impl ReplyFraming {
+    /// A framing as `tank import --framing` writes it: `delimiter:BYTES`
+    /// (escapes as `reply_delimiter`'s) or `length:N` (1, 2, 4 or 8).
+    pub fn parse(spec: &str) -> Result<ReplyFraming, String> {
+        match spec.split_once(':') {
+            Some(("delimiter", bytes)) => unescape(bytes).map(ReplyFraming::Delimiter),
+            Some(("length", width)) => match width.trim() {
+                "1" => Ok(ReplyFraming::LengthPrefix(1)),
+                "2" => Ok(ReplyFraming::LengthPrefix(2)),
+                "4" => Ok(ReplyFraming::LengthPrefix(4)),
+                "8" => Ok(ReplyFraming::LengthPrefix(8)),
+                other => Err(format!(
+                    "expected the length prefix's size in bytes: 1, 2, 4 or 8, found `{other}`"
+                )),
+            },
+            _ => Err(format!(
+                "expected `delimiter:BYTES` (e.g. `delimiter:\\0`) or `length:N` (N = 1, 2, 4 \
+                 or 8, big-endian), found `{spec}`"
+            )),
+        }
+    }
 }
 
 /// A delimiter as written, its escapes (`\0`, `\n`, `\r`, `\t`, `\\`,
@@ -95,6 +110,22 @@ pub(crate) fn unescape(text: &str) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn import_framings_are_parsed() {
+        assert_eq!(
+            ReplyFraming::parse("delimiter:\\0"),
+            Ok(ReplyFraming::Delimiter(vec![0]))
+        );
+        assert_eq!(
+            ReplyFraming::parse("length:2"),
+            Ok(ReplyFraming::LengthPrefix(2))
+        );
+        assert!(ReplyFraming::parse("length:3").is_err());
+        assert!(ReplyFraming::parse("nul")
+            .unwrap_err()
+            .contains("`delimiter:BYTES`"));
+    }
 
     #[test]
     fn delimiters_are_unescaped() {

@@ -13,8 +13,28 @@ fn stream(payloads: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
-/// Feed `bytes` in pieces of `cut`: where the reply ended (bytes taken) and what it said.
+/// Feed `bytes` in pieces of `cut`: where the reply ended (bytes taken) and
+/// what it said (the EOF mode it ended in left out: see the learning test).
 fn read(command: Command, options: Options, bytes: &[u8], cut: usize) -> (usize, Progress) {
+    let (used, progress) = read_learning(command, options, bytes, cut);
+    match progress {
+        Progress::Whole(outcome) => (
+            used,
+            Progress::Whole(Outcome {
+                deprecate_eof: None,
+                ..outcome
+            }),
+        ),
+        other => (used, other),
+    }
+}
+
+fn read_learning(
+    command: Command,
+    options: Options,
+    bytes: &[u8],
+    cut: usize,
+) -> (usize, Progress) {
     let mut reader = ReplyReader::new(command, options, 1);
     let mut used = 0;
     for piece in bytes.chunks(cut.max(1)) {
@@ -27,13 +47,43 @@ fn read(command: Command, options: Options, bytes: &[u8], cut: usize) -> (usize,
     (used, Progress::More)
 }
 
+#[test]
+fn an_unknown_eof_mode_is_learnt_from_the_first_reply_that_tells() {
+    let unknown = Options {
+        deprecate_eof: None,
+        ..LEGACY
+    };
+    for deprecate_eof in [false, true] {
+        let rows = vec![vec![Some(&b"x"[..])]];
+        let bytes = stream(&build::result_set(&["a"], &rows, 2, deprecate_eof));
+        let (used, progress) = read_learning(Command::Query, unknown, &bytes, 3);
+        assert_eq!(used, bytes.len());
+        assert!(
+            matches!(progress, Progress::Whole(o) if o.deprecate_eof == Some(deprecate_eof)),
+            "{deprecate_eof}: {progress:?}"
+        );
+        let mut packets = vec![build::prepare_ok(3, 1, 1), build::column("?")];
+        if !deprecate_eof {
+            packets.push(build::eof(2));
+        }
+        packets.push(build::column("a"));
+        if !deprecate_eof {
+            packets.push(build::eof(2));
+        }
+        let bytes = stream(&packets);
+        let (used, progress) = read_learning(Command::StmtPrepare, unknown, &bytes, 100);
+        assert_eq!(used, bytes.len(), "{deprecate_eof}");
+        assert!(matches!(progress, Progress::Whole(o) if o.deprecate_eof == Some(deprecate_eof)));
+    }
+}
+
 const LEGACY: Options = Options {
-    deprecate_eof: false,
+    deprecate_eof: Some(false),
     cache_metadata: false,
     local_infile: false,
 };
 const DEPRECATED: Options = Options {
-    deprecate_eof: true,
+    deprecate_eof: Some(true),
     cache_metadata: false,
     local_infile: false,
 };
@@ -49,7 +99,12 @@ fn a_result_set_ends_at_its_terminator_with_or_without_deprecate_eof() {
         vec![Some(&b"\xfe"[..]), Some(&b"x"[..])],
     ];
     for options in [LEGACY, DEPRECATED] {
-        let packets = build::result_set(&["id", "name"], &rows, 2, options.deprecate_eof);
+        let packets = build::result_set(
+            &["id", "name"],
+            &rows,
+            2,
+            options.deprecate_eof == Some(true),
+        );
         let mut bytes = stream(&packets);
         let end = bytes.len();
         bytes.extend_from_slice(b"next reply");
@@ -108,11 +163,11 @@ fn one_packet_replies_and_no_reply_commands() {
 fn a_prepared_statement_gives_its_id_and_skips_its_definitions() {
     for options in [LEGACY, DEPRECATED] {
         let mut packets = vec![build::prepare_ok(7, 2, 1), build::column("?")];
-        if !options.deprecate_eof {
+        if options.deprecate_eof == Some(false) {
             packets.push(build::eof(2));
         }
         packets.extend([build::column("id"), build::column("name")]);
-        if !options.deprecate_eof {
+        if options.deprecate_eof == Some(false) {
             packets.push(build::eof(2));
         }
         let bytes = stream(&packets);
@@ -207,6 +262,7 @@ fn a_local_file_request_is_followed_only_when_offered() {
             end.len(),
             whole(Outcome {
                 local_infile: true,
+                deprecate_eof: Some(false),
                 ..Outcome::default()
             })
         )
@@ -248,7 +304,7 @@ proptest! {
             .iter()
             .map(|row| row[..columns.min(row.len())].iter().map(|v| v.as_deref()).collect())
             .collect();
-        let options = Options { deprecate_eof, ..LEGACY };
+        let options = Options { deprecate_eof: Some(deprecate_eof), ..LEGACY };
         let mut bytes = stream(&build::result_set(&names, &rows, 2, deprecate_eof));
         let end = bytes.len();
         bytes.extend_from_slice(&[0xAA; 10]);
@@ -264,7 +320,7 @@ proptest! {
         ]),
         deprecate_eof in any::<bool>(),
     ) {
-        let options = Options { deprecate_eof, cache_metadata: true, local_infile: true };
+        let options = Options { deprecate_eof: deprecate_eof.then_some(true), cache_metadata: true, local_infile: true };
         let (used, _) = read(command, options, &bytes, 13);
         prop_assert!(used <= bytes.len());
     }
