@@ -470,7 +470,7 @@ fn gun_for(queue: &QueueConfig, origin: Option<SocketAddr>) -> Result<gun::Gun, 
         None
     };
     let protocol = match queue.tank_type {
-        TankType::Http => gun::Protocol::Http(http::Limits::from(queue.reply_limits)),
+        TankType::Http => gun::Protocol::Http(http::limits(queue.reply_limits)),
         TankType::None => gun::Protocol::Tcp,
         TankType::Memcached => gun::Protocol::Memcached,
     };
