@@ -20,10 +20,10 @@ use crate::reply::ReplyError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum FramingError {
     /// A `Content-Length` that is not a number.
-    #[error("bad Content-Length")]
+    #[error("a Content-Length that is not a number (expected decimal digits)")]
     BadContentLength,
     /// Two `Content-Length` headers that disagree.
-    #[error("conflicting Content-Length headers")]
+    #[error("two Content-Length headers with different values")]
     ConflictingContentLength,
     /// A request whose last transfer coding is not `chunked`: its body has no
     /// end (RFC 9112 §6.3: a request never reads to the connection's close).
