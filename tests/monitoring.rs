@@ -282,7 +282,7 @@ fn influxql(port: u16, q: &str) -> serde_json::Value {
             encoded.push_str(&format!("%{b:02X}"));
         }
     }
-    let url = tank_monitor::http::Url::parse(&format!(
+    let url = tank_monitor::http::http_url(&format!(
         "http://127.0.0.1:{port}/query?db=tank&q={encoded}"
     ))
     .unwrap();
@@ -398,7 +398,7 @@ fn prometheus_scrapes_tanks_metrics_during_the_run() {
     let spec = spec(dir.path(), "const(50,6s)", &extra);
     let outcome = tank_run::run(&spec, Box::new(Seen::default()), &Handle::default()).unwrap();
     assert_eq!(outcome.verdict, Verdict::Completed);
-    let url = tank_monitor::http::Url::parse(&format!(
+    let url = tank_monitor::http::http_url(&format!(
         "http://127.0.0.1:{}/api/v1/query?query=tank_responses_total%7Btag%3D%22__OVERALL__%22%7D%5B1m%5D",
         server.port
     ))

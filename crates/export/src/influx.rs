@@ -15,7 +15,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tank_config::{InfluxApi, InfluxConfig};
-use tank_monitor::http::{self, Url};
+use tank_http1::{Scheme, Url};
+use tank_monitor::http;
 use tank_monitor::HostSecond;
 use tank_stats::SecondStats;
 
@@ -63,7 +64,7 @@ impl Influx {
             histograms: config.histograms,
             prefix: config.prefix_measurement.clone(),
         };
-        let target = target(config);
+        let target = target(config).map_err(std::io::Error::other)?;
         let (tx, rx) = sync_channel(QUEUE);
         let dropped = Arc::new(AtomicU64::new(0));
         let chunk = config.chunk_size;
@@ -128,12 +129,7 @@ struct Target {
     headers: Vec<String>,
 }
 
-fn target(config: &InfluxConfig) -> Target {
-    let host = if config.address.contains(':') && !config.address.starts_with('[') {
-        format!("[{}]", config.address)
-    } else {
-        config.address.clone()
-    };
+fn target(config: &InfluxConfig) -> Result<Target, String> {
     let (path, headers) = match &config.api {
         InfluxApi::V1 => (
             format!(
@@ -153,13 +149,9 @@ fn target(config: &InfluxConfig) -> Target {
             vec![format!("Authorization: Token {token}")],
         ),
     };
-    Target {
-        url: Url {
-            authority: format!("{host}:{}", config.port),
-            path,
-        },
-        headers,
-    }
+    let url = Url::from_parts(Scheme::Http, &config.address, config.port, &path)
+        .map_err(|e| format!("[influx] address = {}: {e}", config.address))?;
+    Ok(Target { url, headers })
 }
 
 /// Percent-encodes a query value.
@@ -283,16 +275,16 @@ mod tests {
             chunk_size: 500_000,
             api: InfluxApi::V1,
         };
-        let t = target(&c);
-        assert_eq!(t.url.authority, "db:8086");
-        assert_eq!(t.url.path, "/write?db=my%20db&precision=s&u=root&p=p%26w");
+        let t = target(&c).unwrap();
+        assert_eq!(t.url.authority(), "db:8086");
+        assert_eq!(t.url.path(), "/write?db=my%20db&precision=s&u=root&p=p%26w");
         c.api = InfluxApi::V2 {
             org: "o".into(),
             bucket: "b".into(),
             token: "T".into(),
         };
-        let t = target(&c);
-        assert_eq!(t.url.path, "/api/v2/write?org=o&bucket=b&precision=s");
+        let t = target(&c).unwrap();
+        assert_eq!(t.url.path(), "/api/v2/write?org=o&bucket=b&precision=s");
         assert_eq!(t.headers, ["Authorization: Token T"]);
     }
 }

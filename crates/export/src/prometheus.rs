@@ -237,7 +237,7 @@ fn serve(listener: TcpListener, page: Arc<Mutex<String>>, stop: Arc<AtomicBool>)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tank_monitor::http::{get, Url};
+    use tank_monitor::http::{get, http_url};
     use tank_stats::phout::parse_line;
     use tank_stats::Aggregator;
 
@@ -255,7 +255,7 @@ mod tests {
         let mut endpoint = Endpoint::start("127.0.0.1:0".parse().unwrap()).unwrap();
         endpoint.second(&second);
         endpoint.second(&second);
-        let url = Url::parse(&format!("http://{}/metrics", endpoint.local_addr())).unwrap();
+        let url = http_url(&format!("http://{}/metrics", endpoint.local_addr())).unwrap();
         let response = get(&url, Duration::from_secs(5), 1 << 20).unwrap();
         assert_eq!(response.status, 200);
         let text = String::from_utf8(response.body).unwrap();
@@ -271,7 +271,7 @@ mod tests {
         assert_eq!(find("tank_responses_total", ""), Some(2.0));
         assert_eq!(find("tank_responses_per_second", "__OVERALL__"), Some(2.0));
         assert!(page.is_counter("tank_http_codes_total"));
-        let other = Url::parse(&format!("http://{}/", endpoint.local_addr())).unwrap();
+        let other = http_url(&format!("http://{}/", endpoint.local_addr())).unwrap();
         assert_eq!(
             get(&other, Duration::from_secs(5), 1024).unwrap().status,
             404

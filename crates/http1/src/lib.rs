@@ -14,6 +14,9 @@
 //!   or to the close) for requests and replies: `tank import` keeps a
 //!   request's body by it, the gun counts a reply's.
 //! * [`is_token`]: RFC 9110's token characters (methods, header names).
+//! * [`Url`]: an `http://` or `https://` URL, on the `http` crate's `Uri`,
+//!   for every place tank is given one (probe targets, monitoring sources,
+//!   InfluxDB, origin pages).
 
 #![warn(missing_docs)]
 
@@ -21,8 +24,10 @@ mod body;
 mod head;
 mod limits;
 mod reply;
+mod url;
 
 pub use body::{BodyDecoder, BodyError};
 pub use head::{is_token, Framing, FramingError};
 pub use limits::Limits;
 pub use reply::{Reply, ReplyError, ResponseReader};
+pub use url::{Scheme, Url, UrlError};

@@ -16,49 +16,25 @@ pub struct Response {
     pub body: Vec<u8>,
 }
 
-/// `http://host[:port]/path?query` split up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Url {
-    /// `host:port`, as connected to and sent in `Host:`.
-    pub authority: String,
-    /// The path and query (`/` when empty).
-    pub path: String,
-}
+pub use tank_http1::Url;
 
-impl Url {
-    /// Reads an `http://` URL (port 80 by default).
-    pub fn parse(url: &str) -> Result<Url, String> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| format!("expected an http:// URL, found `{url}`"))?;
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
-        if authority.is_empty() {
-            return Err(format!("no host in `{url}`"));
-        }
-        let has_port = match authority.rfind(':') {
-            Some(i) => !authority[i..].contains(']'),
-            None => false,
-        };
-        let authority = if has_port {
-            authority.to_owned()
-        } else {
-            format!("{authority}:80")
-        };
-        Ok(Url {
-            authority,
-            path: path.to_owned(),
-        })
+/// `text` as a URL this client can fetch: `http://` only (port 80 by default).
+pub fn http_url(text: &str) -> Result<Url, String> {
+    let url = Url::parse(text).map_err(|e| format!("{e}: expected an http:// URL"))?;
+    if url.is_tls() {
+        return Err(format!(
+            "expected an http:// URL, found `{text}` (https is not supported here)"
+        ));
     }
+    Ok(url)
 }
 
 /// `GET url`, within `timeout`, reading at most `max_body` bytes.
 pub fn get(url: &Url, timeout: Duration, max_body: usize) -> Result<Response, String> {
     let head = format!(
         "GET {} HTTP/1.0\r\nHost: {}\r\nAccept: text/plain\r\nUser-Agent: tank\r\n\r\n",
-        url.path, url.authority
+        url.path(),
+        url.host_header()
     );
     exchange(url, head.as_bytes(), &[], timeout, max_body)
 }
@@ -72,8 +48,8 @@ pub fn post(
 ) -> Result<Response, String> {
     let mut head = format!(
         "POST {} HTTP/1.0\r\nHost: {}\r\nUser-Agent: tank\r\nContent-Length: {}\r\n",
-        url.path,
-        url.authority,
+        url.path(),
+        url.host_header(),
         body.len()
     );
     for h in headers {
@@ -98,12 +74,12 @@ fn exchange(
             .filter(|d| !d.is_zero())
             .ok_or_else(|| format!("timed out after {timeout:?}"))
     };
-    let addr = url
-        .authority
+    let authority = url.authority();
+    let addr = authority
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {}: {e}", url.authority))?
+        .map_err(|e| format!("cannot resolve {authority}: {e}"))?
         .next()
-        .ok_or_else(|| format!("no address for {}", url.authority))?;
+        .ok_or_else(|| format!("no address for {authority}"))?;
     let mut stream = TcpStream::connect_timeout(&addr, left()?).map_err(|e| e.to_string())?;
     stream
         .set_write_timeout(Some(left()?))
@@ -214,17 +190,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_get_a_default_port_and_path() {
-        let u = Url::parse("http://h").unwrap();
-        assert_eq!((u.authority.as_str(), u.path.as_str()), ("h:80", "/"));
-        let u = Url::parse("http://[::1]:9100/metrics?x=1").unwrap();
-        assert_eq!(
-            (u.authority.as_str(), u.path.as_str()),
-            ("[::1]:9100", "/metrics?x=1")
-        );
-        let u = Url::parse("http://[::1]/m").unwrap();
-        assert_eq!(u.authority, "[::1]:80");
-        assert!(Url::parse("https://h/").is_err());
+    fn urls_are_http_only_with_a_default_port() {
+        let u = http_url("http://h").unwrap();
+        assert_eq!((u.authority().as_str(), u.path()), ("h:80", "/"));
+        let error = http_url("https://h/").unwrap_err();
+        assert!(error.starts_with("expected an http:// URL"), "{error}");
+        let error = http_url("h:9100").unwrap_err();
+        assert!(error.starts_with("h:9100: "), "{error}");
     }
 
     #[test]
@@ -246,14 +218,14 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         drop(listener);
-        let url = Url::parse(&format!("http://127.0.0.1:{port}/metrics")).unwrap();
+        let url = http_url(&format!("http://127.0.0.1:{port}/metrics")).unwrap();
         assert!(get(&url, Duration::from_secs(2), 1024).is_err());
     }
 
     #[test]
     fn a_silent_server_times_out() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
+        let url = http_url(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
         let started = Instant::now();
         let e = get(&url, Duration::from_millis(300), 1024).unwrap_err();
         assert!(e.contains("timed out"), "{e}");

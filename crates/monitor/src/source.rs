@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tank_config::{HostSource, MonitoredHost};
 
-use crate::http::{self, Url};
+use crate::http;
 use crate::reading::{derive, Reading};
 use crate::{custom, node, procfs, prom, Event, HostSecond};
 
@@ -180,7 +180,7 @@ fn collect(task: &Task, parts: &mut [Part], timeout: Duration) -> Option<Reading
 }
 
 fn scrape(url: &str, timeout: Duration) -> Result<String, String> {
-    let url = Url::parse(url)?;
+    let url = http::http_url(url)?;
     let response = http::get(&url, timeout, MAX_PAGE)?;
     if response.status != 200 {
         return Err(format!("HTTP {}", response.status));
