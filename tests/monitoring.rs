@@ -286,7 +286,10 @@ fn influxql(port: u16, q: &str) -> serde_json::Value {
         "http://127.0.0.1:{port}/query?db=tank&q={encoded}"
     ))
     .unwrap();
-    let response = tank_monitor::http::post(&url, &[], b"", Duration::from_secs(10)).unwrap();
+    let client = tank_monitor::http::Client::new().unwrap();
+    let response = client
+        .post(&url, &[], Vec::new(), Duration::from_secs(10))
+        .unwrap();
     assert_eq!(
         response.status,
         200,
@@ -403,7 +406,8 @@ fn prometheus_scrapes_tanks_metrics_during_the_run() {
         server.port
     ))
     .unwrap();
-    let response = tank_monitor::http::get(&url, Duration::from_secs(10), 1 << 20).unwrap();
+    let client = tank_monitor::http::Client::new().unwrap();
+    let response = client.get(&url, Duration::from_secs(10), 1 << 20).unwrap();
     let answer: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
     let values = answer["data"]["result"][0]["values"].as_array();
     assert!(

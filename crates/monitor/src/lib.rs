@@ -110,6 +110,7 @@ impl Monitor {
                 events: tx.clone(),
                 stop: stop.clone(),
                 dropped: dropped.clone(),
+                client: http::Client::new()?,
             };
             threads.push(
                 std::thread::Builder::new()

@@ -30,12 +30,23 @@ pub(crate) struct Task {
     pub events: SyncSender<Event>,
     pub stop: Arc<AtomicBool>,
     pub dropped: Arc<AtomicU64>,
+    /// The thread's HTTP client (scrapes).
+    pub client: http::Client,
 }
 
 /// One of a host's sources, with whether it is failing now.
 struct Part {
     name: String,
     failing: bool,
+}
+
+impl Part {
+    fn new(name: String) -> Part {
+        Part {
+            name,
+            failing: false,
+        }
+    }
 }
 
 impl Task {
@@ -103,26 +114,18 @@ pub(crate) fn run(task: Task) {
 }
 
 fn parts(host: &MonitoredHost) -> Vec<Part> {
-    let mut parts = vec![Part {
-        name: match &host.source {
-            HostSource::NodeExporter { url } => url.clone(),
-            HostSource::Local => "/proc".into(),
-            HostSource::None => "system metrics".into(),
-        },
-        failing: false,
-    }];
-    parts.extend(host.prometheus.iter().map(|p| Part {
-        name: p.url.clone(),
-        failing: false,
-    }));
-    parts.extend(host.custom.iter().map(|c| Part {
-        name: format!("<Custom label=\"{}\">", c.label),
-        failing: false,
-    }));
-    parts.push(Part {
-        name: "<Process>".into(),
-        failing: false,
-    });
+    let mut parts = vec![Part::new(match &host.source {
+        HostSource::NodeExporter { url } => url.clone(),
+        HostSource::Local => "/proc".into(),
+        HostSource::None => "system metrics".into(),
+    })];
+    parts.extend(host.prometheus.iter().map(|p| Part::new(p.url.clone())));
+    parts.extend(
+        host.custom
+            .iter()
+            .map(|c| Part::new(format!("<Custom label=\"{}\">", c.label))),
+    );
+    parts.push(Part::new("<Process>".into()));
     parts
 }
 
@@ -137,7 +140,7 @@ fn collect(task: &Task, parts: &mut [Part], timeout: Duration) -> Option<Reading
     };
     let (system, rest) = parts.split_first_mut()?;
     let result = match &host.source {
-        HostSource::NodeExporter { url } => scrape(url, timeout).and_then(|text| {
+        HostSource::NodeExporter { url } => scrape(&task.client, url, timeout).and_then(|text| {
             let page = prom::parse(&text).map_err(|e| format!("not a metrics page: {e}"))?;
             node::read(&page, &host.groups, &mut reading);
             Ok(())
@@ -148,7 +151,7 @@ fn collect(task: &Task, parts: &mut [Part], timeout: Duration) -> Option<Reading
     note(system, result);
     let (endpoints, rest) = rest.split_at_mut(host.prometheus.len());
     for (scrape_config, part) in host.prometheus.iter().zip(endpoints) {
-        let result = scrape(&scrape_config.url, timeout).and_then(|text| {
+        let result = scrape(&task.client, &scrape_config.url, timeout).and_then(|text| {
             let page = prom::parse(&text).map_err(|e| format!("not a metrics page: {e}"))?;
             for name in &scrape_config.metrics {
                 let total: f64 = page
@@ -179,9 +182,9 @@ fn collect(task: &Task, parts: &mut [Part], timeout: Duration) -> Option<Reading
     any.then_some(reading)
 }
 
-fn scrape(url: &str, timeout: Duration) -> Result<String, String> {
+fn scrape(client: &http::Client, url: &str, timeout: Duration) -> Result<String, String> {
     let url = http::http_url(url)?;
-    let response = http::get(&url, timeout, MAX_PAGE)?;
+    let response = client.get(&url, timeout, MAX_PAGE)?;
     if response.status != 200 {
         return Err(format!("HTTP {}", response.status));
     }
