@@ -38,6 +38,10 @@ pub(crate) struct Task {
 struct Part {
     name: String,
     failing: bool,
+    /// Whether it answered at least once.
+    answered: bool,
+    /// Why it failed first, if it did.
+    first_error: Option<String>,
 }
 
 impl Part {
@@ -45,6 +49,8 @@ impl Part {
         Part {
             name,
             failing: false,
+            answered: false,
+            first_error: None,
         }
     }
 }
@@ -62,6 +68,10 @@ impl Task {
     /// Notes a part's outcome; warns on its first failure and on its recovery.
     fn outcome(&self, part: &mut Part, result: Result<(), String>) {
         let address = &self.host.address;
+        part.answered |= result.is_ok();
+        if let Err(e) = &result {
+            part.first_error.get_or_insert_with(|| e.clone());
+        }
         match result {
             Ok(()) if part.failing => {
                 part.failing = false;
@@ -79,6 +89,20 @@ impl Task {
                 )));
             }
             Err(_) => {}
+        }
+    }
+
+    /// At the end: a source that failed every time it was asked is more than
+    /// a gap, so it is said once more, for the run's warnings.
+    fn report_silent(&self, parts: &[Part]) {
+        for part in parts.iter().filter(|p| !p.answered) {
+            if let Some(error) = &part.first_error {
+                self.send(Event::Silent(format!(
+                    "monitoring {}: {} never answered during the run ({error}): \
+                     its metrics are missing from monitoring.log and the reports",
+                    self.host.address, part.name
+                )));
+            }
         }
     }
 }
@@ -108,6 +132,7 @@ pub(crate) fn run(task: Task) {
         }
         previous = reading.map(|r| (r, ts));
         if stopping {
+            task.report_silent(&parts);
             return;
         }
     }
