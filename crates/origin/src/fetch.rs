@@ -25,6 +25,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, LengthLimitError, Limited};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
+use tank_http1::Url;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -85,7 +86,7 @@ pub(crate) async fn get(url: &str, limit: usize, asker: Asker) -> Result<Vec<u8>
 async fn fetch(url: &str, limit: usize) -> Result<Vec<u8>, Failure> {
     let url = origin_url(url).map_err(Failure::Refused)?;
     let authority = url.authority();
-    let addresses = resolve(&authority).await?;
+    let addresses = resolve(&url).await?;
     let stream = TcpStream::connect(addresses.as_slice())
         .await
         .map_err(|e| Failure::Unreachable(format!("cannot connect to {authority}: {e}")))?;
@@ -120,9 +121,10 @@ async fn fetch(url: &str, limit: usize) -> Result<Vec<u8>, Failure> {
     }
 }
 
-/// The addresses `authority` (`host:port`) resolves to, if none is blocked.
-async fn resolve(authority: &str) -> Result<Vec<SocketAddr>, Failure> {
-    let addresses: Vec<SocketAddr> = tokio::net::lookup_host(authority)
+/// The addresses `url`'s host and port resolve to, if none is blocked.
+async fn resolve(url: &Url) -> Result<Vec<SocketAddr>, Failure> {
+    let authority = url.authority();
+    let addresses: Vec<SocketAddr> = tokio::net::lookup_host(&authority)
         .await
         .map_err(|e| Failure::Unreachable(format!("cannot resolve {authority}: {e}")))?
         .collect();
@@ -133,7 +135,8 @@ async fn resolve(authority: &str) -> Result<Vec<SocketAddr>, Failure> {
     }
     if addresses.iter().any(|a| is_blocked(a.ip())) {
         return Err(Failure::Blocked(format!(
-            "{authority} is a link-local or cloud metadata address, which is never fetched"
+            "{} is a link-local or cloud metadata address, which is never fetched",
+            url.host_header()
         )));
     }
     Ok(addresses)
