@@ -165,6 +165,7 @@ pub(crate) fn general_head(head: &[u8], field_num: usize) -> Result<HeadFacts, R
 /// differential test holds them together). Anything else (a partial head, a
 /// bare LF, a tab, obs-text, a leading blank line, a missing reason, a limit
 /// exceeded…) returns `None`, and the general path decides.
+#[inline]
 pub(crate) fn plain_head(
     data: &[u8],
     limits: &Limits,
