@@ -32,7 +32,7 @@ impl Passes {
     /// the reference would read forever, so it is an error here, naming
     /// `source`; with a limit it would read the remaining passes for nothing,
     /// so the reading ends here, with the same shots.
-    pub fn finish(&mut self, yielded: bool, source: &str) -> Result<bool> {
+    pub fn finish(&mut self, yielded: bool, source: &dyn std::fmt::Display) -> Result<bool> {
         self.done += 1;
         if !yielded {
             if self.unlimited() {
@@ -79,8 +79,8 @@ mod tests {
     #[test]
     fn a_limit_of_l_passes_gives_l_passes() {
         let mut passes = Passes::new(Some(3));
-        assert_eq!(passes.finish(true, "a").ok(), Some(true));
-        assert_eq!(passes.finish(true, "a").ok(), Some(true));
-        assert_eq!(passes.finish(true, "a").ok(), Some(false));
+        assert_eq!(passes.finish(true, &"a").ok(), Some(true));
+        assert_eq!(passes.finish(true, &"a").ok(), Some(true));
+        assert_eq!(passes.finish(true, &"a").ok(), Some(false));
     }
 }
