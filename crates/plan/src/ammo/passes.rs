@@ -66,14 +66,14 @@ mod tests {
     #[test]
     fn a_pass_with_nothing_ends_the_reading_or_is_an_error_without_a_limit() {
         let mut limited = Passes::new(Some(100_000_000_000));
-        assert_eq!(limited.finish(true, "a").ok(), Some(true));
-        assert_eq!(limited.finish(false, "a").ok(), Some(false));
+        assert_eq!(limited.finish(true, &"a").ok(), Some(true));
+        assert_eq!(limited.finish(false, &"a").ok(), Some(false));
         assert_eq!(limited.done(), 2);
         let mut unlimited = Passes::new(None);
-        assert_eq!(unlimited.finish(true, "a").ok(), Some(true));
-        let error = unlimited.finish(false, "ammo.txt").unwrap_err().to_string();
+        assert_eq!(unlimited.finish(true, &"a").ok(), Some(true));
+        let error = unlimited.finish(false, &"ammo.txt").unwrap_err().to_string();
         assert!(error.starts_with("ammo.txt: a whole pass"), "{error}");
-        assert!(Passes::new(Some(0)).finish(false, "a").is_err());
+        assert!(Passes::new(Some(0)).finish(false, &"a").is_err());
     }
 
     #[test]
