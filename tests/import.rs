@@ -107,27 +107,26 @@ fn serve(listener: TcpListener) {
                     }
                 }
                 let lower = head.to_ascii_lowercase();
-                if lower.contains("transfer-encoding: chunked") {
-                    loop {
-                        let mut size = String::new();
-                        reader.read_line(&mut size).unwrap();
-                        let size = usize::from_str_radix(size.trim(), 16).unwrap();
-                        let mut chunk = vec![0; size + 2];
-                        reader.read_exact(&mut chunk).unwrap();
-                        if size == 0 {
-                            break;
-                        }
+                // The body, framed as tank frames requests (tank-http1).
+                let mut framing = tank_http1::Framing::default();
+                for line in head.lines().skip(1) {
+                    if let Some((name, value)) = line.split_once(':') {
+                        framing
+                            .header(name.as_bytes(), value.as_bytes())
+                            .expect("framing headers");
                     }
-                } else if let Some(at) = lower.find("content-length:") {
-                    let length: usize = lower[at + 15..]
-                        .lines()
-                        .next()
-                        .unwrap()
-                        .trim()
-                        .parse()
-                        .unwrap();
-                    let mut body = vec![0; length];
-                    reader.read_exact(&mut body).unwrap();
+                }
+                let mut body = framing.request_body().expect("a framed body");
+                while !body.is_complete() {
+                    let Ok(data) = reader.fill_buf() else { return };
+                    if data.is_empty() {
+                        return;
+                    }
+                    let (used, done) = body.decode(data, 8192, u64::MAX).expect("a body");
+                    reader.consume(used);
+                    if done {
+                        break;
+                    }
                 }
                 let _ = writer.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
                 if lower.contains("connection: close") {

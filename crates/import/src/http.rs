@@ -11,6 +11,7 @@
 //! body) are skipped, as servers do (RFC 9112 §2.2).
 
 use memchr::memchr;
+use tank_http1::{is_token, BodyDecoder, Framing};
 
 /// Longest request head accepted (request line and headers).
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -21,6 +22,8 @@ const MAX_HEADERS: usize = 256;
 /// Longest line a stream from its middle (see [`Framer::mid_stream`]) checks
 /// for a request line; longer ones are skipped as body bytes.
 const MAX_REQUEST_LINE: usize = 16 * 1024;
+/// Longest chunk-size or trailer line of a chunked body.
+const MAX_BODY_LINE: usize = 64 * 1024;
 
 /// Why a stream is not HTTP/1.x requests, at which stream offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,16 +56,8 @@ enum State {
     /// request line was checked (as soon as it is whole: a stream that is
     /// not HTTP fails at its first line, not 64 KiB later).
     Head { scanned: usize, line_checked: bool },
-    /// In a `Content-Length` body.
-    Body { left: u64 },
-    /// In a chunk-size line starting at `line`.
-    ChunkSize { line: usize },
-    /// In a chunk's data.
-    ChunkData { left: u64 },
-    /// In the CRLF after a chunk's data; `seen` bytes of it so far.
-    ChunkEnd { seen: u8 },
-    /// In the trailer section, a line starting at `line`.
-    Trailer { line: usize },
+    /// In the body, framed by `Content-Length` or chunked (tank-http1's decoder).
+    Body(BodyDecoder),
 }
 
 /// Splits a client's stream into requests (see the module docs).
@@ -159,6 +154,53 @@ impl Framer {
         Ok(())
     }
 
+    /// A stream from its middle, before its first request line: skip up to
+    /// the end of a line, or start the head at a line that is a request line.
+    /// Returns the bytes used.
+    fn sync(&mut self, data: &[u8], at_us: u64, line_at: u64, at_line_start: bool) -> usize {
+        let line_at = if self.request.is_empty() {
+            at_us
+        } else {
+            line_at
+        };
+        let Some(lf) = memchr(b'\n', data) else {
+            if self.request.len() + data.len() > MAX_REQUEST_LINE {
+                // Too long for a request line: body bytes, up to the next line.
+                self.skipped += (self.request.len() + data.len()) as u64;
+                self.request.clear();
+                self.state = State::Sync {
+                    line_at,
+                    at_line_start: false,
+                };
+            } else {
+                self.request.extend_from_slice(data);
+                self.state = State::Sync {
+                    line_at,
+                    at_line_start,
+                };
+            }
+            return data.len();
+        };
+        self.request.extend_from_slice(&data[..=lf]);
+        let line_end = self.request.len() - 1;
+        if at_line_start && is_request_line(&self.request[..line_end]) {
+            self.started = self.offset + lf as u64 + 1 - self.request.len() as u64;
+            self.at_us = line_at;
+            self.state = State::Head {
+                scanned: 0,
+                line_checked: true,
+            };
+        } else {
+            self.skipped += self.request.len() as u64;
+            self.request.clear();
+            self.state = State::Sync {
+                line_at,
+                at_line_start: true,
+            };
+        }
+        lf + 1
+    }
+
     /// Consume some of `data`; returns how much.
     fn step(
         &mut self,
@@ -170,49 +212,7 @@ impl Framer {
             State::Sync {
                 line_at,
                 at_line_start,
-            } => {
-                let line_at = if self.request.is_empty() {
-                    at_us
-                } else {
-                    line_at
-                };
-                let Some(lf) = memchr(b'\n', data) else {
-                    if self.request.len() + data.len() > MAX_REQUEST_LINE {
-                        // Too long for a request line: body bytes, up to the next line.
-                        self.skipped += (self.request.len() + data.len()) as u64;
-                        self.request.clear();
-                        self.state = State::Sync {
-                            line_at,
-                            at_line_start: false,
-                        };
-                    } else {
-                        self.request.extend_from_slice(data);
-                        self.state = State::Sync {
-                            line_at,
-                            at_line_start,
-                        };
-                    }
-                    return Ok(data.len());
-                };
-                self.request.extend_from_slice(&data[..=lf]);
-                let line_end = self.request.len() - 1;
-                if at_line_start && is_request_line(&self.request[..line_end]) {
-                    self.started = self.offset + lf as u64 + 1 - self.request.len() as u64;
-                    self.at_us = line_at;
-                    self.state = State::Head {
-                        scanned: 0,
-                        line_checked: true,
-                    };
-                } else {
-                    self.skipped += self.request.len() as u64;
-                    self.request.clear();
-                    self.state = State::Sync {
-                        line_at,
-                        at_line_start: true,
-                    };
-                }
-                Ok(lf + 1)
-            }
+            } => Ok(self.sync(data, at_us, line_at, at_line_start)),
             State::Idle => {
                 let skip = data
                     .iter()
@@ -276,83 +276,16 @@ impl Framer {
                     }
                 }
             }
-            State::Body { left } => {
-                let take = data.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-                self.request.extend_from_slice(&data[..take]);
-                self.state = State::Body {
-                    left: left - take as u64,
-                };
-                self.maybe_done(done);
-                Ok(take)
-            }
-            State::ChunkSize { line } => {
-                let (used, complete) = self.take_line(data);
-                if complete {
-                    let size = chunk_size(&self.request[line..])
-                        .ok_or_else(|| self.error("a chunk size line is not hex digits".into()))?;
-                    self.state = if size == 0 {
-                        State::Trailer {
-                            line: self.request.len(),
-                        }
-                    } else {
-                        State::ChunkData { left: size }
-                    };
-                } else if self.request.len() - line > 4096 {
-                    return Err(self.error("a chunk size line longer than 4096 bytes".into()));
+            State::Body(mut body) => {
+                let (used, ended) = body
+                    .decode(data, MAX_BODY_LINE, u64::MAX)
+                    .map_err(|e| self.error(format!("the body's framing is broken: {e}")))?;
+                self.request.extend_from_slice(&data[..used]);
+                self.state = State::Body(body);
+                if ended {
+                    self.emit(done);
                 }
                 Ok(used)
-            }
-            State::ChunkData { left } => {
-                let take = data.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-                self.request.extend_from_slice(&data[..take]);
-                let left = left - take as u64;
-                self.state = if left == 0 {
-                    State::ChunkEnd { seen: 0 }
-                } else {
-                    State::ChunkData { left }
-                };
-                Ok(take)
-            }
-            State::ChunkEnd { seen } => {
-                let byte = data[0];
-                self.request.push(byte);
-                self.state = match (seen, byte) {
-                    (0, b'\r') => State::ChunkEnd { seen: 1 },
-                    (_, b'\n') => State::ChunkSize {
-                        line: self.request.len(),
-                    },
-                    _ => return Err(self.error("a chunk's data is not followed by CRLF".into())),
-                };
-                Ok(1)
-            }
-            State::Trailer { line } => {
-                let (used, complete) = self.take_line(data);
-                if complete {
-                    if matches!(&self.request[line..], b"\r\n" | b"\n") {
-                        self.emit(done);
-                    } else {
-                        self.state = State::Trailer {
-                            line: self.request.len(),
-                        };
-                    }
-                } else if self.request.len() - line > MAX_HEAD {
-                    return Err(self.error("a trailer line longer than 64 KiB".into()));
-                }
-                Ok(used)
-            }
-        }
-    }
-
-    /// Append `data` up to and including its first LF; whether a LF was found.
-    fn take_line(&mut self, data: &[u8]) -> (usize, bool) {
-        match memchr(b'\n', data) {
-            Some(lf) => {
-                self.request.extend_from_slice(&data[..=lf]);
-                (lf + 1, true)
-            }
-            None => {
-                self.request.extend_from_slice(data);
-                (data.len(), false)
             }
         }
     }
@@ -373,47 +306,22 @@ impl Framer {
                 )))
             }
         }
-        let mut length: Option<u64> = None;
-        let mut chunked = false;
+        let mut framing = Framing::default();
         for header in parsed.headers.iter() {
-            if header.name.eq_ignore_ascii_case("content-length") {
-                let value = std::str::from_utf8(header.value)
-                    .ok()
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .ok_or_else(|| self.error("Content-Length is not a number".into()))?;
-                if length.is_some_and(|l| l != value) {
-                    return Err(self.error("two different Content-Length headers".into()));
-                }
-                length = Some(value);
-            } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
-                let last = header
-                    .value
-                    .rsplit(|b| *b == b',')
-                    .next()
-                    .unwrap_or_default();
-                chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
-                if !chunked {
-                    return Err(self.error(
-                        "a Transfer-Encoding other than chunked: the body has no end".into(),
-                    ));
-                }
-            }
+            framing
+                .header(header.name.as_bytes(), header.value)
+                .map_err(|e| self.error(e.to_string()))?;
         }
-        Ok(if chunked {
-            State::ChunkSize {
-                line: self.request.len(),
-            }
-        } else {
-            State::Body {
-                left: length.unwrap_or(0),
-            }
-        })
+        let body = framing
+            .request_body()
+            .map_err(|e| self.error(e.to_string()))?;
+        Ok(State::Body(body))
     }
 
     /// Room for a body of `length` bytes at once (no doubling, no slack held
     /// in the reorder buffer), up to [`RESERVE_LIMIT`] whatever a header claims.
     fn reserve_body(&mut self) {
-        if let State::Body { left } = self.state {
+        if let Some(left) = self.body_left() {
             let room = usize::try_from(left)
                 .unwrap_or(usize::MAX)
                 .min(RESERVE_LIMIT);
@@ -421,8 +329,16 @@ impl Framer {
         }
     }
 
+    /// The bytes a `Content-Length` body still lacks.
+    fn body_left(&self) -> Option<u64> {
+        match self.state {
+            State::Body(body) => body.length_left(),
+            _ => None,
+        }
+    }
+
     fn maybe_done(&mut self, done: &mut impl FnMut(Request)) {
-        if self.state == (State::Body { left: 0 }) {
+        if matches!(self.state, State::Body(body) if body.is_complete()) {
             self.emit(done);
         }
     }
@@ -458,20 +374,6 @@ fn head_end(buf: &[u8], from: usize) -> Option<usize> {
     None
 }
 
-/// A chunk-size line's size (hex, before any `;extension`).
-fn chunk_size(line: &[u8]) -> Option<u64> {
-    let digits = line
-        .split(|b| matches!(b, b';' | b'\r' | b'\n'))
-        .next()?
-        .trim_ascii();
-    if digits.is_empty() || digits.len() > 15 {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |size, b| {
-        Some(size * 16 + u64::from((*b as char).to_digit(16)?))
-    })
-}
-
 /// `METHOD SP target SP HTTP/1.x` (an optional CR at the end).
 fn is_request_line(line: &[u8]) -> bool {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -487,10 +389,6 @@ fn is_request_line(line: &[u8]) -> bool {
         && target.iter().all(|b| b.is_ascii_graphic() || *b >= 0x80)
         && version.len() == 8
         && version.starts_with(b"HTTP/1.")
-}
-
-fn is_token(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 fn first_line(buf: &[u8]) -> String {
@@ -550,6 +448,14 @@ mod tests {
         assert!(err.message.starts_with("`*1` is not"), "{}", err.message);
         assert!(split(&[b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n"]).is_err());
         assert!(split(&[b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"]).is_err());
+        // A broken chunked body fails at its request, saying what was expected.
+        let err = split(&[
+            GET,
+            b"PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        ])
+        .unwrap_err();
+        assert_eq!(err.at, GET.len() as u64);
+        assert!(err.message.contains("where hex digits"), "{}", err.message);
     }
 
     /// Feed `chunks` (chunk i captured at time i) to a framer for a stream

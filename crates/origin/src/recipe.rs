@@ -18,6 +18,7 @@
 
 use hyper::header::{HeaderName, HeaderValue};
 use serde_json::{Map, Value};
+use tank_http1::Url;
 
 use crate::error::RecipeError;
 use crate::route::Route;
@@ -177,7 +178,7 @@ fn source(
     match (origin, random_content, body) {
         (None, None, None) => Ok(Source::Empty),
         (Some(url), None, None) => {
-            check_origin_url(&url).map_err(|m| RecipeError::new(format!("{place}.origin"), m))?;
+            origin_url(&url).map_err(|m| RecipeError::new(format!("{place}.origin"), m))?;
             Ok(Source::Origin(url))
         }
         (None, Some(size), None) => units::parse_size(&size)
@@ -191,18 +192,17 @@ fn source(
     }
 }
 
-/// An origin must be `http://host[:port][/path]`.
-pub(crate) fn check_origin_url(url: &str) -> Result<(), String> {
-    if url.starts_with("https://") {
-        return Err(format!(
+/// An origin must be `http://host[:port][/path]`: the URL, checked.
+pub(crate) fn origin_url(url: &str) -> Result<Url, String> {
+    let expected =
+        || format!("expected an http:// URL like \"http://127.0.0.1:8081/page\", found `{url}`");
+    match Url::parse(url) {
+        Ok(parsed) if parsed.is_tls() => Err(format!(
             "https origins are not supported (use an http:// URL), found `{url}`"
-        ));
-    }
-    match url.strip_prefix("http://") {
-        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(()),
-        _ => Err(format!(
-            "expected an http:// URL like \"http://127.0.0.1:8081/page\", found `{url}`"
         )),
+        Ok(parsed) => Ok(parsed),
+        // The parser's word on what is wrong, after the URL it repeats.
+        Err(error) => Err(format!("{} ({error})", expected())),
     }
 }
 
@@ -439,6 +439,12 @@ mod tests {
             "recipe.origin: https origins are not supported (use an http:// URL), found `https://example.com/`"
         );
         assert!(err(r#"{"origin": "ftp://x", "stages": [{"at": 0}]}"#).contains("http:// URL"));
+        let error = err(r#"{"origin": "http://h:99999/", "stages": [{"at": 0}]}"#);
+        assert!(
+            error.starts_with("recipe.origin: expected an http:// URL")
+                && error.contains("the port `99999` is not a number"),
+            "{error}"
+        );
     }
 
     #[test]
