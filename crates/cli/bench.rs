@@ -56,15 +56,15 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         measure: args.duration,
         quantile: 99.0,
     };
-    println!("Running {} test @ {name}", human_duration(args.duration));
+    outln!("Running {} test @ {name}", human_duration(args.duration));
     let threads = target.base().queues[0]
         .threads
         .map_or("default".to_owned(), |t| t.to_string());
-    println!("  {threads} threads and {} connections", args.connections);
+    outln!("  {threads} threads and {} connections", args.connections);
     let dir = probe_dir(&root, 0, "run");
     let m = run_probe(&target, &load, &timing, &dir)?;
-    print!("{}", summary(&m, args.rate.is_some()));
-    println!(
+    out!("{}", summary(&m, args.rate.is_some()));
+    outln!(
         "artifacts: {} (report.html, summary.json, phout.log)",
         m.artifacts.display()
     );

@@ -115,7 +115,7 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     let cr = if io::stderr().is_terminal() { "\r" } else { "" };
     let mut warnings = Warnings::new(
         SHOWN_WARNINGS,
-        Box::new(move |warning| eprintln!("{cr}tank import: warning: {warning}")),
+        Box::new(move |warning| errln!("{cr}tank import: warning: {warning}")),
     );
     let started = Instant::now();
     let summary = tank_import::import(input, &name, out, &options, &mut warnings)?;
@@ -123,7 +123,7 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     let read = total.map_or(String::new(), |t| {
         format!(" ({:.1} MB/s)", t as f64 / 1e6 / elapsed.max(1e-9))
     });
-    eprintln!("{cr}tank import: {summary}; {elapsed:.1} s{read}");
+    errln!("{cr}tank import: {summary}; {elapsed:.1} s{read}");
     Ok(())
 }
 
@@ -161,7 +161,7 @@ impl<R: Read> Read for Progress<R> {
                 let of = self
                     .total
                     .map_or(String::new(), |t| format!(" of {:.0} MB", t as f64 / 1e6));
-                eprint!(
+                err!(
                     "\rtank import: read {:.0} MB{of}   ",
                     self.read as f64 / 1e6
                 );

@@ -51,7 +51,7 @@ pub struct K8sArgs {
 /// Run `tank k8s`.
 pub fn run(args: &K8sArgs) -> Result<()> {
     if args.dockerfile {
-        print!("{}", k8s::DOCKERFILE);
+        out!("{}", k8s::DOCKERFILE);
         return Ok(());
     }
     let (Some(config_path), Some(image)) = (&args.config, &args.image) else {
@@ -95,6 +95,6 @@ pub fn run(args: &K8sArgs) -> Result<()> {
         config: config_path.clone(),
         ammo,
     };
-    print!("{}", k8s::manifests(&spec).map_err(|e| anyhow!(e))?);
+    out!("{}", k8s::manifests(&spec).map_err(|e| anyhow!(e))?);
     Ok(())
 }

@@ -22,12 +22,12 @@ pub fn run(
 ) -> Result<()> {
     let loaded = tank_config::load(config_path, overrides)?;
     for warning in &loaded.warnings {
-        eprintln!("tank: warning: {warning}");
+        errln!("tank: warning: {warning}");
     }
     // A replay's capture becomes a sessions file first, as `tank -c` does it.
     let captures = tank_run::import_captures(&loaded, &mut |notice| match notice {
-        tank_run::Notice::Warning(text) => eprintln!("tank: warning: {text}"),
-        tank_run::Notice::Info(text) => eprintln!("tank: {text}"),
+        tank_run::Notice::Warning(text) => errln!("tank: warning: {text}"),
+        tank_run::Notice::Info(text) => errln!("tank: {text}"),
         // An import tells nothing else.
         _ => {}
     })?;
@@ -54,7 +54,7 @@ pub fn run(
     for queue in queues {
         if let LoadProfile::Rps(text) | LoadProfile::Instances(text) = &queue.load_profile {
             if schedule::is_blank(text) {
-                eprintln!(
+                errln!(
                     "tank: warning: {}",
                     queue.load_profile_at.error(
                         "the schedule is empty; as yandex-tank does, every shot is due at 0 \
@@ -71,9 +71,9 @@ pub fn run(
     }
     // With the stpd on stdout, the summary goes to stderr so the stpd stays clean.
     if stpd_out == Some(Path::new("-")) {
-        eprint!("{report}");
+        err!("{report}");
     } else {
-        print!("{report}");
+        out!("{report}");
     }
     Ok(())
 }
@@ -110,7 +110,7 @@ struct QueueSummary {
 fn plan_queue(queue: &QueueConfig, stpd_out: Option<&Path>) -> Result<QueueSummary> {
     let mut plan = Plan::new(queue)?;
     if stpd_out.is_some() && plan.capture().is_some() {
-        eprintln!(
+        errln!(
             "tank: warning: [{}] an stpd file has no sessions: it keeps each request's due \
              time, tag and bytes, not the connection it goes on (a ready stpd file goes to any free instance, \
              as phantom fires one)",

@@ -149,7 +149,7 @@ pub fn search(args: &SearchArgs) -> Result<ExitCode> {
                 concurrency: peak_connections.max(1),
             };
             let peak = run_probe(&target, &load, &timing, &dir)?;
-            println!(
+            outln!(
                 "peak: {:.1} rps with {peak_connections} connections",
                 peak.achieved_rps
             );
@@ -218,7 +218,7 @@ fn probe_at(
     };
     let measured = run_probe(target, &load, timing, dir)?;
     let probe = Probe::judge(rate, &measured, bound);
-    eprintln!(
+    errln!(
         "probe {rate} rps: achieved {:.1}, p{} {:.2} ms: {}",
         probe.achieved_rps,
         bound.quantile,
@@ -235,7 +235,7 @@ fn probe_at(
 }
 
 fn finish(report: SearchReport, p: &ProbeArgs, root: &std::path::Path) -> Result<ExitCode> {
-    print!("{}", report.table());
+    out!("{}", report.table());
     if let Some(path) = &p.json {
         write_json(path, &report)?;
     }
@@ -246,7 +246,7 @@ fn finish(report: SearchReport, p: &ProbeArgs, root: &std::path::Path) -> Result
         &report,
     )?;
     write_json(&root.join(format!("{}.json", report.kind)), &report)?;
-    println!(
+    outln!(
         "artifacts: {} (report.html, {}.json, one directory per probe)",
         root.display(),
         report.kind

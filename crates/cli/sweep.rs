@@ -53,9 +53,11 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         let dir = probe_dir(&root, index, &format!("{concurrency}c"));
         let m = run_probe(&target, &Load::Closed { concurrency }, &timing, &dir)?;
         let step = Step::of(concurrency, &m);
-        eprintln!(
+        errln!(
             "step {concurrency} connections: {:.1} rps, p99 {:.2} ms, errors {:.2}%",
-            step.achieved_rps, step.p99_ms, step.error_pct
+            step.achieved_rps,
+            step.p99_ms,
+            step.error_pct
         );
         steps.push(step);
     }
@@ -66,7 +68,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         usl: sweep::fit(&steps),
         steps,
     };
-    print!("{}", report.table());
+    out!("{}", report.table());
     if let Some(path) = &args.json {
         write_json(path, &report)?;
     }
@@ -76,7 +78,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         &format!("tank sweep — {}", report.target),
         &report,
     )?;
-    println!(
+    outln!(
         "artifacts: {} (report.html, sweep.json, one directory per step)",
         root.display()
     );

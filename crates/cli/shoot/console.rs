@@ -68,10 +68,10 @@ impl Observer for Console {
         match self {
             Console::Lines => {
                 for second in seconds {
-                    println!("{}", console::render_line(second, state.elapsed));
+                    outln!("{}", console::render_line(second, state.elapsed));
                 }
                 if let (Some(sessions), false) = (state.sessions, seconds.is_empty()) {
-                    println!("{}", sessions_line(sessions));
+                    outln!("{}", sessions_line(sessions));
                 }
             }
             // The last seconds are not drawn: the summary replaces the screen.
@@ -96,9 +96,9 @@ impl Observer for Console {
                     autostop: &counting,
                     monitoring: state.monitoring,
                 };
-                print!("{}{}", console::CLEAR, console::render_screen(&view));
+                out!("{}{}", console::CLEAR, console::render_screen(&view));
                 if let Some(sessions) = state.sessions {
-                    println!("{}", sessions_line(sessions));
+                    outln!("{}", sessions_line(sessions));
                 }
                 let _ = std::io::stdout().flush();
             }
@@ -107,25 +107,26 @@ impl Observer for Console {
 
     fn notice(&mut self, notice: &Notice<'_>) {
         match notice {
-            Notice::Autostop(reason) => println!(
+            Notice::Autostop(reason) => outln!(
                 "tank: autostop: {} — {}",
-                reason.criterion, reason.explanation
+                reason.criterion,
+                reason.explanation
             ),
             Notice::Warning(text) => {
                 for line in text.lines() {
-                    eprintln!("tank: warning: {line}");
+                    errln!("tank: warning: {line}");
                 }
             }
             Notice::WriteFailed { file, error } => {
-                eprintln!("tank: stopping: cannot write {}: {error}", file.display());
+                errln!("tank: stopping: cannot write {}: {error}", file.display());
             }
-            Notice::Info(text) => eprintln!("tank: {text}"),
+            Notice::Info(text) => errln!("tank: {text}"),
         }
     }
 
     fn preload(&mut self, queue: &str, done: u64, total: u64) {
         // One line, rewritten in place, ended when the preload is.
         let end = if done == total { "\n" } else { "" };
-        eprint!("\rtank: [{queue}] preload: {done} of {total} records set{end}");
+        err!("\rtank: [{queue}] preload: {done} of {total} records set{end}");
     }
 }
