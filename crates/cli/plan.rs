@@ -324,16 +324,21 @@ fn describe_capture(report: &mut String, capture: &CaptureStats, pool: usize, qu
         "the replay's peak of open sessions; set instances for more"
     };
     let _ = writeln!(report, "  session pool   {pool} ({why})");
-    let per_second = &capture.per_second;
-    if let (Some(max), Some(min)) = (per_second.iter().max(), per_second.iter().min()) {
-        let mean = capture.requests as f64 / per_second.len().max(1) as f64;
-        let mut shown: Vec<String> = per_second.iter().take(20).map(u64::to_string).collect();
-        if per_second.len() > 20 {
-            shown.push(format!("… {} s more", per_second.len() - 20));
+    let rate = &capture.per_second;
+    if rate.seconds > 0 {
+        let mean = capture.requests as f64 / rate.seconds as f64;
+        let mut shown: Vec<String> = rate.first.iter().map(u64::to_string).collect();
+        if rate.seconds > rate.first.len() as u64 {
+            shown.push(format!(
+                "… {} s more",
+                rate.seconds - rate.first.len() as u64
+            ));
         }
         let _ = writeln!(
             report,
-            "  capture rps    min {min}, mean {mean:.1}, max {max}; per second: {}",
+            "  capture rps    min {}, mean {mean:.1}, max {}; per second: {}",
+            rate.min,
+            rate.max,
             shown.join(" ")
         );
     }

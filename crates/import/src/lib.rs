@@ -32,6 +32,7 @@ pub mod link;
 pub mod on_the_fly;
 pub mod order;
 pub mod pcap;
+pub mod span;
 pub mod tcp;
 pub mod time;
 pub mod warnings;
@@ -45,6 +46,11 @@ pub use detect::Format;
 pub use error::ImportError;
 pub use order::Ordering;
 pub use warnings::Warnings;
+
+/// Each session's label (who the client was), by the importer's session
+/// number, for formats whose requests do not carry it: the session's `S`
+/// record takes it whichever of its requests comes first in time.
+pub type Labels = HashMap<u64, String>;
 
 /// What requests are tagged with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -211,28 +217,33 @@ pub fn import(
     let mut emitter = Emitter {
         writer,
         ids: HashMap::new(),
+        labels: Labels::new(),
         next_id: 0,
         base_us: None,
         requests: 0,
         bytes: 0,
         last_offset_us: 0,
     };
-    let mut emit = |item| emitter.emit(item);
     let mut sorter = order::Sorter::new(options.memory_budget);
     let mut skipped_ports = Vec::new();
     match format {
         Format::Pcap | Format::Pcapng => {
             let mut capture = capture::Capture::new(options.server_port, options.tag_by);
+            let mut emit = |item| emitter.emit(item);
             pcap::read(input, path, warnings, |packet, warnings| {
                 capture.packet(packet, path, &mut sorter, warnings, &mut emit)
             })?;
             skipped_ports = capture.finish(path, &mut sorter, warnings)?;
         }
-        Format::Access => access::import(input, path, options, &mut sorter, warnings)?,
-        Format::Har => har::import(input, path, options, &mut sorter)?,
+        Format::Access => {
+            emitter.labels = access::import(input, path, options, &mut sorter, warnings)?;
+        }
+        Format::Har => emitter.labels = har::import(input, path, options, &mut sorter)?,
     }
     let clamped = sorter.clamped();
-    let ordering = sorter.finish(&mut emit).map_err(write_error)?;
+    let ordering = sorter
+        .finish(&mut |item| emitter.emit(item))
+        .map_err(write_error)?;
     emitter.writer.finish().map_err(write_error)?;
     Ok(Summary {
         format,
@@ -308,6 +319,8 @@ pub fn tag(by: TagBy, request: &[u8]) -> Vec<u8> {
 struct Emitter<W: Write> {
     writer: SessionsWriter<W>,
     ids: HashMap<u64, u64>,
+    /// Labels of sessions not yet begun, for formats whose requests do not carry them.
+    labels: Labels,
     next_id: u64,
     base_us: Option<u64>,
     requests: u64,
@@ -328,6 +341,7 @@ impl<W: Write> Emitter<W> {
                         let id = self.next_id;
                         self.next_id += 1;
                         self.ids.insert(item.session, id);
+                        let label = label.or_else(|| self.labels.remove(&item.session));
                         self.writer
                             .begin(id, offset, label.as_deref().unwrap_or_default())?;
                         id

@@ -203,7 +203,11 @@ impl Sorter {
     /// Write everything left, in order, and say how it was ordered.
     pub fn finish(mut self, out: &mut impl FnMut(Item) -> io::Result<()>) -> io::Result<Ordering> {
         if self.runs.is_empty() {
-            self.release(u64::MAX, out)?;
+            // Everything, not only what is before a watermark: an item at
+            // u64::MAX is still an item.
+            while let Some(Reverse(item)) = self.heap.pop() {
+                out(item)?;
+            }
             return Ok(Ordering::InOrder {
                 look_ahead: self.peak,
             });
@@ -402,6 +406,21 @@ mod tests {
         assert_eq!(sorter.clamped(), 1);
         sorter.finish(&mut collect).unwrap();
         assert_eq!(out, [10, 10, 10]);
+    }
+
+    #[test]
+    fn an_item_at_the_end_of_time_is_written_too() {
+        let mut sorter = Sorter::new(1 << 20);
+        sorter.push(u64::MAX, 0, request(1)).unwrap();
+        sorter.push(5, 1, Kind::End).unwrap();
+        let mut out = Vec::new();
+        sorter
+            .finish(&mut |item| {
+                out.push(item.at_us);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(out, [5, u64::MAX]);
     }
 
     proptest! {

@@ -679,6 +679,43 @@ fn an_unknown_link_type_is_an_error_naming_the_packet() {
     );
 }
 
+#[test]
+fn a_packet_time_more_than_a_year_from_the_others_is_an_error_naming_both_packets() {
+    let c = Conn::v4(40000, 80);
+    let day = 86_400_000_000;
+    let frames = [
+        c.syn(1_000 * day),
+        c.data(1_000 * day + 10, 0, GET_A),
+        c.data(1_400 * day, GET_A.len() as u32, GET_B),
+    ];
+    let file = pcap(Link::Ethernet, &frames);
+    // The file header, then two records of a 16-byte header and the frame each.
+    let third = 24 + (16 + frames[0].bytes.len()) + (16 + frames[1].bytes.len());
+    let err = run(&file, &Options::default()).err().unwrap().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "test.pcap: byte {third}: packet 3: its time is 400.0 days after that of packet 1: \
+             a capture spans at most 366 days, so one of the two clocks is wrong"
+        )
+    );
+}
+
+#[test]
+fn a_session_is_labelled_whichever_of_its_requests_comes_first_in_time() {
+    // The second line's request began 4.5 s before the first line's.
+    let log = "10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET /late HTTP/1.1\" 200 5 \"-\" \"ua\" 971211336.000 0.000\n\
+               10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET /early HTTP/1.1\" 200 5 \"-\" \"ua\" 971211336.500 5.000\n";
+    let options = Options {
+        host: Some("h".into()),
+        ..Options::default()
+    };
+    let got = run(log.as_bytes(), &options).unwrap();
+    assert_eq!(got.sessions, [(0, 0, "10.0.0.1".to_string())]);
+    let tags: Vec<&str> = got.requests.iter().map(|r| r.2.as_str()).collect();
+    assert_eq!(tags, ["/early", "/late"]);
+}
+
 fn valid_captures() -> Vec<Vec<u8>> {
     let c = Conn::v4(40000, 80);
     let frames = [

@@ -43,6 +43,24 @@ use crate::error::{PlanError, Result};
 /// The first line of every sessions file (without its line feed).
 pub const MAGIC: &str = "tank-sessions 1";
 
+/// The latest offset a sessions file may hold: 366 days, µs. Longer than any
+/// capture a replay is meant to reproduce (a year of access logs fits); an
+/// offset past it is a corrupt clock (a `$msec` of 10²⁰, a pcap timestamp
+/// of 2106), and `tank import` refuses it as the reader does, so a replay
+/// never waits centuries for its next request.
+pub const MAX_OFFSET_US: u64 = 366 * 86_400 * 1_000_000;
+
+/// `us` as days (one decimal) or, from two years on, years: how far off an
+/// out-of-range time is.
+pub fn human_span(us: u64) -> String {
+    let days = us as f64 / 86_400e6;
+    if days >= 730.0 {
+        format!("{:.0} years", days / 365.25)
+    } else {
+        format!("{days:.1} days")
+    }
+}
+
 /// Whether `head`, the first bytes of a file, starts a sessions file.
 pub fn is_sessions(head: &[u8]) -> bool {
     head.strip_prefix(MAGIC.as_bytes())
@@ -324,6 +342,13 @@ impl SessionsReader {
             }
         };
         let offset_us = record.offset_us();
+        if offset_us > MAX_OFFSET_US {
+            return Err(self.error(format!(
+                "offset {offset_us} µs is {} into the capture: expected at most {MAX_OFFSET_US} \
+                 (366 days); a time that far is a corrupt clock in the capture it came from",
+                human_span(offset_us)
+            )));
+        }
         if offset_us < self.last_offset_us {
             return Err(self.error(format!(
                 "offset {offset_us} µs comes after {} µs: records must be in time order",
@@ -511,7 +536,7 @@ mod tests {
     #[test]
     fn errors_name_the_byte_where_the_record_starts() {
         let head = "tank-sessions 1\nS 1 5 a\n";
-        let cases: [(&str, &str); 6] = [
+        let cases: [(&str, &str); 7] = [
             ("R 2 4 1 t\nab\n", "offset 4 µs comes after 5 µs"),
             (
                 "R 2 5 2 t\nab\n",
@@ -524,6 +549,10 @@ mod tests {
             ("S 1 6 b\n", "session 1 begins again before its end"),
             ("R 5 5 1 t\nab\n", "the request has 3 of its 5 bytes"),
             ("Q 1\n", "bad record `Q 1`"),
+            (
+                "R 1 18000000000000000000 1 t\na\n",
+                "offset 18000000000000000000 µs is 570386 years into the capture",
+            ),
         ];
         for (tail, expected) in cases {
             let text = format!("{head}{tail}");

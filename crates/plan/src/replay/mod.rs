@@ -26,7 +26,7 @@ use crate::marker::Marker;
 use crate::sessions::{Record, SessionsReader};
 use crate::shard::Shard;
 
-pub use stats::{CaptureStats, Selection};
+pub use stats::{CaptureStats, RateProfile, Selection};
 
 /// A session of the replay: its number in the plan, unique across passes
 /// (pass × sessions per pass + its index in the pass).
