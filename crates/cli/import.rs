@@ -31,8 +31,10 @@ pub struct ImportArgs {
     /// received SYNs, else the lower port).
     #[arg(long, value_name = "PORT")]
     server_port: Option<u16>,
-    /// Bytes of requests held for reordering before spilling sorted runs to
-    /// temporary files (K, M, G, optional iB).
+    /// Memory for requests (K, M, G, optional iB): half for requests in
+    /// progress and connections that sent nothing yet (past it, bodies move
+    /// to a temporary file and such connections are forgotten), half for
+    /// reordering (past it, sorted runs spill to temporary files).
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_memory)]
     memory: u64,
     /// Tag requests with their URI's path (`path`) or not at all (`none`).

@@ -80,7 +80,7 @@ pub fn import(
     sorter: &mut Sorter,
     warnings: &mut Warnings,
 ) -> Result<Labels, ImportError> {
-    let write_error = |e| ImportError::io(path, "writing the sessions", e);
+    let write_error = |e: crate::order::SortError| e.at(path);
     let mut headers: Vec<String> = options.host.iter().map(|h| format!("Host: {h}")).collect();
     headers.extend(options.headers.iter().cloned());
     if !headers
@@ -159,7 +159,7 @@ pub fn import(
                 Kind::Request {
                     label: None,
                     tag,
-                    bytes,
+                    bytes: bytes.into(),
                 },
             )
             .map_err(write_error)?;
@@ -445,7 +445,7 @@ mod tests {
         let requests: Vec<(u64, &[u8], &[u8])> = items
             .iter()
             .filter_map(|i| match &i.kind {
-                Kind::Request { tag, bytes, .. } => Some((i.session, &tag[..], &bytes[..])),
+                Kind::Request { tag, bytes, .. } => Some((i.session, &tag[..], &bytes.head[..])),
                 Kind::End => None,
             })
             .collect();

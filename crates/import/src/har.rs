@@ -123,10 +123,10 @@ pub fn import(
             last_at_us: 0,
         });
         session.last_at_us = session.last_at_us.max(at_us);
-        let label = None;
+        let (label, bytes) = (None, bytes.into());
         sorter
             .push(at_us, session.id, Kind::Request { label, tag, bytes })
-            .map_err(|e| format!("writing the sessions: {e}"))
+            .map_err(|e| e.to_string())
     };
     // serde_json reads a byte at a time: buffer it.
     let mut json =
@@ -153,7 +153,7 @@ pub fn import(
     for session in ends {
         sorter
             .push(session.last_at_us, session.id, Kind::End)
-            .map_err(|e| ImportError::io(path, "writing the sessions", e))?;
+            .map_err(|e| e.at(path))?;
     }
     Ok(sessions
         .into_iter()
@@ -417,7 +417,7 @@ mod tests {
                 Kind::Request { bytes, .. } => (
                     i.at_us,
                     i.session,
-                    String::from_utf8(bytes.clone()).unwrap(),
+                    String::from_utf8(bytes.head.clone()).unwrap(),
                 ),
                 Kind::End => (i.at_us, i.session, "END".into()),
             })

@@ -9,8 +9,14 @@
 //!
 //! Empty lines between requests (some old clients send CRLF after a POST
 //! body) are skipped, as servers do (RFC 9112 §2.2).
+//!
+//! A request in progress can move the body it has so far to the spill file
+//! ([`Framer::spill`], when the requests in progress are over their memory
+//! budget); its head stays in memory, and framing goes on with what follows.
 
 use memchr::memchr;
+
+use crate::held::{self, Extent, RequestBytes, SpillFile};
 
 /// Longest request head accepted (request line and headers).
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -36,8 +42,8 @@ pub struct FrameError {
 pub struct Request {
     /// Capture time of its first byte.
     pub at_us: u64,
-    /// The request, verbatim.
-    pub bytes: Vec<u8>,
+    /// The request, verbatim (its body maybe in the spill file).
+    pub bytes: RequestBytes,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,10 +72,19 @@ enum State {
 }
 
 /// Splits a client's stream into requests (see the module docs).
+///
+/// Positions in the request (`line` of the chunked states) count every byte
+/// of it, spilled or not; `request` holds the head (`head_len` bytes, once
+/// it is complete), then the bytes after the spilled ones.
 #[derive(Debug)]
 pub struct Framer {
     state: State,
     request: Vec<u8>,
+    /// The head's length, once it is complete (0 before).
+    head_len: usize,
+    /// The body's bytes moved to the spill file, in order, and how many.
+    spilled: Vec<Extent>,
+    spilled_len: usize,
     at_us: u64,
     /// Stream offset of the current request's first byte.
     started: u64,
@@ -85,6 +100,9 @@ impl Default for Framer {
         Framer {
             state: State::Idle,
             request: Vec::new(),
+            head_len: 0,
+            spilled: Vec::new(),
+            spilled_len: 0,
             at_us: 0,
             started: 0,
             offset: 0,
@@ -134,8 +152,45 @@ impl Framer {
     pub fn partial_len(&self) -> usize {
         match self.state {
             State::Sync { .. } => 0,
-            _ => self.request.len(),
+            _ => self.len(),
         }
+    }
+
+    /// Memory the request being read holds.
+    pub fn held(&self) -> usize {
+        self.request.capacity() + self.spilled.capacity() * std::mem::size_of::<Extent>()
+    }
+
+    /// Move the body read so far to `file`, keeping in memory the head and
+    /// what framing still reads (a chunk-size or trailer line in progress).
+    /// Nothing moves before the head is complete.
+    pub fn spill(&mut self, file: &SpillFile) -> std::io::Result<()> {
+        let until = match self.state {
+            State::Body { .. } | State::ChunkData { .. } | State::ChunkEnd { .. } => self.len(),
+            State::ChunkSize { line } | State::Trailer { line } => line,
+            State::Sync { .. } | State::Idle | State::Head { .. } => return Ok(()),
+        };
+        let (from, to) = (self.head_len, until - self.spilled_len);
+        if to <= from {
+            return Ok(());
+        }
+        held::spill(file, &mut self.spilled, &self.request[from..to])?;
+        self.spilled_len += to - from;
+        let mut kept = Vec::with_capacity(from + self.request.len() - to);
+        kept.extend_from_slice(&self.request[..from]);
+        kept.extend_from_slice(&self.request[to..]);
+        self.request = kept;
+        Ok(())
+    }
+
+    /// The request's length so far, spilled bytes included.
+    fn len(&self) -> usize {
+        self.request.len() + self.spilled_len
+    }
+
+    /// The request's bytes in memory from position `at` (past the spilled ones).
+    fn from(&self, at: usize) -> &[u8] {
+        &self.request[at - self.spilled_len..]
     }
 
     /// Stream bytes fed so far.
@@ -258,6 +313,7 @@ impl Framer {
                 match head_end(&self.request, scanned) {
                     Some(end) => {
                         self.request.truncate(end);
+                        self.head_len = end;
                         let used = end - before;
                         self.state = self.after_head()?;
                         self.reserve_body();
@@ -288,16 +344,14 @@ impl Framer {
             State::ChunkSize { line } => {
                 let (used, complete) = self.take_line(data);
                 if complete {
-                    let size = chunk_size(&self.request[line..])
+                    let size = chunk_size(self.from(line))
                         .ok_or_else(|| self.error("a chunk size line is not hex digits".into()))?;
                     self.state = if size == 0 {
-                        State::Trailer {
-                            line: self.request.len(),
-                        }
+                        State::Trailer { line: self.len() }
                     } else {
                         State::ChunkData { left: size }
                     };
-                } else if self.request.len() - line > 4096 {
+                } else if self.len() - line > 4096 {
                     return Err(self.error("a chunk size line longer than 4096 bytes".into()));
                 }
                 Ok(used)
@@ -318,9 +372,7 @@ impl Framer {
                 self.request.push(byte);
                 self.state = match (seen, byte) {
                     (0, b'\r') => State::ChunkEnd { seen: 1 },
-                    (_, b'\n') => State::ChunkSize {
-                        line: self.request.len(),
-                    },
+                    (_, b'\n') => State::ChunkSize { line: self.len() },
                     _ => return Err(self.error("a chunk's data is not followed by CRLF".into())),
                 };
                 Ok(1)
@@ -328,14 +380,12 @@ impl Framer {
             State::Trailer { line } => {
                 let (used, complete) = self.take_line(data);
                 if complete {
-                    if matches!(&self.request[line..], b"\r\n" | b"\n") {
+                    if matches!(self.from(line), b"\r\n" | b"\n") {
                         self.emit(done);
                     } else {
-                        self.state = State::Trailer {
-                            line: self.request.len(),
-                        };
+                        self.state = State::Trailer { line: self.len() };
                     }
-                } else if self.request.len() - line > MAX_HEAD {
+                } else if self.len() - line > MAX_HEAD {
                     return Err(self.error("a trailer line longer than 64 KiB".into()));
                 }
                 Ok(used)
@@ -400,9 +450,7 @@ impl Framer {
             }
         }
         Ok(if chunked {
-            State::ChunkSize {
-                line: self.request.len(),
-            }
+            State::ChunkSize { line: self.len() }
         } else {
             State::Body {
                 left: length.unwrap_or(0),
@@ -429,9 +477,21 @@ impl Framer {
 
     fn emit(&mut self, done: &mut impl FnMut(Request)) {
         self.state = State::Idle;
+        let mut head = std::mem::take(&mut self.request);
+        let bytes = if self.spilled.is_empty() {
+            RequestBytes::from(head)
+        } else {
+            let tail = head.split_off(self.head_len);
+            RequestBytes {
+                head,
+                spilled: std::mem::take(&mut self.spilled),
+                tail,
+            }
+        };
+        (self.head_len, self.spilled_len) = (0, 0);
         done(Request {
             at_us: self.at_us,
-            bytes: std::mem::take(&mut self.request),
+            bytes,
         });
     }
 
@@ -505,13 +565,55 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn split(chunks: &[&[u8]]) -> Result<Vec<Vec<u8>>, FrameError> {
+    /// The whole bytes of `request`, read back from `file` if spilled.
+    fn whole(request: Request, file: &SpillFile) -> Vec<u8> {
+        let mut out = Vec::new();
+        request
+            .bytes
+            .write_to(file, &mut |bytes| {
+                out.extend_from_slice(bytes);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(out.len() as u64, request.bytes.len());
+        out
+    }
+
+    /// Frame `chunks`, spilling the request in progress after each when `spilling`.
+    fn split_with(chunks: &[&[u8]], spilling: bool) -> Result<Vec<Vec<u8>>, FrameError> {
+        let file = SpillFile::new();
         let mut framer = Framer::default();
         let mut out = Vec::new();
         for chunk in chunks {
-            framer.feed(chunk, 0, &mut |r| out.push(r.bytes))?;
+            framer.feed(chunk, 0, &mut |r| out.push(r))?;
+            if spilling {
+                framer.spill(&file).unwrap();
+            }
         }
-        Ok(out)
+        Ok(out.into_iter().map(|r| whole(r, &file)).collect())
+    }
+
+    fn split(chunks: &[&[u8]]) -> Result<Vec<Vec<u8>>, FrameError> {
+        split_with(chunks, false)
+    }
+
+    #[test]
+    fn a_spilled_body_keeps_its_head_in_memory_and_reads_back_whole() {
+        let head = b"POST /p HTTP/1.1\r\nContent-Length: 4000\r\n\r\n";
+        let post = [&head[..], &[b'x'; 4000]].concat();
+        let file = SpillFile::new();
+        let mut framer = Framer::default();
+        let mut out = Vec::new();
+        framer.feed(&post[..3000], 0, &mut |r| out.push(r)).unwrap();
+        let before = framer.held();
+        framer.spill(&file).unwrap();
+        assert!(framer.held() < before / 10, "{} of {before}", framer.held());
+        assert_eq!(framer.partial_len(), 3000);
+        framer.feed(&post[3000..], 1, &mut |r| out.push(r)).unwrap();
+        let request = out.pop().unwrap();
+        assert_eq!(request.bytes.head, head);
+        assert_eq!(request.bytes.tail.len(), post.len() - 3000);
+        assert_eq!(whole(request, &file), post);
     }
 
     const GET: &[u8] = b"GET /a?x=1 HTTP/1.1\r\nHost: h\r\n\r\n";
@@ -519,6 +621,8 @@ mod tests {
     const CHUNKED: &[u8] =
         b"PUT /c HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: 1\r\n\r\n";
     const BARE_LF: &[u8] = b"DELETE /d HTTP/1.0\nX: y\n\n";
+    const LONG_CHUNKED: &[u8] = b"POST /l HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+        10\r\n0123456789abcdef\r\n8\r\n01234567\r\n0\r\nA: 1\r\nB: 2\r\n\r\n";
 
     #[test]
     fn requests_end_where_their_framing_says() {
@@ -560,7 +664,7 @@ mod tests {
         let mut skipped = None;
         for (at, chunk) in chunks.iter().enumerate() {
             framer
-                .feed(chunk, at as u64, &mut |r| out.push((r.at_us, r.bytes)))
+                .feed(chunk, at as u64, &mut |r| out.push((r.at_us, r.bytes.head)))
                 .unwrap();
             skipped = skipped.or(framer.take_skipped());
         }
@@ -593,7 +697,7 @@ mod tests {
         assert_eq!(framer.still_searching(), Some(long.len() as u64 + 16));
         let mut out = Vec::new();
         framer.feed(GET, 2, &mut |r| out.push(r.bytes)).unwrap();
-        assert_eq!(out, [GET.to_vec()]);
+        assert_eq!(out, [RequestBytes::from(GET.to_vec())]);
         assert_eq!(framer.take_skipped(), Some(long.len() as u64 + 16));
         assert_eq!(framer.take_skipped(), None);
     }
@@ -626,11 +730,12 @@ mod tests {
         }
 
         #[test]
-        fn any_split_of_a_concatenation_gives_exactly_its_requests(
-            picks in proptest::collection::vec(0usize..4, 1..12),
+        fn any_split_of_a_concatenation_gives_exactly_its_requests_spilled_or_not(
+            picks in proptest::collection::vec(0usize..5, 1..12),
             cuts in proptest::collection::vec(any::<usize>(), 0..30),
+            spilling in any::<bool>(),
         ) {
-            let all = [GET, POST, CHUNKED, BARE_LF];
+            let all = [GET, POST, CHUNKED, BARE_LF, LONG_CHUNKED];
             let want: Vec<&[u8]> = picks.iter().map(|&i| all[i]).collect();
             let stream = want.concat();
             let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
@@ -638,7 +743,7 @@ mod tests {
             cuts.push(stream.len());
             cuts.sort();
             let chunks: Vec<&[u8]> = cuts.windows(2).map(|w| &stream[w[0]..w[1]]).collect();
-            prop_assert_eq!(split(&chunks).unwrap(), want);
+            prop_assert_eq!(split_with(&chunks, spilling).unwrap(), want);
         }
 
         #[test]

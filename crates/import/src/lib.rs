@@ -27,6 +27,7 @@ pub mod capture;
 pub mod detect;
 pub mod error;
 pub mod har;
+pub mod held;
 pub mod http;
 pub mod link;
 pub mod on_the_fly;
@@ -39,8 +40,12 @@ pub mod warnings;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
+use std::sync::Arc;
 
 use tank_plan::sessions::SessionsWriter;
+
+use held::SpillFile;
+use order::SortError;
 
 pub use detect::Format;
 pub use error::ImportError;
@@ -82,7 +87,9 @@ pub struct Options {
     pub format: Option<Format>,
     /// pcap: the server's port (default: per connection, the port its SYN went to).
     pub server_port: Option<u16>,
-    /// Bytes of requests held for reordering before spilling to temporary files.
+    /// Memory for requests: half holds requests in progress (bodies past it
+    /// spill to a temporary file) and connections without data, half the
+    /// reorder buffer (past it, sorted runs spill to temporary files).
     pub memory_budget: usize,
     /// What requests are tagged with.
     pub tag_by: TagBy,
@@ -130,6 +137,10 @@ pub struct Summary {
     pub warnings: u64,
     /// Requests whose time was moved up to keep the output in order.
     pub clamped: u64,
+    /// pcap: connections forgotten without having sent any data.
+    pub forgotten: u64,
+    /// Bytes of requests in progress held in a temporary file.
+    pub spilled_bytes: u64,
     /// How the output was put in order.
     pub ordering: Ordering,
 }
@@ -166,6 +177,20 @@ impl std::fmt::Display for Summary {
         }
         if self.clamped > 0 {
             write!(f, "{} requests moved up to keep time order; ", self.clamped)?;
+        }
+        if self.forgotten > 0 {
+            write!(
+                f,
+                "{} connections forgotten after sending nothing for 10 s (or past --memory); ",
+                self.forgotten
+            )?;
+        }
+        if self.spilled_bytes > 0 {
+            write!(
+                f,
+                "{} bytes of requests in progress held on disk (past --memory); ",
+                self.spilled_bytes
+            )?;
         }
         write!(f, "{} warnings; {}", self.warnings, self.ordering)
     }
@@ -214,8 +239,10 @@ pub fn import(
             format.name()
         ))
         .map_err(write_error)?;
+    let spill = Arc::new(SpillFile::new());
     let mut emitter = Emitter {
         writer,
+        spill: Arc::clone(&spill),
         ids: HashMap::new(),
         labels: Labels::new(),
         next_id: 0,
@@ -224,15 +251,19 @@ pub fn import(
         bytes: 0,
         last_offset_us: 0,
     };
-    let mut sorter = order::Sorter::new(options.memory_budget);
+    let half = options.memory_budget / 2;
+    let mut sorter = order::Sorter::new(half);
     let mut skipped_ports = Vec::new();
+    let mut forgotten = 0;
     match format {
         Format::Pcap | Format::Pcapng => {
-            let mut capture = capture::Capture::new(options.server_port, options.tag_by);
+            let mut capture =
+                capture::Capture::new(options.server_port, options.tag_by, half, spill);
             let mut emit = |item| emitter.emit(item);
             pcap::read(input, path, warnings, |packet, warnings| {
                 capture.packet(packet, path, &mut sorter, warnings, &mut emit)
             })?;
+            forgotten = capture.forgotten();
             skipped_ports = capture.finish(path, &mut sorter, warnings)?;
         }
         Format::Access => {
@@ -243,7 +274,7 @@ pub fn import(
     let clamped = sorter.clamped();
     let ordering = sorter
         .finish(&mut |item| emitter.emit(item))
-        .map_err(write_error)?;
+        .map_err(|e| e.at(path))?;
     emitter.writer.finish().map_err(write_error)?;
     Ok(Summary {
         format,
@@ -254,6 +285,8 @@ pub fn import(
         skipped_ports,
         warnings: warnings.total(),
         clamped,
+        forgotten,
+        spilled_bytes: emitter.spill.spilled(),
         ordering,
     })
 }
@@ -318,6 +351,8 @@ pub fn tag(by: TagBy, request: &[u8]) -> Vec<u8> {
 /// their first request, offsets times from the first request.
 struct Emitter<W: Write> {
     writer: SessionsWriter<W>,
+    /// Where spilled request bodies are read back from.
+    spill: Arc<SpillFile>,
     ids: HashMap<u64, u64>,
     /// Labels of sessions not yet begun, for formats whose requests do not carry them.
     labels: Labels,
@@ -329,7 +364,7 @@ struct Emitter<W: Write> {
 }
 
 impl<W: Write> Emitter<W> {
-    fn emit(&mut self, item: order::Item) -> io::Result<()> {
+    fn emit(&mut self, item: order::Item) -> Result<(), SortError> {
         let base = *self.base_us.get_or_insert(item.at_us);
         let offset = item.at_us.saturating_sub(base);
         self.last_offset_us = offset;
@@ -343,16 +378,22 @@ impl<W: Write> Emitter<W> {
                         self.ids.insert(item.session, id);
                         let label = label.or_else(|| self.labels.remove(&item.session));
                         self.writer
-                            .begin(id, offset, label.as_deref().unwrap_or_default())?;
+                            .begin(id, offset, label.as_deref().unwrap_or_default())
+                            .map_err(SortError::Out)?;
                         id
                     }
                 };
                 self.requests += 1;
-                self.bytes += bytes.len() as u64;
-                self.writer.request(id, offset, &tag, &bytes)
+                self.bytes += bytes.len();
+                self.writer
+                    .request_start(id, offset, &tag, bytes.len())
+                    .map_err(SortError::Out)?;
+                let writer = &mut self.writer;
+                bytes.write_to(&self.spill, &mut |part| writer.request_part(part))?;
+                self.writer.request_end().map_err(SortError::Out)
             }
             order::Kind::End => match self.ids.remove(&item.session) {
-                Some(id) => self.writer.end(id, offset),
+                Some(id) => self.writer.end(id, offset).map_err(SortError::Out),
                 None => Ok(()),
             },
         }

@@ -40,6 +40,9 @@ use crate::ammo::show;
 use crate::ammo::source::AmmoFile;
 use crate::error::{PlanError, Result};
 
+/// A request buffer larger than this is not kept for smaller requests.
+const LARGE_BUFFER: usize = 1 << 20;
+
 /// The first line of every sessions file (without its line feed).
 pub const MAGIC: &str = "tank-sessions 1";
 
@@ -127,6 +130,8 @@ pub struct SessionsWriter<W: Write> {
     out: W,
     last_offset_us: u64,
     head: Vec<u8>,
+    /// Bytes still due of a request written in parts.
+    due: Option<u64>,
 }
 
 impl<W: Write> SessionsWriter<W> {
@@ -138,6 +143,7 @@ impl<W: Write> SessionsWriter<W> {
             out,
             last_offset_us: 0,
             head: Vec::with_capacity(128),
+            due: None,
         })
     }
 
@@ -153,6 +159,7 @@ impl<W: Write> SessionsWriter<W> {
 
     /// Session `id` begins, its first request at `offset_us`.
     pub fn begin(&mut self, id: u64, offset_us: u64, label: &str) -> io::Result<()> {
+        self.not_in_request()?;
         self.advance(offset_us)?;
         one_line("label", label.as_bytes())?;
         self.head.clear();
@@ -164,25 +171,70 @@ impl<W: Write> SessionsWriter<W> {
 
     /// A request of session `id` at `offset_us`.
     pub fn request(&mut self, id: u64, offset_us: u64, tag: &[u8], bytes: &[u8]) -> io::Result<()> {
+        self.request_start(id, offset_us, tag, bytes.len() as u64)?;
+        self.request_part(bytes)?;
+        self.request_end()
+    }
+
+    /// Start a request of `len` bytes, given in parts ([`Self::request_part`],
+    /// then [`Self::request_end`]): one too large to hold in memory at once.
+    pub fn request_start(
+        &mut self,
+        id: u64,
+        offset_us: u64,
+        tag: &[u8],
+        len: u64,
+    ) -> io::Result<()> {
+        self.not_in_request()?;
         self.advance(offset_us)?;
         one_line("tag", tag)?;
         self.head.clear();
-        write!(self.head, "R {} {offset_us} {id} ", bytes.len())?;
+        write!(self.head, "R {len} {offset_us} {id} ")?;
         self.head.extend_from_slice(tag);
         self.head.push(b'\n');
         self.out.write_all(&self.head)?;
-        self.out.write_all(bytes)?;
-        self.out.write_all(b"\n")
+        self.due = Some(len);
+        Ok(())
+    }
+
+    /// The next bytes of the request started; more than its length is refused.
+    pub fn request_part(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self.due {
+            Some(due) if bytes.len() as u64 <= due => {
+                self.due = Some(due - bytes.len() as u64);
+                self.out.write_all(bytes)
+            }
+            _ => Err(invalid(
+                "request bytes beyond the length announced, or no request started",
+            )),
+        }
+    }
+
+    /// End the request started, once all its bytes came.
+    pub fn request_end(&mut self) -> io::Result<()> {
+        match self.due.take() {
+            Some(0) => self.out.write_all(b"\n"),
+            _ => Err(invalid("a request ended before its announced length")),
+        }
+    }
+
+    fn not_in_request(&self) -> io::Result<()> {
+        match self.due {
+            None => Ok(()),
+            Some(_) => Err(invalid("a record inside a request's bytes")),
+        }
     }
 
     /// Session `id` has no more requests; its last was at `offset_us`.
     pub fn end(&mut self, id: u64, offset_us: u64) -> io::Result<()> {
+        self.not_in_request()?;
         self.advance(offset_us)?;
         writeln!(self.out, "E {id} {offset_us}")
     }
 
     /// Flush and hand back the output.
     pub fn finish(mut self) -> io::Result<W> {
+        self.not_in_request()?;
         self.out.flush()?;
         Ok(self.out)
     }
@@ -200,6 +252,10 @@ impl<W: Write> SessionsWriter<W> {
         self.last_offset_us = offset_us;
         Ok(())
     }
+}
+
+fn invalid(message: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message)
 }
 
 fn one_line(what: &str, text: &[u8]) -> io::Result<()> {
@@ -372,8 +428,18 @@ impl SessionsReader {
         }))
     }
 
+    /// Swap the last request's bytes with `other`'s: a replay keeps them
+    /// without copying (one 300 MB request is one 300 MB buffer, not two).
+    pub fn swap_request_bytes(&mut self, other: &mut Vec<u8>) {
+        std::mem::swap(&mut self.bytes, other);
+    }
+
     /// Read a request's `len` bytes and the line feed after them.
     fn read_body(&mut self, len: u64) -> Result<()> {
+        // A buffer a far larger request left is let go, not kept for the rest of the file.
+        if self.bytes.capacity() > LARGE_BUFFER && len < self.bytes.capacity() as u64 / 4 {
+            self.bytes = Vec::new();
+        }
         self.file.read_up_to(len, &mut self.bytes)?;
         if (self.bytes.len() as u64) < len {
             return Err(self.error(format!(
@@ -586,6 +652,14 @@ mod tests {
         assert!(writer.request(0, 9, b"", b"x").is_err());
         assert!(writer.request(0, 10, b"a\nb", b"x").is_err());
         assert!(writer.begin(1, 10, "a\rb").is_err());
+        writer.request_start(0, 10, b"t", 4).unwrap();
+        writer.request_part(b"ab").unwrap();
+        assert!(writer.end(0, 10).is_err());
+        assert!(writer.request_part(b"cde").is_err());
+        writer.request_part(b"cd").unwrap();
+        writer.request_end().unwrap();
+        writer.request_start(0, 10, b"t", 4).unwrap();
+        assert!(writer.request_end().is_err());
     }
 
     #[test]

@@ -236,6 +236,8 @@ impl ReplayStream {
         }
         let selection = self.settings.selection();
         let key = self.pass.saturating_mul(self.settings.per_pass);
+        // A request fired: its bytes are taken from the reader once it lets go of them.
+        let mut fired = false;
         match self.reader.next_record()? {
             None => {
                 self.end_open();
@@ -293,8 +295,7 @@ impl ReplayStream {
                             self.tag.extend_from_slice(tag);
                         }
                     }
-                    self.bytes.clear();
-                    self.bytes.extend_from_slice(bytes);
+                    fired = true;
                     let (session, due) = (open.session, self.due(offset_us));
                     if selection.per_request {
                         self.pending.push_back(Pending::Begin { session, due });
@@ -315,6 +316,9 @@ impl ReplayStream {
             }
             // per_request: the captured sessions' bounds do not matter.
             Some(Record::Begin { .. }) => {}
+        }
+        if fired {
+            self.reader.swap_request_bytes(&mut self.bytes);
         }
         Ok(())
     }
