@@ -377,7 +377,7 @@ fn a_corrupt_clock_is_refused_where_it_is_read_and_never_reaches_a_replay() {
             stderr.contains("access.log:1: `$msec` 99999999999999999999.000 is 584488 years"),
             "{stderr}"
         );
-        assert!(stderr.contains("1 warnings"), "{stderr}");
+        assert!(stderr.contains("1 warning;"), "{stderr}");
         let records: Vec<&str> = stdout
             .lines()
             .filter(|l| l.starts_with(['S', 'R', 'E']))
@@ -393,11 +393,15 @@ fn a_corrupt_clock_is_refused_where_it_is_read_and_never_reaches_a_replay() {
         );
     }
     for bad in ["-1699999980.000", "1699999980..000"] {
-        let log = line("14/Nov/2023:22:13:00", "/a", bad);
+        let log = line("14/Nov/2023:22:13:00", "/a", "1699999980.000")
+            + &line("14/Nov/2023:22:13:00", "/b", bad);
         let (ok, _, stderr) = import_log(dir.path(), &log);
         assert!(ok, "{stderr}");
-        assert!(stderr.contains("is not a time in seconds"), "{stderr}");
-        assert!(stderr.contains("0 requests"), "{stderr}");
+        assert!(
+            stderr.contains(&format!("access.log:2: `{bad}` is not a time in seconds")),
+            "{stderr}"
+        );
+        assert!(stderr.contains("1 session, 1 request,"), "{stderr}");
     }
     // Lines whose clocks agree, years apart: an error naming both.
     let log = line("14/Nov/2023:22:13:00", "/a", "1699999980.000")
@@ -434,4 +438,82 @@ fn a_corrupt_clock_is_refused_where_it_is_read_and_never_reaches_a_replay() {
             "{stderr}"
         );
     }
+}
+
+/// `tank import FILE` in `dir` with `env`: its exit code and stderr.
+fn import_file(
+    dir: &Path,
+    file: &str,
+    bytes: &[u8],
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> (Option<i32>, String) {
+    std::fs::write(dir.join(file), bytes).unwrap();
+    let output = tank()
+        .args(["import", file, "-o", "out.sessions"])
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .output()
+        .expect("run tank import");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn what_is_not_a_capture_is_an_error_said_in_the_users_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let prose: String = (1..=150)
+        .map(|n| format!("Line {n} of a document, not a log.\n"))
+        .collect();
+    let pcap_magic: &[u8] = &[0xd4, 0xc3, 0xb2, 0xa1, 2, 0];
+    // pcapng: a section header, an interface, then a packet block whose two lengths differ.
+    let mut pcapng = Vec::new();
+    for word in [
+        0x0A0D0D0Au32,
+        28,
+        0x1A2B3C4D,
+        1,
+        0xffff_ffff,
+        0xffff_ffff,
+        28,
+    ] {
+        pcapng.extend_from_slice(&word.to_le_bytes());
+    }
+    for word in [1u32, 20, 1, 0, 20] {
+        pcapng.extend_from_slice(&word.to_le_bytes());
+    }
+    for word in [6u32, 36, 0, 0, 0, 4, 4, 0x6463_6261, 99] {
+        pcapng.extend_from_slice(&word.to_le_bytes());
+    }
+    let cases: [(&str, &[u8], &str); 4] = [
+        ("README.md", prose.as_bytes(), "README.md:1: no [time]; expected `ADDR - USER [TIME] \"METHOD URI HTTP/x.y\" STATUS BYTES ...`; none of its first 100 lines is an access-log line: expected a pcap, pcapng or HAR file, or an nginx/Apache access log"),
+        ("empty.log", b"", "empty.log: the file is empty; expected a pcap, pcapng or HAR file"),
+        ("cut.pcap", pcap_magic, "cut.pcap: byte 0: the file is cut short here; expected a pcap or pcapng file header"),
+        ("bad.pcapng", &pcapng, "bad.pcapng: byte 48: a block whose length, type or byte order does not fit together; expected a packet record"),
+    ];
+    for (file, bytes, expected) in cases {
+        let (code, stderr) = import_file(dir.path(), file, bytes, &[], &[]);
+        assert_eq!(code, Some(1), "{file}: {stderr}");
+        assert!(stderr.contains(expected), "{file}: {stderr}");
+        assert!(!stderr.contains("warning"), "{file}: {stderr}");
+    }
+    // A temporary file that cannot be made is named as what failed, not as the output.
+    let log = "10.0.0.1 - - [14/Nov/2023:22:13:00 +0000] \"GET /a HTTP/1.1\" 200 1\n".repeat(50);
+    let (code, stderr) = import_file(
+        dir.path(),
+        "access.log",
+        log.as_bytes(),
+        &[("TMPDIR", "/nonexistent/tank-test")],
+        &["--host", "h", "--memory", "0"],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "access.log: holding requests in a temporary file (in TMPDIR, past --memory): "
+        ),
+        "{stderr}"
+    );
 }

@@ -83,14 +83,9 @@ pub fn import(
     let write_error = |e: crate::order::SortError| e.at(path);
     let mut headers: Vec<String> = options.host.iter().map(|h| format!("Host: {h}")).collect();
     headers.extend(options.headers.iter().cloned());
-    if !headers
+    let no_host = !headers
         .iter()
-        .any(|h| h.to_ascii_lowercase().starts_with("host:"))
-    {
-        warnings.warn(format!(
-            "{path}: no --host and no Host header: the requests have none (HTTP/1.1 servers answer 400)"
-        ));
-    }
+        .any(|h| h.to_ascii_lowercase().starts_with("host:"));
     let plain = HeaderSet::new(headers.iter().map(|h| h.as_bytes().to_vec()));
     headers.push("Content-Length: 0".into());
     let with_length = HeaderSet::new(headers.iter().map(|h| h.as_bytes().to_vec()));
@@ -98,6 +93,10 @@ pub fn import(
 
     let mut clients: HashMap<String, Client> = HashMap::new();
     let mut span = Span::new();
+    // Lines read as requests. Until the first, bad lines are held back: a
+    // file that is not a log at all is one error, not a run of warnings.
+    let mut requests = 0u64;
+    let mut held_back: Vec<(u64, String)> = Vec::new();
     let mut input = BufReader::with_capacity(1 << 16, input);
     let mut raw = Vec::new();
     let mut number = 0u64;
@@ -120,11 +119,29 @@ pub fn import(
             Err(why) if options.strict => {
                 return Err(ImportError::line(path, number, format!("{why} (--strict)")))
             }
-            Err(why) => {
+            Err(why) if requests > 0 => {
                 warnings.warn(format!("{path}:{number}: {why}; line skipped"));
                 continue;
             }
+            Err(why) => {
+                held_back.push((number, why));
+                if held_back.len() == NOT_A_LOG_AFTER {
+                    return Err(not_a_log(path, held_back));
+                }
+                continue;
+            }
         };
+        if requests == 0 {
+            if no_host {
+                warnings.warn(format!(
+                    "{path}: no --host and no Host header: the requests have none (HTTP/1.1 servers answer 400)"
+                ));
+            }
+            for (line, why) in held_back.drain(..) {
+                warnings.warn(format!("{path}:{line}: {why}; line skipped"));
+            }
+        }
+        requests += 1;
         span.check(line.at_us, &LineNo(number))
             .map_err(|why| ImportError::line(path, number, why))?;
         let mut key = line.addr.to_string();
@@ -164,6 +181,9 @@ pub fn import(
             )
             .map_err(write_error)?;
     }
+    if !held_back.is_empty() {
+        return Err(not_a_log(path, held_back));
+    }
     // Every client's session ends after its last request.
     let mut ends: Vec<&Client> = clients.values().collect();
     ends.sort_unstable_by_key(|c| c.session);
@@ -176,6 +196,28 @@ pub fn import(
         .into_iter()
         .map(|(key, client)| (client.session, key))
         .collect())
+}
+
+/// Bad lines before the first request that make a file not an access log.
+pub const NOT_A_LOG_AFTER: usize = 100;
+
+/// The error of a file with no access-log line among its first bad ones.
+fn not_a_log(path: &str, bad: Vec<(u64, String)>) -> ImportError {
+    let count = bad.len();
+    let (line, why) = bad.into_iter().next().unwrap_or_default();
+    let which = if count == NOT_A_LOG_AFTER {
+        format!("none of its first {count} lines")
+    } else {
+        "none of its lines".to_string()
+    };
+    ImportError::line(
+        path,
+        line,
+        format!(
+            "{why}; {which} is an access-log line: expected a pcap, pcapng or HAR file, or an \
+             nginx/Apache access log"
+        ),
+    )
 }
 
 /// A quoted field starting at `text[0] == '"'`: its contents and the rest

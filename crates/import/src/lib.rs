@@ -43,6 +43,7 @@ use std::io::{self, Read, Write};
 use std::sync::Arc;
 
 use tank_plan::sessions::SessionsWriter;
+use tank_plan::words::count;
 
 use held::SpillFile;
 use order::SortError;
@@ -149,11 +150,11 @@ impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{}: {} sessions, {} requests, {} bytes over {:.3} s; ",
+            "{}: {}, {}, {} over {:.3} s; ",
             self.format.name(),
-            self.sessions,
-            self.requests,
-            self.bytes,
+            count(self.sessions, "session"),
+            count(self.requests, "request"),
+            count(self.bytes, "byte"),
             self.duration_us as f64 / 1e6
         )?;
         let skipped: u64 = self.skipped_ports.iter().map(|(_, n)| n).sum();
@@ -171,28 +172,30 @@ impl std::fmt::Display for Summary {
             };
             write!(
                 f,
-                "{skipped} flows skipped (ports {}{more}); ",
+                "{} skipped (ports {}{more}); ",
+                count(skipped, "flow"),
                 ports.join(", ")
             )?;
         }
         if self.clamped > 0 {
-            write!(f, "{} requests moved up to keep time order; ", self.clamped)?;
+            let moved = count(self.clamped, "request");
+            write!(f, "{moved} moved up to keep time order; ")?;
         }
         if self.forgotten > 0 {
             write!(
                 f,
-                "{} connections forgotten after sending nothing for 10 s (or past --memory); ",
-                self.forgotten
+                "{} forgotten after sending nothing for 10 s (or past --memory); ",
+                count(self.forgotten, "connection")
             )?;
         }
         if self.spilled_bytes > 0 {
             write!(
                 f,
-                "{} bytes of requests in progress held on disk (past --memory); ",
-                self.spilled_bytes
+                "{} of requests in progress held on disk (past --memory); ",
+                count(self.spilled_bytes, "byte")
             )?;
         }
-        write!(f, "{} warnings; {}", self.warnings, self.ordering)
+        write!(f, "{}; {}", count(self.warnings, "warning"), self.ordering)
     }
 }
 
@@ -215,6 +218,13 @@ pub fn import(
         .take(detect::HEAD as u64)
         .read_to_end(&mut head)
         .map_err(|e| ImportError::io(path, "reading", e))?;
+    if head.is_empty() {
+        return Err(ImportError::input(
+            path,
+            "the file is empty; expected a pcap, pcapng or HAR file, or an nginx/Apache access log"
+                .into(),
+        ));
+    }
     let found = detect::detect(&head);
     let format = options.format.unwrap_or(found);
     if matches!(format, Format::Pcap | Format::Pcapng) && found != format {
@@ -276,6 +286,11 @@ pub fn import(
         .finish(&mut |item| emitter.emit(item))
         .map_err(|e| e.at(path))?;
     emitter.writer.finish().map_err(write_error)?;
+    if emitter.requests == 0 {
+        warnings.warn(format!(
+            "{path}: no request found: the sessions file is empty (a replay of it is refused)"
+        ));
+    }
     Ok(Summary {
         format,
         sessions: emitter.next_id,

@@ -227,12 +227,17 @@ fn refill(
         .map_err(|e| container_error(path, at, &e, "more bytes"))
 }
 
+/// pcap-parser's error, said in the user's terms (never its type names).
 fn container_error(path: &str, at: u64, error: &PcapError<&[u8]>, expected: &str) -> ImportError {
     let what = match error {
-        PcapError::HeaderNotRecognized => "no pcap or pcapng magic number".to_string(),
-        PcapError::ReadError => "the file could not be read".to_string(),
-        PcapError::NomError(_, kind) => format!("unreadable ({kind:?})"),
-        other => format!("{other:?}"),
+        PcapError::HeaderNotRecognized => "no pcap or pcapng magic number",
+        PcapError::ReadError => "the file could not be read",
+        PcapError::Incomplete(_) | PcapError::Eof | PcapError::UnexpectedEof => {
+            "the file is cut short here"
+        }
+        PcapError::NomError(..) | PcapError::OwnedNomError(..) | PcapError::BufferTooSmall => {
+            "a block whose length, type or byte order does not fit together"
+        }
     };
     ImportError::format(path, at, &format!("{what}; expected {expected}"))
 }

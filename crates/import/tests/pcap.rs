@@ -509,7 +509,7 @@ fn connections_to_another_port_are_counted_and_skipped() {
     assert!(
         got.summary
             .to_string()
-            .contains("1 flows skipped (ports 6379 ×1)"),
+            .contains("1 flow skipped (ports 6379 ×1)"),
         "{}",
         got.summary
     );
@@ -636,7 +636,7 @@ fn timestamps_going_slightly_back_across_connections_keep_time_order_and_far_bac
     assert_eq!(order, [(0, 0), (1, 0), (0, 1_000_000)]);
     assert_eq!(got.summary.clamped, 1);
     assert!(
-        got.summary.to_string().contains("1 requests moved up"),
+        got.summary.to_string().contains("1 request moved up"),
         "{}",
         got.summary
     );
