@@ -9,6 +9,7 @@ mod memcached;
 mod monitoring;
 mod origin;
 mod pipes;
+mod prepare;
 mod replay;
 mod report;
 mod run;

@@ -5,7 +5,8 @@
 //! limits); [`Engine::run`] then runs every queue side by side, its instances
 //! spread over the [`IoThreads`]. Each queue has a feeder thread running its
 //! plan (`feed`), a `dispatch` that hands its shots to free instances when
-//! they are due, and a pool of instances (`queue`) firing through a [`gun::Gun`].
+//! they are due, and a pool of instances (`queue`) firing through the gun its
+//! `tank_type` asks for (`gun`: one module per protocol, behind one contract).
 //! Samples leave through a [`SampleSink`]; the only thing flowing back in is
 //! [`Control`]: stop (finish shots in flight) and abort (drop them).
 
@@ -32,7 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tank_config::{ConfigError, QueueConfig, TankType, TestConfig, WriteLog, ORIGIN_ADDRESS};
+use tank_config::{ConfigError, QueueConfig, TestConfig, WriteLog};
 use tank_plan::{Plan, PlanError, PlannedCount, Shard};
 use tank_stats::{micros, QueueIndex};
 use tokio::time::Instant;
@@ -114,7 +115,7 @@ pub struct Control {
 pub struct PreparedQueue {
     name: String,
     plan: Plan,
-    gun: Arc<gun::Gun>,
+    gun: gun::Guns,
     pool: usize,
     schedule_ms: Option<u64>,
     planned: Option<PlannedCount>,
@@ -259,11 +260,26 @@ impl Engine {
         let queues = config
             .queues
             .iter()
-            .map(|queue| prepare_queue(queue, origin, shard))
+            .map(|queue| CheckedQueue::check(queue, origin.is_some(), shard))
+            .collect::<Result<_, _>>()?;
+        Engine::new(queues, origin, config.run.threads)
+    }
+
+    /// The engine for `queues`, checked before: each gun's target resolved
+    /// now (`origin` is the in-process simulator's address, for `address =
+    /// origin`), `threads` I/O threads (`None`: phantom's default).
+    pub fn new(
+        queues: Vec<CheckedQueue>,
+        origin: Option<SocketAddr>,
+        threads: Option<u32>,
+    ) -> Result<Engine, EngineError> {
+        let queues = queues
+            .into_iter()
+            .map(|checked| checked.prepare(origin))
             .collect::<Result<_, _>>()?;
         Ok(Engine {
             queues,
-            io_threads: IoThreadCount::choose(config.queues.first().and_then(|q| q.threads)),
+            io_threads: IoThreadCount::choose(threads),
         })
     }
 
@@ -330,7 +346,6 @@ impl Engine {
                 queue: QueueIndex::try_from(index).unwrap_or(QueueIndex::MAX),
                 clock,
                 handoff,
-                gun: queue.gun,
                 deadline: queue
                     .schedule_ms
                     .map(|ms| clock.start + Duration::from_millis(ms)),
@@ -352,7 +367,13 @@ impl Engine {
                 known,
             ));
             // Queues continue each other's spread, so small queues share the threads too.
-            tasks.spawn(queue::run(shared, first, queue.pool, io_spawner.clone()));
+            tasks.spawn(queue::run(
+                shared,
+                queue.gun,
+                first,
+                queue.pool,
+                io_spawner.clone(),
+            ));
             first += queue.pool;
         }
         while tasks.join_next().await.is_some() {}
@@ -404,88 +425,73 @@ impl Engine {
     }
 }
 
-fn prepare_queue(
-    queue: &QueueConfig,
-    origin: Option<SocketAddr>,
-    shard: Shard,
-) -> Result<PreparedQueue, EngineError> {
-    let plan = Plan::sharded(queue, shard).map_err(EngineError::Plan)?;
-    let gun = gun_for(queue, origin)?;
-    let sessions = matches!(plan.model(), tank_plan::Model::Sessions { .. }).then(Arc::default);
-    Ok(PreparedQueue {
-        name: queue.name.clone(),
-        pool: plan.model().instances(),
-        schedule_ms: plan
-            .model()
-            .deadline()
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-        planned: plan.planned_count().cloned(),
-        plan,
-        gun: Arc::new(gun),
-        writelog: queue.writelog,
-        active: Arc::default(),
-        sessions,
-    })
+/// A queue whose input is checked — its plan opened, its gun's options read
+/// — with nothing resolved or connected yet: what `tank plan` checks, and
+/// what a run turns into a [`PreparedQueue`] once its target resolves.
+pub struct CheckedQueue {
+    name: String,
+    plan: Plan,
+    gun: gun::GunSpec,
+    writelog: WriteLog,
 }
 
-/// Check what the engine would reject in `queue` besides its plan (the
-/// target, TLS files and suites), without firing: what `tank plan` checks.
-/// `has_origin` says whether the config starts the origin simulator.
-pub fn check_queue(queue: &QueueConfig, has_origin: bool) -> Result<(), EngineError> {
-    let stand_in = has_origin.then(|| SocketAddr::from(([127, 0, 0, 1], 0)));
-    gun_for(queue, stand_in).map(drop)
-}
+impl CheckedQueue {
+    /// Check `shard`'s slice of `queue`: its plan and gun options (see
+    /// [`gun::GunSpec::check`]); `has_origin` says whether the config starts
+    /// the origin simulator. No network.
+    pub fn check(
+        queue: &QueueConfig,
+        has_origin: bool,
+        shard: Shard,
+    ) -> Result<CheckedQueue, EngineError> {
+        Ok(CheckedQueue {
+            name: queue.name.clone(),
+            plan: Plan::sharded(queue, shard).map_err(EngineError::Plan)?,
+            gun: gun::GunSpec::check(queue, has_origin)?,
+            writelog: queue.writelog,
+        })
+    }
 
-/// The gun `queue` asks for: its target resolved, its TLS set up.
-fn gun_for(queue: &QueueConfig, origin: Option<SocketAddr>) -> Result<gun::Gun, EngineError> {
-    let at = |key: &str, message: String| EngineError::Option(queue.places.of(key).error(message));
-    let target = if queue.address.trim() == ORIGIN_ADDRESS {
-        let addr = origin.ok_or_else(|| {
-            at(
-                "address",
-                "`origin` is the origin simulator: it needs an [origin] section".into(),
-            )
-        })?;
-        target::Target {
-            addr,
-            host: addr.ip().to_string(),
-        }
-    } else {
-        // memcached's own port when the address names none.
-        let port = queue.port.or_else(|| {
-            let bare = target::split_address(&queue.address).is_ok_and(|(_, port)| port.is_none());
-            (queue.tank_type == TankType::Memcached && bare).then_some(MEMCACHED_PORT)
-        });
-        target::resolve(&queue.address, port, queue.ssl).map_err(|m| at("address", m))?
-    };
-    let tls = if queue.ssl {
-        let options = tls::TlsOptions {
-            verify: queue.ssl_verify,
-            client_certificate: queue.client_certificate.clone(),
-            client_key: queue.client_key.clone(),
-            cipher_suites: queue.client_cipher_suites.clone(),
-        };
-        Some(tls::client_config(&options).map_err(|e| at(e.key, e.message))?)
-    } else {
-        None
-    };
-    let protocol = match queue.tank_type {
-        TankType::Http => gun::Protocol::Http(http::Limits::from(queue.reply_limits)),
-        TankType::None => gun::Protocol::Tcp,
-        TankType::Memcached => gun::Protocol::Memcached,
-    };
-    Ok(gun::Gun::new(
-        target,
-        tls,
-        protocol,
-        queue.timeout,
-        queue.gatling_ip.clone(),
-    )
-    .with_depth(queue.depth as usize))
-}
+    /// The section name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 
-/// memcached's port, for a `tank_type = memcached` address without one.
-const MEMCACHED_PORT: u16 = 11211;
+    /// The plan, unwalked.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The plan, to walk (`tank plan`); a queue walked is not fired.
+    pub fn plan_mut(&mut self) -> &mut Plan {
+        &mut self.plan
+    }
+
+    /// The target as it resolves here and now (a host name is looked up); an
+    /// error names where `address` was written.
+    pub fn resolve_target(&self, origin: Option<SocketAddr>) -> Result<SocketAddr, EngineError> {
+        self.gun.target(origin).map(|target| target.addr)
+    }
+
+    fn prepare(self, origin: Option<SocketAddr>) -> Result<PreparedQueue, EngineError> {
+        let plan = self.plan;
+        let sessions = matches!(plan.model(), tank_plan::Model::Sessions { .. }).then(Arc::default);
+        Ok(PreparedQueue {
+            name: self.name,
+            pool: plan.model().instances(),
+            schedule_ms: plan
+                .model()
+                .deadline()
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            planned: plan.planned_count().cloned(),
+            plan,
+            gun: self.gun.resolve(origin)?,
+            writelog: self.writelog,
+            active: Arc::default(),
+            sessions,
+        })
+    }
+}
 
 /// The longest period of the I/O threads' timer anchors (see [`io_threads`]).
 const TIMER_ANCHOR: Duration = Duration::from_secs(1);

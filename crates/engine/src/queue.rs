@@ -30,7 +30,7 @@ use crate::active::Active;
 use crate::dispatch::sessions::{SessionDispatch, Turn};
 use crate::dispatch::{Dispatch, Seat};
 use crate::feed::Shot;
-use crate::gun::{Barrel, Gun};
+use crate::gun::{Barrel, Gun, Guns, Placement};
 use crate::io_threads::Spawner;
 use crate::sink::{Answer, AnswerSink, SampleSink};
 use crate::Clock;
@@ -45,7 +45,6 @@ pub(crate) struct Shared {
     pub clock: Clock,
     /// Hands the feeder's shots (or a replay's sessions) to free instances when they are due.
     pub handoff: Handoff,
-    pub gun: Arc<Gun>,
     /// The open model's end (schedule duration from the start); none for the closed model.
     pub deadline: Option<Instant>,
     pub samples: SampleSink,
@@ -84,24 +83,32 @@ impl Handoff {
     }
 }
 
-/// Run `pool` instances until the feed ends, the schedule ends, or the run stops.
-/// They are the run's instances `first..first + pool`, for spreading over the I/O threads.
-pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spawner) {
+/// Run `pool` instances firing through `guns` until the feed ends, the
+/// schedule ends, or the run stops. They are the run's instances
+/// `first..first + pool`, for spreading over the I/O threads.
+pub(crate) async fn run(shared: Arc<Shared>, guns: Guns, first: usize, pool: usize, io: Spawner) {
+    match guns {
+        Guns::Wire(gun) => run_with(shared, gun, first, pool, io).await,
+    }
+}
+
+async fn run_with<G: Gun>(
+    shared: Arc<Shared>,
+    gun: Arc<G>,
+    first: usize,
+    pool: usize,
+    io: Spawner,
+) {
     let mut instances = JoinSet::new();
     let threads = io.threads().count().max(1);
-    let depth = shared.gun.depth();
     for index in 0..pool {
         let thread = io.thread_for(first + index);
-        let barrel = if depth > 1 {
-            // The instances sharing a connection run on one thread: the k-th
-            // instance of each thread joins its thread's (k / depth)-th connection.
-            let nth = (first + index) / threads;
-            shared
-                .gun
-                .pipelined(index, thread.index() + threads * (nth / depth))
-        } else {
-            shared.gun.instance(index)
+        let placement = Placement {
+            instance: first + index,
+            thread,
+            threads,
         };
+        let barrel = gun.barrel(index, placement);
         match &shared.handoff {
             Handoff::Shots(dispatch) => {
                 let seat = dispatch.seat(thread);
@@ -136,7 +143,12 @@ pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spaw
     while instances.join_next().await.is_some() {}
 }
 
-async fn instance(shared: Arc<Shared>, dispatch: Arc<Dispatch>, mut barrel: Barrel, seat: Seat) {
+async fn instance<B: Barrel>(
+    shared: Arc<Shared>,
+    dispatch: Arc<Dispatch>,
+    mut barrel: B,
+    seat: Seat,
+) {
     let mut capture = shared
         .answers
         .as_ref()
@@ -160,10 +172,10 @@ async fn instance(shared: Arc<Shared>, dispatch: Arc<Dispatch>, mut barrel: Barr
 /// the barrel's connection as they come due (each only after the one before
 /// has its reply: a request due meanwhile starts late, and its lag says by
 /// how much), and hangs up at the session's end.
-async fn session_instance(
+async fn session_instance<B: Barrel>(
     shared: Arc<Shared>,
     sessions: Arc<SessionDispatch>,
-    mut barrel: Barrel,
+    mut barrel: B,
     seat: Seat,
 ) {
     let mut capture = shared
@@ -185,9 +197,9 @@ async fn session_instance(
 
 /// Fire `shot`, which starts now (`start`), and send its sample (and its
 /// answers-log entry, when `capture` is kept for one).
-async fn shoot(
+async fn shoot<B: Barrel>(
     shared: &Shared,
-    barrel: &mut Barrel,
+    barrel: &mut B,
     shot: &Shot,
     start: Instant,
     mut capture: Option<&mut Vec<u8>>,
