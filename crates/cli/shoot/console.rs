@@ -2,15 +2,25 @@
 //! terminal, or one plain line per second (piped, `--quiet`, `[console]
 //! short_only`). It is the run's observer; the run itself prints nothing.
 
-use std::io::{IsTerminal, Write};
-use std::time::Duration;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
 
 use tank_report::console::{self, LiveView};
 use tank_run::{LiveState, Notice, Observer, Started};
 use tank_stats::aggregate::SecondStats;
 
+/// How often the memcached preload's progress gets a line of its own when
+/// stderr is not a terminal (a file, a CI log): there it cannot be redrawn.
+const PRELOAD_LINE_EVERY: Duration = Duration::from_secs(5);
+
+/// The run's console: its view, and when the preload's progress was last shown.
+pub struct Console {
+    view: View,
+    preload_shown: Option<Instant>,
+}
+
 /// How the console shows the run.
-pub enum Console {
+enum View {
     /// The full screen, redrawn each second.
     Screen {
         /// The config file.
@@ -27,14 +37,26 @@ pub enum Console {
 impl Console {
     /// The screen when stdout is a terminal and lines were not asked for.
     pub fn choose(lines: bool, title: String) -> Self {
-        if !lines && std::io::stdout().is_terminal() {
-            Console::Screen {
+        let view = if !lines && std::io::stdout().is_terminal() {
+            View::Screen {
                 title,
                 instances_limit: 0,
                 planned_duration: None,
             }
         } else {
-            Console::Lines
+            View::Lines
+        };
+        Console {
+            view,
+            preload_shown: None,
+        }
+    }
+
+    /// One plain line per second.
+    pub fn lines() -> Self {
+        Console {
+            view: View::Lines,
+            preload_shown: None,
         }
     }
 }
@@ -53,11 +75,11 @@ fn sessions_line(sessions: &tank_run::Sessions) -> String {
 
 impl Observer for Console {
     fn started(&mut self, started: &Started<'_>) {
-        if let Console::Screen {
+        if let View::Screen {
             instances_limit,
             planned_duration,
             ..
-        } = self
+        } = &mut self.view
         {
             *instances_limit = started.instances;
             *planned_duration = started.longest_schedule;
@@ -65,8 +87,8 @@ impl Observer for Console {
     }
 
     fn seconds(&mut self, seconds: &[SecondStats], state: &LiveState<'_>) {
-        match self {
-            Console::Lines => {
+        match &mut self.view {
+            View::Lines => {
                 for second in seconds {
                     outln!("{}", console::render_line(second, state.elapsed));
                 }
@@ -75,8 +97,8 @@ impl Observer for Console {
                 }
             }
             // The last seconds are not drawn: the summary replaces the screen.
-            Console::Screen { .. } if state.last => {}
-            Console::Screen {
+            View::Screen { .. } if state.last => {}
+            View::Screen {
                 title,
                 instances_limit,
                 planned_duration,
@@ -100,7 +122,6 @@ impl Observer for Console {
                 if let Some(sessions) = state.sessions {
                     outln!("{}", sessions_line(sessions));
                 }
-                let _ = std::io::stdout().flush();
             }
         }
     }
@@ -125,8 +146,20 @@ impl Observer for Console {
     }
 
     fn preload(&mut self, queue: &str, done: u64, total: u64) {
-        // One line, rewritten in place, ended when the preload is.
-        let end = if done == total { "\n" } else { "" };
-        err!("\rtank: [{queue}] preload: {done} of {total} records set{end}");
+        let line = format!("tank: [{queue}] preload: {done} of {total} records set");
+        if std::io::stderr().is_terminal() {
+            // One line, rewritten in place, ended when the preload is.
+            let end = if done == total { "\n" } else { "" };
+            err!("\r{line}{end}");
+            return;
+        }
+        let now = Instant::now();
+        let due = self
+            .preload_shown
+            .is_none_or(|at| now.duration_since(at) >= PRELOAD_LINE_EVERY);
+        if done == total || due {
+            errln!("{line}");
+            self.preload_shown = Some(now);
+        }
     }
 }

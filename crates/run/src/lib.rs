@@ -163,9 +163,13 @@ fn preload_workloads(
                 workload,
             )));
             if workload.preload || all {
-                set += preload::run(&queue.name, *target, workload, |done, total| {
-                    observer.preload(&queue.name, done, total)
-                })?;
+                set += preload::run(
+                    &queue.name,
+                    *target,
+                    workload,
+                    queue.timeout,
+                    |done, total| observer.preload(&queue.name, done, total),
+                )?;
             }
         }
     }
