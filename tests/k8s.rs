@@ -159,7 +159,10 @@ fn a_loopback_target_is_warned_of_and_shards_and_start_are_bounded() {
             .current_dir(dir.path())
             .output()
             .unwrap();
-        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
     let (code, stderr) = k8s(&[]);
     assert_eq!(code, Some(0), "{stderr}");

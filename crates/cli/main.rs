@@ -24,6 +24,7 @@ mod shoot;
 mod signals;
 mod sweep;
 mod target_args;
+mod walk;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

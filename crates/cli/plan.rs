@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use tank_config::{AmmoSource, LoadProfile, Override, QueueConfig, TestConfig};
 use tank_plan::replay::CaptureStats;
 use tank_plan::schedule::{self, RpsStep};
+use tank_plan::words::count;
 use tank_plan::writer::OffThreadWriter;
 use tank_plan::{stpd, Plan, PlanTotals, Schedule};
 
@@ -129,6 +130,8 @@ fn plan_queue(
         .capture()
         .filter(|_| endless)
         .map(|capture| capture.requests_selected);
+    let total = first_pass.or_else(|| plan.planned_count().map(|p| p.total()));
+    let mut progress = crate::walk::WalkProgress::new(format!("[{}]", queue.name), total);
     while let Some(shot) = plan.next_shot()? {
         if first_pass.is_some_and(|requests| totals.shots >= requests) {
             break;
@@ -138,7 +141,9 @@ fn plan_queue(
             out.commit().context("writing the stpd")?;
         }
         totals.observe(&shot);
+        progress.at(totals.shots);
     }
+    drop(progress);
     if let Some(mut out) = out {
         out.finish().context("writing the stpd")?;
     }
@@ -220,14 +225,21 @@ fn describe(
     }
     let source = match &queue.ammo {
         Some(AmmoSource::File { path, .. }) => path.display().to_string(),
-        Some(AmmoSource::Uris(uris)) => format!("{} uris", uris.len()),
+        Some(AmmoSource::Uris(uris)) => count(uris.len() as u64, "uri"),
         Some(AmmoSource::Memcached(workload)) => tank_plan::ammo::memcached::describe(workload),
         None => "in the stpd file".to_string(),
     };
+    // uris are counted: their passes are the shots over them. A file's are
+    // the ends the plan read up to.
+    let passes = match &queue.ammo {
+        Some(AmmoSource::Uris(uris)) if !uris.is_empty() => totals.shots / uris.len() as u64,
+        _ => summary.passes,
+    };
     let _ = writeln!(
         report,
-        "  ammo           {} ({}), {} full passes",
-        source, summary.format, summary.passes
+        "  ammo           {source} ({}), {}",
+        summary.format,
+        count(passes, "full pass")
     );
     let span = match (totals.first_due_ms, totals.last_due_ms) {
         (Some(first), Some(last)) => {
@@ -294,16 +306,17 @@ fn describe_capture(report: &mut String, capture: &CaptureStats, pool: usize, qu
     let ms = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     let _ = writeln!(
         report,
-        "  capture        {} sessions, {} requests over {}; largest gap {}",
-        capture.sessions,
-        capture.requests,
+        "  capture        {}, {} over {}; largest gap {}",
+        count(capture.sessions, "session"),
+        count(capture.requests, "request"),
         human_ms(ms(capture.duration)),
         human_ms(ms(capture.largest_gap)),
     );
     let _ = writeln!(
         report,
-        "  concurrency    at most {} sessions open at once ({} of this replay's)",
-        capture.peak_sessions, capture.peak_selected
+        "  concurrency    at most {} open at once ({} of this replay's)",
+        count(capture.peak_sessions, "session"),
+        capture.peak_selected
     );
     let why = if queue.places.is_written("instances") {
         "instances"
