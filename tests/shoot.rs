@@ -995,3 +995,27 @@ fn tank_plan_counts_agree_in_number() {
         }
     }
 }
+
+#[test]
+fn a_failed_write_of_the_config_copy_says_its_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        "[phantom]\naddress = 127.0.0.1:9\nuris = /\nrps_schedule = const(1,1s)\n",
+    )
+    .unwrap();
+    // The copy's path is taken by a directory: writing it fails.
+    std::fs::create_dir_all(dir.path().join("out/load.ini")).unwrap();
+    let out = tank()
+        .args(["-c", "load.ini", "-q", "-o", "tank.artifacts_dir=out"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("writing the config copy out/load.ini: Is a directory (os error 21)"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("os error 21").count(), 1, "{stderr}");
+}
