@@ -516,4 +516,9 @@ fn what_is_not_a_capture_is_an_error_said_in_the_users_terms() {
         ),
         "{stderr}"
     );
+    assert_eq!(
+        stderr.matches("os error").count(),
+        1,
+        "the cause once: {stderr}"
+    );
 }
