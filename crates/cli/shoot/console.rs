@@ -29,9 +29,15 @@ enum View {
         instances_limit: u64,
         /// The longest schedule (likewise).
         planned_duration: Option<Duration>,
+        /// When the schedules start, µs since the Unix epoch (likewise).
+        start_unix_us: u64,
     },
     /// One plain line per second.
-    Lines,
+    Lines {
+        /// When the schedules start, µs since the Unix epoch: each line is
+        /// labelled with its second's offset from it.
+        start_unix_us: u64,
+    },
 }
 
 impl Console {
@@ -42,9 +48,10 @@ impl Console {
                 title,
                 instances_limit: 0,
                 planned_duration: None,
+                start_unix_us: 0,
             }
         } else {
-            View::Lines
+            View::Lines { start_unix_us: 0 }
         };
         Console {
             view,
@@ -55,7 +62,7 @@ impl Console {
     /// One plain line per second.
     pub fn lines() -> Self {
         Console {
-            view: View::Lines,
+            view: View::Lines { start_unix_us: 0 },
             preload_shown: None,
         }
     }
@@ -75,22 +82,27 @@ fn sessions_line(sessions: &tank_run::Sessions) -> String {
 
 impl Observer for Console {
     fn started(&mut self, started: &Started<'_>) {
-        if let View::Screen {
-            instances_limit,
-            planned_duration,
-            ..
-        } = &mut self.view
-        {
-            *instances_limit = started.instances;
-            *planned_duration = started.longest_schedule;
+        match &mut self.view {
+            View::Screen {
+                instances_limit,
+                planned_duration,
+                start_unix_us,
+                ..
+            } => {
+                *instances_limit = started.instances;
+                *planned_duration = started.longest_schedule;
+                *start_unix_us = started.start_unix_us;
+            }
+            View::Lines { start_unix_us } => *start_unix_us = started.start_unix_us,
         }
     }
 
     fn seconds(&mut self, seconds: &[SecondStats], state: &LiveState<'_>) {
         match &mut self.view {
-            View::Lines => {
+            View::Lines { start_unix_us } => {
                 for second in seconds {
-                    outln!("{}", console::render_line(second, state.elapsed));
+                    let offset = console::second_offset(second.ts, *start_unix_us);
+                    outln!("{}", console::render_line(second, offset));
                 }
                 if let (Some(sessions), false) = (state.sessions, seconds.is_empty()) {
                     outln!("{}", sessions_line(sessions));
@@ -102,6 +114,7 @@ impl Observer for Console {
                 title,
                 instances_limit,
                 planned_duration,
+                start_unix_us,
             } => {
                 let Some(second) = seconds.last() else {
                     return;
@@ -111,6 +124,7 @@ impl Observer for Console {
                 let view = LiveView {
                     title,
                     second,
+                    second_offset: console::second_offset(second.ts, *start_unix_us),
                     totals: &totals,
                     elapsed: state.elapsed,
                     planned_duration: *planned_duration,
@@ -130,8 +144,7 @@ impl Observer for Console {
         match notice {
             Notice::Autostop(reason) => outln!(
                 "tank: autostop: {} — {}",
-                reason.criterion,
-                reason.explanation
+                reason.criterion, reason.explanation
             ),
             Notice::Warning(text) => {
                 for line in text.lines() {
