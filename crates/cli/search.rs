@@ -267,7 +267,9 @@ impl<'a> Prober<'a> {
         };
         errln!(
             "probe {rate} rps (try {attempt} of {TRIES}): achieved {:.1}, p{} {:.2} ms: {verdict}",
-            probe.achieved_rps, bound.quantile, probe.quantile_ms,
+            probe.achieved_rps,
+            bound.quantile,
+            probe.quantile_ms,
         );
         Ok(probe)
     }

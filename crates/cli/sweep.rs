@@ -56,7 +56,10 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         let step = Step::of(concurrency, &m);
         errln!(
             "step {concurrency} connections: {:.1} good rps, {} errors ({:.2}%), p99 {:.2} ms",
-            step.achieved_rps, step.errors, step.error_pct, step.p99_ms
+            step.achieved_rps,
+            step.errors,
+            step.error_pct,
+            step.p99_ms
         );
         if m.good() == 0 {
             warnings.push(format!(

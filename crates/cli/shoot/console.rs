@@ -144,7 +144,8 @@ impl Observer for Console {
         match notice {
             Notice::Autostop(reason) => outln!(
                 "tank: autostop: {} — {}",
-                reason.criterion, reason.explanation
+                reason.criterion,
+                reason.explanation
             ),
             Notice::Warning(text) => {
                 for line in text.lines() {
