@@ -13,7 +13,6 @@ use crate::schedule::Schedule;
 use crate::shard::Shard;
 use crate::stepper::{ShotRef, Stepper};
 use crate::stpd::StpdReader;
-use crate::words::count;
 
 /// How a queue's shots are fired.
 #[derive(Debug, Clone, PartialEq)]
@@ -345,7 +344,7 @@ impl Plan {
         instances: Option<usize>,
     ) -> Result<(Sessions, Model, Option<PlannedCount>)> {
         let stats = CaptureStats::walk(path, settings.selection())?;
-        nothing_to_replay(path, &stats, &settings)?;
+        settings.check_fires(path, &stats)?;
         let peak = usize::try_from(stats.peak_selected.max(1)).unwrap_or(usize::MAX);
         let model = Model::Sessions {
             pool: instances.unwrap_or(peak),
@@ -577,57 +576,6 @@ impl Plan {
                 due: Some(due),
             }))
     }
-}
-
-/// A replay that would fire nothing is refused: a sessions file without a
-/// request (an import that found none, see its warnings), or a selection
-/// (`replay_skip`/`replay_offset`, the shard) that keeps none of its sessions.
-fn nothing_to_replay(
-    path: &std::path::Path,
-    stats: &CaptureStats,
-    settings: &ReplaySettings,
-) -> Result<()> {
-    let error = |message: String| {
-        Err(PlanError::Ammo {
-            path: path.to_path_buf(),
-            offset: 0,
-            message,
-        })
-    };
-    if stats.requests == 0 {
-        return error(format!(
-            "the sessions file has no request ({}): nothing to replay; expected one that \
-             `tank import` wrote from a capture with requests (its warnings say what it skipped)",
-            count(stats.sessions, "session")
-        ));
-    }
-    if stats.requests_selected > 0 {
-        return Ok(());
-    }
-    let replay = &settings.replay;
-    let mut chosen = Vec::new();
-    if replay.skip > 1 {
-        chosen.push(format!(
-            "replay_skip = {}, replay_offset = {}",
-            replay.skip, replay.offset
-        ));
-    }
-    if !settings.shard.is_whole() {
-        chosen.push(format!("shard {}", settings.shard));
-    }
-    let unit = if settings.selection().per_request {
-        count(stats.requests, "request")
-    } else {
-        count(stats.sessions, "session")
-    };
-    error(format!(
-        "{} select none of its {unit}: nothing to replay; expected fewer shards or a smaller replay_skip",
-        if chosen.is_empty() {
-            "the selection".to_string()
-        } else {
-            chosen.join(" and ")
-        }
-    ))
 }
 
 /// Fail early, and helpfully, on an `ammofile` that is not a sessions file.
