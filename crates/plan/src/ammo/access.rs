@@ -39,7 +39,7 @@ impl AccessReader {
                 let yielded = std::mem::replace(&mut self.yielded, false);
                 self.done = !st
                     .passes
-                    .finish(yielded, &self.file.path().display().to_string())?;
+                    .finish(yielded, &self.file.path().display())?;
                 continue;
             }
             let text = std::str::from_utf8(&self.line).map_err(|e| PlanError::Ammo {

@@ -135,7 +135,7 @@ impl PhantomReader {
         let yielded = std::mem::replace(&mut self.yielded, false);
         let more = st
             .passes
-            .finish(yielded, &self.file.path().display().to_string())?;
+            .finish(yielded, &self.file.path().display())?;
         if let Replay::Recording(pass) = &mut self.replay {
             self.replay = Replay::Replaying {
                 pass: std::mem::take(pass),
