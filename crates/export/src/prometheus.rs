@@ -127,7 +127,7 @@ impl Endpoint {
                         quantiles,
                         "tank_response_time_seconds{{tag=\"{}\",quantile=\"{q}\"}} {}",
                         label(tag),
-                        us / 1e6
+                        seconds(us)
                     );
                 }
             }
@@ -183,7 +183,7 @@ impl Endpoint {
         let _ = writeln!(out, "# TYPE tank_lag_seconds gauge");
         for (per_mille, q) in [(500, "0.5"), (990, "0.99"), (1000, "1")] {
             if let Some(us) = second.lag.get(per_mille) {
-                let _ = writeln!(out, "tank_lag_seconds{{quantile=\"{q}\"}} {}", us / 1e6);
+                let _ = writeln!(out, "tank_lag_seconds{{quantile=\"{q}\"}} {}", seconds(us));
             }
         }
         let _ = writeln!(
@@ -205,6 +205,32 @@ impl Endpoint {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// `us` microseconds as seconds, in decimal to the ns and no further:
+/// `5921.2` µs is `0.0059212`, not the `0.005921199999999997` that dividing
+/// the float by 10⁶ prints.
+fn seconds(us: f64) -> String {
+    let ns = (us * 1000.0).round();
+    if us.is_nan() {
+        return "NaN".into();
+    }
+    if !(0.0..u64::MAX as f64).contains(&ns) {
+        // The text format's spellings; a finite value this far out keeps the float's.
+        return match us {
+            f64::INFINITY => "+Inf".into(),
+            f64::NEG_INFINITY => "-Inf".into(),
+            _ => format!("{}", us / 1e6),
+        };
+    }
+    let ns = ns as u64;
+    let fraction = format!("{:09}", ns % 1_000_000_000);
+    let fraction = fraction.trim_end_matches('0');
+    if fraction.is_empty() {
+        format!("{}", ns / 1_000_000_000)
+    } else {
+        format!("{}.{fraction}", ns / 1_000_000_000)
     }
 }
 
@@ -279,6 +305,17 @@ mod tests {
     use std::io::{Read, Write};
     use std::time::Instant;
     use tank_monitor::http::{http_url, Client};
+
+    #[test]
+    fn seconds_are_decimals_of_the_microseconds_without_float_noise() {
+        assert_eq!(seconds(5921.2), "0.0059212");
+        assert_eq!(seconds(1_000_000.0), "1");
+        assert_eq!(seconds(0.0), "0");
+        assert_eq!(seconds(1500.0), "0.0015");
+        assert_eq!(seconds(61_234_567.891), "61.234567891");
+        assert_eq!(seconds(f64::INFINITY), "+Inf");
+        assert_eq!(seconds(f64::NAN), "NaN");
+    }
     use tank_stats::phout::parse_line;
     use tank_stats::Aggregator;
 

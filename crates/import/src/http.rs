@@ -9,9 +9,17 @@
 //!
 //! Empty lines between requests (some old clients send CRLF after a POST
 //! body) are skipped, as servers do (RFC 9112 §2.2).
+//!
+//! A request in progress can move the body it has so far to the spill file
+//! ([`Framer::spill`], when the requests in progress are over their memory
+//! budget); its head stays in memory, and framing goes on with what follows
+//! (the body decoder keeps its own state, so no byte of the body is needed
+//! again once it has been fed).
 
 use memchr::memchr;
 use tank_http1::{is_token, BodyDecoder, Framing};
+
+use crate::held::{self, Extent, RequestBytes, SpillFile};
 
 /// Longest request head accepted (request line and headers).
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -39,8 +47,8 @@ pub struct FrameError {
 pub struct Request {
     /// Capture time of its first byte.
     pub at_us: u64,
-    /// The request, verbatim.
-    pub bytes: Vec<u8>,
+    /// The request, verbatim (its body maybe in the spill file).
+    pub bytes: RequestBytes,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,10 +69,18 @@ enum State {
 }
 
 /// Splits a client's stream into requests (see the module docs).
+///
+/// `request` holds the head (`head_len` bytes, once it is complete), then the
+/// body's bytes after those moved to the spill file.
 #[derive(Debug)]
 pub struct Framer {
     state: State,
     request: Vec<u8>,
+    /// The head's length, once it is complete (0 before).
+    head_len: usize,
+    /// The body's bytes moved to the spill file, in order, and how many.
+    spilled: Vec<Extent>,
+    spilled_len: usize,
     at_us: u64,
     /// Stream offset of the current request's first byte.
     started: u64,
@@ -80,6 +96,9 @@ impl Default for Framer {
         Framer {
             state: State::Idle,
             request: Vec::new(),
+            head_len: 0,
+            spilled: Vec::new(),
+            spilled_len: 0,
             at_us: 0,
             started: 0,
             offset: 0,
@@ -129,8 +148,26 @@ impl Framer {
     pub fn partial_len(&self) -> usize {
         match self.state {
             State::Sync { .. } => 0,
-            _ => self.request.len(),
+            _ => self.request.len() + self.spilled_len,
         }
+    }
+
+    /// Memory the request being read holds.
+    pub fn held(&self) -> usize {
+        self.request.capacity() + self.spilled.capacity() * std::mem::size_of::<Extent>()
+    }
+
+    /// Move the body read so far to `file`, keeping the head in memory.
+    /// Nothing moves before the head is complete.
+    pub fn spill(&mut self, file: &SpillFile) -> std::io::Result<()> {
+        if !matches!(self.state, State::Body(_)) || self.request.len() <= self.head_len {
+            return Ok(());
+        }
+        held::spill(file, &mut self.spilled, &self.request[self.head_len..])?;
+        self.spilled_len += self.request.len() - self.head_len;
+        self.request.truncate(self.head_len);
+        self.request.shrink_to_fit();
+        Ok(())
     }
 
     /// Stream bytes fed so far.
@@ -258,6 +295,7 @@ impl Framer {
                 match head_end(&self.request, scanned) {
                     Some(end) => {
                         self.request.truncate(end);
+                        self.head_len = end;
                         let used = end - before;
                         self.state = self.after_head()?;
                         self.reserve_body();
@@ -345,9 +383,21 @@ impl Framer {
 
     fn emit(&mut self, done: &mut impl FnMut(Request)) {
         self.state = State::Idle;
+        let mut head = std::mem::take(&mut self.request);
+        let bytes = if self.spilled.is_empty() {
+            RequestBytes::from(head)
+        } else {
+            let tail = head.split_off(self.head_len);
+            RequestBytes {
+                head,
+                spilled: std::mem::take(&mut self.spilled),
+                tail,
+            }
+        };
+        (self.head_len, self.spilled_len) = (0, 0);
         done(Request {
             at_us: self.at_us,
-            bytes: std::mem::take(&mut self.request),
+            bytes,
         });
     }
 
@@ -399,165 +449,4 @@ fn first_line(buf: &[u8]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn split(chunks: &[&[u8]]) -> Result<Vec<Vec<u8>>, FrameError> {
-        let mut framer = Framer::default();
-        let mut out = Vec::new();
-        for chunk in chunks {
-            framer.feed(chunk, 0, &mut |r| out.push(r.bytes))?;
-        }
-        Ok(out)
-    }
-
-    const GET: &[u8] = b"GET /a?x=1 HTTP/1.1\r\nHost: h\r\n\r\n";
-    const POST: &[u8] = b"POST /p HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
-    const CHUNKED: &[u8] =
-        b"PUT /c HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: 1\r\n\r\n";
-    const BARE_LF: &[u8] = b"DELETE /d HTTP/1.0\nX: y\n\n";
-
-    #[test]
-    fn requests_end_where_their_framing_says() {
-        let all = [GET, POST, CHUNKED, BARE_LF].concat();
-        assert_eq!(split(&[&all]).unwrap(), [GET, POST, CHUNKED, BARE_LF]);
-    }
-
-    #[test]
-    fn a_request_keeps_its_first_bytes_time_and_empty_lines_between_are_skipped() {
-        let mut framer = Framer::default();
-        let mut out = Vec::new();
-        framer.feed(&GET[..5], 7, &mut |r| out.push(r)).unwrap();
-        assert_eq!(framer.in_progress_since(), Some(7));
-        framer.feed(&GET[5..], 9, &mut |r| out.push(r)).unwrap();
-        framer.feed(b"\r\n", 10, &mut |r| out.push(r)).unwrap();
-        framer.feed(GET, 11, &mut |r| out.push(r)).unwrap();
-        assert_eq!(out.iter().map(|r| r.at_us).collect::<Vec<_>>(), [7, 11]);
-        assert_eq!(framer.in_progress_since(), None);
-    }
-
-    #[test]
-    fn bytes_that_are_not_http_fail_at_their_offset() {
-        let err = split(&[GET, b"\x16\x03\x01"]).unwrap_err();
-        assert_eq!(err.at, GET.len() as u64);
-        assert!(err.message.contains("0x16"), "{}", err.message);
-        let err = split(&[b"GET / HTTP/2.0\r\n\r\n"]).unwrap_err();
-        assert!(err.message.contains("HTTP/1.x"), "{}", err.message);
-        let err = split(&[b"*1\r\n$4\r\nPING\r\n"]).unwrap_err();
-        assert!(err.message.starts_with("`*1` is not"), "{}", err.message);
-        assert!(split(&[b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n"]).is_err());
-        assert!(split(&[b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"]).is_err());
-        // A broken chunked body fails at its request, saying what was expected.
-        let err = split(&[
-            GET,
-            b"PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-        ])
-        .unwrap_err();
-        assert_eq!(err.at, GET.len() as u64);
-        assert!(err.message.contains("where hex digits"), "{}", err.message);
-    }
-
-    /// Feed `chunks` (chunk i captured at time i) to a framer for a stream
-    /// from its middle: its requests with their times, and the bytes skipped.
-    fn split_mid_stream(chunks: &[&[u8]]) -> (Vec<(u64, Vec<u8>)>, Option<u64>) {
-        let mut framer = Framer::mid_stream();
-        let mut out = Vec::new();
-        let mut skipped = None;
-        for (at, chunk) in chunks.iter().enumerate() {
-            framer
-                .feed(chunk, at as u64, &mut |r| out.push((r.at_us, r.bytes)))
-                .unwrap();
-            skipped = skipped.or(framer.take_skipped());
-        }
-        (out, skipped)
-    }
-
-    #[test]
-    fn a_stream_from_its_middle_starts_at_its_first_request_line() {
-        // The tail of a POST body and of a header block, then two requests.
-        let tail: &[u8] = b"dy of an upload\r\nX-Rest: 1\r\n\r\n";
-        let stream = [tail, GET, POST].concat();
-        let (out, skipped) = split_mid_stream(&[&stream[..20], &stream[20..40], &stream[40..]]);
-        assert_eq!(skipped, Some(tail.len() as u64));
-        assert_eq!(out, [(1, GET.to_vec()), (2, POST.to_vec())]);
-    }
-
-    #[test]
-    fn a_stream_from_its_middle_that_starts_on_a_request_skips_nothing() {
-        let (out, skipped) = split_mid_stream(&[GET]);
-        assert_eq!((out, skipped), (vec![(0, GET.to_vec())], None));
-    }
-
-    #[test]
-    fn a_long_line_from_the_middle_is_body_up_to_its_end() {
-        let mut framer = Framer::mid_stream();
-        let long = vec![b'x'; MAX_REQUEST_LINE + 10];
-        // A request line glued to the end of a long line is not at a line start.
-        framer.feed(&long, 0, &mut |_| {}).unwrap();
-        framer.feed(b"GET / HTTP/1.1\r\n", 1, &mut |_| {}).unwrap();
-        assert_eq!(framer.still_searching(), Some(long.len() as u64 + 16));
-        let mut out = Vec::new();
-        framer.feed(GET, 2, &mut |r| out.push(r.bytes)).unwrap();
-        assert_eq!(out, [GET.to_vec()]);
-        assert_eq!(framer.take_skipped(), Some(long.len() as u64 + 16));
-        assert_eq!(framer.take_skipped(), None);
-    }
-
-    proptest! {
-        #[test]
-        fn a_stream_from_its_middle_gives_every_request_after_what_it_skips(
-            garbage in "[a-z0-9 :\r\n]{0,200}",
-            picks in proptest::collection::vec(0usize..4, 1..6),
-            cuts in proptest::collection::vec(any::<usize>(), 0..20),
-        ) {
-            // Garbage ends its last line, so the first request starts a line.
-            let garbage = if garbage.is_empty() || garbage.ends_with('\n') {
-                garbage
-            } else {
-                garbage + "\n"
-            };
-            let all = [GET, POST, CHUNKED, BARE_LF];
-            let want: Vec<&[u8]> = picks.iter().map(|&i| all[i]).collect();
-            let stream = [garbage.as_bytes(), &want.concat()].concat();
-            let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
-            cuts.extend([0, stream.len()]);
-            cuts.sort();
-            let chunks: Vec<&[u8]> = cuts.windows(2).map(|w| &stream[w[0]..w[1]]).collect();
-            let (out, skipped) = split_mid_stream(&chunks);
-            let got: Vec<Vec<u8>> = out.into_iter().map(|(_, bytes)| bytes).collect();
-            prop_assert_eq!(got, want);
-            let expected_skip = (!garbage.is_empty()).then_some(garbage.len() as u64);
-            prop_assert_eq!(skipped, expected_skip);
-        }
-
-        #[test]
-        fn any_split_of_a_concatenation_gives_exactly_its_requests(
-            picks in proptest::collection::vec(0usize..4, 1..12),
-            cuts in proptest::collection::vec(any::<usize>(), 0..30),
-        ) {
-            let all = [GET, POST, CHUNKED, BARE_LF];
-            let want: Vec<&[u8]> = picks.iter().map(|&i| all[i]).collect();
-            let stream = want.concat();
-            let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
-            cuts.push(0);
-            cuts.push(stream.len());
-            cuts.sort();
-            let chunks: Vec<&[u8]> = cuts.windows(2).map(|w| &stream[w[0]..w[1]]).collect();
-            prop_assert_eq!(split(&chunks).unwrap(), want);
-        }
-
-        #[test]
-        fn arbitrary_bytes_never_panic(
-            chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..8),
-            mid_stream in any::<bool>(),
-        ) {
-            let mut framer = if mid_stream { Framer::mid_stream() } else { Framer::default() };
-            for chunk in &chunks {
-                if framer.feed(chunk, 0, &mut |_| {}).is_err() {
-                    break;
-                }
-            }
-        }
-    }
-}
+mod tests;

@@ -22,6 +22,7 @@ use tank_http1::Url;
 
 use crate::error::RecipeError;
 use crate::route::Route;
+use crate::simulation::MAX_ROUTES;
 use crate::stage::Stage;
 use crate::units;
 use crate::workers::{Capacity, MAX_WORKERS};
@@ -61,6 +62,43 @@ const KEYS: &[&str] = &[
     "workers",
 ];
 
+/// How many items a JSON list has (1 for anything else), read without
+/// building them.
+struct Items(usize);
+
+impl<'de> serde::Deserialize<'de> for Items {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Counter;
+        impl<'de> serde::de::Visitor<'de> for Counter {
+            type Value = Items;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a recipe document")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Items, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Items(n))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Items, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Items(1))
+            }
+        }
+        deserializer.deserialize_any(Counter)
+    }
+}
+
 impl Recipe {
     /// Parses a recipe document: one recipe object, or a list of them.
     ///
@@ -68,6 +106,16 @@ impl Recipe {
     /// expected. An `origin` URL is checked for form (`http://` only) but not
     /// fetched: that happens when a server loads the recipe.
     pub fn from_json(text: &str) -> Result<Vec<Recipe>, RecipeError> {
+        // Counted before anything is built: a list of 80,000 recipes is
+        // refused in a pass over its text, not after a gigabyte of JSON values.
+        if let Ok(Items(n)) = serde_json::from_str::<Items>(text) {
+            if n > MAX_ROUTES {
+                return Err(RecipeError::new(
+                    "recipe",
+                    format!("a list of {n} recipes: a simulator holds at most {MAX_ROUTES} routes"),
+                ));
+            }
+        }
         let value: Value = serde_json::from_str(text).map_err(|e| {
             RecipeError::new(
                 "recipe",

@@ -28,7 +28,7 @@ impl Artifacts {
         };
         let at = |what: &str, path: &Path| {
             let what = format!("{what} {}", path.display());
-            move |source| RunError::Io { what, source }
+            move |error| RunError::Io { what, error }
         };
         fs::create_dir_all(&dir).map_err(at("creating the artifacts directory", &dir))?;
         let mut text =
@@ -77,9 +77,9 @@ impl Artifacts {
     /// Create a file in the directory.
     pub fn create_file(&self, name: &str) -> Result<File, RunError> {
         let path = self.file(name);
-        File::create(&path).map_err(|source| RunError::Io {
+        File::create(&path).map_err(|error| RunError::Io {
             what: format!("creating {}", path.display()),
-            source,
+            error,
         })
     }
 }

@@ -71,7 +71,10 @@ mod tests {
         assert_eq!(limited.done(), 2);
         let mut unlimited = Passes::new(None);
         assert_eq!(unlimited.finish(true, &"a").ok(), Some(true));
-        let error = unlimited.finish(false, &"ammo.txt").unwrap_err().to_string();
+        let error = unlimited
+            .finish(false, &"ammo.txt")
+            .unwrap_err()
+            .to_string();
         assert!(error.starts_with("ammo.txt: a whole pass"), "{error}");
         assert!(Passes::new(Some(0)).finish(false, &"a").is_err());
     }
