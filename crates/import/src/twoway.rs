@@ -25,7 +25,7 @@ use foldhash::fast::RandomState;
 use crate::capture::{HOLE_TIMEOUT_US, SLACK_US};
 use crate::error::ImportError;
 use crate::link::{self, NotTcp, Segment};
-use crate::order::{Item, Kind, Sorter};
+use crate::order::{Item, Kind, SortError, Sorter};
 use crate::pcap::Packet;
 use crate::tcp::Reassembler;
 use crate::warnings::Warnings;
@@ -210,7 +210,7 @@ impl<P: Protocol> Capture<P> {
         path: &str,
         sorter: &mut Sorter,
         warnings: &mut Warnings,
-        out: &mut impl FnMut(Item) -> std::io::Result<()>,
+        out: &mut impl FnMut(Item) -> Result<(), SortError>,
     ) -> Result<(), ImportError> {
         self.latest_us = self.latest_us.max(packet.at_us);
         if let Some(segment) = self.segment(&packet, path, warnings)? {
@@ -382,11 +382,11 @@ impl<P: Protocol> Capture<P> {
             let kind = Kind::Request {
                 label,
                 tag: request.tag,
-                bytes: request.bytes,
+                bytes: request.bytes.into(),
             };
             sorter
                 .push(at_us, flow.session, kind)
-                .map_err(|e| write_error(path, e))?;
+                .map_err(|e| e.at(path))?;
         }
         match skip {
             None => {}
@@ -548,7 +548,7 @@ impl<P: Protocol> Capture<P> {
         if flow.requests > 0 {
             sorter
                 .push(flow.last_at_us, flow.session, Kind::End)
-                .map_err(|e| write_error(path, e))?;
+                .map_err(|e| e.at(path))?;
         }
         Ok(())
     }
@@ -558,7 +558,7 @@ impl<P: Protocol> Capture<P> {
         &mut self,
         sorter: &mut Sorter,
         warnings: &mut Warnings,
-        out: &mut impl FnMut(Item) -> std::io::Result<()>,
+        out: &mut impl FnMut(Item) -> Result<(), SortError>,
         path: &str,
     ) -> Result<(), ImportError> {
         if self.latest_us < self.next_tick_us {
@@ -586,9 +586,7 @@ impl<P: Protocol> Capture<P> {
             .first()
             .map_or(u64::MAX, |&(at, _)| at)
             .min(self.latest_us.saturating_sub(SLACK_US));
-        sorter
-            .release(watermark, out)
-            .map_err(|e| write_error(path, e))
+        sorter.release(watermark, out).map_err(|e| e.at(path))
     }
 }
 
@@ -694,8 +692,4 @@ fn skip_rest<C>(flow: &mut Flow<C>) {
     {
         stream.drop_held();
     }
-}
-
-fn write_error(path: &str, error: std::io::Error) -> ImportError {
-    ImportError::io(path, "writing the sessions", error)
 }

@@ -181,7 +181,7 @@ impl GunSpec {
             None
         };
         let protocol = match queue.tank_type {
-            TankType::Http => Protocol::Http(http::Limits::from(queue.reply_limits)),
+            TankType::Http => Protocol::Http(http::limits(queue.reply_limits)),
             TankType::None => Protocol::Tcp(wire::tcp::Framing::from(&queue.reply_framing)),
             TankType::Memcached => Protocol::Memcached,
             // Not a wire protocol: see `mysql`.

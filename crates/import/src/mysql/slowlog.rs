@@ -173,7 +173,7 @@ pub fn import(
     for (session, at_us) in ends {
         sorter
             .push(at_us, session, Kind::End)
-            .map_err(|e| ImportError::io(path, "writing the sessions", e))?;
+            .map_err(|e| e.at(path))?;
     }
     Ok(())
 }
@@ -303,13 +303,13 @@ impl Reader<'_> {
             .schema
             .clone()
             .unwrap_or_else(|| self.last_use.clone());
-        let write = |e| ImportError::io(path, "writing the sessions", e);
         let next_session = &mut self.next_session;
         let mut push =
             |at_us: u64, session: u64, label: Option<String>, tag: Vec<u8>, bytes: Vec<u8>| {
+                let bytes = bytes.into();
                 sorter
                     .push(at_us, session, Kind::Request { label, tag, bytes })
-                    .map_err(write)
+                    .map_err(|e| e.at(path))
             };
         let start_us = match (entry.logged_us, entry.started_s) {
             (Some(logged), _) => logged.saturating_sub(entry.query_time_us),
@@ -404,7 +404,7 @@ impl Reader<'_> {
             self.threads.remove(&thread_id);
             sorter
                 .push(start_us, session, Kind::End)
-                .map_err(|e| ImportError::io(path, "writing the sessions", e))?;
+                .map_err(|e| e.at(path))?;
         }
         Ok(())
     }

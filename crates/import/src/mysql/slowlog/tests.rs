@@ -81,7 +81,7 @@ fn imported(text: &str) -> (Vec<Imported>, Vec<u64>, Vec<String>) {
                 item.at_us,
                 item.session,
                 String::from_utf8(tag).unwrap(),
-                bytes,
+                bytes.head,
             )),
             ItemKind::End => ends.push(item.session),
         }
