@@ -18,6 +18,9 @@ needed=(
     "memcached:memcached"
     # tests/import.rs: a real capture of loopback traffic.
     "tcpdump:tcpdump"
+    # tests/mysql.rs: the captured server and the replays' (mariadb-install-db, mariadbd).
+    "mariadbd:mariadb-server"
+    "mariadb:mariadb-client"
 )
 
 missing=()

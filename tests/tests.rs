@@ -7,6 +7,7 @@ mod k8s;
 mod limit;
 mod memcached;
 mod monitoring;
+mod mysql;
 mod origin;
 mod pipes;
 mod prepare;

@@ -1,0 +1,273 @@
+//! MySQL replay against real components: a MariaDB (Debian's mariadb-server)
+//! serves a real client (mysql-connector-python's own protocol code, from the
+//! venv `scripts/mysql-client-venv.sh` makes) while tcpdump captures the
+//! traffic and the server writes its slow log; the capture, and the slow
+//! log, are then replayed by `tank -c` at a second and a third MariaDB started
+//! from the same snapshot. Each server's general log (`log_output = TABLE`,
+//! microseconds) is the witness: the replay's must show the same commands per
+//! connection, in order, at the captured offsets give or take 250 ms (the
+//! client's commands are 400 ms apart, so a replay that ignored its times
+//! would be seconds off; accuracy itself is the benchmark's business).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::import::Tcpdump;
+use crate::support::mariadb::{Logged, MariaDb, Snapshot};
+use crate::support::{artifacts, assert_ran, phout, shoot, tank};
+
+/// The data both servers start from, and the two users: the client's and the replay's.
+const SETUP: &str = "\
+    CREATE DATABASE shop; \
+    CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20)); \
+    INSERT INTO shop.items VALUES (1, 'apple'), (2, 'pear'), (3, 'plum'); \
+    CREATE TABLE shop.orders (id INT AUTO_INCREMENT PRIMARY KEY, item INT, n INT); \
+    CREATE USER 'app'@'%' IDENTIFIED BY 'secret'; \
+    GRANT ALL ON shop.* TO 'app'@'%'; \
+    CREATE USER 'tank'@'%' IDENTIFIED BY 'tanksecret'; \
+    GRANT ALL ON shop.* TO 'tank'@'%';";
+
+/// Two connections, interleaved, their commands 400 ms apart: text queries,
+/// a transaction, a prepared statement executed twice and closed, a ping, a
+/// change of schema, a query that fails.
+const CLIENT: &str = r#"
+import sys, threading, time
+import mysql.connector
+
+port = int(sys.argv[1])
+start = time.monotonic()
+
+def at(offset):
+    time.sleep(max(0.0, start + offset - time.monotonic()))
+
+def connect(**more):
+    return mysql.connector.connect(host="127.0.0.1", port=port, user="app", password="secret",
+                                   use_pure=True, ssl_disabled=True, **more)
+
+def first():
+    at(0.0)
+    c = connect(database="shop")
+    cur = c.cursor()
+    at(0.4)
+    cur.execute("SELECT id, name FROM items ORDER BY id")
+    cur.fetchall()
+    at(0.8)
+    cur.execute("INSERT INTO orders (item, n) VALUES (1, 2)")
+    c.commit()
+    p = c.cursor(prepared=True)
+    at(1.2)
+    p.execute("SELECT name FROM items WHERE id = ?", (2,))
+    p.fetchall()
+    at(1.6)
+    p.execute("SELECT name FROM items WHERE id = ?", (3,))
+    p.fetchall()
+    p.close()
+    at(2.0)
+    c.ping()
+    at(2.4)
+    c.close()
+
+def second():
+    at(0.2)
+    c = connect()
+    at(1.0)
+    c.cmd_init_db("shop")
+    cur = c.cursor()
+    at(1.4)
+    try:
+        cur.execute("SELECT * FROM nope")
+    except mysql.connector.Error as e:
+        assert e.errno == 1146, e
+    at(1.8)
+    c.close()
+
+threads = [threading.Thread(target=f) for f in (first, second)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"#;
+
+/// The client's python, from `TANK_MYSQL_PYTHON`; missing, a failure in CI
+/// and a skip elsewhere, with how to make it.
+fn client_python() -> Option<PathBuf> {
+    match std::env::var_os("TANK_MYSQL_PYTHON") {
+        Some(python) if !python.is_empty() => Some(PathBuf::from(python)),
+        _ => {
+            let why = "TANK_MYSQL_PYTHON is not set: run \
+                       `export TANK_MYSQL_PYTHON=$(scripts/mysql-client-venv.sh)` (scripts/test.sh does)";
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+            eprintln!("SKIPPED: {why}");
+            None
+        }
+    }
+}
+
+/// A general log's commands per connection, connections in the order they
+/// connected: (command, argument with the user left out, µs from the first
+/// connection's `Connect`).
+fn by_connection(log: &[Logged]) -> Vec<Vec<(String, String, i64)>> {
+    let first = log
+        .iter()
+        .find(|row| row.command == "Connect")
+        .map_or(0, |row| row.at_us);
+    let mut threads: BTreeMap<u64, (u64, Vec<(String, String, i64)>)> = BTreeMap::new();
+    for row in log {
+        let argument = String::from_utf8_lossy(&row.argument).into_owned();
+        // `app@localhost on shop using TCP/IP`: the user is the test's, not the capture's.
+        let argument = match (row.command.as_str(), argument.split_once('@')) {
+            ("Connect", Some((_, rest))) => rest.to_owned(),
+            _ => argument,
+        };
+        let entry = threads.entry(row.thread).or_insert((row.at_us, Vec::new()));
+        entry.1.push((
+            row.command.clone(),
+            argument,
+            row.at_us as i64 - first as i64,
+        ));
+    }
+    let mut connections: Vec<(u64, Vec<(String, String, i64)>)> = threads.into_values().collect();
+    connections.sort_by_key(|(first_at, _)| *first_at);
+    connections.into_iter().map(|(_, rows)| rows).collect()
+}
+
+/// The statements of each connection (queries and executions), without times.
+fn statements(connections: &[Vec<(String, String, i64)>]) -> Vec<Vec<String>> {
+    connections
+        .iter()
+        .map(|rows| {
+            rows.iter()
+                .filter(|(command, ..)| command == "Query" || command == "Execute")
+                .map(|(_, argument, _)| argument.clone())
+                .collect()
+        })
+        .collect()
+}
+
+fn config(port: u16, ammofile: &Path) -> String {
+    format!(
+        "[phantom]\naddress = 127.0.0.1:{port}\ntank_type = mysql\nammo_type = sessions\n\
+         ammofile = {}\ntimeout = 10s\n[mysql]\nuser = tank\npassword_env = TANK_TEST_MYSQL_PASSWORD\n",
+        ammofile.display()
+    )
+}
+
+/// Run `tank -c` on `config` in `dir`, the password in the environment.
+fn replay(dir: &Path, config: &str) {
+    std::env::set_var("TANK_TEST_MYSQL_PASSWORD", "tanksecret");
+    let out = shoot(dir, config, Duration::from_secs(120));
+    assert_ran(&out);
+}
+
+#[test]
+fn a_captured_mysql_conversation_and_its_slow_log_replay_their_commands_per_connection() {
+    let Some(python) = client_python() else {
+        return;
+    };
+    let Some(tcpdump) = crate::support::component::binary("tcpdump", "tcpdump") else {
+        return;
+    };
+    let Some(snapshot) = Snapshot::create(SETUP) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("db.pcap");
+    let slow_log = dir.path().join("slow.log");
+
+    // The capture: a real client at a real server, its traffic and slow log.
+    let source = MariaDb::start(
+        &snapshot,
+        &[
+            // The slow log to its file, the general log to its table as ever.
+            "--log-output=FILE,TABLE".into(),
+            format!(
+                "--general-log-file={}",
+                dir.path().join("general.log").display()
+            ),
+            "--slow-query-log=1".into(),
+            format!("--slow-query-log-file={}", slow_log.display()),
+            "--long-query-time=0".into(),
+            "--log-slow-admin-statements=1".into(),
+        ],
+    );
+    let dump = Tcpdump::start(&tcpdump, source.port, &capture);
+    let client = dir.path().join("client.py");
+    std::fs::write(&client, CLIENT).unwrap();
+    let out = Command::new(&python)
+        .arg(&client)
+        .arg(source.port.to_string())
+        .output()
+        .expect("run the client");
+    assert!(
+        out.status.success(),
+        "the client failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dump.stop();
+    let captured = by_connection(&source.general_log());
+    drop(source);
+    assert_eq!(captured.len(), 2, "{captured:?}");
+
+    // The capture replayed (imported on the fly: `ammofile` is the pcap).
+    let target = MariaDb::start(&snapshot, &[]);
+    let run_dir = dir.path().join("pcap");
+    std::fs::create_dir(&run_dir).unwrap();
+    replay(&run_dir, &config(target.port, &capture));
+    let replayed = by_connection(&target.general_log());
+    drop(target);
+    let commands = |connections: &[Vec<(String, String, i64)>]| -> Vec<Vec<(String, String)>> {
+        connections
+            .iter()
+            .map(|rows| {
+                rows.iter()
+                    .map(|(c, a, _)| (c.clone(), a.clone()))
+                    .collect()
+            })
+            .collect()
+    };
+    assert_eq!(commands(&replayed), commands(&captured));
+    for (replayed, captured) in replayed.iter().flatten().zip(captured.iter().flatten()) {
+        assert!(
+            (replayed.2 - captured.2).abs() < 250_000,
+            "{} `{}` at {} µs in the replay, {} µs in the capture",
+            replayed.0,
+            replayed.1,
+            replayed.2,
+            captured.2
+        );
+    }
+    // Every command is a phout row, tagged by kind and table, an error by its number.
+    let rows = phout(&artifacts(&run_dir));
+    let imported = tank()
+        .arg("import")
+        .arg(&capture)
+        .arg("-o")
+        .arg(dir.path().join("db.sessions"))
+        .output()
+        .expect("run tank import");
+    let summary = String::from_utf8_lossy(&imported.stderr).into_owned();
+    let requests = format!("pcap (mysql): 2 sessions, {} requests", rows.len());
+    assert!(summary.contains(&requests), "{requests}? {summary}");
+    assert!(rows.iter().all(|row| row.net_code == 0), "{rows:?}");
+    let failed: Vec<&str> = rows
+        .iter()
+        .filter(|row| row.proto_code != 200)
+        .map(|row| row.tag.as_str())
+        .collect();
+    assert_eq!(failed, ["SELECT nope"]);
+    assert_eq!(
+        rows.iter().filter(|row| row.tag == "SELECT items").count(),
+        3
+    );
+
+    // The slow log replayed: each thread's statements, in order.
+    let target = MariaDb::start(&snapshot, &[]);
+    let run_dir = dir.path().join("slow");
+    std::fs::create_dir(&run_dir).unwrap();
+    replay(&run_dir, &config(target.port, &slow_log));
+    let from_slow_log = by_connection(&target.general_log());
+    drop(target);
+    assert_eq!(statements(&from_slow_log), statements(&captured));
+}
