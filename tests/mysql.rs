@@ -105,15 +105,18 @@ fn client_python() -> Option<PathBuf> {
     }
 }
 
-/// A general log's commands per connection, connections in the order they
-/// connected: (command, argument with the user left out, µs from the first
-/// connection's `Connect`).
-fn by_connection(log: &[Logged]) -> Vec<Vec<(String, String, i64)>> {
+/// A command as a general log shows it: its name, its argument (a
+/// `Connect`'s without the user, who is the test's and not the capture's),
+/// and µs from the first connection's `Connect`.
+type Entry = (String, String, i64);
+
+/// A general log's commands per connection, connections in the order they connected.
+fn by_connection(log: &[Logged]) -> Vec<Vec<Entry>> {
     let first = log
         .iter()
         .find(|row| row.command == "Connect")
         .map_or(0, |row| row.at_us);
-    let mut threads: BTreeMap<u64, (u64, Vec<(String, String, i64)>)> = BTreeMap::new();
+    let mut threads: BTreeMap<u64, (u64, Vec<Entry>)> = BTreeMap::new();
     for row in log {
         let argument = String::from_utf8_lossy(&row.argument).into_owned();
         // `app@localhost on shop using TCP/IP`: the user is the test's, not the capture's.
@@ -128,13 +131,13 @@ fn by_connection(log: &[Logged]) -> Vec<Vec<(String, String, i64)>> {
             row.at_us as i64 - first as i64,
         ));
     }
-    let mut connections: Vec<(u64, Vec<(String, String, i64)>)> = threads.into_values().collect();
+    let mut connections: Vec<(u64, Vec<Entry>)> = threads.into_values().collect();
     connections.sort_by_key(|(first_at, _)| *first_at);
     connections.into_iter().map(|(_, rows)| rows).collect()
 }
 
 /// The statements of each connection (queries and executions), without times.
-fn statements(connections: &[Vec<(String, String, i64)>]) -> Vec<Vec<String>> {
+fn statements(connections: &[Vec<Entry>]) -> Vec<Vec<String>> {
     connections
         .iter()
         .map(|rows| {
@@ -217,7 +220,7 @@ fn a_captured_mysql_conversation_and_its_slow_log_replay_their_commands_per_conn
     replay(&run_dir, &config(target.port, &capture));
     let replayed = by_connection(&target.general_log());
     drop(target);
-    let commands = |connections: &[Vec<(String, String, i64)>]| -> Vec<Vec<(String, String)>> {
+    let commands = |connections: &[Vec<Entry>]| -> Vec<Vec<(String, String)>> {
         connections
             .iter()
             .map(|rows| {
