@@ -1,6 +1,7 @@
 mod autostop;
 mod counts;
 mod differential;
+mod framed;
 mod hostile;
 mod import;
 mod k8s;
