@@ -1,3 +1,4 @@
+mod apiary;
 mod autostop;
 mod counts;
 mod differential;

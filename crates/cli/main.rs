@@ -66,8 +66,27 @@ struct ShootArgs {
     scale: scale::ScaleArgs,
     /// Only set every record of the [memcached] workload (as `preload = 1`
     /// does before a run) and exit, as mcperf's --loadonly.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "apiary")]
     loadonly: bool,
+    /// Show Apiary's statistics view beside tank's: every --interval,
+    /// tallies (errors by kind, sessions and requests completed, with their
+    /// rates), levels (sessions and requests running: current, min, max,
+    /// median, mean, stdev) and series (request duration), each with its change
+    /// since the interval before. Also in summary.json (`apiary`).
+    #[arg(long)]
+    apiary: bool,
+    /// How often --apiary's view is shown (default 15s, as Apiary's; at least 1s).
+    #[arg(long, value_name = "DURATION", requires = "apiary", value_parser = parse_interval)]
+    interval: Option<std::time::Duration>,
+}
+
+/// `--interval`: a duration (`15s`, `1m`, `500ms`) of at least a second.
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let interval = tank_config::units::parse_timeout(text)?;
+    if interval < std::time::Duration::from_secs(1) {
+        return Err(format!("`{text}`: expected at least 1s"));
+    }
+    Ok(interval)
 }
 
 #[derive(Debug, Subcommand)]
@@ -194,6 +213,10 @@ fn main() -> ExitCode {
                     args.quiet,
                     args.fail_on_warnings,
                     &args.scale,
+                    args.apiary.then(|| {
+                        args.interval
+                            .unwrap_or(tank_report::apiary::DEFAULT_INTERVAL)
+                    }),
                 ),
                 None => {
                     errln!("tank: nothing to do: run a test with `tank -c load.ini`, or see `tank --help`");

@@ -25,9 +25,16 @@ pub fn run(
     quiet: bool,
     fail_on_warnings: bool,
     scale: &ScaleArgs,
+    apiary: Option<std::time::Duration>,
 ) -> Result<ExitCode> {
     let start_at = scale.start_at()?;
     if let Some(processes) = scale.processes {
+        if apiary.is_some() {
+            bail!(
+                "--apiary shows one run's view: with --processes, each process is a run of its \
+                 own (run them with --shard and --apiary instead)"
+            );
+        }
         return crate::processes::run(config_path, overrides, processes, start_at);
     }
     let shard = scale.shard()?;
@@ -51,6 +58,7 @@ pub fn run(
         fail_on_warnings,
         shard,
         start_at,
+        apiary,
     };
     let handle = Handle::default();
     watch_signals(handle.clone()).context("watching for Ctrl-C")?;

@@ -62,6 +62,8 @@ pub struct Live {
     pub watch: Option<Watch>,
     /// `[influx]` and `[prometheus]`, when configured.
     pub exports: Exports,
+    /// Apiary's statistics view, when asked for (`--apiary`).
+    pub apiary: Option<tank_report::apiary::ApiaryView>,
 }
 
 /// Where finished seconds are sent besides the artifacts.
@@ -95,6 +97,8 @@ pub struct Measured {
     pub exported: Exported,
     /// A replay's sessions at the end (`peak`: over the whole run).
     pub sessions: Option<crate::observer::Sessions>,
+    /// Apiary's view over the run, when asked for.
+    pub apiary: Option<tank_report::apiary::ApiaryRow>,
 }
 
 /// An artifact that could not be written.
@@ -206,6 +210,9 @@ fn collect(
                     live.aggregator.note_sent(sent, 1);
                     live.aggregator.note_lag(sent, sample.lag_us);
                     live.aggregator.add_sample(&sample);
+                    if let Some(view) = live.apiary.as_mut() {
+                        view.response(&sample.measured);
+                    }
                     live.observer.sample(&sample);
                 }
                 Err(TryRecvError::Empty) => break,
@@ -249,6 +256,10 @@ fn collect(
                 ..now
             })
         },
+        apiary: live
+            .apiary
+            .take()
+            .map(|view| view.finish(live.started.elapsed(), unix_second())),
     }
 }
 
@@ -340,7 +351,16 @@ fn publish(live: &mut Live, files: &mut Files, timeline: &mut Timeline, last: bo
         if let Some(reason) = live.autostop.observe(&second, live.started.elapsed()) {
             stop_for(live, files, &reason);
         }
+        if let Some(view) = live.apiary.as_mut() {
+            let sessions = live.replay.map(|(now, _)| (now.running, now.completed));
+            view.second(&second, sessions);
+        }
         finished.push(second);
+    }
+    if let Some(view) = live.apiary.as_mut() {
+        if let Some((interval, before)) = view.tick(live.started.elapsed(), unix_second()) {
+            live.observer.apiary(interval, before);
+        }
     }
     if !finished.is_empty() {
         let state = LiveState {

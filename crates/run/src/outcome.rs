@@ -207,6 +207,7 @@ pub(crate) fn finish(
             pool,
         });
     }
+    summary.apiary = measured.apiary.clone();
     if let Some(watched) = &measured.watched {
         summary.monitoring = watched.recorder.align(&summary.timeline.ts);
         for warning in &watched.warnings {

@@ -127,7 +127,7 @@ impl Prepared {
             start_unix_us: clock.start_unix_us,
         });
         let (samples, collector) = start_results(
-            config,
+            &spec,
             &engine,
             &artifacts,
             clock.start_unix_us,
@@ -324,7 +324,7 @@ fn start_clock(
 /// run through `control`), watches monitoring, feeds the exports and shows
 /// each finished second to `observer`.
 fn start_results(
-    config: &TestConfig,
+    spec: &Spec,
     engine: &Engine,
     artifacts: &Artifacts,
     start_unix_us: u64,
@@ -332,6 +332,21 @@ fn start_results(
     control: Control,
     mut observer: Box<dyn Observer>,
 ) -> Result<(SampleSink, JoinHandle<Measured>), RunError> {
+    let config = &spec.config;
+    let apiary = spec.apiary.map(|interval| {
+        let codes = config
+            .queues
+            .iter()
+            .map(|queue| match queue.tank_type {
+                tank_config::TankType::Mysql => tank_report::apiary::Codes::Mysql,
+                tank_config::TankType::None => tank_report::apiary::Codes::None,
+                tank_config::TankType::Http | tank_config::TankType::Memcached => {
+                    tank_report::apiary::Codes::Http
+                }
+            })
+            .collect();
+        tank_report::apiary::ApiaryView::new(interval, codes, std::time::Duration::ZERO)
+    });
     let live = collector::Live {
         aggregator: aggregator(config),
         autostop,
@@ -358,6 +373,7 @@ fn start_results(
         exports: start_exports(config, artifacts)?,
         observer,
         started: std::time::Instant::now(),
+        apiary,
     };
     let (samples, sample_rx) = SampleSink::new(SAMPLE_QUEUE);
     let phout = artifacts.create_file("phout.log")?;
