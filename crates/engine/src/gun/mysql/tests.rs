@@ -297,3 +297,102 @@ fn bytes_past_a_reply_break_it_and_the_next_command_reconnects() {
         assert!(barrel.session.is_none());
     });
 }
+
+/// A server that offers TLS: reads the SSL request, starts TLS, then the
+/// handshake response and one ping, over TLS; what it saw goes to `seen`.
+async fn tls_server(listener: TcpListener, seen: Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
+    use tokio::io::{AsyncRead, AsyncWrite};
+    async fn packet<S: AsyncRead + Unpin>(stream: &mut S) -> Option<(u8, Vec<u8>)> {
+        let mut header = [0u8; 4];
+        stream.read_exact(&mut header).await.ok()?;
+        let len =
+            usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+        let mut payload = vec![0; len];
+        stream.read_exact(&mut payload).await.ok()?;
+        Some((header[3], payload))
+    }
+    async fn reply<S: AsyncWrite + Unpin>(stream: &mut S, seq: u8, payload: &[u8]) {
+        let mut out = Vec::new();
+        tank_mysql::packet::write(&mut out, seq, payload);
+        stream.write_all(&out).await.unwrap();
+        stream.flush().await.unwrap();
+    }
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let (mut stream, _) = listener.accept().await.unwrap();
+    let caps = SERVER_CAPS | flags::SSL;
+    send(
+        &mut stream,
+        0,
+        &[build::greeting(
+            "5.5.5-10.11-test",
+            7,
+            caps,
+            &SCRAMBLE,
+            "mysql_native_password",
+        )],
+    )
+    .await;
+    let (seq, request) = read_packet(&mut stream).await.unwrap();
+    seen.lock().unwrap().push(request);
+    let mut tls = acceptor.accept(stream).await.unwrap();
+    let (seq, response) = packet(&mut tls).await.unwrap_or((seq + 1, Vec::new()));
+    seen.lock().unwrap().push(response);
+    reply(&mut tls, seq + 1, &build::ok(0, 0, 2)).await;
+    if let Some((_, command)) = packet(&mut tls).await {
+        seen.lock().unwrap().push(command);
+        reply(&mut tls, 1, &build::ok(0, 0, 2)).await;
+    }
+}
+
+#[test]
+fn with_ssl_the_login_and_the_commands_go_over_tls_started_in_the_handshake() {
+    block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        tokio::spawn(tls_server(listener, Arc::clone(&seen)));
+        let options = crate::tls::TlsOptions {
+            verify: false,
+            client_certificate: None,
+            client_key: None,
+            cipher_suites: Vec::new(),
+        };
+        let target = Target {
+            addr,
+            host: "localhost".into(),
+        };
+        let credentials = Credentials {
+            user: "tank".into(),
+            password: "secret".into(),
+            database: Some("shop".into()),
+        };
+        let gun = Arc::new(MysqlGun::new(
+            target,
+            Some(crate::tls::client_config(&options).unwrap()),
+            credentials,
+            Duration::from_secs(5),
+            Vec::new(),
+        ));
+        let mut barrel = gun.instance(0);
+        let ping = barrel.fire(b"\x0e", Instant::now(), None).await;
+        assert_eq!(codes(&ping), (NetCode::OK, OK), "{:?}", gun.problem());
+        let seen = seen.lock().unwrap();
+        let ssl_request = ClientResponse::parse(&seen[0]).unwrap();
+        assert!(ssl_request.ssl_request);
+        let response = ClientResponse::parse(&seen[1]).unwrap();
+        assert_eq!(
+            (&response.user[..], &response.schema[..]),
+            (&b"tank"[..], &b"shop"[..])
+        );
+        assert_eq!(seen[2], b"\x0e");
+    });
+}
