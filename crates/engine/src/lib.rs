@@ -541,6 +541,12 @@ impl CheckedQueue {
         self.gun.target(origin).map(|target| target.addr)
     }
 
+    /// Whether what the gun reads from the environment at the run's start
+    /// (a MySQL `password_env`) is there here; an error names the option.
+    pub fn check_environment(&self) -> Result<(), EngineError> {
+        self.gun.environment()
+    }
+
     fn prepare(self, origin: Option<SocketAddr>) -> Result<PreparedQueue, EngineError> {
         let plan = self.plan;
         let sessions = matches!(plan.model(), tank_plan::Model::Sessions { .. }).then(Arc::default);

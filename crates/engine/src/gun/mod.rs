@@ -132,8 +132,9 @@ pub struct GunSpec {
     timeout: Duration,
     sources: Vec<std::net::IpAddr>,
     depth: usize,
-    /// `tank_type = mysql`'s credentials (then `protocol` is not used).
-    mysql: Option<mysql::Credentials>,
+    /// `tank_type = mysql`'s login (then `protocol` is not used); its
+    /// password is read when the gun is resolved (`password_env`).
+    mysql: Option<MysqlLogin>,
     /// Where `address` was written, for resolution errors.
     address_at: tank_config::OptionPlace,
 }
@@ -188,17 +189,9 @@ impl GunSpec {
             TankType::Mysql => Protocol::Tcp(wire::tcp::Framing::Close),
         };
         let mysql = match (&queue.mysql, queue.tank_type) {
-            (Some(config), TankType::Mysql) => Some(mysql::Credentials {
+            (Some(config), TankType::Mysql) => Some(MysqlLogin {
                 user: config.user.clone(),
-                password: match &config.password {
-                    Password::Literal(password) => password.clone(),
-                    Password::Env { name, place } => std::env::var(name).map_err(|_| {
-                        EngineError::Option(place.error(format!(
-                            "the environment variable `{name}` is not set (or not UTF-8): \
-                             expected it to hold the password"
-                        )))
-                    })?,
-                },
+                password: config.password.clone(),
                 database: config.database.clone(),
             }),
             (None, TankType::Mysql) => {
@@ -245,11 +238,16 @@ impl GunSpec {
 
     /// The gun that fires: its target resolved (see [`GunSpec::target`]).
     pub(crate) fn resolve(&self, origin: Option<SocketAddr>) -> Result<Guns, EngineError> {
-        if let Some(credentials) = &self.mysql {
+        if let Some(login) = &self.mysql {
+            let credentials = mysql::Credentials {
+                user: login.user.clone(),
+                password: login.password()?,
+                database: login.database.clone(),
+            };
             return Ok(Guns::Mysql(Arc::new(MysqlGun::new(
                 self.target(origin)?,
                 self.tls.clone(),
-                credentials.clone(),
+                credentials,
                 self.timeout,
                 self.sources.clone(),
             ))));
@@ -263,6 +261,41 @@ impl GunSpec {
         )
         .with_depth(self.depth);
         Ok(Guns::Wire(Arc::new(gun)))
+    }
+}
+
+impl GunSpec {
+    /// Whether what the gun reads from the environment when it is resolved
+    /// (a MySQL `password_env`) is there now: an error naming the option
+    /// when not. A run fails on it when it starts; `tank plan` only warns.
+    pub fn environment(&self) -> Result<(), EngineError> {
+        match &self.mysql {
+            Some(login) => login.password().map(drop),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `[mysql]` as a gun reads it.
+#[derive(Debug, Clone)]
+struct MysqlLogin {
+    user: String,
+    password: Password,
+    database: Option<String>,
+}
+
+impl MysqlLogin {
+    /// The password: written, or from the environment variable `password_env` names.
+    fn password(&self) -> Result<String, EngineError> {
+        match &self.password {
+            Password::Literal(password) => Ok(password.clone()),
+            Password::Env { name, place } => std::env::var(name).map_err(|_| {
+                EngineError::Option(place.error(format!(
+                    "the environment variable `{name}` is not set (or not UTF-8): expected \
+                     it to hold the password"
+                )))
+            }),
+        }
     }
 }
 

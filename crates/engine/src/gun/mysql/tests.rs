@@ -396,3 +396,28 @@ fn with_ssl_the_login_and_the_commands_go_over_tls_started_in_the_handshake() {
         assert_eq!(seen[2], b"\x0e");
     });
 }
+
+#[test]
+fn password_env_is_read_when_the_gun_is_resolved_and_named_when_missing() {
+    let text = "[phantom]\naddress = 127.0.0.1:3306\ntank_type = mysql\nammo_type = sessions\n\
+                ammofile = s\n[mysql]\nuser = tank\npassword_env = TANK_GUN_TEST_UNSET_PASSWORD\n";
+    let config = tank_config::load_str(
+        text,
+        tank_config::ConfigFormat::Ini,
+        std::path::Path::new("load.ini"),
+        &[],
+    )
+    .unwrap();
+    // Checked without it (a config is often planned where it is not fired) …
+    let spec = crate::gun::GunSpec::check(&config.queues[0], false).unwrap();
+    // … and said missing, at its option, when the gun would read it.
+    let error = spec.environment().unwrap_err().to_string();
+    assert!(
+        error.contains(
+            "load.ini:8: [mysql] password_env: the environment variable \
+                        `TANK_GUN_TEST_UNSET_PASSWORD` is not set"
+        ),
+        "{error}"
+    );
+    assert!(spec.resolve(None).is_err());
+}
