@@ -34,6 +34,7 @@ pub mod access;
 pub mod capture;
 pub mod detect;
 pub mod error;
+mod flows;
 mod framed;
 pub mod har;
 pub mod held;

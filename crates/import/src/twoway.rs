@@ -17,14 +17,15 @@
 //! conversation may still hand out, the oldest bytes held behind a hole, and
 //! the latest packet's time less [`SLACK_US`].
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 
 use foldhash::fast::RandomState;
 
 use crate::capture::{HOLE_TIMEOUT_US, SLACK_US};
 use crate::error::ImportError;
-use crate::link::{self, NotTcp, Segment};
+use crate::flows::{self, key, Segments, Table};
+use crate::link::Segment;
 use crate::order::{Item, Kind, SortError, Sorter};
 use crate::pcap::Packet;
 use crate::tcp::Reassembler;
@@ -99,17 +100,6 @@ pub(crate) trait Protocol {
     fn open(&mut self, server_port: u16, syn: bool) -> Self::Conversation;
 }
 
-/// The two ends of a connection, in a canonical order.
-type Key = (SocketAddr, SocketAddr);
-
-fn key(a: SocketAddr, b: SocketAddr) -> Key {
-    if a <= b {
-        (a, b)
-    } else {
-        (b, a)
-    }
-}
-
 /// One connection.
 struct Flow<C> {
     client: SocketAddr,
@@ -127,7 +117,6 @@ struct Flow<C> {
     skipped: bool,
     requests: u64,
     last_at_us: u64,
-    hold_us: Option<u64>,
 }
 
 impl<C: Conversation> Flow<C> {
@@ -172,34 +161,28 @@ pub struct Counted {
 /// Turns packets into sorted request items (see the module docs).
 pub(crate) struct Capture<P: Protocol> {
     protocol: P,
-    flows: HashMap<Key, usize, RandomState>,
-    slab: Vec<Option<Flow<P::Conversation>>>,
-    free: Vec<usize>,
-    holds: BTreeSet<(u64, usize)>,
+    table: Table<Flow<P::Conversation>>,
     syn_ports: HashSet<u16, RandomState>,
     skipped_ports: HashMap<u16, u64, RandomState>,
     unreadable: BTreeMap<&'static str, u64>,
     next_session: u64,
     latest_us: u64,
     next_tick_us: u64,
-    fragments: u64,
+    segments: Segments,
 }
 
 impl<P: Protocol> Capture<P> {
     pub(crate) fn new(protocol: P) -> Self {
         Capture {
             protocol,
-            flows: HashMap::default(),
-            slab: Vec::new(),
-            free: Vec::new(),
-            holds: BTreeSet::new(),
+            table: Table::default(),
             syn_ports: HashSet::default(),
             skipped_ports: HashMap::default(),
             unreadable: BTreeMap::new(),
             next_session: 0,
             latest_us: 0,
             next_tick_us: 0,
-            fragments: 0,
+            segments: Segments::default(),
         }
     }
 
@@ -213,48 +196,10 @@ impl<P: Protocol> Capture<P> {
         out: &mut impl FnMut(Item) -> Result<(), SortError>,
     ) -> Result<(), ImportError> {
         self.latest_us = self.latest_us.max(packet.at_us);
-        if let Some(segment) = self.segment(&packet, path, warnings)? {
+        if let Some(segment) = self.segments.of(&packet, path, warnings)? {
             self.take(&packet, &segment, path, sorter, warnings)?;
         }
         self.tick(sorter, warnings, out, path)
-    }
-
-    /// The packet's TCP segment, or `None` for one that is not (said once for fragments).
-    fn segment<'a>(
-        &mut self,
-        packet: &Packet<'a>,
-        path: &str,
-        warnings: &mut Warnings,
-    ) -> Result<Option<Segment<'a>>, ImportError> {
-        match link::segment(packet.link, packet.data) {
-            Ok(segment) => Ok(Some(segment)),
-            Err(NotTcp::Other) => Ok(None),
-            Err(NotTcp::Fragment) => {
-                self.fragments += 1;
-                if self.fragments == 1 {
-                    warnings.warn(format!(
-                        "packet {}: an IP fragment; fragments are not reassembled (all are skipped)",
-                        packet.number
-                    ));
-                }
-                Ok(None)
-            }
-            Err(NotTcp::Malformed) => {
-                warnings.warn(format!(
-                    "packet {}: its headers are cut short or malformed; skipped",
-                    packet.number
-                ));
-                Ok(None)
-            }
-            Err(NotTcp::UnknownLink) => Err(ImportError::input(
-                path,
-                format!(
-                    "packet {} has link type {}; expected Ethernet, Linux cooked (v1, v2), \
-                     raw IP or loopback frames",
-                    packet.number, packet.link
-                ),
-            )),
-        }
     }
 
     /// A segment of a connection.
@@ -271,11 +216,12 @@ impl<P: Protocol> Capture<P> {
             self.syn_ports.insert(segment.dst.port());
         }
         let key = key(segment.src, segment.dst);
-        let slot = match self.flows.get(&key) {
-            Some(&slot) => {
+        let slot = match self.table.find(&key) {
+            Some(slot) => {
                 let new_connection = opening
-                    && self.slab[slot]
-                        .as_ref()
+                    && self
+                        .table
+                        .get(slot)
                         .is_some_and(|f| f.isn != Some(segment.seq));
                 if new_connection {
                     self.close(slot, sorter, warnings, path)?;
@@ -287,7 +233,7 @@ impl<P: Protocol> Capture<P> {
             None if segment.syn || !segment.payload.is_empty() => self.open(key, segment),
             None => return Ok(()),
         };
-        let Some(flow) = self.slab[slot].as_mut() else {
+        let Some(flow) = self.table.get_mut(slot) else {
             return Ok(());
         };
         if flow.skipped {
@@ -344,7 +290,7 @@ impl<P: Protocol> Capture<P> {
         }
         self.settle(slot, said, skip, sorter, warnings, path)?;
         let ended = segment.rst
-            || self.slab[slot].as_ref().is_some_and(|f| {
+            || self.table.get(slot).is_some_and(|f| {
                 f.skipped && f.fin_at.is_some()
                     || matches!((f.fin_at, &f.client_stream), (Some(fin), Some(s)) if s.delivered() >= fin)
             });
@@ -367,7 +313,7 @@ impl<P: Protocol> Capture<P> {
         warnings: &mut Warnings,
         path: &str,
     ) -> Result<(), ImportError> {
-        let Some(flow) = self.slab[slot].as_mut() else {
+        let Some(flow) = self.table.get_mut(slot) else {
             return Ok(());
         };
         for warning in said.warnings {
@@ -422,22 +368,10 @@ impl<P: Protocol> Capture<P> {
         sorter: &mut Sorter,
         warnings: &mut Warnings,
     ) -> Result<Counted, ImportError> {
-        let mut open: Vec<(u64, usize)> = self
-            .slab
-            .iter()
-            .enumerate()
-            .filter_map(|(slot, f)| f.as_ref().map(|f| (f.session, slot)))
-            .collect();
-        open.sort_unstable();
-        for (_, slot) in open {
+        for slot in self.table.open_by(|f| f.session) {
             self.close(slot, sorter, warnings, path)?;
         }
-        if self.fragments > 1 {
-            warnings.warn(format!(
-                "{} IP fragments skipped in all (fragments are not reassembled)",
-                self.fragments
-            ));
-        }
+        self.segments.finish(warnings);
         let mut skipped_ports: Vec<(u16, u64)> = self.skipped_ports.into_iter().collect();
         skipped_ports.sort_unstable_by_key(|&(port, n)| (std::cmp::Reverse(n), port));
         Ok(Counted {
@@ -450,26 +384,12 @@ impl<P: Protocol> Capture<P> {
         })
     }
 
-    fn open(&mut self, key: Key, segment: &Segment<'_>) -> usize {
-        let (client, server) = if segment.syn {
-            if segment.ack {
-                (segment.dst, segment.src)
-            } else {
-                (segment.src, segment.dst)
-            }
-        } else {
-            let serves = |port: u16| {
-                self.protocol
-                    .serves(port)
-                    .unwrap_or_else(|| self.syn_ports.contains(&port))
-            };
-            match (serves(segment.src.port()), serves(segment.dst.port())) {
-                (true, false) => (segment.dst, segment.src),
-                (false, true) => (segment.src, segment.dst),
-                _ if segment.src.port() < segment.dst.port() => (segment.dst, segment.src),
-                _ => (segment.src, segment.dst),
-            }
-        };
+    fn open(&mut self, key: flows::Key, segment: &Segment<'_>) -> usize {
+        let (client, server) = flows::ends(segment, |port| {
+            self.protocol
+                .serves(port)
+                .unwrap_or_else(|| self.syn_ports.contains(&port))
+        });
         let ours = self.protocol.serves(server.port()) != Some(false);
         if !ours {
             *self.skipped_ports.entry(server.port()).or_default() += 1;
@@ -487,36 +407,14 @@ impl<P: Protocol> Capture<P> {
             skipped: !ours,
             requests: 0,
             last_at_us: 0,
-            hold_us: None,
         };
         self.next_session += 1;
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slab[slot] = Some(flow);
-                slot
-            }
-            None => {
-                self.slab.push(Some(flow));
-                self.slab.len() - 1
-            }
-        };
-        self.flows.insert(key, slot);
-        slot
+        self.table.insert(key, flow)
     }
 
     fn update_hold(&mut self, slot: usize) {
-        let Some(flow) = self.slab[slot].as_mut() else {
-            return;
-        };
-        let hold = flow.hold();
-        if hold != flow.hold_us {
-            if let Some(old) = flow.hold_us {
-                self.holds.remove(&(old, slot));
-            }
-            if let Some(new) = hold {
-                self.holds.insert((new, slot));
-            }
-            flow.hold_us = hold;
+        if let Some(hold) = self.table.get(slot).map(Flow::hold) {
+            self.table.set_hold(slot, hold);
         }
     }
 
@@ -530,21 +428,19 @@ impl<P: Protocol> Capture<P> {
     ) -> Result<(), ImportError> {
         let mut said = Said::default();
         let mut gap = None;
-        if let Some(flow) = self.slab[slot].as_mut().filter(|f| !f.skipped) {
+        if let Some(flow) = self.table.get_mut(slot).filter(|f| !f.skipped) {
             if let Some((from, to)) = flow.client_stream.as_ref().and_then(Reassembler::hole) {
                 gap = Some(gap_message("client", flow.client_stream.as_ref(), from, to));
             }
             flow.conversation.close(&mut said);
         }
         self.settle(slot, said, gap.map(Skip::Rest), sorter, warnings, path)?;
-        let Some(flow) = self.slab[slot].take() else {
+        let Some(key) = self.table.get(slot).map(|f| key(f.client, f.server)) else {
             return Ok(());
         };
-        self.free.push(slot);
-        if let Some(hold) = flow.hold_us {
-            self.holds.remove(&(hold, slot));
-        }
-        self.flows.remove(&key(flow.client, flow.server));
+        let Some(flow) = self.table.remove_if(slot, &key, |_| true) else {
+            return Ok(());
+        };
         if flow.requests > 0 {
             sorter
                 .push(flow.last_at_us, flow.session, Kind::End)
@@ -566,14 +462,8 @@ impl<P: Protocol> Capture<P> {
         }
         self.next_tick_us = self.latest_us + TICK_US;
         let stale_before = self.latest_us.saturating_sub(HOLE_TIMEOUT_US);
-        let stale: Vec<usize> = self
-            .holds
-            .iter()
-            .take_while(|(at, _)| *at < stale_before)
-            .map(|&(_, slot)| slot)
-            .collect();
-        for slot in stale {
-            let Some(flow) = self.slab[slot].as_mut() else {
+        for slot in self.table.held_before(stale_before) {
+            let Some(flow) = self.table.get_mut(slot) else {
                 continue;
             };
             let mut said = Said::default();
@@ -582,9 +472,9 @@ impl<P: Protocol> Capture<P> {
             self.update_hold(slot);
         }
         let watermark = self
-            .holds
-            .first()
-            .map_or(u64::MAX, |&(at, _)| at)
+            .table
+            .earliest_hold()
+            .unwrap_or(u64::MAX)
             .min(self.latest_us.saturating_sub(SLACK_US));
         sorter.release(watermark, out).map_err(|e| e.at(path))
     }
