@@ -34,11 +34,17 @@ pub fn run(
     let config = captures
         .as_ref()
         .map_or(&loaded, tank_run::Captures::config);
+    // A gRPC queue without `proto` learns its schema from the server, as `tank -c` does.
+    let reflected = tank_engine::reflect_schemas(config, None)?;
+    let config = reflected.as_ref().unwrap_or(config);
     // Everything `tank -c` would reject before its first shot, rejected here too.
     let instances = config.queues.iter().map(|q| u64::from(q.instances)).sum();
     tank_run::autostop_for(config, instances)?;
     for queue in &config.queues {
         tank_engine::check_queue(queue, config.origin.is_some())?;
+        if let Some(warning) = tank_engine::check_http2_ammo(queue)? {
+            eprintln!("tank: warning: {warning}");
+        }
     }
     let queues = select_queues(config, section)?;
     if stpd_out.is_some() && queues.len() > 1 {

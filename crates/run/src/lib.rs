@@ -220,6 +220,18 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         }
         None => spec,
     };
+    // A gRPC queue without `proto` learns its schema from the server first.
+    let with_schemas;
+    let spec = match tank_engine::reflect_schemas(&spec.config, None)? {
+        Some(config) => {
+            with_schemas = Spec {
+                config,
+                ..spec.clone()
+            };
+            &with_schemas
+        }
+        None => spec,
+    };
     let config = &spec.config;
     if let Some(at) = spec.start_at {
         start::check_ahead(at, Duration::ZERO)?;
@@ -283,6 +295,9 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
     // Bad ammo found mid-run would stop a test already under way.
     for queue in &config.queues {
         tank_plan::Plan::check_ammo(queue).map_err(|e| RunError::Engine(EngineError::Plan(e)))?;
+        if let Some(warning) = tank_engine::check_http2_ammo(queue)? {
+            observer.notice(&Notice::Warning(&warning));
+        }
     }
     // `[memcached] preload`: every record set before the measured run.
     let targets: Vec<_> = engine.queues().iter().map(|q| q.target()).collect();

@@ -51,9 +51,11 @@
 //!   replayed session ended); the next request connects anew.
 //!
 //! Members: [`wire`] (HTTP/1.x, plain TCP, memcached: replies come back in
-//! request order on the connection). A new protocol is a new module, a new
+//! request order on the connection) and [`h2`] (HTTP/2 and gRPC: streams
+//! multiplexed over few connections). A new protocol is a new module, a new
 //! variant of [`Guns`] and an arm in [`Guns::build`] and `queue::run`.
 
+pub mod h2;
 pub(crate) mod measure;
 pub mod wire;
 
@@ -69,6 +71,7 @@ use tokio::time::Instant;
 use crate::io_threads::IoThread;
 use crate::{http, target, tls, EngineError};
 
+pub use self::h2::{H2Barrel, H2Gun};
 pub use wire::{Protocol, WireBarrel, WireGun};
 
 /// Where an instance runs: what a gun needs to decide which connection its
@@ -112,6 +115,8 @@ pub(crate) trait Barrel: Send + 'static {
 pub(crate) enum Guns {
     /// `http`, `none` and `memcached`: see [`wire`].
     Wire(Arc<WireGun>),
+    /// `http2` and `grpc`: see [`h2`].
+    H2(Arc<H2Gun>),
 }
 
 impl Guns {
@@ -155,10 +160,29 @@ impl Guns {
         } else {
             None
         };
+        let limits = http::Limits::from(queue.reply_limits);
         let protocol = match queue.tank_type {
-            TankType::Http => Protocol::Http(http::Limits::from(queue.reply_limits)),
+            TankType::Http => Protocol::Http(limits),
             TankType::None => Protocol::Tcp,
             TankType::Memcached => Protocol::Memcached,
+            TankType::Http2 | TankType::Grpc => {
+                let kind = if queue.tank_type == TankType::Grpc {
+                    self::h2::Kind::Grpc
+                } else {
+                    self::h2::Kind::Http
+                };
+                let authority = queue.grpc.as_ref().and_then(|g| g.authority.clone());
+                return Ok(Guns::H2(Arc::new(H2Gun::new(
+                    target,
+                    tls,
+                    kind,
+                    limits,
+                    queue.timeout,
+                    queue.gatling_ip.clone(),
+                    queue.connections.map(|n| n as usize),
+                    authority,
+                ))));
+            }
         };
         let gun = WireGun::new(
             target,
@@ -175,6 +199,7 @@ impl Guns {
     pub(crate) fn endpoint(&self) -> SocketAddr {
         match self {
             Guns::Wire(gun) => gun.endpoint(),
+            Guns::H2(gun) => gun.endpoint(),
         }
     }
 
@@ -182,6 +207,7 @@ impl Guns {
     pub(crate) fn timeout(&self) -> Duration {
         match self {
             Guns::Wire(gun) => gun.timeout(),
+            Guns::H2(gun) => gun.timeout(),
         }
     }
 }
