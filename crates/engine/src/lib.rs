@@ -481,7 +481,7 @@ pub fn reflect_schemas(
         let bytes = match asked.iter().find(|(at, _)| *at == endpoint) {
             Some((_, bytes)) => Arc::clone(bytes),
             None => {
-                let asking = tokio::time::timeout(queue.timeout, gun.reflect());
+                let asking = async { tokio::time::timeout(queue.timeout, gun.reflect()).await };
                 let answer = runtime.block_on(asking).unwrap_or_else(|_| {
                     Err(format!(
                         "no answer within the timeout ({:?})",
