@@ -18,6 +18,8 @@ needed=(
     "memcached:memcached"
     # tests/import.rs: a real capture of loopback traffic.
     "tcpdump:tcpdump"
+    # tests/http2.rs: a real HTTP/2 server (h2c and h2 over TLS).
+    "nginx:nginx"
 )
 
 missing=()
@@ -34,4 +36,4 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 apt-get update -q
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -28,6 +28,14 @@ impl Schema {
     pub fn compile(files: &[PathBuf], import_paths: &[PathBuf]) -> Result<Schema, String> {
         let mut includes: Vec<PathBuf> = import_paths.to_vec();
         for file in files {
+            // A name found in an import path is compiled from there (as
+            // protoc and ghz read it); otherwise it is a path, and its
+            // directory is where its imports are looked for too.
+            let in_imports =
+                file.is_relative() && import_paths.iter().any(|p| p.join(file).is_file());
+            if in_imports {
+                continue;
+            }
             let dir = match file.parent() {
                 Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
                 _ => PathBuf::from("."),
@@ -200,6 +208,17 @@ message HelloReply { string message = 1; }
              tankbar.Greeter)"
         );
         assert!(schema.method("SayHello").is_err());
+    }
+
+    #[test]
+    fn a_name_is_looked_for_in_the_import_paths() {
+        let (dir, _) = greeter();
+        let schema = Schema::compile(
+            &[PathBuf::from("greeter.proto")],
+            &[dir.path().to_path_buf()],
+        )
+        .unwrap();
+        assert_eq!(schema.services(), vec!["tankbar.Greeter".to_owned()]);
     }
 
     #[test]

@@ -116,7 +116,9 @@ impl H2Gun {
         let scheme = if tls.is_some() { "https" } else { "http" };
         let tls = tls.map(|config| {
             let mut config = (*config).clone();
-            config.alpn_protocols = vec![b"h2".to_vec()];
+            // http/1.1 too: a server without h2 then says so by choosing it,
+            // rather than failing the handshake, and the row says why (1202).
+            config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
             tokio_rustls::TlsConnector::from(Arc::new(config))
         });
         let authority = authority.unwrap_or_else(|| match target.addr {
