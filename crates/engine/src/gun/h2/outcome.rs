@@ -35,13 +35,19 @@ pub(super) fn net_code(error: &h2::Error) -> NetCode {
     if error.is_reset() && error.is_remote() {
         return NetCode::h2(NetCode::H2_RESET, reason());
     }
-    if let Some(io) = error.get_io() {
-        return match io.raw_os_error() {
-            Some(_) => netcode::of_io(io),
-            None => NetCode::H2_CONNECTION_LOST,
-        };
+    match error.get_io() {
+        Some(io) => io_code(io),
+        None => NetCode::PROTOCOL,
     }
-    NetCode::PROTOCOL
+}
+
+/// The connection failed under the stream: the errno when the kernel gave
+/// one, else the connection was simply gone.
+fn io_code(io: &std::io::Error) -> NetCode {
+    match io.raw_os_error() {
+        Some(_) => netcode::of_io(io),
+        None => NetCode::H2_CONNECTION_LOST,
+    }
 }
 
 /// Where a reply stands once it ended, or broke.
@@ -162,9 +168,11 @@ mod tests {
 
     #[test]
     fn io_errors_keep_their_errno_and_a_close_is_connection_lost() {
-        let reset = h2::Error::from(std::io::Error::from_raw_os_error(104));
-        assert_eq!(net_code(&reset), NetCode::RESET);
-        let closed = h2::Error::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
-        assert_eq!(net_code(&closed), NetCode::H2_CONNECTION_LOST);
+        let reset = std::io::Error::from_raw_os_error(104);
+        assert_eq!(io_code(&reset), NetCode::RESET);
+        let closed = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert_eq!(io_code(&closed), NetCode::H2_CONNECTION_LOST);
+        let library = h2::Error::from(h2::Reason::PROTOCOL_ERROR);
+        assert_eq!(net_code(&library), NetCode::PROTOCOL);
     }
 }
