@@ -1,6 +1,6 @@
 //! The guns: how a queue's instances talk to its target. A gun is a protocol,
 //! not a flag: each protocol is a module behind the two traits here, and
-//! `tank_type` becomes a gun in one place, [`Guns::build`].
+//! `tank_type` becomes a protocol in one place, [`GunSpec::check`].
 //!
 //! Above the guns, an instance (`queue.rs`) takes work from its dispatch —
 //! a shot, a replayed session's request — stamps its start and lag, fires it
@@ -53,7 +53,8 @@
 //! Members: [`wire`] (HTTP/1.x, plain TCP, memcached: replies come back in
 //! request order on the connection) and [`h2`] (HTTP/2 and gRPC: streams
 //! multiplexed over few connections). A new protocol is a new module, a new
-//! variant of [`Guns`] and an arm in [`Guns::build`] and `queue::run`.
+//! variant of [`Guns`] and an arm in [`GunSpec::check`], [`GunSpec::resolve`] and
+//! `queue::run`.
 
 pub mod h2;
 pub(crate) mod measure;
@@ -111,43 +112,69 @@ pub(crate) trait Barrel: Send + 'static {
     fn hang_up(&mut self);
 }
 
-/// The gun a queue's `tank_type` asks for.
-pub(crate) enum Guns {
-    /// `http`, `none` and `memcached`: see [`wire`].
-    Wire(Arc<WireGun>),
-    /// `http2` and `grpc`: see [`h2`].
-    H2(Arc<H2Gun>),
+/// Where a queue's gun shoots, as written: resolved only by [`GunSpec::resolve`].
+#[derive(Debug, Clone)]
+enum Address {
+    /// `address = origin`: the in-process simulator, known once it listens.
+    Origin,
+    /// A host (a name or an IP) and the port to use.
+    Host { address: String, port: Option<u16> },
 }
 
-impl Guns {
-    /// The gun `queue` asks for, its target resolved and its TLS set up;
-    /// `origin` is the in-process simulator's address, for `address = origin`.
-    /// The one place where `tank_type` becomes a protocol.
-    pub(crate) fn build(
-        queue: &QueueConfig,
-        origin: Option<SocketAddr>,
-    ) -> Result<Guns, EngineError> {
+/// A queue's gun as its options ask for it: every option checked (the
+/// address's form, TLS files and suites, the protocol), nothing resolved or
+/// connected. [`GunSpec::resolve`] turns it into the gun that fires.
+pub struct GunSpec {
+    address: Address,
+    ssl: bool,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    protocol: Protocol,
+    timeout: Duration,
+    sources: Vec<std::net::IpAddr>,
+    depth: usize,
+    /// HTTP/2's options, for `tank_type = http2` and `grpc` (then `protocol`
+    /// is not used).
+    h2: Option<H2Options>,
+    /// Where `address` was written, for resolution errors.
+    address_at: tank_config::OptionPlace,
+}
+
+/// What an HTTP/2 gun needs besides what every gun does.
+#[derive(Debug, Clone)]
+struct H2Options {
+    kind: self::h2::Kind,
+    limits: http::Limits,
+    connections: Option<usize>,
+    authority: Option<String>,
+}
+
+impl GunSpec {
+    /// Check the gun options of `queue`; `has_origin` says whether the config
+    /// starts the origin simulator (`address = origin` needs it). The one
+    /// place where `tank_type` becomes a protocol. Pure: no network.
+    pub fn check(queue: &QueueConfig, has_origin: bool) -> Result<GunSpec, EngineError> {
         let at =
             |key: &str, message: String| EngineError::Option(queue.places.of(key).error(message));
-        let target = if queue.address.trim() == ORIGIN_ADDRESS {
-            let addr = origin.ok_or_else(|| {
-                at(
+        let address = if queue.address.trim() == ORIGIN_ADDRESS {
+            if !has_origin {
+                return Err(at(
                     "address",
                     "`origin` is the origin simulator: it needs an [origin] section".into(),
-                )
-            })?;
-            target::Target {
-                addr,
-                host: addr.ip().to_string(),
+                ));
             }
+            Address::Origin
         } else {
+            let (_, written_port) =
+                target::split_address(&queue.address).map_err(|m| at("address", m))?;
             // memcached's own port when the address names none.
             let port = queue.port.or_else(|| {
-                let bare =
-                    target::split_address(&queue.address).is_ok_and(|(_, port)| port.is_none());
-                (queue.tank_type == TankType::Memcached && bare).then_some(MEMCACHED_PORT)
+                (queue.tank_type == TankType::Memcached && written_port.is_none())
+                    .then_some(MEMCACHED_PORT)
             });
-            target::resolve(&queue.address, port, queue.ssl).map_err(|m| at("address", m))?
+            Address::Host {
+                address: queue.address.clone(),
+                port,
+            }
         };
         let tls = if queue.ssl {
             let options = tls::TlsOptions {
@@ -162,39 +189,89 @@ impl Guns {
         };
         let limits = http::Limits::from(queue.reply_limits);
         let protocol = match queue.tank_type {
-            TankType::Http => Protocol::Http(limits),
+            TankType::Http | TankType::Http2 | TankType::Grpc => Protocol::Http(limits),
             TankType::None => Protocol::Tcp,
             TankType::Memcached => Protocol::Memcached,
-            TankType::Http2 | TankType::Grpc => {
-                let kind = if queue.tank_type == TankType::Grpc {
-                    self::h2::Kind::Grpc
-                } else {
-                    self::h2::Kind::Http
-                };
-                let authority = queue.grpc.as_ref().and_then(|g| g.authority.clone());
-                return Ok(Guns::H2(Arc::new(H2Gun::new(
-                    target,
-                    tls,
-                    kind,
-                    limits,
-                    queue.timeout,
-                    queue.gatling_ip.clone(),
-                    queue.connections.map(|n| n as usize),
-                    authority,
-                ))));
-            }
         };
-        let gun = WireGun::new(
-            target,
+        let h2 = queue.tank_type.is_http2().then(|| H2Options {
+            kind: if queue.tank_type == TankType::Grpc {
+                self::h2::Kind::Grpc
+            } else {
+                self::h2::Kind::Http
+            },
+            limits,
+            connections: queue.connections.map(|n| n as usize),
+            authority: queue.grpc.as_ref().and_then(|g| g.authority.clone()),
+        });
+        Ok(GunSpec {
+            address,
+            ssl: queue.ssl,
             tls,
             protocol,
-            queue.timeout,
-            queue.gatling_ip.clone(),
-        )
-        .with_depth(queue.depth as usize);
-        Ok(Guns::Wire(Arc::new(gun)))
+            timeout: queue.timeout,
+            sources: queue.gatling_ip.clone(),
+            depth: queue.depth as usize,
+            h2,
+            address_at: queue.places.of("address"),
+        })
     }
 
+    /// The target, resolved (a host name is looked up now); `origin` is the
+    /// in-process simulator's address, for `address = origin`.
+    pub fn target(&self, origin: Option<SocketAddr>) -> Result<target::Target, EngineError> {
+        match &self.address {
+            Address::Origin => {
+                let addr = origin.ok_or_else(|| {
+                    EngineError::Option(
+                        self.address_at
+                            .error("`origin` is the origin simulator, which is not running"),
+                    )
+                })?;
+                Ok(target::Target {
+                    addr,
+                    host: addr.ip().to_string(),
+                })
+            }
+            Address::Host { address, port } => target::resolve(address, *port, self.ssl)
+                .map_err(|m| EngineError::Option(self.address_at.error(m))),
+        }
+    }
+
+    /// The gun that fires: its target resolved (see [`GunSpec::target`]).
+    pub(crate) fn resolve(&self, origin: Option<SocketAddr>) -> Result<Guns, EngineError> {
+        if let Some(h2) = &self.h2 {
+            return Ok(Guns::H2(Arc::new(H2Gun::new(
+                self.target(origin)?,
+                self.tls.clone(),
+                h2.kind,
+                h2.limits,
+                self.timeout,
+                self.sources.clone(),
+                h2.connections,
+                h2.authority.clone(),
+            ))));
+        }
+        let gun = WireGun::new(
+            self.target(origin)?,
+            self.tls.clone(),
+            self.protocol,
+            self.timeout,
+            self.sources.clone(),
+        )
+        .with_depth(self.depth);
+        Ok(Guns::Wire(Arc::new(gun)))
+    }
+}
+
+/// The gun a queue's `tank_type` asks for, ready to fire.
+pub(crate) enum Guns {
+    /// `http`, `none` and `memcached`: see [`wire`].
+    Wire(Arc<WireGun>),
+    /// `http2` and `grpc`: see [`h2`].
+    H2(Arc<H2Gun>),
+}
+
+impl Guns {
     /// The endpoint shot at (resolved address and port).
     pub(crate) fn endpoint(&self) -> SocketAddr {
         match self {
