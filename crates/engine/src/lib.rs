@@ -308,83 +308,141 @@ impl Engine {
         io: &IoThreads,
     ) -> RunReport {
         let mut tasks = tokio::task::JoinSet::new();
-        let mut feeders = Vec::new();
         let io_spawner = io.spawner();
         let shortest_timeout = self.queues.iter().map(|q| q.gun.timeout()).min();
         let _anchors = io_spawner
             .anchor_timers(shortest_timeout.map_or(TIMER_ANCHOR, |t| t.min(TIMER_ANCHOR)));
+        let mut feeding = Vec::new();
         let mut first = 0;
         for (index, queue) in self.queues.into_iter().enumerate() {
-            // A plan whose length is known is not walked to count what was left.
-            let known = queue.planned.as_ref().map(PlannedCount::total);
-            let count_rest = Arc::new(AtomicBool::new(false));
-            let tally = queue.sessions.clone().unwrap_or_default();
-            let handoff = feed::handoff(queue.plan.model(), clock.start.into_std(), &tally);
-            let spawned = match &handoff {
-                queue::Handoff::Shots(dispatch) => feed::spawn(
-                    queue.plan,
-                    queue.name.clone(),
-                    Arc::clone(&count_rest),
-                    Arc::clone(dispatch),
-                ),
-                queue::Handoff::Sessions(sessions) => feed::spawn_replay(
-                    queue.plan,
-                    queue.name.clone(),
-                    Arc::clone(&count_rest),
-                    Arc::clone(sessions),
-                ),
-            };
-            let feeder = match spawned {
-                Ok(started) => started,
-                Err(error) => {
-                    feeders.push((queue.name.clone(), None, Some(error.to_string()), None));
-                    continue;
-                }
-            };
-            let shared = Arc::new(queue::Shared {
+            let along = Along {
                 // Configs do not hold 65536 queues; were one to, the rest would share a group.
                 queue: QueueIndex::try_from(index).unwrap_or(QueueIndex::MAX),
                 clock,
-                handoff,
-                deadline: queue
-                    .schedule_ms
-                    .map(|ms| clock.start + Duration::from_millis(ms)),
-                samples: samples.clone(),
-                answers: answers
-                    .clone()
-                    .map(|sink| (sink, queue.writelog))
-                    .filter(|(_, level)| *level != WriteLog::Off),
-                stop: control.stop.clone(),
-                abort: control.abort.clone(),
-                active: queue.active,
-                fired: Default::default(),
-                count_rest: known.is_none().then_some(count_rest),
-            });
-            feeders.push((
-                queue.name.clone(),
-                Some((feeder, Arc::clone(&shared))),
-                None,
-                known,
-            ));
-            // Queues continue each other's spread, so small queues share the threads too.
-            tasks.spawn(queue::run(
-                shared,
-                queue.gun,
-                first,
-                queue.pool,
-                io_spawner.clone(),
-            ));
-            first += queue.pool;
+                samples: &samples,
+                answers: answers.as_ref(),
+                control: &control,
+            };
+            let (started, instances) = queue.start(along);
+            if let Some((shared, gun, pool)) = instances {
+                // Queues continue each other's spread, so small queues share the threads too.
+                tasks.spawn(queue::run(shared, gun, first, pool, io_spawner.clone()));
+                first += pool;
+            }
+            feeding.push(started);
         }
         while tasks.join_next().await.is_some() {}
         let elapsed = clock.start.elapsed();
         let samples_dropped = samples.dropped();
         drop(samples);
         let mut reports = Vec::new();
-        for (name, running, start_error, known) in feeders {
-            let Some((feeder, shared)) = running else {
-                let message = start_error.unwrap_or_default();
-                reports.push(QueueReport {
+        for feed in feeding {
+            reports.push(feed.finish().await);
+        }
+        RunReport {
+            queues: reports,
+            elapsed,
+            samples_dropped,
+        }
+    }
+}
+
+/// What every queue of a run is started with.
+struct Along<'a> {
+    queue: QueueIndex,
+    clock: Clock,
+    samples: &'a SampleSink,
+    answers: Option<&'a AnswerSink>,
+    control: &'a Control,
+}
+
+/// A queue's instances, ready to spawn: what they share, their gun and their count.
+type Instances = (Arc<queue::Shared>, gun::Guns, usize);
+
+/// A queue's feeder as the run goes: running beside the queue's instances, or
+/// one that could not start (the queue then fires nothing).
+enum Feeding {
+    Running {
+        name: String,
+        feeder: feed::Feeder,
+        shared: Arc<queue::Shared>,
+        /// The planned count, when known without walking the plan.
+        known: Option<u64>,
+    },
+    Failed {
+        name: String,
+        message: String,
+    },
+}
+
+impl PreparedQueue {
+    /// Start the queue's feeder; its instances, to spawn, unless the feeder failed to start.
+    fn start(self, along: Along<'_>) -> (Feeding, Option<Instances>) {
+        // A plan whose length is known is not walked to count what was left.
+        let known = self.planned.as_ref().map(PlannedCount::total);
+        let count_rest = Arc::new(AtomicBool::new(false));
+        let tally = self.sessions.clone().unwrap_or_default();
+        let handoff = feed::handoff(self.plan.model(), along.clock.start.into_std(), &tally);
+        let spawned = match &handoff {
+            queue::Handoff::Shots(dispatch) => feed::spawn(
+                self.plan,
+                self.name.clone(),
+                Arc::clone(&count_rest),
+                Arc::clone(dispatch),
+            ),
+            queue::Handoff::Sessions(sessions) => feed::spawn_replay(
+                self.plan,
+                self.name.clone(),
+                Arc::clone(&count_rest),
+                Arc::clone(sessions),
+            ),
+        };
+        let feeder = match spawned {
+            Ok(started) => started,
+            Err(error) => {
+                let failed = Feeding::Failed {
+                    name: self.name,
+                    message: error.to_string(),
+                };
+                return (failed, None);
+            }
+        };
+        let shared = Arc::new(queue::Shared {
+            queue: along.queue,
+            clock: along.clock,
+            handoff,
+            deadline: self
+                .schedule_ms
+                .map(|ms| along.clock.start + Duration::from_millis(ms)),
+            samples: along.samples.clone(),
+            answers: along
+                .answers
+                .cloned()
+                .map(|sink| (sink, self.writelog))
+                .filter(|(_, level)| *level != WriteLog::Off),
+            stop: along.control.stop.clone(),
+            abort: along.control.abort.clone(),
+            active: self.active,
+            fired: Default::default(),
+            count_rest: known.is_none().then_some(count_rest),
+        });
+        let running = Feeding::Running {
+            name: self.name,
+            feeder,
+            shared: Arc::clone(&shared),
+            known,
+        };
+        (running, Some((shared, self.gun, self.pool)))
+    }
+}
+
+impl Feeding {
+    /// The queue's report, once its instances have ended: its feeder halted
+    /// and joined, the plan's rest counted when the count was not known.
+    async fn finish(self) -> QueueReport {
+        let (name, feeder, shared, known) = match self {
+            Feeding::Failed { name, message } => {
+                return QueueReport {
                     name: name.clone(),
                     planned: None,
                     fired: 0,
@@ -392,35 +450,35 @@ impl Engine {
                         queue: name,
                         message,
                     }),
-                });
-                continue;
-            };
-            // Halting lets a feeder waiting for room see the end.
-            shared.handoff.halt();
-            let fired = shared.fired.load(Ordering::Relaxed);
-            let feed = tokio::task::spawn_blocking(move || feeder.join()).await;
-            let (counted, error) = match feed {
-                Ok(Ok(Ok(report))) => (report.complete.then_some(report.planned), None),
-                Ok(Ok(Err(error))) => (None, Some(EngineError::Plan(error))),
-                _ => (
-                    None,
-                    Some(EngineError::Queue {
-                        queue: name.clone(),
-                        message: "the feeder thread failed".into(),
-                    }),
-                ),
-            };
-            reports.push(QueueReport {
+                }
+            }
+            Feeding::Running {
                 name,
-                planned: known.or(counted),
-                fired,
-                error,
-            });
-        }
-        RunReport {
-            queues: reports,
-            elapsed,
-            samples_dropped,
+                feeder,
+                shared,
+                known,
+            } => (name, feeder, shared, known),
+        };
+        // Halting lets a feeder waiting for room see the end.
+        shared.handoff.halt();
+        let fired = shared.fired.load(Ordering::Relaxed);
+        let feed = tokio::task::spawn_blocking(move || feeder.join()).await;
+        let (counted, error) = match feed {
+            Ok(Ok(Ok(report))) => (report.complete.then_some(report.planned), None),
+            Ok(Ok(Err(error))) => (None, Some(EngineError::Plan(error))),
+            _ => (
+                None,
+                Some(EngineError::Queue {
+                    queue: name.clone(),
+                    message: "the feeder thread failed".into(),
+                }),
+            ),
+        };
+        QueueReport {
+            name,
+            planned: known.or(counted),
+            fired,
+            error,
         }
     }
 }
