@@ -14,8 +14,8 @@ use crate::convert::{self, Converted};
 use crate::error::{ConfigError, OptionPlace, Place};
 use crate::limits::{grouped, MAX_DEPTH, MAX_INSTANCES, MAX_SHOTS, MAX_THREADS};
 use crate::model::{
-    AmmoSource, AmmoType, Autocases, GrpcConfig, LoadProfile, MemcachedConfig, Places,
-    QueueConfig, ReplyLimits, RunOptions, TankType, WriteLog,
+    AmmoSource, AmmoType, Autocases, GrpcConfig, LoadProfile, MemcachedConfig, Places, QueueConfig,
+    ReplyLimits, RunOptions, TankType, WriteLog,
 };
 use crate::options::SCHEDULE_KEYS;
 use crate::raw::{RawEntry, RawSection, RawValue};

@@ -189,11 +189,14 @@ fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
     }
 }
 
+/// A cached conversion: the bytes it came from, and the request.
+type Entry = (Box<[u8]>, Arc<H2Request>);
+
 /// Conversions by the address and length of the bytes they came from.
 pub(super) struct Cache {
     authority: String,
     scheme: &'static str,
-    entries: foldhash::HashMap<(usize, usize), (Box<[u8]>, Arc<H2Request>)>,
+    entries: foldhash::HashMap<(usize, usize), Entry>,
     bytes: usize,
 }
 
