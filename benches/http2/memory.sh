@@ -55,4 +55,4 @@ INI
 /usr/bin/time -f '%M' -o "$work/rss" "$tank" -q -c "$work/load.ini" > "$work/out" 2>&1 || true
 rows=$(wc -l < "$work/run/phout.log")
 ok=$(awk -F'\t' '$11 == 0 && $12 == 200' "$work/run/phout.log" | wc -l)
-echo "10,000 HTTP/2 streams in flight over 10 connections: peak RSS $(( $(cat "$work/rss") / 1024 )) MB; rows $rows, of which $ok answered 200"
+echo "10,000 HTTP/2 streams in flight over 10 connections: peak RSS $(( $(tail -1 "$work/rss") / 1024 )) MB; rows $rows, of which $ok answered 200"
