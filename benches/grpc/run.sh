@@ -48,7 +48,7 @@ proto = $proto
 artifacts_base_dir = $work/logs
 INI
 }
-timed() { /usr/bin/time -f '%U %S' -o "$work/time" "$@" > "$work/out" 2>&1 || true; awk '{print $1 + $2}' "$work/time"; }
+timed() { /usr/bin/time -f '%U %S' -o "$work/time" "$@" > "$work/out" 2>&1 || true; tail -1 "$work/time" | awk '{print $1 + $2}'; }
 per_cpu() { python3 -c "import sys; r, c = float(sys.argv[1]), float(sys.argv[2]); print(f'{r / c:,.0f}' if c else 'n/a')" "$1" "$2"; }
 secs=${duration%s}
 
@@ -78,7 +78,7 @@ rm -rf "$work/logs"
 config "rps_schedule = const(5000, ${secs}s)
 instances = 256"
 timed "$tank" -c "$work/load.ini" > /dev/null
-echo "| tank (from the intended start) | $(grep -E '^ +99%' "$work/out" | head -1 | awk '{print $2, $3}') |"
+echo "| tank (ms: service, from the intended start) | $(grep -E "^ +99%" "$work/out" | head -1 | awk "{print \$2, \$3}") |"
 timed "$ghz" --insecure --proto "$proto" --call tankbar.Greeter.SayHello -d '{"name":"tank"}' \
     --connections 2 -c 256 --rps 5000 -z "$duration" --format json "127.0.0.1:$port" > /dev/null
 echo "| ghz | $(python3 -c "import json,sys; l=[x for x in json.load(open(sys.argv[1]))['latencyDistribution'] if x['percentage']==99]; print(f\"{l[0]['latency']/1e6:.3f} ms\" if l else 'n/a')" "$work/out") |"

@@ -47,7 +47,7 @@ start_nginx_h2
 url=http://$origin_addr/small
 
 # cpu-seconds of a command (user + system), its output in $work/out.
-timed() { /usr/bin/time -f '%U %S' -o "$work/time" "$@" > "$work/out" 2>&1 || true; awk '{print $1 + $2}' "$work/time"; }
+timed() { /usr/bin/time -f '%U %S' -o "$work/time" "$@" > "$work/out" 2>&1 || true; tail -1 "$work/time" | awk '{print $1 + $2}'; }
 per_cpu() { python3 -c "import sys; r, c = float(sys.argv[1]), float(sys.argv[2]); print(f'{r / c:,.0f}' if c else 'n/a')" "$1" "$2"; }
 
 echo "## HTTP/2, closed model, 2 connections x 64 streams, $duration, nginx h2c"
