@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::support::component::{binary, Component};
+use crate::support::h2server::H2Server;
 use crate::support::{artifacts, assert_ran, phout, shoot};
 
 /// nginx serving `/small` (200) on a free port, with `listen` options
@@ -214,4 +215,58 @@ fn goaway_ends_the_streams_the_server_did_not_take_and_only_those() {
         connections.len()
     );
     assert!(connections.len() > 1);
+}
+
+/// A run of `uris` (each once) against the hostile server, with `extra` options.
+fn against_hostile(uris: &str, extra: &str) -> Vec<crate::support::Row> {
+    let server = H2Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[phantom]\naddress = {}\ntank_type = http2\nconnections = 1\n{uris}\n\
+         instances_schedule = const(4, 1s)\nloop = 1\n{extra}\n\
+         [tank]\nartifacts_base_dir = {}\n",
+        server.addr,
+        dir.path().join("logs").display()
+    );
+    let out = shoot(dir.path(), &config, Duration::from_secs(120));
+    assert_ran(&out);
+    phout(&artifacts(dir.path()))
+}
+
+#[test]
+fn resets_keep_their_reason_in_the_net_code() {
+    let rows = against_hostile("uris = /ok\n  /refuse\n  /reset", "");
+    let mut codes: Vec<(u16, u16)> = rows.iter().map(|r| (r.net_code, r.proto_code)).collect();
+    codes.sort_unstable();
+    // 1007: REFUSED_STREAM; 1002: INTERNAL_ERROR.
+    assert_eq!(codes, [(0, 200), (1002, 0), (1007, 0)], "{rows:?}");
+}
+
+#[test]
+fn a_connection_dropped_under_a_stream_is_connection_lost() {
+    let rows = against_hostile("uris = /drop", "");
+    assert_eq!(rows.len(), 1);
+    // Closed without GOAWAY: 1200 (a reset, with its errno, would be 104).
+    assert_eq!(rows[0].net_code, 1200, "{rows:?}");
+}
+
+#[test]
+fn a_body_held_back_by_flow_control_is_a_stall() {
+    // 100 KB: more than the server's initial window (64 KB) lets out.
+    let dir = tempfile::tempdir().unwrap();
+    let body = "x".repeat(100_000);
+    let request = format!(
+        "POST /stall HTTP/1.1\r\nHost: h\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let ammo = dir.path().join("ammo.txt");
+    std::fs::write(&ammo, format!("{} stall\n{request}\n", request.len())).unwrap();
+    let rows = against_hostile(
+        &format!("ammofile = {}\nammo_type = phantom", ammo.display()),
+        "timeout = 1s",
+    );
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].net_code, 1201, "{rows:?}");
+    // What left is the window's worth, not the whole body.
+    assert!(rows[0].size_out < 100_000, "{rows:?}");
 }
