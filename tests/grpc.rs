@@ -80,7 +80,17 @@ fn calls(server: &Component, calls: usize) -> Vec<String> {
 }
 
 fn check_run(dir: &Path, server: &Component) {
-    let rows = phout(&artifacts(dir));
+    let run = artifacts(dir);
+    // The summary names the statuses the proto codes stand for.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["grpc_statuses"],
+        serde_json::json!({"OK": 50, "NOT_FOUND": 25, "UNAVAILABLE": 25})
+    );
+    let text = std::fs::read_to_string(run.join("summary.txt")).unwrap();
+    assert!(text.contains("gRPC statuses:"), "{text}");
+    let rows = phout(&run);
     assert_eq!(rows.len(), 100);
     assert!(rows.iter().all(|r| r.net_code == 0), "{rows:?}");
     for (tag, code) in [

@@ -220,6 +220,10 @@ pub struct QueueReport {
     pub fired: u64,
     /// A plan or ammo error met during the run (the queue stopped there).
     pub error: Option<EngineError>,
+    /// A `tank_type = grpc` queue's replies by `grpc-status` (code, count;
+    /// codes with none left out): what phout's proto code cannot tell apart
+    /// (ABORTED and ALREADY_EXISTS are both 409). Empty for other queues.
+    pub grpc_statuses: Vec<(tank_grpc::Status, u64)>,
 }
 
 impl QueueReport {
@@ -368,6 +372,8 @@ enum Feeding {
         shared: Arc<queue::Shared>,
         /// The planned count, when known without walking the plan.
         known: Option<u64>,
+        /// A gRPC queue's statuses as its gun counts them.
+        statuses: Option<Arc<gun::h2::StatusTally>>,
     },
     Failed {
         name: String,
@@ -431,6 +437,7 @@ impl PreparedQueue {
             feeder,
             shared: Arc::clone(&shared),
             known,
+            statuses: self.gun.grpc_statuses(),
         };
         (running, Some((shared, self.gun, self.pool)))
     }
@@ -440,7 +447,7 @@ impl Feeding {
     /// The queue's report, once its instances have ended: its feeder halted
     /// and joined, the plan's rest counted when the count was not known.
     async fn finish(self) -> QueueReport {
-        let (name, feeder, shared, known) = match self {
+        let (name, feeder, shared, known, statuses) = match self {
             Feeding::Failed { name, message } => {
                 return QueueReport {
                     name: name.clone(),
@@ -450,6 +457,7 @@ impl Feeding {
                         queue: name,
                         message,
                     }),
+                    grpc_statuses: Vec::new(),
                 }
             }
             Feeding::Running {
@@ -457,7 +465,8 @@ impl Feeding {
                 feeder,
                 shared,
                 known,
-            } => (name, feeder, shared, known),
+                statuses,
+            } => (name, feeder, shared, known, statuses),
         };
         // Halting lets a feeder waiting for room see the end.
         shared.handoff.halt();
@@ -479,6 +488,7 @@ impl Feeding {
             planned: known.or(counted),
             fired,
             error,
+            grpc_statuses: statuses.map_or_else(Vec::new, |tally| tally.counts()),
         }
     }
 }

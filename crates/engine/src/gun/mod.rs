@@ -280,6 +280,14 @@ impl Guns {
         }
     }
 
+    /// A gRPC gun's count of replies by status (`None` for other guns).
+    pub(crate) fn grpc_statuses(&self) -> Option<Arc<self::h2::StatusTally>> {
+        match self {
+            Guns::H2(gun) => gun.grpc_statuses(),
+            Guns::Wire(_) => None,
+        }
+    }
+
     /// The per-request budget.
     pub(crate) fn timeout(&self) -> Duration {
         match self {

@@ -85,6 +85,34 @@ pub struct H2Gun {
     scheme: &'static str,
     /// Made when the first barrel says how many threads there are.
     pools: OnceLock<Pools>,
+    /// Replies by `grpc-status` (a gRPC gun's).
+    statuses: Arc<StatusTally>,
+}
+
+/// Replies counted by gRPC status, without a lock: a counter per code.
+pub struct StatusTally([std::sync::atomic::AtomicU64; 256]);
+
+impl Default for StatusTally {
+    fn default() -> Self {
+        StatusTally(std::array::from_fn(|_| Default::default()))
+    }
+}
+
+impl StatusTally {
+    fn count(&self, status: tank_grpc::Status) {
+        self.0[usize::from(status.0)].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The statuses counted, in code order, with their counts.
+    pub fn counts(&self) -> Vec<(tank_grpc::Status, u64)> {
+        (0..=255u8)
+            .map(|code| {
+                let n = self.0[usize::from(code)].load(std::sync::atomic::Ordering::Relaxed);
+                (tank_grpc::Status(code), n)
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
 }
 
 /// The most header bytes a reply's head may decode to, at least.
@@ -150,7 +178,13 @@ impl H2Gun {
             authority,
             scheme,
             pools: OnceLock::new(),
+            statuses: Arc::default(),
         }
+    }
+
+    /// Its count of replies by gRPC status (`None` for HTTP/2).
+    pub(crate) fn grpc_statuses(&self) -> Option<Arc<StatusTally>> {
+        (self.kind == Kind::Grpc).then(|| Arc::clone(&self.statuses))
     }
 
     /// The endpoint shot at.
@@ -265,6 +299,9 @@ impl H2Barrel {
     ) -> Measured {
         measured.sends = u8::from(measured.size_out > 0);
         measured.proto_code = progress.reply.code;
+        if let Some(status) = progress.reply.grpc {
+            self.gun.statuses.count(status);
+        }
         measured.net_code = result.err().unwrap_or(NetCode::OK);
         fill(&mut measured, &marks, end_us, micros(self.gun.timeout));
         measured
