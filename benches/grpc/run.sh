@@ -17,6 +17,7 @@ duration=${1:-10s}
 cargo build --release --quiet --bin tank
 tank=$PWD/target/release/tank
 work=$(mktemp -d)
+. benches/targets.sh
 server_pid=''
 trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"' EXIT
 export GOPATH="$work/go" GOFLAGS=-modcacherw
@@ -48,8 +49,6 @@ proto = $proto
 artifacts_base_dir = $work/logs
 INI
 }
-timed() { /usr/bin/time -f '%U %S' -o "$work/time" "$@" > "$work/out" 2>&1 || true; tail -1 "$work/time" | awk '{print $1 + $2}'; }
-per_cpu() { python3 -c "import sys; r, c = float(sys.argv[1]), float(sys.argv[2]); print(f'{r / c:,.0f}' if c else 'n/a')" "$1" "$2"; }
 secs=${duration%s}
 
 echo "## gRPC unary, closed model, 2 connections x 64 streams, $duration, grpc-go server"
@@ -61,13 +60,13 @@ instances = 128
 loop = 100000000
 [autostop]
 autostop = limit(${secs}s)"
-cpu=$(timed "$tank" -q -c "$work/load.ini")
+cpu=$(cpu_seconds "$tank" -q -c "$work/load.ini")
 calls=$(cat "$work"/logs/*/phout.log | wc -l)
-echo "| tank | $calls | $cpu | $(per_cpu "$calls" "$cpu") |"
-cpu=$(timed "$ghz" --insecure --proto "$proto" --call tankbar.Greeter.SayHello -d '{"name":"tank"}' \
+echo "| tank | $calls | $cpu | $(per_cpu_second "$calls" "$cpu") |"
+cpu=$(cpu_seconds "$ghz" --insecure --proto "$proto" --call tankbar.Greeter.SayHello -d '{"name":"tank"}' \
     --connections 2 -c 128 -z "$duration" --format json "127.0.0.1:$port")
 calls=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['count'])" "$work/out")
-echo "| ghz | $calls | $cpu | $(per_cpu "$calls" "$cpu") |"
+echo "| ghz | $calls | $cpu | $(per_cpu_second "$calls" "$cpu") |"
 
 echo
 echo "## gRPC unary at 5,000 calls/s, $duration"
@@ -77,8 +76,8 @@ echo "|---|---|"
 rm -rf "$work/logs"
 config "rps_schedule = const(5000, ${secs}s)
 instances = 256"
-timed "$tank" -c "$work/load.ini" > /dev/null
+cpu_seconds "$tank" -c "$work/load.ini" > /dev/null
 echo "| tank (ms: service, from the intended start) | $(grep -E "^ +99%" "$work/out" | head -1 | awk "{print \$2, \$3}") |"
-timed "$ghz" --insecure --proto "$proto" --call tankbar.Greeter.SayHello -d '{"name":"tank"}' \
+cpu_seconds "$ghz" --insecure --proto "$proto" --call tankbar.Greeter.SayHello -d '{"name":"tank"}' \
     --connections 2 -c 256 --rps 5000 -z "$duration" --format json "127.0.0.1:$port" > /dev/null
 echo "| ghz | $(python3 -c "import json,sys; l=[x for x in json.load(open(sys.argv[1]))['latencyDistribution'] if x['percentage']==99]; print(f\"{l[0]['latency']/1e6:.3f} ms\" if l else 'n/a')" "$work/out") |"

@@ -275,7 +275,7 @@ impl H2Barrel {
                 end_us = at(record.end).unwrap_or(end_now).min(end_now);
             }
             if result == Err(NetCode::TIMED_OUT) && record.sent.is_none() {
-                measured.size_out = record.out;
+                // The budget ran out before the request left whole: flow control held it.
                 return self.row(
                     measured,
                     marks,
@@ -317,6 +317,7 @@ impl H2Barrel {
         capture: Option<&mut Vec<u8>>,
     ) -> Result<(), NetCode> {
         let gun = Arc::clone(&self.gun);
+        // Made by `barrel` with the run's thread count; the count is not used again.
         let pools = gun.pools(1);
         let converted = pools.with(self.pool, |pool| pool.cache.get(request));
         let Ok(h2_request) = converted else {
