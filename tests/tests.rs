@@ -10,6 +10,7 @@ mod limit;
 mod memcached;
 mod monitoring;
 mod origin;
+mod pipes;
 mod prepare;
 mod replay;
 mod report;

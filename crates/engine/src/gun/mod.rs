@@ -187,7 +187,7 @@ impl GunSpec {
         } else {
             None
         };
-        let limits = http::Limits::from(queue.reply_limits);
+        let limits = http::limits(queue.reply_limits);
         let protocol = match queue.tank_type {
             TankType::Http | TankType::Http2 | TankType::Grpc => Protocol::Http(limits),
             TankType::None => Protocol::Tcp,

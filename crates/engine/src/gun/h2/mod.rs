@@ -231,7 +231,7 @@ enum Failure {
 struct Progress {
     /// The stream, once opened: its ledger and id.
     stream: Option<(Arc<pool::Connection>, u32)>,
-    reply: outcome::Reply,
+    outcome: outcome::Outcome,
 }
 
 impl H2Barrel {
@@ -240,16 +240,16 @@ impl H2Barrel {
         &mut self,
         request: &[u8],
         start: Instant,
-        mut capture: Option<&mut Vec<u8>>,
+        mut reply: Option<&mut Vec<u8>>,
     ) -> Measured {
         let gun = Arc::clone(&self.gun);
         let deadline = start + gun.timeout;
         let mut marks = Marks::default();
         let mut progress = Progress::default();
-        if let Some(capture) = capture.as_deref_mut() {
-            capture.clear();
+        if let Some(reply) = reply.as_deref_mut() {
+            reply.clear();
         }
-        let shot = self.shoot(request, start, &mut marks, &mut progress, capture);
+        let shot = self.shoot(request, start, &mut marks, &mut progress, reply);
         let result = match timeout_at(deadline, shot).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(code)) => Err(code),
@@ -298,8 +298,8 @@ impl H2Barrel {
         end_us: u64,
     ) -> Measured {
         measured.sends = u8::from(measured.size_out > 0);
-        measured.proto_code = progress.reply.code;
-        if let Some(status) = progress.reply.grpc {
+        measured.proto_code = progress.outcome.code;
+        if let Some(status) = progress.outcome.grpc {
             self.gun.statuses.count(status);
         }
         measured.net_code = result.err().unwrap_or(NetCode::OK);
@@ -314,7 +314,7 @@ impl H2Barrel {
         start: Instant,
         marks: &mut Marks,
         progress: &mut Progress,
-        capture: Option<&mut Vec<u8>>,
+        reply: Option<&mut Vec<u8>>,
     ) -> Result<(), NetCode> {
         let gun = Arc::clone(&self.gun);
         // Made by `barrel` with the run's thread count; the count is not used again.
@@ -351,8 +351,8 @@ impl H2Barrel {
             response,
             gun.kind,
             &gun.limits,
-            &mut progress.reply,
-            capture,
+            &mut progress.outcome,
+            reply,
         )
         .await;
         drop(slot);

@@ -52,7 +52,7 @@ fn io_code(io: &std::io::Error) -> NetCode {
 
 /// Where a reply stands once it ended, or broke.
 #[derive(Debug, Default)]
-pub(super) struct Reply {
+pub(super) struct Outcome {
     /// The proto code so far (0 before the head).
     pub code: u16,
     /// gRPC's status, once read.
@@ -60,20 +60,20 @@ pub(super) struct Reply {
 }
 
 /// Read the reply to a stream, within `limits` (the body's size; the head's
-/// is h2's `max_header_list_size`), into `reply` as it goes; `capture` gets
-/// its text up to its capacity. `Err` is the net code of a reply that broke.
+/// is h2's `max_header_list_size`), into `outcome` as it goes; `reply`, when
+/// kept, gets its text up to its capacity. `Err` is the net code of a reply that broke.
 pub(super) async fn read(
     response: ResponseFuture,
     kind: Kind,
     limits: &Limits,
-    reply: &mut Reply,
-    mut capture: Option<&mut Vec<u8>>,
+    outcome: &mut Outcome,
+    mut reply: Option<&mut Vec<u8>>,
 ) -> Result<(), NetCode> {
     let response = response.await.map_err(|e| net_code(&e))?;
     let status = response.status().as_u16();
-    reply.code = status;
-    if let Some(capture) = capture.as_deref_mut() {
-        write_head(capture, status, response.headers());
+    outcome.code = status;
+    if let Some(reply) = reply.as_deref_mut() {
+        write_head(reply, status, response.headers());
     }
     let in_head = grpc_status(response.headers());
     let mut body = response.into_body();
@@ -87,29 +87,29 @@ pub(super) async fn read(
             // Dropping the stream resets it (CANCEL).
             return Err(NetCode::PROTOCOL);
         }
-        if let Some(capture) = capture.as_deref_mut() {
-            keep(capture, &chunk);
+        if let Some(reply) = reply.as_deref_mut() {
+            keep(reply, &chunk);
         }
     }
     let trailers = body.trailers().await.map_err(|e| net_code(&e))?;
-    if let (Some(capture), Some(trailers)) = (capture, &trailers) {
+    if let (Some(reply), Some(trailers)) = (reply, &trailers) {
         for (name, value) in trailers {
-            keep(capture, name.as_str().as_bytes());
-            keep(capture, b": ");
-            keep(capture, value.as_bytes());
-            keep(capture, b"\r\n");
+            keep(reply, name.as_str().as_bytes());
+            keep(reply, b": ");
+            keep(reply, value.as_bytes());
+            keep(reply, b"\r\n");
         }
     }
     if kind == Kind::Grpc {
         let found = trailers.as_ref().and_then(grpc_status).or(in_head);
         match found {
             Some(status) => {
-                reply.grpc = Some(status);
-                reply.code = status.http_code();
+                outcome.grpc = Some(status);
+                outcome.code = status.http_code();
             }
             None if status == 200 => {
-                reply.grpc = Some(Status::UNKNOWN);
-                reply.code = Status::UNKNOWN.http_code();
+                outcome.grpc = Some(Status::UNKNOWN);
+                outcome.code = Status::UNKNOWN.http_code();
             }
             // A proxy's error page, say: its status tells more than UNKNOWN.
             None => {}
@@ -122,24 +122,21 @@ fn grpc_status(headers: &HeaderMap) -> Option<Status> {
     Status::parse(headers.get("grpc-status")?.as_bytes())
 }
 
-/// Append `data` to `capture` as far as its capacity allows.
-fn keep(capture: &mut Vec<u8>, data: &[u8]) {
-    let room = capture
-        .capacity()
-        .saturating_sub(capture.len())
-        .min(data.len());
-    capture.extend_from_slice(&data[..room]);
+/// Append `data` to `reply` as far as its capacity allows.
+fn keep(reply: &mut Vec<u8>, data: &[u8]) {
+    let room = reply.capacity().saturating_sub(reply.len()).min(data.len());
+    reply.extend_from_slice(&data[..room]);
 }
 
-fn write_head(capture: &mut Vec<u8>, status: u16, headers: &HeaderMap) {
-    keep(capture, format!("HTTP/2 {status}\r\n").as_bytes());
+fn write_head(reply: &mut Vec<u8>, status: u16, headers: &HeaderMap) {
+    keep(reply, format!("HTTP/2 {status}\r\n").as_bytes());
     for (name, value) in headers {
-        keep(capture, name.as_str().as_bytes());
-        keep(capture, b": ");
-        keep(capture, value.as_bytes());
-        keep(capture, b"\r\n");
+        keep(reply, name.as_str().as_bytes());
+        keep(reply, b": ");
+        keep(reply, value.as_bytes());
+        keep(reply, b"\r\n");
     }
-    keep(capture, b"\r\n");
+    keep(reply, b"\r\n");
 }
 
 #[cfg(test)]
@@ -147,12 +144,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_head_is_written_as_http1_text_within_the_capture() {
+    fn the_head_is_written_as_http1_text_within_the_kept_reply() {
         let mut headers = HeaderMap::new();
         headers.insert("content-type", "text/plain".parse().unwrap());
-        let mut capture = Vec::with_capacity(64);
-        write_head(&mut capture, 404, &headers);
-        assert_eq!(capture, b"HTTP/2 404\r\ncontent-type: text/plain\r\n\r\n");
+        let mut reply = Vec::with_capacity(64);
+        write_head(&mut reply, 404, &headers);
+        assert_eq!(reply, b"HTTP/2 404\r\ncontent-type: text/plain\r\n\r\n");
         let mut small = Vec::with_capacity(4);
         write_head(&mut small, 200, &headers);
         assert_eq!(small, b"HTTP");

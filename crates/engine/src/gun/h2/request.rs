@@ -87,9 +87,12 @@ pub(super) fn convert(bytes: &[u8], authority: &str, scheme: &str) -> Result<Con
     let mut map = HeaderMap::with_capacity(parsed.headers.len());
     let mut host = None;
     let mut dropped = Vec::new();
-    let mut length = None;
-    let mut chunked = false;
+    // Framed as every HTTP/1 request of tank is (tank-http1's rules).
+    let mut framing = tank_http1::Framing::default();
     for header in parsed.headers.iter() {
+        framing
+            .header(header.name.as_bytes(), header.value)
+            .map_err(|e| e.to_string())?;
         let lower = header.name.to_ascii_lowercase();
         match lower.as_str() {
             "host" => {
@@ -98,19 +101,7 @@ pub(super) fn convert(bytes: &[u8], authority: &str, scheme: &str) -> Result<Con
                 host = Some(value.trim().to_owned());
                 continue;
             }
-            "content-length" => {
-                let value = std::str::from_utf8(header.value).unwrap_or("").trim();
-                length =
-                    Some(value.parse::<usize>().map_err(|_| {
-                        format!("Content-Length `{value}` is not a number of bytes")
-                    })?);
-            }
-            "transfer-encoding" => {
-                chunked = header.value.eq_ignore_ascii_case(b"chunked");
-                dropped.push(header.name.to_owned());
-                continue;
-            }
-            "connection" | "keep-alive" | "proxy-connection" | "upgrade" => {
+            "transfer-encoding" | "connection" | "keep-alive" | "proxy-connection" | "upgrade" => {
                 dropped.push(header.name.to_owned());
                 continue;
             }
@@ -126,21 +117,22 @@ pub(super) fn convert(bytes: &[u8], authority: &str, scheme: &str) -> Result<Con
             .map_err(|_| format!("header `{}` has a value HTTP/2 cannot carry", header.name))?;
         map.append(name, value);
     }
+    framing.request_body().map_err(|e| e.to_string())?;
     let rest = &bytes[head_len..];
-    let body = if chunked {
+    let body = if framing.chunked {
         let body = dechunk(rest)?;
-        map.remove(http::header::CONTENT_LENGTH);
         map.insert(http::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
         body
     } else {
-        match length {
-            Some(n) if n > rest.len() => {
+        match framing.length.map(usize::try_from) {
+            Some(Ok(n)) if n <= rest.len() => rest[..n].to_vec(),
+            Some(_) => {
                 return Err(format!(
-                    "Content-Length {n}, but the request holds {} bytes of body",
+                    "Content-Length {}, but the request holds {} bytes of body",
+                    framing.length.unwrap_or(0),
                     rest.len()
                 ))
             }
-            Some(n) => rest[..n].to_vec(),
             None => rest.to_vec(),
         }
     };
