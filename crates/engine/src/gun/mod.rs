@@ -134,18 +134,9 @@ pub struct GunSpec {
     depth: usize,
     /// HTTP/2's options, for `tank_type = http2` and `grpc` (then `protocol`
     /// is not used).
-    h2: Option<H2Options>,
+    h2: Option<self::h2::Settings>,
     /// Where `address` was written, for resolution errors.
     address_at: tank_config::OptionPlace,
-}
-
-/// What an HTTP/2 gun needs besides what every gun does.
-#[derive(Debug, Clone)]
-struct H2Options {
-    kind: self::h2::Kind,
-    limits: http::Limits,
-    connections: Option<usize>,
-    authority: Option<String>,
 }
 
 impl GunSpec {
@@ -193,7 +184,7 @@ impl GunSpec {
             TankType::None => Protocol::Tcp,
             TankType::Memcached => Protocol::Memcached,
         };
-        let h2 = queue.tank_type.is_http2().then(|| H2Options {
+        let h2 = queue.tank_type.is_http2().then(|| self::h2::Settings {
             kind: if queue.tank_type == TankType::Grpc {
                 self::h2::Kind::Grpc
             } else {
@@ -243,12 +234,9 @@ impl GunSpec {
             return Ok(Guns::H2(Arc::new(H2Gun::new(
                 self.target(origin)?,
                 self.tls.clone(),
-                h2.kind,
-                h2.limits,
+                h2.clone(),
                 self.timeout,
                 self.sources.clone(),
-                h2.connections,
-                h2.authority.clone(),
             ))));
         }
         let gun = WireGun::new(

@@ -123,24 +123,37 @@ const STREAM_WINDOW: u32 = 1 << 20;
 /// The connection's receive window: the streams' windows together.
 const CONNECTION_WINDOW: u32 = 16 << 20;
 
+/// What an HTTP/2 gun needs besides what every gun does.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How its replies read.
+    pub kind: Kind,
+    /// phantom's reply limits (the body's size, the head's).
+    pub limits: Limits,
+    /// `connections` (`None`: as few as the concurrency needs).
+    pub connections: Option<usize>,
+    /// The `:authority` of requests without a Host (`None`: the address's
+    /// host and port).
+    pub authority: Option<String>,
+}
+
 impl H2Gun {
-    /// A gun speaking HTTP/2 (`kind` says how replies read) to `target`,
-    /// over TLS when `tls` is set (ALPN `h2` is asked for), else h2c with
-    /// prior knowledge; `connections` as the queue's option says (`None`: as
-    /// few as the concurrency needs); `authority`, when set, is the
-    /// `:authority` of requests without a Host (else the address's host and
-    /// port).
-    #[allow(clippy::too_many_arguments)]
+    /// A gun speaking HTTP/2 as `settings` say to `target`, over TLS when
+    /// `tls` is set (ALPN `h2` is asked for), else h2c with prior knowledge;
+    /// each shot within `timeout`, from `sources` round-robin.
     pub fn new(
         target: Target,
         tls: Option<Arc<ClientConfig>>,
-        kind: Kind,
-        limits: Limits,
+        settings: Settings,
         timeout: Duration,
         sources: Vec<IpAddr>,
-        connections: Option<usize>,
-        authority: Option<String>,
     ) -> Self {
+        let Settings {
+            kind,
+            limits,
+            connections,
+            authority,
+        } = settings;
         let scheme = if tls.is_some() { "https" } else { "http" };
         let tls = tls.map(|config| {
             let mut config = (*config).clone();
