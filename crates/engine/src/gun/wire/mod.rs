@@ -38,7 +38,7 @@
 //! With `depth = N` (memcached over plain TCP), up to N barrels on one I/O
 //! thread share a connection, each with a request in flight (`pipeline.rs`).
 
-mod conn;
+pub(crate) mod conn;
 mod http;
 pub mod memcached;
 mod pipeline;
@@ -439,10 +439,7 @@ impl WireBarrel {
             let read = conn
                 .read(deadline, |data| {
                     if let Some(kept) = kept.as_deref_mut() {
-                        let room = kept
-                            .capacity()
-                            .saturating_sub(kept.len())
-                            .min(data.len());
+                        let room = kept.capacity().saturating_sub(kept.len()).min(data.len());
                         kept.extend_from_slice(&data[..room]);
                     }
                     (data.len(), reply.feed(data))
