@@ -21,6 +21,8 @@ needed=(
     # tests/mysql.rs: the captured server and the replays' (mariadb-install-db, mariadbd).
     "mariadbd:mariadb-server"
     "mariadb:mariadb-client"
+    # tests/http2.rs: a real HTTP/2 server (h2c and h2 over TLS).
+    "nginx:nginx"
 )
 
 missing=()

@@ -5,6 +5,7 @@
 # checks formatting and lints, then runs every test of the workspace, including
 # the differential test against yandex-tank 2.0.11's stepper (its venv is made
 # on the first run by scripts/reference-venv.sh; later runs reuse it) and the
+# gRPC tests against Python's grpcio (scripts/grpc-venv.sh, likewise), and the
 # MySQL replay against a real client (scripts/mysql-client-venv.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,8 @@ TANK_K8S_VALIDATE="$(scripts/k8s-validate-venv.sh)"
 export TANK_K8S_VALIDATE
 TANK_MYSQL_PYTHON="$(scripts/mysql-client-venv.sh)"
 export TANK_MYSQL_PYTHON
+TANK_GRPC_PYTHON="$(scripts/grpc-venv.sh)"
+export TANK_GRPC_PYTHON
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

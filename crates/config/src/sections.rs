@@ -31,6 +31,8 @@ pub(crate) enum SectionKind {
     Memcached,
     /// `[mysql]`: tank's own, who `tank_type = mysql` logs in as.
     Mysql,
+    /// `[grpc]`: tank's own, the schema of `tank_type = grpc` queues.
+    Grpc,
     /// Another yandex-tank plugin's section: accepted, not acted on.
     Ignored,
     /// `[telegraf]` / `[monitoring]`: the hosts to watch.
@@ -76,12 +78,13 @@ const PATTERNS: &[(&str, SectionKind)] = &[
     ("memcached", SectionKind::Memcached),
     ("mysql", SectionKind::Mysql),
     ("search", SectionKind::Search),
+    ("grpc", SectionKind::Grpc),
 ];
 
 /// The known section names, for "unrecognized section" messages.
 pub(crate) const KNOWN: &str =
     "phantom, phantom-*, autostop, rcassert, console, origin, telegraf/monitoring, influx, \
-    prometheus, memcached, mysql, search, tank/core (and, ignored: aggregator, android, appium, \
+    prometheus, memcached, mysql, search, grpc, tank/core (and, ignored: aggregator, android, appium, \
     battery_historian, bfg, meta, overload, uploader, datauploader, jmeter, rcheck, shellexec, \
     shootexec, tips, json_report, pandora, opentsdb)";
 
@@ -150,6 +153,7 @@ pub(crate) fn classify(name: &str) -> Option<SectionKind> {
         SectionKind::Memcached if name != "memcached" => None,
         SectionKind::Mysql if name != "mysql" => None,
         SectionKind::Search if name != "search" => None,
+        SectionKind::Grpc if name != "grpc" => None,
         kind => Some(kind),
     }
 }

@@ -603,29 +603,27 @@ fn check_protocol(queue: &QueueConfig, path: &std::path::Path) -> Result<()> {
     use crate::sessions::Protocol;
     use tank_config::{ReplyFraming, TankType};
     let protocol = crate::sessions::SessionsReader::open(path)?.protocol();
-    let gun = match protocol {
-        Protocol::Http => TankType::Http,
-        Protocol::Mysql => TankType::Mysql,
-        Protocol::Tcp => TankType::None,
+    let (fits, guns) = match protocol {
+        Protocol::Http => (
+            matches!(queue.tank_type, TankType::Http | TankType::Http2),
+            "`tank_type = http` (or `http2`)",
+        ),
+        Protocol::Mysql => (queue.tank_type == TankType::Mysql, "`tank_type = mysql`"),
+        Protocol::Tcp => (queue.tank_type == TankType::None, "`tank_type = none`"),
     };
     let at = |key: &str, message: String| {
         Err(PlanError::Located(Box::new(
             queue.places.of(key).error(message),
         )))
     };
-    if queue.tank_type != gun {
+    if !fits {
         return at(
             "tank_type",
             format!(
-                "{} holds {} sessions (its first line says so), which `tank_type = {}` \
-                 replays; this queue's gun speaks another protocol",
+                "{} holds {} sessions (its first line says so), which {guns} replays; \
+                 this queue's gun speaks another protocol",
                 path.display(),
                 protocol.name(),
-                match gun {
-                    TankType::Http => "http",
-                    TankType::Mysql => "mysql",
-                    _ => "none",
-                },
             ),
         );
     }

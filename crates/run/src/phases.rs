@@ -340,9 +340,10 @@ fn start_results(
             .map(|queue| match queue.tank_type {
                 tank_config::TankType::Mysql => tank_report::apiary::Codes::Mysql,
                 tank_config::TankType::None => tank_report::apiary::Codes::None,
-                tank_config::TankType::Http | tank_config::TankType::Memcached => {
-                    tank_report::apiary::Codes::Http
-                }
+                tank_config::TankType::Http
+                | tank_config::TankType::Http2
+                | tank_config::TankType::Grpc
+                | tank_config::TankType::Memcached => tank_report::apiary::Codes::Http,
             })
             .collect();
         tank_report::apiary::ApiaryView::new(interval, codes, std::time::Duration::ZERO)

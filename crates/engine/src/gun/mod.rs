@@ -51,11 +51,14 @@
 //!   replayed session ended); the next request connects anew.
 //!
 //! Members: [`wire`] (HTTP/1.x, plain TCP, memcached: replies come back in
-//! request order on the connection) and [`mysql`] (a login after connecting,
-//! then commands; see there why it is not a wire protocol). A new protocol is a new module, a new
+//! request order on the connection), [`h2`] (HTTP/2 and gRPC: streams
+//! multiplexed over few connections) and [`mysql`] (a login after
+//! connecting, then commands; see there why it is not a wire protocol). A new
+//! protocol is a new module, a new
 //! variant of [`Guns`] and an arm in [`GunSpec::check`], [`GunSpec::resolve`] and
 //! `queue::run`.
 
+pub mod h2;
 pub(crate) mod measure;
 pub mod mysql;
 pub mod wire;
@@ -72,6 +75,7 @@ use tokio::time::Instant;
 use crate::io_threads::IoThread;
 use crate::{http, target, tls, EngineError};
 
+pub use self::h2::{H2Barrel, H2Gun};
 pub use mysql::{MysqlBarrel, MysqlGun};
 pub use wire::{Protocol, WireBarrel, WireGun};
 
@@ -132,6 +136,9 @@ pub struct GunSpec {
     timeout: Duration,
     sources: Vec<std::net::IpAddr>,
     depth: usize,
+    /// HTTP/2's options, for `tank_type = http2` and `grpc` (then `protocol`
+    /// is not used).
+    h2: Option<self::h2::Settings>,
     /// `tank_type = mysql`'s login (then `protocol` is not used); its
     /// password is read when the gun is resolved (`password_env`).
     mysql: Option<MysqlLogin>,
@@ -181,8 +188,9 @@ impl GunSpec {
         } else {
             None
         };
+        let limits = http::limits(queue.reply_limits);
         let protocol = match queue.tank_type {
-            TankType::Http => Protocol::Http(http::limits(queue.reply_limits)),
+            TankType::Http | TankType::Http2 | TankType::Grpc => Protocol::Http(limits),
             TankType::None => Protocol::Tcp(wire::tcp::Framing::from(&queue.reply_framing)),
             TankType::Memcached => Protocol::Memcached,
             // Not a wire protocol: see `mysql`.
@@ -202,6 +210,16 @@ impl GunSpec {
             }
             _ => None,
         };
+        let h2 = queue.tank_type.is_http2().then(|| self::h2::Settings {
+            kind: if queue.tank_type == TankType::Grpc {
+                self::h2::Kind::Grpc
+            } else {
+                self::h2::Kind::Http
+            },
+            limits,
+            connections: queue.connections.map(|n| n as usize),
+            authority: queue.grpc.as_ref().and_then(|g| g.authority.clone()),
+        });
         Ok(GunSpec {
             address,
             ssl: queue.ssl,
@@ -211,6 +229,7 @@ impl GunSpec {
             timeout: queue.timeout,
             sources: queue.gatling_ip.clone(),
             depth: queue.depth as usize,
+            h2,
             address_at: queue.places.of("address"),
         })
     }
@@ -248,6 +267,15 @@ impl GunSpec {
                 self.target(origin)?,
                 self.tls.clone(),
                 credentials,
+                self.timeout,
+                self.sources.clone(),
+            ))));
+        }
+        if let Some(h2) = &self.h2 {
+            return Ok(Guns::H2(Arc::new(H2Gun::new(
+                self.target(origin)?,
+                self.tls.clone(),
+                h2.clone(),
                 self.timeout,
                 self.sources.clone(),
             ))));
@@ -304,6 +332,8 @@ impl MysqlLogin {
 pub(crate) enum Guns {
     /// `http`, `none` and `memcached`: see [`wire`].
     Wire(Arc<WireGun>),
+    /// `http2` and `grpc`: see [`h2`].
+    H2(Arc<H2Gun>),
     /// `mysql`: see [`mysql`].
     Mysql(Arc<MysqlGun>),
 }
@@ -313,7 +343,16 @@ impl Guns {
     pub(crate) fn endpoint(&self) -> SocketAddr {
         match self {
             Guns::Wire(gun) => gun.endpoint(),
+            Guns::H2(gun) => gun.endpoint(),
             Guns::Mysql(gun) => gun.endpoint(),
+        }
+    }
+
+    /// A gRPC gun's count of replies by status (`None` for other guns).
+    pub(crate) fn grpc_statuses(&self) -> Option<Arc<self::h2::StatusTally>> {
+        match self {
+            Guns::H2(gun) => gun.grpc_statuses(),
+            Guns::Wire(_) | Guns::Mysql(_) => None,
         }
     }
 
@@ -321,6 +360,7 @@ impl Guns {
     pub(crate) fn timeout(&self) -> Duration {
         match self {
             Guns::Wire(gun) => gun.timeout(),
+            Guns::H2(gun) => gun.timeout(),
             Guns::Mysql(gun) => gun.timeout(),
         }
     }
@@ -329,7 +369,7 @@ impl Guns {
     /// for the run to say once.
     pub(crate) fn problem(&self) -> Option<String> {
         match self {
-            Guns::Wire(_) => None,
+            Guns::Wire(_) | Guns::H2(_) => None,
             Guns::Mysql(gun) => gun.problem(),
         }
     }
