@@ -71,7 +71,7 @@ pub fn run(
         Some(dir) => PathBuf::from(dir),
         None => Path::new(&config.core.artifacts_base_dir).join(format!(
             "{}_{processes}processes",
-            tank_shard::time::format_rfc3339(now_us)
+            tank_run::time::format_rfc3339(now_us)
                 .get(..19)
                 .unwrap_or_default()
                 .replace([':', 'T'], "-")
@@ -126,7 +126,7 @@ pub fn run(
     println!(
         "tank: {processes} shards in {}, starting together at {}",
         run_dir.display(),
-        tank_shard::time::format_rfc3339(start)
+        tank_run::time::format_rfc3339(start)
     );
     let codes = supervise(&mut shards, &signals)?;
     let dirs: Vec<PathBuf> = shards.iter().map(|s| s.dir.clone()).collect();
@@ -208,7 +208,7 @@ fn supervise(shards: &mut [Shard], signals: &AtomicUsize) -> Result<Vec<i32>> {
             if ts > shown {
                 println!(
                     "{}  responses {:>8}  planned {:>8}  sent {:>8}  errors {:>6}  [{}/{} shards]",
-                    tank_shard::time::format_rfc3339(ts * 1_000_000)
+                    tank_run::time::format_rfc3339(ts * 1_000_000)
                         .get(11..19)
                         .unwrap_or(""),
                     second.responses,

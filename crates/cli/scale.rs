@@ -41,7 +41,7 @@ impl ScaleArgs {
     /// `--start-at` as µs since the Unix epoch.
     pub fn start_at(&self) -> Result<Option<u64>> {
         match &self.start_at {
-            Some(text) => match tank_shard::time::parse_time(text) {
+            Some(text) => match tank_run::time::parse_time(text) {
                 Ok(at) => Ok(Some(at)),
                 Err(why) => bail!("--start-at: {why}"),
             },

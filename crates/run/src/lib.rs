@@ -25,6 +25,7 @@ mod origin;
 mod outcome;
 mod planned;
 mod preload;
+mod record;
 mod start;
 mod watch;
 
@@ -44,6 +45,8 @@ pub use captures::{import_captures, Captures};
 pub use observer::{LiveState, Notice, Observer, Sessions, Silent, Started};
 pub use outcome::{Outcome, Verdict};
 pub use planned::Planned;
+pub use record::clock::ClockInfo;
+pub use record::{time, QueuePlan, ShardRecord, SHARD_JSON};
 
 /// Samples buffered between the shooters and the results thread.
 const SAMPLE_QUEUE: usize = 1 << 18;
@@ -317,9 +320,9 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
 
     // A time daemon is asked only when the start is shared with other shards.
     let clock_info = if spec.shard.is_whole() && spec.start_at.is_none() {
-        tank_shard::ClockInfo::read_local()
+        ClockInfo::read_local()
     } else {
-        tank_shard::ClockInfo::read()
+        ClockInfo::read()
     };
     artifacts.log(&clock_info.describe());
     let clock = match spec.start_at {
@@ -327,16 +330,14 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
             artifacts.log(&format!(
                 "shard {}: waiting for the common start {}",
                 spec.shard,
-                tank_shard::time::format_rfc3339(at)
+                time::format_rfc3339(at)
             ));
             start::wait_for(at, COMMON_START_LEAD, &runtime, &handle.control)?
         }
         None => tank_engine::Clock::starting_in(START_LEAD),
     };
     let mut record = start::record(spec, &engine, clock.start_unix_us, clock_info);
-    record
-        .write(artifacts.dir())
-        .map_err(io(tank_shard::SHARD_JSON))?;
+    record.write(artifacts.dir()).map_err(io(SHARD_JSON))?;
     let planned = Planned::new(
         engine
             .queues()
@@ -461,12 +462,9 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
     let measured = collector.join().map_err(|_| RunError::Thread("results"))?;
     record.first_shot_unix_us = measured.totals.active_us.map(|(first, _)| first);
     record.fired = Some(report.queues.iter().map(|q| q.fired).sum());
-    record.max_rss_kib = tank_shard::ShardRecord::peak_rss_kib();
+    record.max_rss_kib = ShardRecord::peak_rss_kib();
     if let Err(error) = record.write(artifacts.dir()) {
-        artifacts.log(&format!(
-            "cannot update {}: {error}",
-            tank_shard::SHARD_JSON
-        ));
+        artifacts.log(&format!("cannot update {}: {error}", SHARD_JSON));
     }
     let mut notes = outcome::Notes {
         answers_dropped: 0,

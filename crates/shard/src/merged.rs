@@ -23,9 +23,8 @@ use tank_stats::autostop::{Autostop, StopReason};
 use tank_stats::phout::parse_line;
 use tank_stats::{json, Aggregator, SecondStats};
 
-use crate::clock::ClockInfo;
 use crate::merge::{MergeError, PhoutMerge};
-use crate::record::ShardRecord;
+use tank_run::{ClockInfo, ShardRecord};
 
 /// The merged phout's name (as a run's).
 pub const PHOUT: &str = "phout.log";
@@ -318,7 +317,7 @@ pub fn merge_runs(
             ),
             (
                 "common start".into(),
-                crate::time::format_rfc3339(common_start),
+                tank_run::time::format_rfc3339(common_start),
             ),
             (
                 "start spread".into(),

@@ -3,7 +3,12 @@
 //! which shard it was, when it started and on what clock, each queue's plan in
 //! closed form (the schedule text and the whole plan's length, from which every
 //! second's planned count follows), the autostop criteria, and, at the end, when
-//! its first shot actually left.
+//! its first shot actually left. Every run writes one, sharded or not: a run
+//! is shard 0 of 1. Beside it, what the run knows of its clock ([`clock`]) and
+//! the wall-clock times it reads and writes ([`time`]).
+
+pub mod clock;
+pub mod time;
 
 use std::path::Path;
 
@@ -11,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use tank_config::{ArrivalProcess, Arrivals};
 use tank_plan::{PlannedCount, Schedule, Shard};
 
-use crate::clock::ClockInfo;
+use clock::ClockInfo;
 
 /// The file's name in a run's artifacts directory.
 pub const SHARD_JSON: &str = "shard.json";
@@ -157,7 +162,7 @@ mod tests {
             index: 1,
             count: 3,
             start_unix_us: 1_000_000,
-            start: crate::time::format_rfc3339(1_000_000),
+            start: time::format_rfc3339(1_000_000),
             common_start: true,
             clock: ClockInfo {
                 source: "tsc".into(),
