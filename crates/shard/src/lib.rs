@@ -4,12 +4,11 @@
 //! the exact plan (tank-plan's [`tank_plan::Shard`]) from a wall-clock start all
 //! shards share, and writes a `tank_run::ShardRecord` beside its results (as
 //! every run does). This crate holds the exact merge of the shards' results
-//! afterwards ([`merge`], [`merged`]) and their Kubernetes manifests ([`k8s`]).
+//! afterwards ([`merged`], on tank-results' phout merge) and their Kubernetes manifests ([`k8s`]).
 
 #![warn(missing_docs)]
 
 pub mod k8s;
-pub mod merge;
 pub mod merged;
 
 pub use merged::{merge_runs, Merged};

@@ -1,7 +1,7 @@
 //! `tank merge`: join the artifacts of a test's shards into one run's, exactly.
 //!
 //! The shards' phouts are merged by response end into one phout (streaming, see
-//! [`crate::merge`]); that one stream is aggregated per second as a single run's
+//! [`tank_results::PhoutSource`]); that one stream is aggregated per second as a single run's
 //! would be, with each second's planned count rebuilt in closed form from every
 //! shard's `shard.json` (schedule, plan length, slice and start), so the merged
 //! planned counts are the unsharded plan's. The autostop criteria are judged
@@ -23,7 +23,7 @@ use tank_stats::autostop::{Autostop, StopReason};
 use tank_stats::phout::parse_line;
 use tank_stats::{json, Aggregator, SecondStats};
 
-use crate::merge::{MergeError, PhoutMerge};
+use tank_results::{PhoutSource, SourceError};
 use tank_run::{ClockInfo, ShardRecord};
 
 /// The merged phout's name (as a run's).
@@ -39,7 +39,7 @@ pub enum MergeRunsError {
     Input(String),
     /// A phout could not be read.
     #[error(transparent)]
-    Phout(#[from] MergeError),
+    Phout(#[from] SourceError),
     /// Writing the merged artifacts failed.
     #[error("{}: {source}", path.display())]
     Write {
@@ -207,7 +207,7 @@ pub fn merge_runs(
     );
     let mut json_out = BufWriter::new(File::create(&json_path).map_err(write_error(&json_path))?);
     let paths: Vec<PathBuf> = dirs.iter().map(|d| d.join(PHOUT)).collect();
-    let mut merge = PhoutMerge::open(&paths)?;
+    let mut merge = PhoutSource::open(&paths)?;
     let mut aggregator = Aggregator::new(buffered_seconds);
     let mut timeline = Timeline::default();
     let first_second = records

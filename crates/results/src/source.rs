@@ -18,7 +18,7 @@ use tank_stats::phout::{parse_line, ParseError};
 
 /// Why a phout could not be merged.
 #[derive(Debug, thiserror::Error)]
-pub enum MergeError {
+pub enum SourceError {
     /// Reading a file failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -50,13 +50,13 @@ struct Source {
 impl Source {
     /// Load the next non-blank line; its response end (µs), or `None` at the end.
     /// An unfinished last line (a writer killed mid-line) is skipped with a warning.
-    fn advance(&mut self, warnings: &mut Vec<String>) -> Result<Option<u64>, MergeError> {
+    fn advance(&mut self, warnings: &mut Vec<String>) -> Result<Option<u64>, SourceError> {
         loop {
             self.line.clear();
             let read = self
                 .reader
                 .read_until(b'\n', &mut self.line)
-                .map_err(|source| MergeError::Io {
+                .map_err(|source| SourceError::Io {
                     path: self.path.clone(),
                     source,
                 })?;
@@ -86,7 +86,7 @@ impl Source {
                     return Ok(None);
                 }
                 Err(source) => {
-                    return Err(MergeError::Phout {
+                    return Err(SourceError::Phout {
                         path: self.path.clone(),
                         line: self.number,
                         source,
@@ -98,7 +98,7 @@ impl Source {
 }
 
 /// Phout files merged by response end, line by line.
-pub struct PhoutMerge {
+pub struct PhoutSource {
     sources: Vec<Source>,
     /// (response end µs, file) of each file's current line.
     heap: BinaryHeap<Reverse<(u64, usize)>>,
@@ -108,13 +108,13 @@ pub struct PhoutMerge {
     pub warnings: Vec<String>,
 }
 
-impl PhoutMerge {
+impl PhoutSource {
     /// Open `paths` and load each one's first line.
-    pub fn open(paths: &[PathBuf]) -> Result<PhoutMerge, MergeError> {
+    pub fn open(paths: &[PathBuf]) -> Result<PhoutSource, SourceError> {
         let readers = paths
             .iter()
             .map(|path| {
-                let file = File::open(path).map_err(|source| MergeError::Io {
+                let file = File::open(path).map_err(|source| SourceError::Io {
                     path: path.clone(),
                     source,
                 })?;
@@ -123,13 +123,15 @@ impl PhoutMerge {
                     Box::new(BufReader::with_capacity(1 << 20, file)) as Box<dyn BufRead>,
                 ))
             })
-            .collect::<Result<Vec<_>, MergeError>>()?;
-        PhoutMerge::from_readers(readers)
+            .collect::<Result<Vec<_>, SourceError>>()?;
+        PhoutSource::from_readers(readers)
     }
 
     /// Merge already open readers (each named by a path for errors).
-    pub fn from_readers(readers: Vec<(&Path, Box<dyn BufRead>)>) -> Result<PhoutMerge, MergeError> {
-        let mut merge = PhoutMerge {
+    pub fn from_readers(
+        readers: Vec<(&Path, Box<dyn BufRead>)>,
+    ) -> Result<PhoutSource, SourceError> {
+        let mut merge = PhoutSource {
             sources: Vec::with_capacity(readers.len()),
             heap: BinaryHeap::with_capacity(readers.len()),
             taken: None,
@@ -151,7 +153,7 @@ impl PhoutMerge {
     }
 
     /// The next line (without its `\n`, checked to parse) and the index of its file.
-    pub fn next_line(&mut self) -> Result<Option<(usize, &[u8])>, MergeError> {
+    pub fn next_line(&mut self) -> Result<Option<(usize, &[u8])>, SourceError> {
         if let Some(index) = self.taken.take() {
             if let Some(key) = self.sources[index].advance(&mut self.warnings)? {
                 self.heap.push(Reverse((key, index)));
@@ -180,7 +182,7 @@ mod tests {
 
     type Lines = Vec<(usize, String)>;
 
-    fn merged(files: &[String]) -> Result<(Lines, Vec<String>), MergeError> {
+    fn merged(files: &[String]) -> Result<(Lines, Vec<String>), SourceError> {
         let readers = files
             .iter()
             .map(|text| {
@@ -190,7 +192,7 @@ mod tests {
                 )
             })
             .collect();
-        let mut merge = PhoutMerge::from_readers(readers)?;
+        let mut merge = PhoutSource::from_readers(readers)?;
         let mut out = Vec::new();
         while let Some((index, line)) = merge.next_line()? {
             out.push((index, String::from_utf8_lossy(line).into_owned()));

@@ -1,0 +1,10 @@
+//! tank-results: the one results pipeline.
+//!
+//! Responses come from a source: the live run's samples, or phout files
+//! merged by response end ([`source::PhoutSource`]).
+
+#![warn(missing_docs)]
+
+pub mod source;
+
+pub use source::{PhoutSource, SourceError};
