@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Result};
 use tank_config::{AmmoSource, Override};
-use tank_shard::k8s::{self, K8sSpec};
+use tank_scale::k8s::{self, K8sSpec};
 
 /// Arguments of `tank k8s`.
 #[derive(Debug, clap::Args)]

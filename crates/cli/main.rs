@@ -10,7 +10,6 @@ mod k8s;
 mod merge;
 mod origin;
 mod plan;
-mod processes;
 mod report;
 mod scale;
 mod search;

@@ -23,13 +23,13 @@ pub struct MergeArgs {
 
 /// Run `tank merge`; the exit code is the merged data's autostop verdict (0 or 21–33).
 pub fn run(args: &MergeArgs) -> Result<ExitCode> {
-    let merged = tank_shard::merge_runs(&args.runs, &args.out, args.buffered_seconds)
+    let merged = tank_scale::merge_runs(&args.runs, &args.out, args.buffered_seconds)
         .context("tank merge")?;
     for warning in &merged.warnings {
         eprintln!("tank: warning: {warning}");
     }
     print!("{}", merged.summary.to_text());
-    print!("{}", tank_shard::merged::describe(&merged));
+    print!("{}", tank_scale::merge::describe(&merged));
     println!(
         "{} lines from {} shards; wrote phout.log, test_data.log, summary.json, summary.txt, \
          report.html, merge.json in {}",

@@ -10,6 +10,8 @@ mod console;
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use tank_config::Override;
@@ -28,7 +30,8 @@ pub fn run(
 ) -> Result<ExitCode> {
     let start_at = scale.start_at()?;
     if let Some(processes) = scale.processes {
-        return crate::processes::run(config_path, overrides, processes, start_at);
+        let signals = count_signals().context("watching for Ctrl-C")?;
+        return tank_scale::processes::run(config_path, overrides, processes, start_at, &signals);
     }
     let shard = scale.shard()?;
     let mut config = tank_config::load(config_path, overrides)?;
@@ -79,6 +82,17 @@ pub fn load_only(config_path: &Path, overrides: &[Override]) -> Result<ExitCode>
     let set = tank_run::load_only(&spec, Box::new(Console::Lines))?;
     println!("tank: {set} records set");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Count SIGINT/SIGTERM received, for `--processes` to forward to its shards.
+fn count_signals() -> std::io::Result<Arc<AtomicUsize>> {
+    let count = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&count);
+    crate::signals::watch(move |_| {
+        eprintln!("tank: stopping the shards (Ctrl-C again to stop them now)");
+        counter.fetch_add(1, Ordering::AcqRel);
+    })?;
+    Ok(count)
 }
 
 /// First Ctrl-C (or SIGTERM, as CI runners and supervisors send): stop firing

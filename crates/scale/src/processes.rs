@@ -13,7 +13,6 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
@@ -51,12 +50,14 @@ struct Second {
     errors: u64,
 }
 
-/// Run `config_path` as `processes` shards.
+/// Run `config_path` as `processes` shards; `signals` counts the SIGINTs and
+/// SIGTERMs the caller received (the first stops firing, a second stops now).
 pub fn run(
     config_path: &Path,
     overrides: &[Override],
     processes: u32,
     start_at: Option<u64>,
+    signals: &AtomicUsize,
 ) -> Result<ExitCode> {
     if processes == 0 {
         bail!("--processes 0: expected at least 1");
@@ -80,7 +81,6 @@ pub fn run(
     std::fs::create_dir_all(&run_dir)
         .with_context(|| format!("creating the run directory {}", run_dir.display()))?;
     let exe = std::env::current_exe().context("finding the tank binary to start")?;
-    let signals = watch_signals()?;
     let mut shards = Vec::new();
     for index in 0..processes {
         let dir = run_dir.join(format!("shard-{index}"));
@@ -128,9 +128,9 @@ pub fn run(
         run_dir.display(),
         tank_run::time::format_rfc3339(start)
     );
-    let codes = supervise(&mut shards, &signals)?;
+    let codes = supervise(&mut shards, signals)?;
     let dirs: Vec<PathBuf> = shards.iter().map(|s| s.dir.clone()).collect();
-    let merged = tank_shard::merge_runs(&dirs, &run_dir, DEFAULT_BUFFERED_SECONDS);
+    let merged = crate::merge_runs(&dirs, &run_dir, DEFAULT_BUFFERED_SECONDS);
     let merged = match merged {
         Ok(merged) => merged,
         Err(error) => {
@@ -149,7 +149,7 @@ pub fn run(
         eprintln!("tank: warning: {warning}");
     }
     print!("{}", merged.summary.to_text());
-    print!("{}", tank_shard::merged::describe(&merged));
+    print!("{}", crate::merge::describe(&merged));
     println!(
         "artifacts: {} (report.html, summary.json, phout.log; each shard's in shard-I/)",
         run_dir.display()
@@ -306,17 +306,6 @@ fn interrupt<'a>(shards: impl Iterator<Item = &'a Shard>) {
             unsafe { libc::kill(pid, libc::SIGINT) };
         }
     }
-}
-
-/// Count SIGINT/SIGTERM received, on a thread of their own.
-fn watch_signals() -> Result<Arc<AtomicUsize>> {
-    let count = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&count);
-    crate::signals::watch(move |_| {
-        eprintln!("tank: stopping the shards (Ctrl-C again to stop them now)");
-        counter.fetch_add(1, Ordering::AcqRel);
-    })?;
-    Ok(count)
 }
 
 fn unix_us() -> u64 {
