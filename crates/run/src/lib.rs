@@ -19,13 +19,13 @@ mod answers;
 mod artifacts;
 mod captures;
 mod collector;
-mod limits;
 mod observer;
 mod origin;
 mod outcome;
 mod planned;
 mod preload;
 mod record;
+mod rlimit;
 mod start;
 mod watch;
 
@@ -126,7 +126,7 @@ pub enum RunError {
     Preload(String),
     /// The machine cannot hold the run (open files).
     #[error("{0}")]
-    Limits(String),
+    OpenFiles(String),
     /// An I/O step of setting up or finishing the run.
     #[error("{what}: {source}")]
     Io {
@@ -293,7 +293,7 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
     let instances_limit = engine.total_instances() as u64;
     // Checked before the artifacts directory exists: bad input leaves nothing behind.
     let autostop = autostop_for(config, instances_limit).map_err(RunError::Autostop)?;
-    limits::raise_file_limit(instances_limit)?;
+    rlimit::raise_file_limit(instances_limit)?;
     let io_threads = IoThreads::start(engine.io_threads().count, move || {
         if io_threads_ask {
             // Granted to this thread a moment ago: a refusal now changes nothing that matters.
