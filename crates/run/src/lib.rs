@@ -405,7 +405,7 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
                 .first()
                 .map_or(DEFAULT_BUFFERED_SECONDS, |q| q.buffered_seconds),
         )
-        .with_probes(
+        .with_measuring(
             config.queues.iter().map(|q| q.name.clone()).collect(),
             config.queues.iter().map(|q| q.measure).collect(),
         ),

@@ -340,10 +340,11 @@
         [[s.replay.sessions_started, s.replay.sessions_completed, s.replay.peak_running,
           s.replay.pool, s.rps.planned === null ? "unknown" : s.rps.planned, s.rps.actual]]);
     }
-    if (s.probes && s.probes.length) {
-      table(section("Measuring probes (measure = 1)"),
-        ["probe", "count", "errors", "avg ms", "p50 ms", "p95 ms", "p99 ms", "max ms"],
-        s.probes.map(function (q) {
+    var measuring = s.measuring || s.probes;
+    if (measuring && measuring.length) {
+      table(section("Measuring queues (measure = 1)"),
+        ["queue", "count", "errors", "avg ms", "p50 ms", "p95 ms", "p99 ms", "max ms"],
+        measuring.map(function (q) {
           return [q.queue, q.count, q.errors, q.avg_ms,
                   q.quantiles_ms[0], q.quantiles_ms[5], q.quantiles_ms[7], q.quantiles_ms[9]];
         }));

@@ -50,11 +50,11 @@ pub struct Summary {
     /// Per queue, in config order; empty unless the run had more than one queue.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queues: Vec<QueueRow>,
-    /// The measuring probes (queues with `measure = 1`), in config order: their
-    /// latency on its own, apart from the load queues (their responses are in the
-    /// overall numbers too).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub probes: Vec<QueueRow>,
+    /// The measuring queues (`measure = 1`), in config order: their latency on
+    /// its own, apart from the load queues (their responses are in the overall
+    /// numbers too). Summaries written before the rename call them `probes`.
+    #[serde(default, alias = "probes", skip_serializing_if = "Vec::is_empty")]
+    pub measuring: Vec<QueueRow>,
     /// A replay's sessions (`ammo_type = sessions`), when the run was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayRow>,
@@ -364,8 +364,8 @@ impl Summary {
                 .iter()
                 .map(|(queue, group)| queue_row(queue, group, overall.len()))
                 .collect(),
-            probes: totals
-                .probes
+            measuring: totals
+                .measuring
                 .iter()
                 .map(|(queue, group)| queue_row(queue, group, overall.len()))
                 .collect(),

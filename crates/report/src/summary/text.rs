@@ -132,21 +132,21 @@ impl Summary {
                 );
             }
         }
-        if !self.probes.is_empty() {
+        if !self.measuring.is_empty() {
             let _ = writeln!(
                 out,
                 "\n{:<24} {:>10} {:>8} {:>10} {:>10} {:>10}",
-                "probe (measure = 1)", "count", "errors", "avg ms", "p50 ms", "p99 ms"
+                "measuring (measure = 1)", "count", "errors", "avg ms", "p50 ms", "p99 ms"
             );
-            for probe in &self.probes {
-                let at = |i: usize| probe.quantiles_ms.get(i).copied().unwrap_or(0.0);
+            for queue in &self.measuring {
+                let at = |i: usize| queue.quantiles_ms.get(i).copied().unwrap_or(0.0);
                 let _ = writeln!(
                     out,
                     "{:<24} {:>10} {:>8} {:>10.3} {:>10.3} {:>10.3}",
-                    probe.queue,
-                    probe.count,
-                    probe.errors,
-                    probe.avg_ms,
+                    queue.queue,
+                    queue.count,
+                    queue.errors,
+                    queue.avg_ms,
                     at(0),
                     at(7)
                 );
