@@ -79,8 +79,9 @@ pub struct Exported {
     pub influx: Option<tank_export::influx::InfluxReport>,
 }
 
-/// What the results thread measured.
-pub struct Measured {
+/// What the results thread collected over the run (not to be confused with
+/// `tank_stats::Measured`, one shot's phases).
+pub struct Collected {
     /// The run's totals.
     pub totals: TotalStats,
     /// Every second, for the reports.
@@ -118,7 +119,7 @@ pub fn spawn(
     phout: File,
     phout_path: PathBuf,
     live: Live,
-) -> std::io::Result<JoinHandle<Measured>> {
+) -> std::io::Result<JoinHandle<Collected>> {
     std::thread::Builder::new()
         .name("results".into())
         .spawn(move || collect(samples, phout, phout_path, live))
@@ -182,7 +183,7 @@ fn collect(
     phout: File,
     phout_path: PathBuf,
     mut live: Live,
-) -> Measured {
+) -> Collected {
     let json_path = live.json_path.clone();
     let mut files = Files {
         phout: Some(BufWriter::with_capacity(PHOUT_BUFFER, phout)),
@@ -232,7 +233,7 @@ fn collect(
     if let Some(endpoint) = live.exports.prometheus.take() {
         endpoint.finish();
     }
-    Measured {
+    Collected {
         totals: live.aggregator.totals(),
         timeline,
         stopped: live.autostop.stopped().cloned(),

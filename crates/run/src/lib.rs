@@ -459,8 +459,8 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         report
     });
     drop(cpus_awake);
-    let measured = collector.join().map_err(|_| RunError::Thread("results"))?;
-    record.first_shot_unix_us = measured.totals.active_us.map(|(first, _)| first);
+    let collected = collector.join().map_err(|_| RunError::Thread("results"))?;
+    record.first_shot_unix_us = collected.totals.active_us.map(|(first, _)| first);
     record.fired = Some(report.queues.iter().map(|q| q.fired).sum());
     record.max_rss_kib = ShardRecord::peak_rss_kib();
     if let Err(error) = record.write(artifacts.dir()) {
@@ -483,7 +483,7 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         spec,
         facts,
         report,
-        measured,
+        collected,
         control.stop.is_cancelled(),
         notes,
         &artifacts,

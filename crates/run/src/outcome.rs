@@ -15,7 +15,7 @@ use tank_report::{Meta, RunCounts, Summary};
 use tank_stats::autostop::{codes, rcassert};
 
 use crate::artifacts::Artifacts;
-use crate::collector::Measured;
+use crate::collector::Collected;
 use crate::Spec;
 
 /// Why the run ended, before `[rcassert]` remaps its code.
@@ -175,7 +175,7 @@ pub(crate) fn finish(
     spec: &Spec,
     facts: Facts,
     report: RunReport,
-    measured: Measured,
+    collected: Collected,
     stopped_early: bool,
     notes: Notes,
     artifacts: &Artifacts,
@@ -192,13 +192,13 @@ pub(crate) fn finish(
     let queue_failed = report.queues.iter().any(|q| q.error.is_some());
     let mut summary = Summary::build(
         facts.meta,
-        &measured.totals,
-        measured.timeline,
+        &collected.totals,
+        collected.timeline,
         Some(&counts),
-        measured.stopped.as_ref(),
+        collected.stopped.as_ref(),
         None,
     );
-    if let Some(sessions) = measured.sessions {
+    if let Some(sessions) = collected.sessions {
         let pool = facts.replay_pool;
         summary.replay = Some(tank_report::summary::ReplayRow {
             sessions_started: sessions.started,
@@ -207,7 +207,7 @@ pub(crate) fn finish(
             pool,
         });
     }
-    if let Some(watched) = &measured.watched {
+    if let Some(watched) = &collected.watched {
         summary.monitoring = watched.recorder.align(&summary.timeline.ts);
         for warning in &watched.warnings {
             artifacts.log(&format!("monitoring: {warning}"));
@@ -218,7 +218,7 @@ pub(crate) fn finish(
         ));
     }
     let mut export_lines = Vec::new();
-    if let Some(influx) = &measured.exported.influx {
+    if let Some(influx) = &collected.exported.influx {
         let mut line = format!(
             "{} points written, {} dropped",
             influx.written, influx.dropped
@@ -230,14 +230,14 @@ pub(crate) fn finish(
         summary.meta.facts.push(("influx".into(), line.clone()));
         export_lines.push(format!("influx: {line}"));
     }
-    if let Some(failure) = &measured.write_failed {
+    if let Some(failure) = &collected.write_failed {
         summary.warnings.insert(
             0,
             format!("{failure}: the run stopped there; the artifacts hold what was written before"),
         );
     }
     let fail_on_warnings = spec.fail_on_warnings || config.core.fail_on_warnings;
-    let verdict = match (&measured.stopped, &measured.write_failed) {
+    let verdict = match (&collected.stopped, &collected.write_failed) {
         (Some(reason), _) => Verdict::Autostop(reason.code),
         (None, Some(_)) => Verdict::ArtifactWrite,
         (None, None) if stopped_early || queue_failed => Verdict::Interrupted,
