@@ -22,7 +22,7 @@ use tank_stats::phout::{parse_line, ParseError};
 use tank_stats::{json, Aggregator, SecondStats};
 
 use crate::summary::{Meta, Summary};
-use crate::timeline::Timeline;
+use tank_results::Timeline;
 
 /// Names of the files `tank report` writes.
 pub mod files {

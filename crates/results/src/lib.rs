@@ -5,6 +5,10 @@
 
 #![warn(missing_docs)]
 
+pub mod planned;
 pub mod source;
+pub mod timeline;
 
+pub use planned::Planned;
 pub use source::{PhoutSource, SourceError};
+pub use timeline::Timeline;

@@ -23,8 +23,8 @@ use tank_stats::autostop::{Autostop, StopReason};
 use tank_stats::{json, phout, Sample};
 
 use crate::observer::{LiveState, Notice, Observer};
-use crate::planned::Planned;
 use crate::watch::{Watch, Watched};
+use tank_results::Planned;
 
 const PHOUT_BUFFER: usize = 1 << 20;
 /// The thread drains the samples this often instead of sleeping on the channel:

@@ -22,7 +22,6 @@ mod collector;
 mod observer;
 mod origin;
 mod outcome;
-mod planned;
 mod preload;
 mod record;
 mod rlimit;
@@ -44,7 +43,6 @@ use artifacts::Artifacts;
 pub use captures::{import_captures, Captures};
 pub use observer::{LiveState, Notice, Observer, Sessions, Silent, Started};
 pub use outcome::{Outcome, Verdict};
-pub use planned::Planned;
 pub use record::clock::ClockInfo;
 pub use record::{time, QueuePlan, ShardRecord, SHARD_JSON};
 
@@ -338,7 +336,7 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
     };
     let mut record = start::record(spec, &engine, clock.start_unix_us, clock_info);
     record.write(artifacts.dir()).map_err(io(SHARD_JSON))?;
-    let planned = Planned::new(
+    let planned = tank_results::Planned::new(
         engine
             .queues()
             .iter()

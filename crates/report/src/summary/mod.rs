@@ -12,7 +12,7 @@ use tank_stats::quantile::percent;
 use tank_stats::{Field, GroupStats, TotalStats, QUANTILES};
 
 use crate::monitoring::HostSeries;
-use crate::timeline::Timeline;
+use tank_results::Timeline;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -54,7 +54,7 @@ impl Planned {
     }
 
     /// Seconds up to `now` not yet counted, with their counts (empty ones skipped).
-    pub(crate) fn take_until(&mut self, now: u64) -> Vec<(u64, u64)> {
+    pub fn take_until(&mut self, now: u64) -> Vec<(u64, u64)> {
         let mut due = Vec::new();
         while self.next <= now.min(self.last) {
             let shots = self.in_second(self.next);
