@@ -8,9 +8,17 @@ use std::time::Duration;
 use tank_report::console::{self, LiveView};
 use tank_run::{LiveState, Notice, Observer, Started};
 use tank_stats::aggregate::SecondStats;
+use tank_stats::SessionCounts;
+
+/// The live console: how it shows the run, and what it remembers between seconds.
+pub struct Console {
+    mode: Mode,
+    /// A replay's sessions started as of the last line (for its per-second rate).
+    sessions_started: u64,
+}
 
 /// How the console shows the run.
-pub enum Console {
+enum Mode {
     /// The full screen, redrawn each second.
     Screen {
         /// The config file.
@@ -27,37 +35,50 @@ pub enum Console {
 impl Console {
     /// The screen when stdout is a terminal and lines were not asked for.
     pub fn choose(lines: bool, title: String) -> Self {
-        if !lines && std::io::stdout().is_terminal() {
-            Console::Screen {
+        let mode = if !lines && std::io::stdout().is_terminal() {
+            Mode::Screen {
                 title,
                 instances_limit: 0,
                 planned_duration: None,
             }
         } else {
-            Console::Lines
+            Mode::Lines
+        };
+        Console {
+            mode,
+            sessions_started: 0,
+        }
+    }
+
+    /// One plain line per second.
+    pub fn lines() -> Self {
+        Console {
+            mode: Mode::Lines,
+            sessions_started: 0,
         }
     }
 }
 
-/// A replay's sessions, as Apiary shows its tallies and levels.
-fn sessions_line(sessions: &tank_run::Sessions) -> String {
+/// A replay's sessions, as Apiary shows its tallies and levels; `before`:
+/// the sessions started as of the previous line.
+fn sessions_line(sessions: &SessionCounts, before: u64) -> String {
     format!(
         "sessions: {} running (most {} in the last second), {} started (+{}/s), {} completed",
         sessions.running,
         sessions.peak,
         sessions.started,
-        sessions.started_per_second,
+        sessions.started.saturating_sub(before),
         sessions.completed
     )
 }
 
 impl Observer for Console {
     fn started(&mut self, started: &Started<'_>) {
-        if let Console::Screen {
+        if let Mode::Screen {
             instances_limit,
             planned_duration,
             ..
-        } = self
+        } = &mut self.mode
         {
             *instances_limit = started.instances;
             *planned_duration = started.longest_schedule;
@@ -65,18 +86,22 @@ impl Observer for Console {
     }
 
     fn seconds(&mut self, seconds: &[SecondStats], state: &LiveState<'_>) {
-        match self {
-            Console::Lines => {
+        let before = self.sessions_started;
+        if let Some(sessions) = state.sessions {
+            self.sessions_started = sessions.started;
+        }
+        match &mut self.mode {
+            Mode::Lines => {
                 for second in seconds {
                     println!("{}", console::render_line(second, state.elapsed));
                 }
                 if let (Some(sessions), false) = (state.sessions, seconds.is_empty()) {
-                    println!("{}", sessions_line(sessions));
+                    println!("{}", sessions_line(sessions, before));
                 }
             }
             // The last seconds are not drawn: the summary replaces the screen.
-            Console::Screen { .. } if state.last => {}
-            Console::Screen {
+            Mode::Screen { .. } if state.last => {}
+            Mode::Screen {
                 title,
                 instances_limit,
                 planned_duration,
@@ -98,7 +123,7 @@ impl Observer for Console {
                 };
                 print!("{}{}", console::CLEAR, console::render_screen(&view));
                 if let Some(sessions) = state.sessions {
-                    println!("{}", sessions_line(sessions));
+                    println!("{}", sessions_line(sessions, before));
                 }
                 let _ = std::io::stdout().flush();
             }

@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 pub use active::Active;
 pub use io_threads::IoThreads;
 pub use sink::{Answer, AnswerSink, SampleSink};
-pub use tally::{SessionCounts, SessionTally};
+pub use tally::SessionTally;
 
 /// Why a test cannot start, or a queue failed. Every message names the config
 /// file, line, section and option it is about.

@@ -20,7 +20,7 @@ use tank_engine::{Active, Control, SessionTally};
 use tank_report::Timeline;
 use tank_stats::aggregate::{Aggregator, SecondStats, TotalStats};
 use tank_stats::autostop::{Autostop, StopReason};
-use tank_stats::{json, phout, Sample};
+use tank_stats::{json, phout, Sample, SessionCounts};
 
 use crate::observer::{LiveState, Notice, Observer};
 use crate::watch::{Watch, Watched};
@@ -51,7 +51,7 @@ pub struct Live {
     /// Each replay queue's sessions (empty without a replay).
     pub sessions: Vec<Arc<SessionTally>>,
     /// The replay's sessions as of the last second, and their peak over the run.
-    pub replay: Option<(crate::observer::Sessions, u64)>,
+    pub replay: Option<(SessionCounts, u64)>,
     /// Shots planned per unix second.
     pub planned: Planned,
     /// Shown each finished second, and told what stops the run.
@@ -95,7 +95,7 @@ pub struct Collected {
     /// What the exporters did.
     pub exported: Exported,
     /// A replay's sessions at the end (`peak`: over the whole run).
-    pub sessions: Option<crate::observer::Sessions>,
+    pub sessions: Option<SessionCounts>,
 }
 
 /// An artifact that could not be written.
@@ -244,11 +244,7 @@ fn collect(
         },
         sessions: {
             count_sessions(&mut live);
-            live.replay.map(|(now, peak)| crate::observer::Sessions {
-                peak,
-                started_per_second: 0,
-                ..now
-            })
+            live.replay.map(|(now, peak)| SessionCounts { peak, ..now })
         },
     }
 }
@@ -270,16 +266,11 @@ fn count_sessions(live: &mut Live) {
     if live.sessions.is_empty() {
         return;
     }
-    let mut now = crate::observer::Sessions::default();
+    let mut now = SessionCounts::default();
     for tally in &live.sessions {
-        let counts = tally.take();
-        now.running += counts.running as u64;
-        now.peak += counts.peak as u64;
-        now.started += counts.started;
-        now.completed += counts.completed;
+        now.add(&tally.take());
     }
-    let (before, peak) = live.replay.unwrap_or_default();
-    now.started_per_second = now.started.saturating_sub(before.started);
+    let peak = live.replay.map_or(0, |(_, peak)| peak);
     live.replay = Some((now, peak.max(now.peak)));
 }
 

@@ -41,7 +41,7 @@ use tank_stats::Aggregator;
 use artifacts::Artifacts;
 
 pub use captures::{import_captures, Captures};
-pub use observer::{LiveState, Notice, Observer, Sessions, Silent, Started};
+pub use observer::{LiveState, Notice, Observer, Silent, Started};
 pub use outcome::{Outcome, Verdict};
 pub use record::clock::ClockInfo;
 pub use record::{time, QueuePlan, ShardRecord, SHARD_JSON};

@@ -200,12 +200,7 @@ pub(crate) fn finish(
     );
     if let Some(sessions) = collected.sessions {
         let pool = facts.replay_pool;
-        summary.replay = Some(tank_report::summary::ReplayRow {
-            sessions_started: sessions.started,
-            sessions_completed: sessions.completed,
-            peak_running: sessions.peak,
-            pool,
-        });
+        summary.replay = Some(tank_report::summary::ReplayRow { sessions, pool });
     }
     if let Some(watched) = &collected.watched {
         summary.monitoring = watched.recorder.align(&summary.timeline.ts);

@@ -337,7 +337,7 @@
       table(section("Replay"),
         ["sessions started", "completed", "most running at once", "session pool",
          "capture rps", "achieved rps"],
-        [[s.replay.sessions_started, s.replay.sessions_completed, s.replay.peak_running,
+        [[s.replay.started, s.replay.completed, s.replay.peak,
           s.replay.pool, s.rps.planned === null ? "unknown" : s.rps.planned, s.rps.actual]]);
     }
     var measuring = s.measuring || s.probes;

@@ -161,14 +161,13 @@ pub struct Rps {
 
 /// A replay's sessions over the run (Apiary's tallies and levels); its
 /// requests' rate against the capture's is `rps.planned` against `rps.actual`.
+/// In `summary.json` its fields sit beside `pool` (`started`, `completed`,
+/// `peak`, `running`); summaries written before read as well.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplayRow {
-    /// Sessions started.
-    pub sessions_started: u64,
-    /// Sessions completed (their connection closed after their last reply).
-    pub sessions_completed: u64,
-    /// The most sessions running at once.
-    pub peak_running: u64,
+    /// The sessions at the end (`peak`: the most running at once over the run).
+    #[serde(flatten)]
+    pub sessions: tank_stats::SessionCounts,
     /// The session pool (`instances`, or the capture's peak of open sessions).
     pub pool: u64,
 }

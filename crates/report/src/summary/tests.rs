@@ -166,3 +166,27 @@ fn several_queues_get_a_row_each_in_json_and_text() {
     assert!(!one.to_json().contains("\"queues\""));
     assert!(!one.to_text().contains("\nqueue "));
 }
+
+#[test]
+fn a_summary_from_before_the_renames_reads_its_replay_and_measuring_rows() {
+    let mut s = sample_summary();
+    s.replay = Some(ReplayRow {
+        sessions: tank_stats::SessionCounts {
+            running: 0,
+            peak: 3,
+            started: 5,
+            completed: 5,
+        },
+        pool: 3,
+    });
+    let round = Summary::from_json(&s.to_json()).unwrap();
+    assert_eq!(round.replay, s.replay);
+    let mut json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+    json["replay"] = serde_json::json!({"sessions_started": 5, "sessions_completed": 5,
+        "peak_running": 3, "pool": 3});
+    json["probes"] = serde_json::json!([{"queue": "probe", "count": 1, "percent": 100.0,
+        "errors": 0, "avg_ms": 1.0, "quantiles_ms": []}]);
+    let old = Summary::from_json(&json.to_string()).unwrap();
+    assert_eq!(old.replay, s.replay);
+    assert_eq!(old.measuring.len(), 1);
+}

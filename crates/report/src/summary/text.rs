@@ -157,9 +157,9 @@ impl Summary {
                 out,
                 "\nreplay: sessions started {}, completed {}, at most {} running at once \
                  (pool {}); requests per second: the capture's {}, achieved {:.1}",
-                replay.sessions_started,
-                replay.sessions_completed,
-                replay.peak_running,
+                replay.sessions.started,
+                replay.sessions.completed,
+                replay.sessions.peak,
                 replay.pool,
                 self.rps
                     .planned
