@@ -266,34 +266,17 @@ fn read_seconds(shard: &mut Shard, seconds: &mut BTreeMap<u64, Second>) {
     }
 }
 
-/// The console's numbers from one test_data.log line.
+/// The console's numbers from one test_data.log line (`None`: not a line of one).
 fn parse_second(line: &str) -> Option<(u64, Second)> {
-    let value: serde_json::Value = serde_json::from_str(line).ok()?;
-    let ts = value.pointer("/data/ts")?.as_u64()?;
-    let count = |path: &str| {
-        value
-            .pointer(path)
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0)
-    };
-    let errors = value
-        .pointer("/data/overall/net_code/count")
-        .and_then(serde_json::Value::as_object)
-        .map_or(0, |codes| {
-            codes
-                .iter()
-                .filter(|(code, _)| code.as_str() != "0")
-                .filter_map(|(_, n)| n.as_u64())
-                .sum()
-        });
+    let line = tank_stats::json::read_line(line).ok()?;
     Some((
-        ts,
+        line.data.ts,
         Second {
             shards: 0,
-            responses: count("/data/counted_rps"),
-            planned: count("/stats/metrics/reqps"),
-            sent: count("/tank/sent"),
-            errors,
+            responses: line.data.counted_rps,
+            planned: line.stats.metrics.reqps,
+            sent: line.tank.sent,
+            errors: line.net_errors(),
         },
     ))
 }
@@ -320,8 +303,21 @@ mod tests {
 
     #[test]
     fn reads_the_console_numbers_of_a_second() {
-        let line = r#"{"data":{"ts":100,"counted_rps":7,"overall":{"net_code":{"count":{"0":5,"110":2}}}},"stats":{"ts":100,"metrics":{"instances":3,"reqps":8}},"tank":{"sent":8}}"#;
-        let (ts, second) = parse_second(line).unwrap();
+        let mut agg = tank_stats::Aggregator::new(0);
+        for (ms, net) in [(100_000, 0), (100_100, 0), (100_200, 110)] {
+            let line = format!(
+                "{}.{:03}\t\t1000\t0\t0\t0\t0\t0\t0\t0\t{net}\t200",
+                ms / 1000,
+                ms % 1000
+            );
+            agg.add_record(&tank_stats::phout::parse_line(line.as_bytes()).unwrap());
+        }
+        agg.note_planned(100, 8);
+        agg.note_sent(100, 8);
+        agg.finish();
+        let mut line = Vec::new();
+        tank_stats::json::write_second(&mut line, &agg.pop_ready().unwrap()).unwrap();
+        let (ts, second) = parse_second(std::str::from_utf8(&line).unwrap()).unwrap();
         assert_eq!(
             (
                 ts,
@@ -330,7 +326,7 @@ mod tests {
                 second.sent,
                 second.errors
             ),
-            (100, 7, 8, 8, 2)
+            (100, 3, 8, 8, 1)
         );
         assert!(parse_second("{}").is_none());
     }
