@@ -224,6 +224,22 @@ fn after_ctrl_c_planned_sent_and_unsent_are_the_plans_and_agree() {
     assert_eq!(summary["shots"]["planned"], 12000);
     assert_eq!(summary["shots"]["sent"], sent);
     assert_eq!(summary["shots"]["unsent"], 12000 - sent);
+    // It says it was interrupted, and what was due by then, everywhere.
+    assert_eq!(summary["stopped"]["cause"], "interrupted", "{summary}");
+    let due = summary["stopped"]["due"].as_u64().expect("the shots due");
+    assert!(
+        due <= sent,
+        "{due} due over a second before the stop, {sent} sent"
+    );
+    let text = std::fs::read_to_string(run.join("summary.txt")).unwrap();
+    assert!(
+        text.contains("\ninterrupted (Ctrl-C or SIGTERM) after "),
+        "{text}"
+    );
+    assert!(
+        stdout.contains("\ninterrupted (Ctrl-C or SIGTERM) after "),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -21,13 +21,12 @@ pub struct MergeArgs {
     buffered_seconds: u32,
 }
 
-/// Run `tank merge`; the exit code is the merged data's autostop verdict (0 or 21–33).
+/// Run `tank merge`; the exit code is the merged data's autostop verdict (21–33),
+/// else 1 when a shard was stopped or lost, else 0.
 pub fn run(args: &MergeArgs) -> Result<ExitCode> {
-    let merged = tank_scale::merge_runs(&args.runs, &args.out, args.buffered_seconds)
+    let known = tank_scale::merge::Known::default();
+    let merged = tank_scale::merge_runs(&args.runs, &args.out, args.buffered_seconds, &known)
         .context("tank merge")?;
-    for warning in &merged.warnings {
-        eprintln!("tank: warning: {warning}");
-    }
     print!("{}", merged.summary.to_text());
     print!("{}", tank_scale::merge::describe(&merged));
     println!(

@@ -30,8 +30,13 @@ pub fn run(
 ) -> Result<ExitCode> {
     let start_at = scale.start_at()?;
     if let Some(processes) = scale.processes {
-        let signals = count_signals().context("watching for Ctrl-C")?;
-        return tank_scale::processes::run(config_path, overrides, processes, start_at, &signals);
+        return run_processes(
+            config_path,
+            overrides,
+            processes,
+            start_at,
+            fail_on_warnings,
+        );
     }
     let shard = scale.shard()?;
     let mut config = tank_config::load(config_path, overrides)?;
@@ -82,6 +87,38 @@ pub fn load_only(config_path: &Path, overrides: &[Override]) -> Result<ExitCode>
     let set = tank_run::load_only(&spec, Box::new(Console::lines()))?;
     println!("tank: {set} records set");
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--processes N`: the shards, their console, and the merged summary.
+fn run_processes(
+    config_path: &Path,
+    overrides: &[Override],
+    processes: u32,
+    start_at: Option<u64>,
+    fail_on_warnings: bool,
+) -> Result<ExitCode> {
+    let signals = count_signals().context("watching for Ctrl-C")?;
+    let options = tank_scale::processes::Options {
+        config_path,
+        overrides,
+        processes,
+        start_at,
+        fail_on_warnings,
+    };
+    let outcome = tank_scale::processes::run(
+        &options,
+        &signals,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    )?;
+    let merged = &outcome.merged;
+    print!("{}", merged.summary.to_text());
+    print!("{}", tank_scale::merge::describe(merged));
+    println!(
+        "artifacts: {} (report.html, summary.json, phout.log; each shard's in shard-I/)",
+        outcome.run_dir.display()
+    );
+    Ok(ExitCode::from(u8::try_from(outcome.exit_code).unwrap_or(1)))
 }
 
 /// Count SIGINT/SIGTERM received, for `--processes` to forward to its shards.

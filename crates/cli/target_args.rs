@@ -2,7 +2,7 @@
 //! wrk's request flags, or `--config FILE` (its first queue's target and ammo).
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use tank_limit::{Options, Request, Target};
@@ -47,7 +47,7 @@ pub struct TargetArgs {
 impl TargetArgs {
     /// The target, and a fresh directory for this command's artifacts.
     pub fn target(&self, command: &str) -> Result<(Target, PathBuf, String)> {
-        let root = self.artifacts.join(format!("{command}_{}", stamp()));
+        let root = self.artifacts.join(tank_run::dir_name(Some(command)));
         std::fs::create_dir_all(&root)
             .with_context(|| format!("creating the artifacts directory {}", root.display()))?;
         let options = Options {
@@ -102,14 +102,6 @@ impl TargetArgs {
 
 /// `10s`, `500ms`, `2m`, `1h`, or bare seconds (also `[search]`'s durations).
 pub use tank_config::search::parse_duration;
-
-/// A name for this command's directory: seconds since the epoch, then the process id.
-fn stamp() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    format!("{secs}_{}", std::process::id())
-}
 
 /// `dir/NN_label`: one probe's artifacts.
 pub fn probe_dir(root: &Path, index: usize, label: &str) -> PathBuf {

@@ -109,7 +109,7 @@ impl Observer for Console {
                 let Some(second) = seconds.last() else {
                     return;
                 };
-                let totals = state.aggregator.totals();
+                let totals = state.so_far.totals();
                 let counting = state.autostop.counting();
                 let view = LiveView {
                     title,

@@ -33,13 +33,11 @@ use std::time::Duration;
 use tank_config::{ConfigError, Override, TestConfig, WriteLog};
 use tank_engine::{priority, AnswerSink, Control, Engine, EngineError, IoThreads, SampleSink};
 use tank_plan::Shard;
-use tank_report::stream::files::JSON_LINES;
-use tank_stats::aggregate::DEFAULT_BUFFERED_SECONDS;
 use tank_stats::autostop::Autostop;
-use tank_stats::Aggregator;
 
 use artifacts::Artifacts;
 
+pub use artifacts::dir_name;
 pub use captures::{import_captures, Captures};
 pub use observer::{LiveState, Notice, Observer, Silent, Started};
 pub use outcome::{Outcome, Verdict};
@@ -334,16 +332,8 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         }
         None => tank_engine::Clock::starting_in(START_LEAD),
     };
-    let mut record = start::record(spec, &engine, clock.start_unix_us, clock_info);
+    let record = start::record(spec, &engine, clock.start_unix_us, clock_info);
     record.write(artifacts.dir()).map_err(io(SHARD_JSON))?;
-    let planned = tank_results::Planned::new(
-        engine
-            .queues()
-            .iter()
-            .filter_map(|q| q.planned().cloned())
-            .collect(),
-        clock.start_unix_us,
-    );
     let facts = outcome::Facts::of(config, &engine);
     observer.started(&Started {
         instances: instances_limit,
@@ -396,40 +386,19 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
         ));
         exports.prometheus = Some(endpoint);
     }
-    let live = collector::Live {
-        aggregator: Aggregator::new(
-            config
-                .queues
-                .first()
-                .map_or(DEFAULT_BUFFERED_SECONDS, |q| q.buffered_seconds),
-        )
-        .with_measuring(
-            config.queues.iter().map(|q| q.name.clone()).collect(),
-            config.queues.iter().map(|q| q.measure).collect(),
-        ),
+    let live = collector::Live::new(collector::Parts {
+        config,
+        engine: &engine,
+        artifacts: &artifacts,
+        start_unix_us: clock.start_unix_us,
         autostop,
         control: control.clone(),
-        json: Some(artifacts.create_file(JSON_LINES)?),
-        json_path: artifacts.file(JSON_LINES),
-        autostop_report: artifacts.file(&config.autostop.report_file),
-        active: engine.queues().iter().map(|q| q.active()).collect(),
-        sessions: engine
-            .queues()
-            .iter()
-            .filter_map(|q| q.sessions())
-            .collect(),
-        replay: None,
-        planned,
         observer,
-        started: std::time::Instant::now(),
         watch,
         exports,
-    };
-
+    })?;
     let (samples, sample_rx) = SampleSink::new(SAMPLE_QUEUE);
-    let phout = artifacts.create_file("phout.log")?;
-    let collector = collector::spawn(sample_rx, phout, artifacts.file("phout.log"), live)
-        .map_err(io("starting the results thread"))?;
+    let collector = collector::spawn(sample_rx, live).map_err(io("starting the results thread"))?;
     let answers = if config.queues.iter().any(|q| q.writelog != WriteLog::Off) {
         let (sink, rx) = AnswerSink::new(4096);
         let file = artifacts.create_file("answ.log")?;
@@ -458,13 +427,8 @@ pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<
     });
     drop(cpus_awake);
     let collected = collector.join().map_err(|_| RunError::Thread("results"))?;
-    record.first_shot_unix_us = collected.totals.active_us.map(|(first, _)| first);
-    record.fired = Some(report.queues.iter().map(|q| q.fired).sum());
-    record.max_rss_kib = ShardRecord::peak_rss_kib();
-    if let Err(error) = record.write(artifacts.dir()) {
-        artifacts.log(&format!("cannot update {}: {error}", SHARD_JSON));
-    }
     let mut notes = outcome::Notes {
+        record,
         answers_dropped: 0,
         timer_fallback: io_threads.timer_fallback().map(str::to_owned),
     };

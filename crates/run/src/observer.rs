@@ -10,14 +10,15 @@
 use std::path::Path;
 use std::time::Duration;
 
-use tank_stats::aggregate::{Aggregator, SecondStats};
+use tank_results::SoFar;
+use tank_stats::aggregate::SecondStats;
 use tank_stats::autostop::{Autostop, StopReason};
 use tank_stats::{Sample, SessionCounts};
 
 /// The live state an observer may read beside the finished seconds.
 pub struct LiveState<'a> {
-    /// The aggregation so far (its totals are computed on demand).
-    pub aggregator: &'a Aggregator,
+    /// The run so far (its totals are computed on demand).
+    pub so_far: SoFar<'a>,
     /// The autostop criteria, with how long each has been counting.
     pub autostop: &'a Autostop,
     /// Since the run started.

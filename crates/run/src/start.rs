@@ -107,5 +107,7 @@ pub(crate) fn record(
         first_shot_unix_us: None,
         fired: None,
         max_rss_kib: None,
+        exit_code: None,
+        stopped: None,
     }
 }

@@ -1,35 +1,46 @@
 //! `tank merge`: join the artifacts of a test's shards into one run's, exactly.
 //!
-//! The shards' phouts are merged by response end into one phout (streaming, see
-//! [`tank_results::PhoutSource`]); that one stream is aggregated per second as a single run's
-//! would be, with each second's planned count rebuilt in closed form from every
-//! shard's `shard.json` (schedule, plan length, slice and start), so the merged
-//! planned counts are the unsharded plan's. The autostop criteria are judged
-//! again over the merged seconds: the verdict a single generator would have
-//! reached. Each shard is also judged on its own: how far its first shot was from
-//! the common start (its skew) and how many of its planned shots it fired.
+//! The shards' phouts are merged by response end into one phout and driven
+//! through tank-results' pipeline as a single run's would be (`test_data.log`,
+//! the timeline, autostop), each second's planned count rebuilt in closed form
+//! from every shard's `shard.json` (schedule, plan length, slice and start), so
+//! the merged planned counts are the unsharded plan's. The autostop criteria
+//! are judged again over the merged seconds: the verdict a single generator
+//! would have reached. Each shard is also judged on its own: how far its first
+//! shot was from the common start (its skew) and how many of its planned shots
+//! it fired.
+//!
+//! What makes shards one test: the same shard count, the same plan per queue
+//! (section, schedule, arrivals and seed, plan length) and, when they were
+//! given a common start, the same start. Shards that differ in any of these
+//! are refused: merged, they would describe no test that ran.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::Serialize;
-use tank_plan::PlannedCount;
 use tank_report::stream::{files, write_outputs};
-use tank_report::{Meta, RunCounts, Summary, Timeline};
-use tank_stats::autostop::{Autostop, StopReason};
-use tank_stats::phout::parse_line;
-use tank_stats::{json, Aggregator, SecondStats};
-
-use tank_results::{PhoutSource, SourceError};
-use tank_run::{ClockInfo, ShardRecord};
+use tank_report::summary::{Stop, StopCause};
+use tank_report::{Meta, RunCounts, Summary};
+use tank_results::{
+    drive, AutostopSink, DriveError, Elapsed, JsonLines, PhoutFile, PhoutSource, Pipeline, Planned,
+    Response, SecondSink, SinkError, SoFar, Timeline,
+};
+use tank_run::{time, ClockInfo, ShardRecord};
+use tank_stats::autostop::Autostop;
+use tank_stats::{Aggregator, SecondStats};
 
 /// The merged phout's name (as a run's).
 pub const PHOUT: &str = "phout.log";
 /// The per-shard findings of a merge.
 pub const MERGE_JSON: &str = "merge.json";
+/// The earliest start a shard can have had: anything before is a broken clock or file.
+const EARLIEST_START_US: u64 = 978_307_200_000_000; // 2001-01-01T00:00:00Z
+/// How far apart shards started without a common start may be and still be one test.
+const MAX_START_SPREAD_US: u64 = 24 * 3600 * 1_000_000;
+/// Missing shards named one by one, up to this many; beyond, a count and a range.
+const NAMED_MISSING: usize = 20;
 
 /// Why the shards could not be merged.
 #[derive(Debug, thiserror::Error)]
@@ -37,9 +48,9 @@ pub enum MergeRunsError {
     /// The inputs do not make one test, or the output is not safe to write.
     #[error("{0}")]
     Input(String),
-    /// A phout could not be read.
+    /// A phout could not be read, or a merged file written.
     #[error(transparent)]
-    Phout(#[from] SourceError),
+    Drive(#[from] DriveError),
     /// Writing the merged artifacts failed.
     #[error("{}: {source}", path.display())]
     Write {
@@ -75,6 +86,8 @@ pub struct ShardResult {
     pub instances: u64,
     /// Its process's peak resident memory, KiB.
     pub max_rss_kib: Option<u64>,
+    /// Its exit code (`None`: it died without finishing its record).
+    pub exit_code: Option<i32>,
 }
 
 /// What a merge found.
@@ -88,13 +101,14 @@ pub struct Merged {
     pub start_spread_us: u64,
     /// The largest skew by magnitude, µs.
     pub max_skew_us: Option<i64>,
-    /// Indices of the test's shards that were not given (their share is missing).
-    pub missing_shards: Vec<u64>,
+    /// The test's shards that were not given (their share is missing).
+    pub missing_shards: Missing,
     /// Lines merged.
     pub lines: u64,
     /// Why the criteria would have stopped the test, judged over the merged data.
     pub autostop: Option<String>,
-    /// The merged run's exit code: an autostop criterion's, else 0.
+    /// The merged run's exit code: an autostop criterion's; else 1 when a shard
+    /// was stopped (interrupted, failed) or lost; else 0.
     pub exit_code: i32,
     /// Skipped lines and other notes, for people.
     pub warnings: Vec<String>,
@@ -103,63 +117,41 @@ pub struct Merged {
     pub summary: Summary,
 }
 
-/// Planned shots per unix second over every shard, each from its own start.
-struct PlannedSeconds {
-    parts: Vec<(PlannedCount, u64)>,
-    next: u64,
-    last: u64,
+/// The shards of a test not given to a merge.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Missing {
+    /// The first few indices (up to 20), in order.
+    pub first: Vec<u64>,
+    /// How many in all.
+    pub all: u64,
 }
 
-impl PlannedSeconds {
-    fn new(parts: Vec<(PlannedCount, u64)>) -> PlannedSeconds {
-        let first = parts
-            .iter()
-            .map(|(_, start)| start / 1_000_000)
-            .min()
-            .unwrap_or(0);
-        let last = parts
-            .iter()
-            .map(|(count, start)| {
-                let due_ms = count.last_due_ms().unwrap_or(0).max(0).unsigned_abs();
-                start.saturating_add(due_ms.saturating_mul(1000)) / 1_000_000
-            })
-            .max()
-            .unwrap_or(0);
-        PlannedSeconds {
-            parts,
-            next: first,
-            last,
+/// What a caller knows of the shards beyond their artifacts (`--processes`
+/// watched them run).
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    /// Shards that died, with how (`shard 1 was killed by signal 9 (SIGKILL)`).
+    pub lost: Vec<(u64, String)>,
+}
+
+/// Counts each shard's rows and its first shot's start, as rows pass.
+struct PerShard {
+    rows: Vec<u64>,
+    first_start_ms: Vec<Option<u64>>,
+}
+
+impl SecondSink for PerShard {
+    fn response(&mut self, response: Response<'_>) {
+        if let Response::Row { record, file, .. } = response {
+            self.rows[file] += 1;
+            let first = &mut self.first_start_ms[file];
+            *first = Some(first.map_or(record.send_ms, |f| f.min(record.send_ms)));
         }
     }
 
-    fn in_second(&self, second: u64) -> u64 {
-        self.parts
-            .iter()
-            .map(|(count, start)| {
-                let from = ms_before(second.saturating_mul(1_000_000), *start);
-                let to = ms_before(second.saturating_add(1).saturating_mul(1_000_000), *start);
-                count.between_ms(from, to)
-            })
-            .sum()
+    fn second(&mut self, _: &SecondStats, _: SoFar<'_>) -> Result<(), SinkError> {
+        Ok(())
     }
-
-    /// Note every second up to `now` in `aggregator`.
-    fn feed(&mut self, aggregator: &mut Aggregator, now: u64) {
-        while self.next <= now.min(self.last) {
-            let shots = self.in_second(self.next);
-            if shots > 0 {
-                aggregator.note_planned(self.next, shots);
-            }
-            self.next += 1;
-        }
-    }
-}
-
-/// The smallest whole ms offset from `start_us` whose shot is due at or after `unix_us`.
-fn ms_before(unix_us: u64, start_us: u64) -> i64 {
-    let since_us = i128::from(unix_us) - i128::from(start_us);
-    let ms = -((-since_us).div_euclid(1000));
-    i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX })
 }
 
 /// Merge the runs in `dirs` into `out` (created; it must not hold a phout yet).
@@ -167,6 +159,7 @@ pub fn merge_runs(
     dirs: &[PathBuf],
     out: &Path,
     buffered_seconds: u32,
+    known: &Known,
 ) -> Result<Merged, MergeRunsError> {
     let records = dirs
         .iter()
@@ -179,168 +172,80 @@ pub fn merge_runs(
             out.display()
         )));
     }
-    let write_error = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| MergeRunsError::Write {
-            path: path.clone(),
-            source,
-        }
-    };
-    std::fs::create_dir_all(out).map_err(write_error(out))?;
-    let mut parts = Vec::new();
-    for (record, dir) in records.iter().zip(dirs) {
-        let counts = record
-            .planned_counts()
-            .map_err(|e| MergeRunsError::Input(format!("{}: {e}", dir.display())))?;
-        parts.extend(counts.into_iter().map(|c| (c, record.start_unix_us)));
-    }
-    let mut planned = PlannedSeconds::new(parts);
-    let instances: u64 = records.iter().map(|r| r.instances).sum();
-    let mut autostop = Autostop::new(&records[0].autostop, instances)
-        .map_err(|e| MergeRunsError::Input(format!("{}: autostop: {e}", dirs[0].display())))?;
-
-    let phout_path = out.join(PHOUT);
-    let json_path = out.join(files::JSON_LINES);
-    let mut phout = BufWriter::with_capacity(
-        1 << 20,
-        File::create(&phout_path).map_err(write_error(&phout_path))?,
-    );
-    let mut json_out = BufWriter::new(File::create(&json_path).map_err(write_error(&json_path))?);
-    let paths: Vec<PathBuf> = dirs.iter().map(|d| d.join(PHOUT)).collect();
-    let mut merge = PhoutSource::open(&paths)?;
-    let mut aggregator = Aggregator::new(buffered_seconds);
-    let mut timeline = Timeline::default();
-    let first_second = records
-        .iter()
-        .map(|r| r.start_unix_us / 1_000_000)
-        .min()
-        .unwrap_or(0);
-    let mut first_start_ms = vec![None::<u64>; dirs.len()];
-    let mut rows = vec![0u64; dirs.len()];
-    let mut lines = 0u64;
-    let mut stopped: Option<StopReason> = None;
-    let mut on_second = |second: SecondStats| -> Result<(), MergeRunsError> {
-        json::write_second(&mut json_out, &second).map_err(write_error(&json_path))?;
-        timeline.push(&second);
-        let elapsed = Duration::from_secs(second.ts.saturating_sub(first_second) + 1);
-        if let Some(reason) = autostop.observe(&second, elapsed) {
-            stopped.get_or_insert(reason);
-        }
-        Ok(())
-    };
-    while let Some((index, line)) = merge.next_line()? {
-        phout.write_all(line).map_err(write_error(&phout_path))?;
-        phout.write_all(b"\n").map_err(write_error(&phout_path))?;
-        // The merge parsed the line when it loaded it: this cannot fail.
-        let Ok(record) = parse_line(line) else {
-            continue;
-        };
-        let sent = record.send_ms / 1000;
-        planned.feed(&mut aggregator, sent);
-        aggregator.note_sent(sent, 1);
-        aggregator.add_record(&record);
-        let first = &mut first_start_ms[index];
-        *first = Some(first.map_or(record.send_ms, |f| f.min(record.send_ms)));
-        rows[index] += 1;
-        lines += 1;
-        while let Some(second) = aggregator.pop_ready() {
-            on_second(second)?;
-        }
-    }
-    planned.feed(&mut aggregator, u64::MAX);
-    aggregator.finish();
-    while let Some(second) = aggregator.pop_ready() {
-        on_second(second)?;
-    }
-    phout.flush().map_err(write_error(&phout_path))?;
-    json_out.flush().map_err(write_error(&json_path))?;
-    warnings.append(&mut merge.warnings);
-
+    std::fs::create_dir_all(out).map_err(|source| MergeRunsError::Write {
+        path: out.to_path_buf(),
+        source,
+    })?;
+    let planned = planned_of(dirs, &records)?;
     let common_start = records.iter().map(|r| r.start_unix_us).min().unwrap_or(0);
-    let latest_start = records.iter().map(|r| r.start_unix_us).max().unwrap_or(0);
-    let shards: Vec<ShardResult> = records
-        .iter()
-        .zip(dirs)
-        .enumerate()
-        .map(|(i, (record, dir))| {
-            let first = record
-                .first_shot_unix_us
-                .or(first_start_ms[i].map(|ms| ms * 1000));
-            let due_us = record.first_due_ms().unwrap_or(0) * 1000;
-            let planned = record.planned();
-            ShardResult {
-                dir: dir.clone(),
-                shard: format!("{}/{}", record.index, record.count),
-                start_unix_us: record.start_unix_us,
-                first_shot_unix_us: first,
-                skew_us: first.map(|f| {
-                    i64::try_from(i128::from(f) - i128::from(common_start) - i128::from(due_us))
-                        .unwrap_or(i64::MAX)
-                }),
-                planned,
-                fired: rows[i],
-                share: planned
-                    .filter(|p| *p > 0)
-                    .map(|p| rows[i] as f64 / p as f64),
-                clock: record.clock.clone(),
-                instances: record.instances,
-                max_rss_kib: record.max_rss_kib,
-            }
-        })
-        .collect();
-    let planned_total = records
-        .iter()
-        .map(ShardRecord::planned)
-        .sum::<Option<u64>>();
+    let instances: u64 = records.iter().map(|r| r.instances).sum();
+    let autostop = Autostop::new(&records[0].autostop, instances)
+        .map_err(|e| MergeRunsError::Input(format!("{}: autostop: {e}", dirs[0].display())))?;
+    let mut autostop = AutostopSink::new(autostop, Elapsed::FromSecond(common_start / 1_000_000));
+    let create = |name: &str| {
+        let path = out.join(name);
+        move |source| MergeRunsError::Write { path, source }
+    };
+    let mut phout = PhoutFile::create(&out.join(PHOUT)).map_err(create(PHOUT))?;
+    let mut json =
+        JsonLines::create(&out.join(files::JSON_LINES)).map_err(create(files::JSON_LINES))?;
+    let mut timeline = Timeline::default();
+    let mut per_shard = PerShard {
+        rows: vec![0; dirs.len()],
+        first_start_ms: vec![None; dirs.len()],
+    };
+    let paths: Vec<PathBuf> = dirs.iter().map(|d| d.join(PHOUT)).collect();
+    let source = PhoutSource::open(&paths).map_err(DriveError::from)?;
+    let driven = drive(
+        source,
+        Pipeline::new(Aggregator::new(buffered_seconds)),
+        Some(planned.clone()),
+        &mut [
+            &mut phout,
+            &mut per_shard,
+            &mut json,
+            &mut timeline,
+            &mut autostop,
+        ],
+    )?;
+    warnings.extend(driven.warnings);
+    warnings.extend(lost_warnings(dirs, &records, known));
+    let shards = shard_results(dirs, &records, &per_shard, common_start);
+    let stop = merged_stop(&records, known, &planned, common_start);
+    let stopped = autostop.stopped().cloned();
+    let exit_code = match (&stopped, &stop) {
+        (Some(reason), _) => reason.code,
+        (None, Some(_)) => 1,
+        (None, None) => 0,
+    };
     let counts = RunCounts {
-        planned: planned_total,
-        sent: lines,
+        planned: records.iter().map(ShardRecord::planned).sum(),
+        sent: driven.rows,
         planned_rps: None,
         dropped: 0,
         answers_dropped: 0,
-        stopped_early: false,
+        stop,
     };
-    let exit_code = stopped.as_ref().map_or(0, |r| r.code);
-    let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    let latest_start = records.iter().map(|r| r.start_unix_us).max().unwrap_or(0);
     let max_skew_us = shards
         .iter()
         .filter_map(|s| s.skew_us)
         .max_by_key(|s| s.unsigned_abs());
-    let meta = Meta {
-        title: format!("{} shards merged", dirs.len()),
-        sources: names,
-        generator: concat!("tank ", env!("CARGO_PKG_VERSION")).to_string(),
-        facts: vec![
-            (
-                "shards".into(),
-                format!("{} of {}", dirs.len(), records[0].count),
-            ),
-            (
-                "common start".into(),
-                tank_run::time::format_rfc3339(common_start),
-            ),
-            (
-                "start spread".into(),
-                format!("{} µs", latest_start - common_start),
-            ),
-            (
-                "largest first-shot skew".into(),
-                max_skew_us.map_or("none fired".into(), |s| format!("{s} µs")),
-            ),
-        ],
-    };
-    let summary = Summary::build(
+    let meta = merged_meta(dirs, &records, common_start, latest_start, max_skew_us);
+    let mut summary = Summary::build(
         meta,
-        &aggregator.totals(),
+        &driven.totals,
         timeline,
         Some(&counts),
         stopped.as_ref(),
         Some(exit_code),
     );
+    summary.warnings.extend(warnings.iter().cloned());
     write_outputs(&summary, out).map_err(|e| MergeRunsError::Input(e.to_string()))?;
     if let Some(reason) = &stopped {
         let path = out.join("autostop_report.txt");
-        std::fs::write(&path, reason.report_text()).map_err(write_error(&path))?;
+        std::fs::write(&path, reason.report_text())
+            .map_err(|source| MergeRunsError::Write { path, source })?;
     }
     let merged = Merged {
         shards,
@@ -348,7 +253,7 @@ pub fn merge_runs(
         start_spread_us: latest_start - common_start,
         max_skew_us,
         missing_shards: missing,
-        lines,
+        lines: driven.rows,
         autostop: stopped.map(|r| format!("{}: {}", r.criterion, r.explanation)),
         exit_code,
         warnings,
@@ -359,57 +264,180 @@ pub fn merge_runs(
         path: path.clone(),
         source: std::io::Error::other(e),
     })?;
-    std::fs::write(&path, text + "\n").map_err(write_error(&path))?;
+    std::fs::write(&path, text + "\n").map_err(|source| MergeRunsError::Write { path, source })?;
     Ok(merged)
 }
 
-/// The shards must be of one test (one count, no index twice, one set of
-/// criteria); shards not given are reported, not refused (a partial merge is
-/// still worth reading).
+/// Every shard's plans, each from its own start.
+fn planned_of(dirs: &[PathBuf], records: &[ShardRecord]) -> Result<Planned, MergeRunsError> {
+    let mut parts = Vec::new();
+    for (record, dir) in records.iter().zip(dirs) {
+        let counts = record
+            .planned_counts()
+            .map_err(|e| MergeRunsError::Input(format!("{}: {e}", dir.display())))?;
+        parts.extend(counts.into_iter().map(|c| (c, record.start_unix_us)));
+    }
+    Ok(Planned::of_parts(parts))
+}
+
+/// The shards that died: named by the caller (with their signal), or found
+/// without an end in their record.
+fn lost_warnings(dirs: &[PathBuf], records: &[ShardRecord], known: &Known) -> Vec<String> {
+    let mut warnings: Vec<String> = known
+        .lost
+        .iter()
+        .map(|(_, how)| {
+            format!(
+                "{how}: the rows it had not yet written (up to its last second's) are missing \
+                 from the merge"
+            )
+        })
+        .collect();
+    for (record, dir) in records.iter().zip(dirs) {
+        let named = known.lost.iter().any(|(index, _)| *index == record.index);
+        if record.exit_code.is_none() && !named {
+            warnings.push(format!(
+                "shard {}/{} ({}) did not finish: its shard.json has no end (the process was \
+                 killed, or is still running); rows it had not written are missing",
+                record.index,
+                record.count,
+                dir.display()
+            ));
+        }
+    }
+    warnings
+}
+
+/// How the test was stopped before its plan ended: a lost shard, else the
+/// first shard's stop; with what the plans had due by then.
+fn merged_stop(
+    records: &[ShardRecord],
+    known: &Known,
+    planned: &Planned,
+    common_start: u64,
+) -> Option<Stop> {
+    let lost = !known.lost.is_empty() || records.iter().any(|r| r.exit_code.is_none());
+    let first = records
+        .iter()
+        .filter_map(|r| {
+            let stop = r.stopped?;
+            let after_us = (stop.after_s? * 1e6) as u64;
+            Some((r.start_unix_us.saturating_add(after_us), stop))
+        })
+        .min_by_key(|(at, _)| *at);
+    let cause = match (lost, first) {
+        (true, _) => StopCause::ShardLost,
+        (false, Some((_, stop))) => stop.cause,
+        (false, None) => return None,
+    };
+    let at = first.map(|(at, _)| at);
+    Some(Stop {
+        cause,
+        after_s: at.map(|at| at.saturating_sub(common_start) as f64 / 1e6),
+        due: at.map(|at| planned.due_before(at)),
+    })
+}
+
+/// Each shard's skew and share.
+fn shard_results(
+    dirs: &[PathBuf],
+    records: &[ShardRecord],
+    per_shard: &PerShard,
+    common_start: u64,
+) -> Vec<ShardResult> {
+    records
+        .iter()
+        .zip(dirs)
+        .enumerate()
+        .map(|(i, (record, dir))| {
+            let first = record
+                .first_shot_unix_us
+                .or(per_shard.first_start_ms[i].map(|ms| ms.saturating_mul(1000)));
+            let due_us = record.first_due_ms().unwrap_or(0).saturating_mul(1000);
+            let planned = record.planned();
+            let fired = per_shard.rows[i];
+            ShardResult {
+                dir: dir.clone(),
+                shard: format!("{}/{}", record.index, record.count),
+                start_unix_us: record.start_unix_us,
+                first_shot_unix_us: first,
+                skew_us: first.map(|f| {
+                    i64::try_from(i128::from(f) - i128::from(common_start) - i128::from(due_us))
+                        .unwrap_or(i64::MAX)
+                }),
+                planned,
+                fired,
+                share: planned.filter(|p| *p > 0).map(|p| fired as f64 / p as f64),
+                clock: record.clock.clone(),
+                instances: record.instances,
+                max_rss_kib: record.max_rss_kib,
+                exit_code: record.exit_code,
+            }
+        })
+        .collect()
+}
+
+fn merged_meta(
+    dirs: &[PathBuf],
+    records: &[ShardRecord],
+    common_start: u64,
+    latest_start: u64,
+    max_skew_us: Option<i64>,
+) -> Meta {
+    Meta {
+        title: format!("{} shards merged", dirs.len()),
+        sources: dirs.iter().map(|d| d.display().to_string()).collect(),
+        generator: concat!("tank ", env!("CARGO_PKG_VERSION")).to_string(),
+        facts: vec![
+            (
+                "shards".into(),
+                format!("{} of {}", dirs.len(), records[0].count),
+            ),
+            ("common start".into(), time::format_rfc3339(common_start)),
+            (
+                "start spread".into(),
+                format!("{} µs", latest_start - common_start),
+            ),
+            (
+                "largest first-shot skew".into(),
+                max_skew_us.map_or("none fired".into(), |s| format!("{s} µs")),
+            ),
+        ],
+    }
+}
+
+/// The shards must be of one test (see the module docs); shards not given
+/// are reported, not refused (a partial merge is still worth reading).
 fn check_shards(
     dirs: &[PathBuf],
     records: &[ShardRecord],
-) -> Result<(Vec<u64>, Vec<String>), MergeRunsError> {
+) -> Result<(Missing, Vec<String>), MergeRunsError> {
     let Some(first) = records.first() else {
         return Err(MergeRunsError::Input(
             "give at least one run directory".into(),
         ));
     };
-    let mut seen = vec![
-        None::<&Path>;
-        usize::try_from(first.count)
-            .unwrap_or(usize::MAX)
-            .min(1 << 20)
-    ];
+    let refuse = |message: String| Err(MergeRunsError::Input(message));
+    let mut seen = BTreeMap::<u64, &Path>::new();
     let mut warnings = Vec::new();
     for (record, dir) in records.iter().zip(dirs) {
-        if record.count != first.count {
-            return Err(MergeRunsError::Input(format!(
-                "{} is shard {}/{} but {} is shard {}/{}: expected shards of one test",
-                dir.display(),
-                record.index,
-                record.count,
+        check_start(record, dir)?;
+        if let Some(why) = other_test(first, record) {
+            return refuse(format!(
+                "{} and {} are not shards of one test: {why}",
                 dirs[0].display(),
-                first.index,
-                first.count
-            )));
+                dir.display()
+            ));
         }
-        let slot = usize::try_from(record.index)
-            .ok()
-            .and_then(|i| seen.get_mut(i))
-            .ok_or_else(|| {
-                MergeRunsError::Input(format!("{}: shard index out of range", dir.display()))
-            })?;
-        if let Some(other) = slot {
-            return Err(MergeRunsError::Input(format!(
+        if let Some(other) = seen.insert(record.index, dir) {
+            return refuse(format!(
                 "{} and {} are both shard {}/{}: expected each shard once",
                 other.display(),
                 dir.display(),
                 record.index,
                 record.count
-            )));
+            ));
         }
-        *slot = Some(dir);
         if record.autostop != first.autostop {
             warnings.push(format!(
                 "{} has other autostop criteria than {}: the merge judges by the first's",
@@ -424,19 +452,93 @@ fn check_shards(
             ));
         }
     }
-    let missing: Vec<u64> = seen
-        .iter()
-        .enumerate()
-        .filter(|(_, dir)| dir.is_none())
-        .map(|(i, _)| i as u64)
-        .collect();
-    if !missing.is_empty() {
+    let (missing, all) = missing_shards(first.count, &seen);
+    if all > 0 {
+        let more = if all > missing.len() as u64 {
+            ", …"
+        } else {
+            ""
+        };
+        let named: Vec<String> = missing.iter().map(u64::to_string).collect();
         warnings.push(format!(
-            "shards {missing:?} of {} were not given: the merged plan and counts lack their share",
-            first.count
+            "{all} of the {} shards were not given ({}{more}): the merged plan and counts lack \
+             their share",
+            first.count,
+            named.join(", ")
         ));
     }
-    Ok((missing, warnings))
+    Ok((
+        Missing {
+            first: missing,
+            all,
+        },
+        warnings,
+    ))
+}
+
+/// A shard's start must be a time a run can have started at.
+fn check_start(record: &ShardRecord, dir: &Path) -> Result<(), MergeRunsError> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(u64::MAX, |d| {
+            u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+        });
+    let latest = now.saturating_add(MAX_START_SPREAD_US);
+    if record.start_unix_us < EARLIEST_START_US || record.start_unix_us > latest {
+        return Err(MergeRunsError::Input(format!(
+            "{}: start_unix_us {} is not when a run started: expected a time between \
+             2001-01-01 and now (a broken clock, or an edited shard.json)",
+            dir.join(tank_run::SHARD_JSON).display(),
+            record.start_unix_us
+        )));
+    }
+    Ok(())
+}
+
+/// Why `record` is not a shard of `first`'s test, if it is not.
+fn other_test(first: &ShardRecord, record: &ShardRecord) -> Option<String> {
+    if record.count != first.count {
+        return Some(format!(
+            "one is a shard of {}, the other of {}",
+            first.count, record.count
+        ));
+    }
+    let same = first.queues.len() == record.queues.len()
+        && first
+            .queues
+            .iter()
+            .zip(&record.queues)
+            .all(|(a, b)| a.same_whole_plan(b));
+    if !same {
+        return Some("their plans differ (queues, schedules, arrivals or plan lengths)".into());
+    }
+    if first.common_start && record.common_start && first.start_unix_us != record.start_unix_us {
+        return Some(format!(
+            "they were given different common starts ({} and {})",
+            time::format_rfc3339(first.start_unix_us),
+            time::format_rfc3339(record.start_unix_us)
+        ));
+    }
+    let spread = first.start_unix_us.abs_diff(record.start_unix_us);
+    if spread > MAX_START_SPREAD_US {
+        return Some(format!(
+            "they started {:.0} hours apart",
+            spread as f64 / 3.6e9
+        ));
+    }
+    None
+}
+
+/// The first [`NAMED_MISSING`] shard indices of a test of `count` shards that
+/// are not among `seen` (every index seen is below `count`), and how many are
+/// missing in all. A count of billions costs no more than the shards given.
+fn missing_shards(count: u64, seen: &BTreeMap<u64, &Path>) -> (Vec<u64>, u64) {
+    let all = count - seen.len() as u64;
+    let named = (0..count)
+        .filter(|i| !seen.contains_key(i))
+        .take(NAMED_MISSING)
+        .collect();
+    (named, all)
 }
 
 /// `merged` for people: one line per shard, then the totals.

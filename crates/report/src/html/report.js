@@ -285,6 +285,19 @@
     if (s.autostop) {
       facts.push(["autostop", s.autostop.criterion + " (exit " + s.autostop.code + "): " + s.autostop.explanation]);
     }
+    if (s.influx) {
+      facts.push(["influx", fmt(s.influx.written) + " points written, " + fmt(s.influx.dropped) + " dropped" +
+        (s.influx.first_error ? " (first error: " + s.influx.first_error + ")" : "")]);
+    }
+    if (s.stopped) {
+      var causes = { interrupted: "interrupted (Ctrl-C or SIGTERM)", autostop: "by autostop",
+                     write_failed: "an artifact could not be written", queue_failed: "a queue failed",
+                     shard_lost: "a shard died" };
+      var stop = causes[s.stopped.cause] || s.stopped.cause;
+      if (s.stopped.after_s !== null) { stop += " after " + fmt(s.stopped.after_s, 1) + " s"; }
+      if (s.stopped.due !== null) { stop += "; " + fmt(s.stopped.due) + " shots were due over a second before"; }
+      facts.push(["stopped", stop]);
+    }
     if (s.exit_code !== null) { facts.push(["exit code", String(s.exit_code)]); }
     table(meta, ["", ""], facts);
 

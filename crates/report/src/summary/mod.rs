@@ -60,6 +60,10 @@ pub struct Summary {
     pub replay: Option<ReplayRow>,
     /// Why autostop stopped the run, if it did.
     pub autostop: Option<AutostopRow>,
+    /// How the run was stopped before its plan ended, if it was (`None` also
+    /// for a report of a phout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stop>,
     /// What makes the numbers untrustworthy, or says nothing worked (see [`crate::warnings`]).
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -76,6 +80,34 @@ pub struct Summary {
     /// Monitored hosts' metrics on the timeline's seconds (`[telegraf]` / `[monitoring]`).
     #[serde(default)]
     pub monitoring: Vec<HostSeries>,
+    /// What the `[influx]` exporter sent, when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub influx: Option<InfluxRow>,
+}
+
+/// What the `[influx]` exporter sent over the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InfluxRow {
+    /// Points InfluxDB accepted.
+    pub written: u64,
+    /// Points given up on (InfluxDB down, slow or refusing them).
+    pub dropped: u64,
+    /// The first failure, when there was one.
+    pub first_error: Option<String>,
+}
+
+impl std::fmt::Display for InfluxRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} points written, {} dropped",
+            self.written, self.dropped
+        )?;
+        if let Some(error) = &self.first_error {
+            write!(f, " (first error: {error})")?;
+        }
+        Ok(())
+    }
 }
 
 /// One bin of [`Summary::spread`].
@@ -144,8 +176,51 @@ pub struct RunCounts {
     pub dropped: u64,
     /// Answers-log entries the answers thread could not take in time.
     pub answers_dropped: u64,
-    /// The run stopped before its plan ended (Ctrl-C, autostop, a failure).
-    pub stopped_early: bool,
+    /// How the run was stopped before its plan ended, if it was.
+    pub stop: Option<Stop>,
+}
+
+/// Why a run stopped before its plan ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopCause {
+    /// Ctrl-C or SIGTERM (or a caller's stop): the user stopped it.
+    Interrupted,
+    /// An autostop criterion fired.
+    Autostop,
+    /// An artifact could not be written (a full disk).
+    WriteFailed,
+    /// A queue failed on its plan or ammo mid-run.
+    QueueFailed,
+    /// A shard of the test died (a `--processes` child killed by a signal).
+    ShardLost,
+}
+
+impl StopCause {
+    /// For people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            StopCause::Interrupted => "interrupted (Ctrl-C or SIGTERM)",
+            StopCause::Autostop => "stopped by autostop",
+            StopCause::WriteFailed => "stopped: an artifact could not be written",
+            StopCause::QueueFailed => "stopped: a queue failed",
+            StopCause::ShardLost => "stopped: a shard died",
+        }
+    }
+}
+
+/// A run stopped before its plan ended: why, when, and what was due by then.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stop {
+    /// Why.
+    pub cause: StopCause,
+    /// When, seconds after the schedules' start (`None`: not known).
+    pub after_s: Option<f64>,
+    /// Shots the plans had due over a second before the stop (`None`: a plan
+    /// without a closed form, or the moment is unknown). The unsent shots that
+    /// matter: those due later were never meant to be fired yet, and one due a
+    /// moment before was only late (its lag says by how much).
+    pub due: Option<u64>,
 }
 
 /// Average rates.
@@ -315,7 +390,7 @@ impl Summary {
             net_codes: &net_codes,
             proto_codes: &proto_codes,
             run: run.is_some(),
-            stopped_early: run.is_some_and(|r| r.stopped_early),
+            stop: run.and_then(|r| r.stop),
         });
         Summary {
             meta,
@@ -369,6 +444,7 @@ impl Summary {
                 .map(|(queue, group)| queue_row(queue, group, overall.len()))
                 .collect(),
             autostop: autostop.map(AutostopRow::from),
+            stopped: run.and_then(|r| r.stop),
             warnings,
             exit_code,
             distribution: overall
@@ -387,6 +463,7 @@ impl Summary {
                 .collect(),
             timeline,
             monitoring: Vec::new(),
+            influx: None,
         }
     }
 

@@ -99,7 +99,7 @@ fn retries_are_counted_for_a_run_and_unknown_for_a_phout() {
         planned_rps: None,
         dropped: 0,
         answers_dropped: 0,
-        stopped_early: false,
+        stop: None,
     };
     let run = Summary::build(
         Meta::default(),

@@ -33,6 +33,20 @@ impl Summary {
             let _ = write!(out, ", late {}", self.shots.late);
         }
         let _ = writeln!(out);
+        if let Some(stop) = &self.stopped {
+            let _ = write!(out, "{}", stop.cause.describe());
+            if let Some(after) = stop.after_s {
+                let _ = write!(out, " after {after:.1} s");
+            }
+            match stop.due {
+                Some(due) => {
+                    let _ = writeln!(out, ": {due} shots were due over a second before");
+                }
+                None => {
+                    let _ = writeln!(out);
+                }
+            }
+        }
         let _ = write!(
             out,
             "rps: actual {:.1} (max {})",
@@ -173,6 +187,10 @@ impl Summary {
                 "\nautostop {} (exit code {}): {}",
                 stop.criterion, stop.code, stop.explanation
             );
+        }
+        out.push_str(&crate::monitoring::describe(&self.monitoring));
+        if let Some(influx) = &self.influx {
+            let _ = writeln!(out, "\ninflux: {influx}");
         }
         if !self.warnings.is_empty() {
             let _ = writeln!(out, "\nWARNINGS:");

@@ -15,6 +15,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use tank_config::{ArrivalProcess, Arrivals};
 use tank_plan::{PlannedCount, Schedule, Shard};
+use tank_report::summary::Stop;
 
 use clock::ClockInfo;
 
@@ -50,6 +51,13 @@ pub struct ShardRecord {
     /// The process's peak resident memory, KiB (written at the end of the run).
     #[serde(default)]
     pub max_rss_kib: Option<u64>,
+    /// The run's exit code (written at the end; `None` before, or when the
+    /// process died without finishing).
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// How the run was stopped before its plan ended, if it was (written at the end).
+    #[serde(default)]
+    pub stopped: Option<Stop>,
 }
 
 fn uniform() -> String {
@@ -76,6 +84,19 @@ pub struct QueuePlan {
     pub planned: Option<u64>,
     /// When this shard's first shot is due, ms from the start.
     pub first_due_ms: Option<i64>,
+}
+
+impl QueuePlan {
+    /// Whether `other` is a slice of the same whole plan: the same section,
+    /// schedule, arrivals and seed, and plan length (shards differ only in
+    /// their own share of it).
+    pub fn same_whole_plan(&self, other: &QueuePlan) -> bool {
+        self.name == other.name
+            && self.rps_schedule == other.rps_schedule
+            && self.arrivals == other.arrivals
+            && self.arrivals_seed == other.arrivals_seed
+            && self.whole_len == other.whole_len
+    }
 }
 
 impl ShardRecord {
@@ -185,6 +206,8 @@ mod tests {
             first_shot_unix_us: None,
             fired: None,
             max_rss_kib: None,
+            exit_code: None,
+            stopped: None,
         }
     }
 
