@@ -27,6 +27,10 @@ pub struct Facts<'a> {
     /// How the run was stopped before its plan ended (Ctrl-C, autostop), if it
     /// was: then only the shots due before the stop were expected to be sent.
     pub stop: Option<crate::summary::Stop>,
+    /// The most instances busy at once, and how many there were (a run's).
+    pub instances: Option<(u64, u64)>,
+    /// The largest lag of a shot behind its due time, ms (a run's).
+    pub lag_max_ms: Option<f64>,
 }
 
 /// The warnings, most serious first.
@@ -65,8 +69,7 @@ pub fn judge(facts: &Facts) -> Vec<String> {
             "every response was an HTTP error (4xx or 5xx): {responses} of {responses}"
         ));
     }
-    let busy = "every instance was busy when they were due (raise `instances`, or the \
-                target is slower than the plan)";
+    let busy = why_unsent(facts);
     match (facts.stop, shots.planned, shots.unsent) {
         (None, Some(planned), Some(unsent))
             if unsent > 0 && percent(unsent, planned) >= SHARE_PERCENT =>
@@ -113,6 +116,26 @@ pub fn judge(facts: &Facts) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Why due shots went unsent: every instance was busy, or, with instances to
+/// spare, tank itself fell behind the plan (a machine short of CPU).
+fn why_unsent(facts: &Facts) -> String {
+    match (facts.instances, facts.lag_max_ms) {
+        (Some((peak, pool)), Some(lag)) if peak < pool => format!(
+            "tank fell behind the plan and the schedule ended first: its lag reached \
+             {lag:.0} ms while at most {peak} of the {pool} instances were busy, so the \
+             machine was short of CPU for this rate (of new connections, if each shot \
+             opens one): fewer processes or targets per core, a slower ramp, or more \
+             machines"
+        ),
+        (Some(_), _) => "every instance was busy when they were due (raise `instances`, or \
+                         the target is slower than the plan)"
+            .to_string(),
+        (None, _) => "the schedule ended before they were fired: every instance was busy, or \
+                      tank fell behind the plan (each run's own summary says which)"
+            .to_string(),
+    }
 }
 
 fn percent(part: u64, whole: u64) -> f64 {
@@ -185,6 +208,8 @@ mod tests {
             proto_codes: &codes(http),
             run: true,
             stop,
+            instances: None,
+            lag_max_ms: None,
         })
     }
 
@@ -218,6 +243,32 @@ mod tests {
         // Just under the threshold: 5 of 600 is 0.8%.
         let s = shots(Some(600), 595, 595);
         assert!(judge_run(&s, &[("0", 595)], &[("200", 595)], false).is_empty());
+    }
+
+    #[test]
+    fn unsent_shots_with_instances_to_spare_blame_the_generator_not_the_plan() {
+        // --processes 3 at 4,200 new connections a second each on two cores.
+        let s = shots(Some(16800), 14365, 14365);
+        let judge_with = |instances| {
+            judge(&Facts {
+                shots: &s,
+                net_codes: &codes(&[("0", 14365)]),
+                proto_codes: &codes(&[("200", 14365)]),
+                run: true,
+                stop: None,
+                instances,
+                lag_max_ms: Some(577.5),
+            })
+        };
+        let w = judge_with(Some((14365, 16800)));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("were not sent: tank fell behind the plan")
+                && w[0].contains("its lag reached 578 ms while at most 14365 of the 16800"),
+            "{w:?}"
+        );
+        let w = judge_with(Some((16800, 16800)));
+        assert!(w[0].contains("every instance was busy"), "{w:?}");
     }
 
     #[test]
@@ -283,6 +334,8 @@ mod tests {
             proto_codes: &BTreeMap::new(),
             run: false,
             stop: None,
+            instances: None,
+            lag_max_ms: None,
         };
         assert!(judge(&facts).is_empty());
     }

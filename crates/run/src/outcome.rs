@@ -88,6 +88,8 @@ pub struct Facts {
     longest_schedule: Option<Duration>,
     /// The replay queues' session pools, together.
     replay_pool: u64,
+    /// The instances over every queue.
+    instances: u64,
 }
 
 impl Facts {
@@ -150,6 +152,7 @@ impl Facts {
                 .filter(|q| q.sessions().is_some())
                 .map(|q| q.pool() as u64)
                 .sum(),
+            instances: engine.total_instances() as u64,
         }
     }
 }
@@ -196,6 +199,7 @@ pub(crate) fn finish(
         dropped: report.samples_dropped,
         answers_dropped: notes.answers_dropped,
         stop,
+        instances: Some(facts.instances),
     };
     let first_shot = collected.totals.active_us.map(|(first, _)| first);
     let mut summary = Summary::build(

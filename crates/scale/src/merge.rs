@@ -225,6 +225,8 @@ pub fn merge_runs(
         dropped: 0,
         answers_dropped: 0,
         stop,
+        // A phout does not say how many instances were busy: each shard's summary does.
+        instances: None,
     };
     let latest_start = records.iter().map(|r| r.start_unix_us).max().unwrap_or(0);
     let max_skew_us = shards

@@ -178,6 +178,8 @@ pub struct RunCounts {
     pub answers_dropped: u64,
     /// How the run was stopped before its plan ended, if it was.
     pub stop: Option<Stop>,
+    /// The instances the run could use, over its queues (`None`: not known).
+    pub instances: Option<u64>,
 }
 
 /// Why a run stopped before its plan ended.
@@ -391,6 +393,11 @@ impl Summary {
             proto_codes: &proto_codes,
             run: run.is_some(),
             stop: run.and_then(|r| r.stop),
+            instances: run
+                .and_then(|r| r.instances)
+                .map(|pool| (totals.max_instances, pool)),
+            lag_max_ms: (totals.lag.count > 0)
+                .then(|| ms(totals.lag.values_us[QUANTILES.len() - 1])),
         });
         Summary {
             meta,

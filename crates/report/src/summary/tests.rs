@@ -100,6 +100,7 @@ fn retries_are_counted_for_a_run_and_unknown_for_a_phout() {
         dropped: 0,
         answers_dropped: 0,
         stop: None,
+        instances: None,
     };
     let run = Summary::build(
         Meta::default(),

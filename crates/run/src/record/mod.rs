@@ -88,14 +88,29 @@ pub struct QueuePlan {
 
 impl QueuePlan {
     /// Whether `other` is a slice of the same whole plan: the same section,
-    /// schedule, arrivals and seed, and plan length (shards differ only in
-    /// their own share of it).
+    /// schedule, arrivals and plan length, and, when the plan is drawn, the
+    /// same seed (shards differ only in their own share of it; a plan that
+    /// draws nothing has a seed that changes nothing).
     pub fn same_whole_plan(&self, other: &QueuePlan) -> bool {
         self.name == other.name
             && self.rps_schedule == other.rps_schedule
             && self.arrivals == other.arrivals
-            && self.arrivals_seed == other.arrivals_seed
             && self.whole_len == other.whole_len
+            && (self.arrivals_seed == other.arrivals_seed || !self.drawn())
+    }
+
+    /// Whether the plan draws from its seed (drawn arrivals, `random(...)` steps).
+    fn drawn(&self) -> bool {
+        let (Some(text), Ok(process)) = (&self.rps_schedule, ArrivalProcess::parse(&self.arrivals))
+        else {
+            return false;
+        };
+        let arrivals = Arrivals {
+            process,
+            seed: self.arrivals_seed,
+            seed_chosen: false,
+        };
+        matches!(Schedule::rps_with(text, &arrivals), Ok(Schedule::Rps(rps)) if rps.uses_seed())
     }
 }
 
@@ -257,6 +272,23 @@ mod tests {
         assert_eq!(counts.len(), 1);
         assert_eq!(counts[0].total(), 10);
         assert_eq!(counts[0].first_due_ms(), Some(33));
+    }
+
+    #[test]
+    fn a_seed_makes_a_plan_another_only_when_the_plan_draws() {
+        let uniform = record().queues[0].clone();
+        let mut other_seed = uniform.clone();
+        other_seed.arrivals_seed = 7;
+        other_seed.planned = Some(9);
+        assert!(uniform.same_whole_plan(&other_seed));
+        let mut poisson = uniform.clone();
+        poisson.arrivals = "poisson".into();
+        let mut poisson_other = poisson.clone();
+        poisson_other.arrivals_seed = 7;
+        assert!(!poisson.same_whole_plan(&poisson_other));
+        let mut longer = uniform.clone();
+        longer.whole_len = Some(31);
+        assert!(!uniform.same_whole_plan(&longer));
     }
 
     #[test]
