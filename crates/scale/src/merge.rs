@@ -585,3 +585,157 @@ pub fn describe(merged: &Merged) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+    use tank_run::QueuePlan;
+
+    /// 2025-11-21T19:39:11Z, µs: a start after 2001 and before now.
+    const START_US: u64 = 1_763_753_951_000_000;
+
+    fn record(index: u64, count: u64, schedule: &str, start_unix_us: u64) -> ShardRecord {
+        ShardRecord {
+            index,
+            count,
+            start_unix_us,
+            start: time::format_rfc3339(start_unix_us),
+            common_start: true,
+            clock: ClockInfo::read_local(),
+            instances: 2,
+            autostop: Vec::new(),
+            queues: vec![QueuePlan {
+                name: "phantom".into(),
+                rps_schedule: Some(schedule.into()),
+                arrivals: "uniform".into(),
+                arrivals_seed: index,
+                whole_len: Some(4),
+                planned: Some(2),
+                first_due_ms: Some(0),
+            }],
+            first_shot_unix_us: Some(start_unix_us),
+            fired: Some(2),
+            max_rss_kib: None,
+            exit_code: Some(0),
+            stopped: None,
+        }
+    }
+
+    /// A shard's directory: its record, and a phout of one row a second from its start.
+    fn shard(root: &Path, record: &ShardRecord, phout_tail: &str) -> PathBuf {
+        let dir = root.join(format!("s{}", record.index));
+        std::fs::create_dir_all(&dir).unwrap();
+        record.write(&dir).unwrap();
+        let start_s = START_US / 1_000_000;
+        let rows: String = (0..2)
+            .map(|i| {
+                format!(
+                    "{}.{:03}\t\t1000\t0\t0\t1000\t0\t0\t10\t10\t0\t200\n",
+                    start_s + i,
+                    record.index
+                )
+            })
+            .collect();
+        std::fs::write(dir.join(PHOUT), rows + phout_tail).unwrap();
+        dir
+    }
+
+    fn merge(dirs: &[PathBuf], root: &Path) -> Result<Merged, MergeRunsError> {
+        merge_runs(dirs, &root.join("out"), 2, &Known::default())
+    }
+
+    #[test]
+    fn two_shards_of_one_test_merge_and_a_torn_last_field_is_skipped() {
+        let root = tempfile::tempdir().unwrap();
+        let a = shard(root.path(), &record(0, 2, "const(2,2s)", START_US), "");
+        // Cut inside its last field: `2` of a 200.
+        let b = shard(
+            root.path(),
+            &record(1, 2, "const(2,2s)", START_US),
+            "1763753953.000\t\t1000\t0\t0\t1000\t0\t0\t10\t10\t0\t2",
+        );
+        let merged = merge(&[a, b], root.path()).unwrap();
+        assert_eq!(merged.lines, 4);
+        assert_eq!(
+            merged.summary.proto_codes.keys().collect::<Vec<_>>(),
+            ["200"]
+        );
+        assert!(
+            merged
+                .warnings
+                .iter()
+                .any(|w| w.contains("skipped the unfinished last line")),
+            "{:?}",
+            merged.warnings
+        );
+        assert_eq!(merged.exit_code, 0);
+        assert!(merged.summary.stopped.is_none());
+    }
+
+    #[test]
+    fn shards_of_two_tests_are_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let a = shard(root.path(), &record(0, 2, "const(2,2s)", START_US), "");
+        let b = shard(root.path(), &record(1, 2, "line(1,3,2s)", START_US), "");
+        let error = merge(&[a.clone(), b], root.path()).unwrap_err().to_string();
+        assert!(
+            error.contains("are not shards of one test: their plans differ"),
+            "{error}"
+        );
+        let c = shard(
+            root.path(),
+            &record(1, 2, "const(2,2s)", START_US + 19_000_000),
+            "",
+        );
+        let error = merge(&[a, c], root.path()).unwrap_err().to_string();
+        assert!(error.contains("different common starts"), "{error}");
+    }
+
+    #[test]
+    fn a_start_far_off_is_an_error_at_once_not_a_walk() {
+        let root = tempfile::tempdir().unwrap();
+        let a = shard(root.path(), &record(0, 2, "const(2,2s)", START_US), "");
+        for start in [0, u64::MAX] {
+            let mut far = record(1, 2, "const(2,2s)", START_US);
+            far.start_unix_us = start;
+            let b = shard(root.path(), &far, "");
+            let began = Instant::now();
+            let error = merge(&[a.clone(), b], root.path()).unwrap_err().to_string();
+            assert!(error.contains("is not when a run started"), "{error}");
+            // Generous: it is refused before any reading, in microseconds.
+            assert!(began.elapsed().as_secs() < 10, "{:?}", began.elapsed());
+        }
+    }
+
+    #[test]
+    fn a_huge_shard_count_is_summarised_and_a_shard_without_an_end_is_named() {
+        let root = tempfile::tempdir().unwrap();
+        let mut lone = record(0, u64::MAX, "const(2,2s)", START_US);
+        lone.exit_code = None;
+        lone.fired = None;
+        let a = shard(root.path(), &lone, "");
+        let merged = merge(&[a], root.path()).unwrap();
+        let missing = merged
+            .warnings
+            .iter()
+            .find(|w| w.contains("shards were not given"))
+            .expect("the missing shards");
+        assert!(missing.len() < 300, "{missing}");
+        assert!(
+            missing.starts_with("18446744073709551614 of the 18446744073709551615 shards"),
+            "{missing}"
+        );
+        assert_eq!(merged.missing_shards.first.len(), NAMED_MISSING);
+        assert!(
+            merged.warnings.iter().any(|w| w.contains("did not finish")),
+            "{:?}",
+            merged.warnings
+        );
+        assert_eq!(
+            merged.summary.stopped.map(|s| s.cause),
+            Some(StopCause::ShardLost)
+        );
+        assert_eq!(merged.exit_code, 1);
+    }
+}
