@@ -8,6 +8,7 @@ mod limit;
 mod memcached;
 mod monitoring;
 mod origin;
+mod processes;
 mod replay;
 mod report;
 mod run;
