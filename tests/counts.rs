@@ -516,14 +516,32 @@ fn a_full_disk_stops_the_run_at_once_and_says_so() {
         stdout.contains("WARNINGS:\n  - cannot write") && stdout.contains("the run stopped there"),
         "{stdout}"
     );
-    // What was written before is kept: whole lines, read as usual.
+    // What was written before is kept: whole lines only, read as usual.
     if disk.mounted {
         let text = std::fs::read_to_string(disk.dir.path().join("phout.log")).unwrap();
-        let complete = text.rsplit_once('\n').map_or("", |(lines, _)| lines);
         assert!(
-            complete.lines().count() > 100,
-            "{} lines kept",
-            complete.lines().count()
+            text.ends_with('\n'),
+            "a torn last line: {:?}",
+            text.rsplit('\n').next()
         );
+        assert!(
+            text.lines().count() > 100,
+            "{} lines kept",
+            text.lines().count()
+        );
+    }
+    // A report is whole or absent, never empty, and the console names only what is there.
+    let listed = stdout
+        .lines()
+        .find(|l| l.starts_with("artifacts: "))
+        .unwrap_or_else(|| panic!("no artifacts line in\n{stdout}"));
+    for name in ["summary.json", "summary.txt", "report.html"] {
+        let path = disk.dir.path().join(name);
+        match std::fs::metadata(&path) {
+            Ok(meta) => assert!(meta.len() > 0, "{name} is empty"),
+            Err(_) => assert!(!listed.contains(name), "{listed} names the absent {name}"),
+        }
+        let partial = disk.dir.path().join(format!("{name}.partial"));
+        assert!(!partial.exists(), "{} left behind", partial.display());
     }
 }
