@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use tank_engine::gun::{Gun, Protocol};
+use tank_engine::gun::{Protocol, WireGun};
 use tank_engine::http::{Limits, ResponseReader};
 use tank_engine::target::Target;
 use tank_stats::{phout, Aggregator, Measured, NetCode, Sample};
@@ -158,7 +158,7 @@ fn gun_loop(c: &mut Criterion) {
             .enable_all()
             .build()
             .expect("runtime");
-        let gun = Arc::new(Gun::new(
+        let gun = Arc::new(WireGun::new(
             Target {
                 addr,
                 host: addr.ip().to_string(),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::server::{Behaviour, Server};
-use crate::support::{artifacts, assert_ran, phout, shoot, tank, Row};
+use crate::support::{artifacts, assert_ran, interrupted, phout, shoot, tank, Row};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -600,41 +600,18 @@ fn bad_ammo_past_the_first_request_stops_the_test_before_its_first_shot() {
     assert!(server.requests().is_empty(), "no shot fired");
 }
 
-/// Run tank on `config` in `dir`, let it fire for 1.5 s, send `signals` 300 ms
-/// apart, and wait: its output, and how long it took to exit after the last signal.
-#[cfg(unix)]
-fn interrupted(
-    dir: &std::path::Path,
-    config: &str,
-    signals: &[i32],
-) -> (std::process::Output, Duration) {
-    std::fs::write(dir.join("load.ini"), config).unwrap();
-    let child = tank()
-        .args(["-c", "load.ini", "-q"])
-        .current_dir(dir)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    for (i, signal) in signals.iter().enumerate() {
-        if i > 0 {
-            std::thread::sleep(Duration::from_millis(300));
-        }
-        // SAFETY: signalling our own child process.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, *signal) }, 0);
-    }
-    let signalled = std::time::Instant::now();
-    let out = child.wait_with_output().unwrap();
-    (out, signalled.elapsed())
-}
-
 #[cfg(unix)]
 #[test]
 fn sigterm_stops_like_ctrl_c_and_still_writes_the_summary() {
     let server = Server::start(Behaviour::KeepAlive);
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(server.addr(), "rps_schedule = const(50,60s)\nuris = /");
-    let (out, _) = interrupted(dir.path(), &cfg, &[libc::SIGTERM]);
+    let (out, _) = interrupted(
+        dir.path(),
+        &cfg,
+        || server.requests().len() >= 20,
+        &[libc::SIGTERM],
+    );
     assert_eq!(out.status.code(), Some(1));
     let run = artifacts(dir.path());
     assert!(!phout(&run).is_empty());
@@ -647,7 +624,12 @@ fn ctrl_c_stops_firing_and_leaves_a_complete_phout() {
     let server = Server::start(Behaviour::KeepAlive);
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(server.addr(), "rps_schedule = const(50,60s)\nuris = /");
-    let (out, took) = interrupted(dir.path(), &cfg, &[libc::SIGINT]);
+    let (out, took) = interrupted(
+        dir.path(),
+        &cfg,
+        || server.requests().len() >= 20,
+        &[libc::SIGINT],
+    );
     assert!(took < Duration::from_secs(15), "tank took {took:?} to stop");
     assert_eq!(out.status.code(), Some(1));
     let rows = phout(&artifacts(dir.path()));
@@ -745,10 +727,15 @@ fn console_draws_a_screen_on_a_terminal_and_lines_when_piped() {
         screen.matches("\x1b[H\x1b[2J").count() >= 2,
         "no screen redraws in:\n{screen}"
     );
-    assert!(
-        screen.contains("accuracy") && screen.contains("cumulative ms"),
-        "{screen}"
-    );
+    for needle in [
+        "accuracy",
+        "last second",
+        "whole run",
+        "intended ms",
+        "(in finished seconds, through second 00:00:",
+    ] {
+        assert!(screen.contains(needle), "no `{needle}` in\n{screen}");
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let piped = shoot(
@@ -761,10 +748,26 @@ fn console_draws_a_screen_on_a_terminal_and_lines_when_piped() {
         !lines.contains("\x1b[2J"),
         "piped output must not clear the screen"
     );
-    assert!(
-        lines.lines().filter(|l| l.contains(" rps=")).count() >= 4,
-        "{lines}"
-    );
+    // Each line is labelled with its second's own offset from the start: from
+    // 00:00:00, one second more per line, each once (before, the labels were
+    // the wall clock when the line was printed: from 00:00:02, and the last
+    // seconds, printed together, all read the same).
+    let seconds: Vec<(u64, u64)> = lines
+        .lines()
+        .filter(|l| l.contains(" rps="))
+        .map(|l| {
+            let (label, rest) = l.split_once(" ts=").expect("a label and a ts");
+            let ts: u64 = rest.split(' ').next().unwrap().parse().unwrap();
+            let parts: Vec<u64> = label.split(':').map(|p| p.parse().unwrap()).collect();
+            (parts[0] * 3600 + parts[1] * 60 + parts[2], ts)
+        })
+        .collect();
+    assert!(seconds.len() >= 6, "{lines}");
+    assert_eq!(seconds[0].0, 0, "{lines}");
+    for (offset, ts) in &seconds {
+        assert_eq!(offset, &(ts - seconds[0].1), "{lines}");
+    }
+    assert!(seconds.windows(2).all(|w| w[1].0 > w[0].0), "{lines}");
 }
 
 /// The `retries` of every line of a run's `test_data.log`, summed.
@@ -963,4 +966,77 @@ fn a_search_section_is_named_as_unused_by_a_plain_run() {
             && said.contains("`tank -c` does not use them"),
         "{said}"
     );
+}
+
+#[test]
+fn tank_plan_counts_agree_in_number() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("one.sessions"),
+        "tank-sessions 1\nS 0 0 a\nR 3 0 0 /\nGET\nE 0 0\n",
+    )
+    .unwrap();
+    let cases = [
+        (
+            "uris = /\nrps_schedule = const(1,1s)\n",
+            &["ammo           1 uri (uris), 1 full pass\n"][..],
+        ),
+        (
+            "uris = /a /b\nrps_schedule = const(5,1s)\n",
+            &["ammo           2 uris (uris), 2 full passes\n"][..],
+        ),
+        (
+            "ammofile = one.sessions\nammo_type = sessions\n",
+            &[
+                "capture        1 session, 1 request over 0ms",
+                "concurrency    at most 1 session open at once",
+                "(sessions), 1 full pass\n",
+            ][..],
+        ),
+    ];
+    for (options, expected) in cases {
+        std::fs::write(
+            dir.path().join("load.ini"),
+            format!("[phantom]\naddress = 127.0.0.1:9\n{options}"),
+        )
+        .unwrap();
+        let out = tank()
+            .args(["plan", "-c", "load.ini"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for line in expected {
+            assert!(stdout.contains(line), "`{line}` in\n{stdout}");
+        }
+    }
+}
+
+#[test]
+fn a_failed_write_of_the_config_copy_says_its_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        "[phantom]\naddress = 127.0.0.1:9\nuris = /\nrps_schedule = const(1,1s)\n",
+    )
+    .unwrap();
+    // The copy's path is taken by a directory: writing it fails.
+    std::fs::create_dir_all(dir.path().join("out/load.ini")).unwrap();
+    let out = tank()
+        .args(["-c", "load.ini", "-q", "-o", "tank.artifacts_dir=out"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("writing the config copy out/load.ini: Is a directory (os error 21)"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("os error 21").count(), 1, "{stderr}");
 }

@@ -8,6 +8,8 @@ mod limit;
 mod memcached;
 mod monitoring;
 mod origin;
+mod pipes;
+mod prepare;
 mod processes;
 mod replay;
 mod report;

@@ -27,9 +27,9 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
     let known = tank_scale::merge::Known::default();
     let merged = tank_scale::merge_runs(&args.runs, &args.out, args.buffered_seconds, &known)
         .context("tank merge")?;
-    print!("{}", merged.summary.to_text());
-    print!("{}", tank_scale::merge::describe(&merged));
-    println!(
+    out!("{}", merged.summary.to_text());
+    out!("{}", tank_scale::merge::describe(&merged));
+    outln!(
         "{} lines from {} shards; wrote phout.log, test_data.log, summary.json, summary.txt, \
          report.html, merge.json in {}",
         merged.lines,

@@ -10,10 +10,13 @@ use anyhow::{bail, Context, Result};
 use tank_config::{AmmoSource, LoadProfile, Override, QueueConfig, TestConfig};
 use tank_plan::replay::CaptureStats;
 use tank_plan::schedule::{self, RpsStep};
+use tank_plan::words::count;
 use tank_plan::writer::OffThreadWriter;
 use tank_plan::{stpd, Plan, PlanTotals, Schedule};
 
-/// Run `tank plan`.
+/// Run `tank plan`: the run's prepare stage (every check `tank -c` makes
+/// before its first shot, with no network needed), then each selected
+/// queue's plan walked once.
 pub fn run(
     config_path: &Path,
     section: Option<&str>,
@@ -21,28 +24,19 @@ pub fn run(
     overrides: &[Override],
 ) -> Result<()> {
     let loaded = tank_config::load(config_path, overrides)?;
-    for warning in &loaded.warnings {
-        eprintln!("tank: warning: {warning}");
+    // A replay's capture becomes a sessions file here, as `tank -c` does it.
+    let mut prepared = tank_run::Prepared::new(&tank_run::Spec::new(loaded.clone()))?;
+    for note in prepared.notes() {
+        match note {
+            tank_run::Note::Warning(text) => errln!("tank: warning: {text}"),
+            tank_run::Note::Info(text) => errln!("tank: {text}"),
+        }
     }
-    // A replay's capture becomes a sessions file first, as `tank -c` does it.
-    let captures = tank_run::import_captures(&loaded, &mut |notice| match notice {
-        tank_run::Notice::Warning(text) => eprintln!("tank: warning: {text}"),
-        tank_run::Notice::Info(text) => eprintln!("tank: {text}"),
-        // An import tells nothing else.
-        _ => {}
-    })?;
-    let config = captures
-        .as_ref()
-        .map_or(&loaded, tank_run::Captures::config);
-    // Everything `tank -c` would reject before its first shot, rejected here too.
-    let instances = config.queues.iter().map(|q| u64::from(q.instances)).sum();
-    tank_run::autostop_for(config, instances)?;
-    for queue in &config.queues {
-        tank_engine::check_queue(queue, config.origin.is_some())?;
+    for unresolved in prepared.unresolved_targets() {
+        errln!("tank: warning: {unresolved} (here; `tank -c` looks it up again where it runs)");
     }
-    let queues = select_queues(config, section)?;
-    if stpd_out.is_some() && queues.len() > 1 {
-        let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
+    let names = select_queues(prepared.config(), section)?;
+    if stpd_out.is_some() && names.len() > 1 {
         bail!(
             "{}: --stpd writes one queue, and this config has {} ({}); choose one with --section",
             config_path.display(),
@@ -51,10 +45,13 @@ pub fn run(
         );
     }
     let mut report = String::new();
-    for queue in queues {
+    for (queue, plan) in prepared.plans_mut() {
+        if !names.contains(&queue.name) {
+            continue;
+        }
         if let LoadProfile::Rps(text) | LoadProfile::Instances(text) = &queue.load_profile {
             if schedule::is_blank(text) {
-                eprintln!(
+                errln!(
                     "tank: warning: {}",
                     queue.load_profile_at.error(
                         "the schedule is empty; as yandex-tank does, every shot is due at 0 \
@@ -64,38 +61,34 @@ pub fn run(
             }
         }
         // Its errors name the config file, line, section and option.
-        let summary = plan_queue(queue, stpd_out)?;
+        let summary = plan_queue(queue, plan, stpd_out)?;
         // Described as written: an imported capture by its own name.
         let written = loaded.queues.iter().find(|q| q.name == queue.name);
         describe(&mut report, written.unwrap_or(queue), &summary, stpd_out);
     }
     // With the stpd on stdout, the summary goes to stderr so the stpd stays clean.
     if stpd_out == Some(Path::new("-")) {
-        eprint!("{report}");
+        err!("{report}");
     } else {
-        print!("{report}");
+        out!("{report}");
     }
     Ok(())
 }
 
-fn select_queues<'a>(
-    config: &'a TestConfig,
-    section: Option<&str>,
-) -> Result<Vec<&'a QueueConfig>> {
+/// The names of the queues `section` selects (all of them without one).
+fn select_queues(config: &TestConfig, section: Option<&str>) -> Result<Vec<String>> {
+    let names: Vec<String> = config.queues.iter().map(|q| q.name.clone()).collect();
     let Some(name) = section else {
-        return Ok(config.queues.iter().collect());
+        return Ok(names);
     };
-    match config.queues.iter().find(|q| q.name == name) {
-        Some(queue) => Ok(vec![queue]),
-        None => {
-            let names: Vec<&str> = config.queues.iter().map(|q| q.name.as_str()).collect();
-            bail!(
-                "{}: no queue `{name}`; the config has: {}",
-                config.path.display(),
-                names.join(", ")
-            )
-        }
+    if names.iter().any(|n| n == name) {
+        return Ok(vec![name.to_owned()]);
     }
+    bail!(
+        "{}: no queue `{name}`; the config has: {}",
+        config.path.display(),
+        names.join(", ")
+    )
 }
 
 struct QueueSummary {
@@ -107,10 +100,13 @@ struct QueueSummary {
     replay: Option<(CaptureStats, usize)>,
 }
 
-fn plan_queue(queue: &QueueConfig, stpd_out: Option<&Path>) -> Result<QueueSummary> {
-    let mut plan = Plan::new(queue)?;
+fn plan_queue(
+    queue: &QueueConfig,
+    plan: &mut Plan,
+    stpd_out: Option<&Path>,
+) -> Result<QueueSummary> {
     if stpd_out.is_some() && plan.capture().is_some() {
-        eprintln!(
+        errln!(
             "tank: warning: [{}] an stpd file has no sessions: it keeps each request's due \
              time, tag and bytes, not the connection it goes on (a ready stpd file goes to any free instance, \
              as phantom fires one)",
@@ -134,6 +130,8 @@ fn plan_queue(queue: &QueueConfig, stpd_out: Option<&Path>) -> Result<QueueSumma
         .capture()
         .filter(|_| endless)
         .map(|capture| capture.requests_selected);
+    let total = first_pass.or_else(|| plan.planned_count().map(|p| p.total()));
+    let mut progress = crate::walk::WalkProgress::new(format!("[{}]", queue.name), total);
     while let Some(shot) = plan.next_shot()? {
         if first_pass.is_some_and(|requests| totals.shots >= requests) {
             break;
@@ -143,7 +141,9 @@ fn plan_queue(queue: &QueueConfig, stpd_out: Option<&Path>) -> Result<QueueSumma
             out.commit().context("writing the stpd")?;
         }
         totals.observe(&shot);
+        progress.at(totals.shots);
     }
+    drop(progress);
     if let Some(mut out) = out {
         out.finish().context("writing the stpd")?;
     }
@@ -225,14 +225,21 @@ fn describe(
     }
     let source = match &queue.ammo {
         Some(AmmoSource::File { path, .. }) => path.display().to_string(),
-        Some(AmmoSource::Uris(uris)) => format!("{} uris", uris.len()),
+        Some(AmmoSource::Uris(uris)) => count(uris.len() as u64, "uri"),
         Some(AmmoSource::Memcached(workload)) => tank_plan::ammo::memcached::describe(workload),
         None => "in the stpd file".to_string(),
     };
+    // uris are counted: their passes are the shots over them. A file's are
+    // the ends the plan read up to.
+    let passes = match &queue.ammo {
+        Some(AmmoSource::Uris(uris)) if !uris.is_empty() => totals.shots / uris.len() as u64,
+        _ => summary.passes,
+    };
     let _ = writeln!(
         report,
-        "  ammo           {} ({}), {} full passes",
-        source, summary.format, summary.passes
+        "  ammo           {source} ({}), {}",
+        summary.format,
+        count(passes, "full pass")
     );
     let span = match (totals.first_due_ms, totals.last_due_ms) {
         (Some(first), Some(last)) => {
@@ -299,16 +306,17 @@ fn describe_capture(report: &mut String, capture: &CaptureStats, pool: usize, qu
     let ms = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     let _ = writeln!(
         report,
-        "  capture        {} sessions, {} requests over {}; largest gap {}",
-        capture.sessions,
-        capture.requests,
+        "  capture        {}, {} over {}; largest gap {}",
+        count(capture.sessions, "session"),
+        count(capture.requests, "request"),
         human_ms(ms(capture.duration)),
         human_ms(ms(capture.largest_gap)),
     );
     let _ = writeln!(
         report,
-        "  concurrency    at most {} sessions open at once ({} of this replay's)",
-        capture.peak_sessions, capture.peak_selected
+        "  concurrency    at most {} open at once ({} of this replay's)",
+        count(capture.peak_sessions, "session"),
+        capture.peak_selected
     );
     let why = if queue.places.is_written("instances") {
         "instances"
@@ -324,16 +332,21 @@ fn describe_capture(report: &mut String, capture: &CaptureStats, pool: usize, qu
         "the replay's peak of open sessions; set instances for more"
     };
     let _ = writeln!(report, "  session pool   {pool} ({why})");
-    let per_second = &capture.per_second;
-    if let (Some(max), Some(min)) = (per_second.iter().max(), per_second.iter().min()) {
-        let mean = capture.requests as f64 / per_second.len().max(1) as f64;
-        let mut shown: Vec<String> = per_second.iter().take(20).map(u64::to_string).collect();
-        if per_second.len() > 20 {
-            shown.push(format!("… {} s more", per_second.len() - 20));
+    let rate = &capture.per_second;
+    if rate.seconds > 0 {
+        let mean = capture.requests as f64 / rate.seconds as f64;
+        let mut shown: Vec<String> = rate.first.iter().map(u64::to_string).collect();
+        if rate.seconds > rate.first.len() as u64 {
+            shown.push(format!(
+                "… {} s more",
+                rate.seconds - rate.first.len() as u64
+            ));
         }
         let _ = writeln!(
             report,
-            "  capture rps    min {min}, mean {mean:.1}, max {max}; per second: {}",
+            "  capture rps    min {}, mean {mean:.1}, max {}; per second: {}",
+            rate.min,
+            rate.max,
             shown.join(" ")
         );
     }

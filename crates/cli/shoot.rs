@@ -63,9 +63,9 @@ pub fn run(
     let handle = Handle::default();
     watch_signals(handle.clone()).context("watching for Ctrl-C")?;
     let outcome = tank_run::run(&spec, Box::new(console), &handle)?;
-    print!("{}", outcome.text);
+    out!("{}", outcome.text);
     if let Some(why) = &outcome.reports_failed {
-        eprintln!(
+        errln!(
             "tank: error: writing the reports into {}: {why}",
             outcome.artifacts.display()
         );
@@ -85,7 +85,7 @@ pub fn load_only(config_path: &Path, overrides: &[Override]) -> Result<ExitCode>
         ..Spec::new(config)
     };
     let set = tank_run::load_only(&spec, Box::new(Console::lines()))?;
-    println!("tank: {set} records set");
+    outln!("tank: {set} records set");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -112,9 +112,9 @@ fn run_processes(
         &mut std::io::stderr(),
     )?;
     let merged = &outcome.merged;
-    print!("{}", merged.summary.to_text());
-    print!("{}", tank_scale::merge::describe(merged));
-    println!(
+    out!("{}", merged.summary.to_text());
+    out!("{}", tank_scale::merge::describe(merged));
+    outln!(
         "artifacts: {} (report.html, summary.json, phout.log; each shard's in shard-I/)",
         outcome.run_dir.display()
     );
@@ -126,7 +126,7 @@ fn count_signals() -> std::io::Result<Arc<AtomicUsize>> {
     let count = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&count);
     crate::signals::watch(move |_| {
-        eprintln!("tank: stopping the shards (Ctrl-C again to stop them now)");
+        errln!("tank: stopping the shards (Ctrl-C again to stop them now)");
         counter.fetch_add(1, Ordering::AcqRel);
     })?;
     Ok(count)
@@ -137,11 +137,11 @@ fn count_signals() -> std::io::Result<Arc<AtomicUsize>> {
 fn watch_signals(handle: Handle) -> std::io::Result<()> {
     crate::signals::watch(move |n| match n {
         1 => {
-            eprintln!("tank: stopping: waiting for shots in flight (Ctrl-C again to stop now)");
+            errln!("tank: stopping: waiting for shots in flight (Ctrl-C again to stop now)");
             handle.stop();
         }
         2 => {
-            eprintln!("tank: stopping now");
+            errln!("tank: stopping now");
             handle.abort();
         }
         _ => {}

@@ -2,23 +2,28 @@
 //! terminal, or one plain line per second (piped, `--quiet`, `[console]
 //! short_only`). It is the run's observer; the run itself prints nothing.
 
-use std::io::{IsTerminal, Write};
-use std::time::Duration;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
 
 use tank_report::console::{self, LiveView};
 use tank_run::{LiveState, Notice, Observer, Started};
 use tank_stats::aggregate::SecondStats;
 use tank_stats::SessionCounts;
 
-/// The live console: how it shows the run, and what it remembers between seconds.
+/// How often the memcached preload's progress gets a line of its own when
+/// stderr is not a terminal (a file, a CI log): there it cannot be redrawn.
+const PRELOAD_LINE_EVERY: Duration = Duration::from_secs(5);
+
+/// The run's console: its view, and when the preload's progress was last shown.
 pub struct Console {
-    mode: Mode,
+    view: View,
+    preload_shown: Option<Instant>,
     /// A replay's sessions started as of the last line (for its per-second rate).
     sessions_started: u64,
 }
 
 /// How the console shows the run.
-enum Mode {
+enum View {
     /// The full screen, redrawn each second.
     Screen {
         /// The config file.
@@ -27,25 +32,33 @@ enum Mode {
         instances_limit: u64,
         /// The longest schedule (likewise).
         planned_duration: Option<Duration>,
+        /// When the schedules start, µs since the Unix epoch (likewise).
+        start_unix_us: u64,
     },
     /// One plain line per second.
-    Lines,
+    Lines {
+        /// When the schedules start, µs since the Unix epoch: each line is
+        /// labelled with its second's offset from it.
+        start_unix_us: u64,
+    },
 }
 
 impl Console {
     /// The screen when stdout is a terminal and lines were not asked for.
     pub fn choose(lines: bool, title: String) -> Self {
-        let mode = if !lines && std::io::stdout().is_terminal() {
-            Mode::Screen {
+        let view = if !lines && std::io::stdout().is_terminal() {
+            View::Screen {
                 title,
                 instances_limit: 0,
                 planned_duration: None,
+                start_unix_us: 0,
             }
         } else {
-            Mode::Lines
+            View::Lines { start_unix_us: 0 }
         };
         Console {
-            mode,
+            view,
+            preload_shown: None,
             sessions_started: 0,
         }
     }
@@ -53,7 +66,8 @@ impl Console {
     /// One plain line per second.
     pub fn lines() -> Self {
         Console {
-            mode: Mode::Lines,
+            view: View::Lines { start_unix_us: 0 },
+            preload_shown: None,
             sessions_started: 0,
         }
     }
@@ -74,14 +88,18 @@ fn sessions_line(sessions: &SessionCounts, before: u64) -> String {
 
 impl Observer for Console {
     fn started(&mut self, started: &Started<'_>) {
-        if let Mode::Screen {
-            instances_limit,
-            planned_duration,
-            ..
-        } = &mut self.mode
-        {
-            *instances_limit = started.instances;
-            *planned_duration = started.longest_schedule;
+        match &mut self.view {
+            View::Screen {
+                instances_limit,
+                planned_duration,
+                start_unix_us,
+                ..
+            } => {
+                *instances_limit = started.instances;
+                *planned_duration = started.longest_schedule;
+                *start_unix_us = started.start_unix_us;
+            }
+            View::Lines { start_unix_us } => *start_unix_us = started.start_unix_us,
         }
     }
 
@@ -90,21 +108,23 @@ impl Observer for Console {
         if let Some(sessions) = state.sessions {
             self.sessions_started = sessions.started;
         }
-        match &mut self.mode {
-            Mode::Lines => {
+        match &mut self.view {
+            View::Lines { start_unix_us } => {
                 for second in seconds {
-                    println!("{}", console::render_line(second, state.elapsed));
+                    let offset = console::second_offset(second.ts, *start_unix_us);
+                    outln!("{}", console::render_line(second, offset));
                 }
                 if let (Some(sessions), false) = (state.sessions, seconds.is_empty()) {
-                    println!("{}", sessions_line(sessions, before));
+                    outln!("{}", sessions_line(sessions, before));
                 }
             }
             // The last seconds are not drawn: the summary replaces the screen.
-            Mode::Screen { .. } if state.last => {}
-            Mode::Screen {
+            View::Screen { .. } if state.last => {}
+            View::Screen {
                 title,
                 instances_limit,
                 planned_duration,
+                start_unix_us,
             } => {
                 let Some(second) = seconds.last() else {
                     return;
@@ -114,6 +134,7 @@ impl Observer for Console {
                 let view = LiveView {
                     title,
                     second,
+                    second_offset: console::second_offset(second.ts, *start_unix_us),
                     totals: &totals,
                     elapsed: state.elapsed,
                     planned_duration: *planned_duration,
@@ -121,36 +142,48 @@ impl Observer for Console {
                     autostop: &counting,
                     monitoring: state.monitoring,
                 };
-                print!("{}{}", console::CLEAR, console::render_screen(&view));
+                out!("{}{}", console::CLEAR, console::render_screen(&view));
                 if let Some(sessions) = state.sessions {
-                    println!("{}", sessions_line(sessions, before));
+                    outln!("{}", sessions_line(sessions, before));
                 }
-                let _ = std::io::stdout().flush();
             }
         }
     }
 
     fn notice(&mut self, notice: &Notice<'_>) {
         match notice {
-            Notice::Autostop(reason) => println!(
+            Notice::Autostop(reason) => outln!(
                 "tank: autostop: {} — {}",
-                reason.criterion, reason.explanation
+                reason.criterion,
+                reason.explanation
             ),
             Notice::Warning(text) => {
                 for line in text.lines() {
-                    eprintln!("tank: warning: {line}");
+                    errln!("tank: warning: {line}");
                 }
             }
             Notice::WriteFailed { file, error } => {
-                eprintln!("tank: stopping: cannot write {}: {error}", file.display());
+                errln!("tank: stopping: cannot write {}: {error}", file.display());
             }
-            Notice::Info(text) => eprintln!("tank: {text}"),
+            Notice::Info(text) => errln!("tank: {text}"),
         }
     }
 
     fn preload(&mut self, queue: &str, done: u64, total: u64) {
-        // One line, rewritten in place, ended when the preload is.
-        let end = if done == total { "\n" } else { "" };
-        eprint!("\rtank: [{queue}] preload: {done} of {total} records set{end}");
+        let line = format!("tank: [{queue}] preload: {done} of {total} records set");
+        if std::io::stderr().is_terminal() {
+            // One line, rewritten in place, ended when the preload is.
+            let end = if done == total { "\n" } else { "" };
+            err!("\r{line}{end}");
+            return;
+        }
+        let now = Instant::now();
+        let due = self
+            .preload_shown
+            .is_none_or(|at| now.duration_since(at) >= PRELOAD_LINE_EVERY);
+        if done == total || due {
+            errln!("{line}");
+            self.preload_shown = Some(now);
+        }
     }
 }

@@ -5,7 +5,8 @@
 //! limits); [`Engine::run`] then runs every queue side by side, its instances
 //! spread over the [`IoThreads`]. Each queue has a feeder thread running its
 //! plan (`feed`), a `dispatch` that hands its shots to free instances when
-//! they are due, and a pool of instances (`queue`) firing through a [`gun::Gun`].
+//! they are due, and a pool of instances (`queue`) firing through the gun its
+//! `tank_type` asks for (`gun`: one module per protocol, behind one contract).
 //! Samples leave through a [`SampleSink`]; the only thing flowing back in is
 //! [`Control`]: stop (finish shots in flight) and abort (drop them).
 
@@ -33,7 +34,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tank_config::{ConfigError, QueueConfig, TankType, TestConfig, WriteLog, ORIGIN_ADDRESS};
+use tank_config::{ConfigError, QueueConfig, TestConfig, WriteLog};
 use tank_plan::{Plan, PlanError, PlannedCount, Shard};
 use tank_stats::{micros, QueueIndex};
 use tokio::time::Instant;
@@ -116,7 +117,7 @@ pub struct Control {
 pub struct PreparedQueue {
     name: String,
     plan: Plan,
-    gun: Arc<gun::Gun>,
+    gun: gun::Guns,
     pool: usize,
     schedule_ms: Option<u64>,
     planned: Option<PlannedCount>,
@@ -269,11 +270,26 @@ impl Engine {
         let queues = config
             .queues
             .iter()
-            .map(|queue| prepare_queue(queue, origin, shard))
+            .map(|queue| CheckedQueue::check(queue, origin.is_some(), shard))
+            .collect::<Result<_, _>>()?;
+        Engine::new(queues, origin, config.run.threads)
+    }
+
+    /// The engine for `queues`, checked before: each gun's target resolved
+    /// now (`origin` is the in-process simulator's address, for `address =
+    /// origin`), `threads` I/O threads (`None`: phantom's default).
+    pub fn new(
+        queues: Vec<CheckedQueue>,
+        origin: Option<SocketAddr>,
+        threads: Option<u32>,
+    ) -> Result<Engine, EngineError> {
+        let queues = queues
+            .into_iter()
+            .map(|checked| checked.prepare(origin))
             .collect::<Result<_, _>>()?;
         Ok(Engine {
             queues,
-            io_threads: IoThreadCount::choose(config.queues.first().and_then(|q| q.threads)),
+            io_threads: IoThreadCount::choose(threads),
         })
     }
 
@@ -302,109 +318,36 @@ impl Engine {
         io: &IoThreads,
     ) -> RunReport {
         let mut tasks = tokio::task::JoinSet::new();
-        let mut feeders = Vec::new();
         let io_spawner = io.spawner();
         let shortest_timeout = self.queues.iter().map(|q| q.gun.timeout()).min();
         let _anchors = io_spawner
             .anchor_timers(shortest_timeout.map_or(TIMER_ANCHOR, |t| t.min(TIMER_ANCHOR)));
+        let mut feeding = Vec::new();
         let mut first = 0;
         for (index, queue) in self.queues.into_iter().enumerate() {
-            // A plan whose length is known is not walked to count what was left.
-            let known = queue.planned.as_ref().map(PlannedCount::total);
-            let count_rest = Arc::new(AtomicBool::new(false));
-            let tally = queue.sessions.clone().unwrap_or_default();
-            let handoff = feed::handoff(queue.plan.model(), clock.start.into_std(), &tally);
-            let spawned = match &handoff {
-                queue::Handoff::Shots(dispatch) => feed::spawn(
-                    queue.plan,
-                    queue.name.clone(),
-                    Arc::clone(&count_rest),
-                    Arc::clone(dispatch),
-                ),
-                queue::Handoff::Sessions(sessions) => feed::spawn_replay(
-                    queue.plan,
-                    queue.name.clone(),
-                    Arc::clone(&count_rest),
-                    Arc::clone(sessions),
-                ),
-            };
-            let feeder = match spawned {
-                Ok(started) => started,
-                Err(error) => {
-                    feeders.push((queue.name.clone(), None, Some(error.to_string()), None));
-                    continue;
-                }
-            };
-            let shared = Arc::new(queue::Shared {
+            let along = Along {
                 // Configs do not hold 65536 queues; were one to, the rest would share a group.
                 queue: QueueIndex::try_from(index).unwrap_or(QueueIndex::MAX),
                 clock,
-                handoff,
-                gun: queue.gun,
-                deadline: queue
-                    .schedule_ms
-                    .map(|ms| clock.start + Duration::from_millis(ms)),
-                samples: samples.clone(),
-                answers: answers
-                    .clone()
-                    .map(|sink| (sink, queue.writelog))
-                    .filter(|(_, level)| *level != WriteLog::Off),
-                stop: control.stop.clone(),
-                abort: control.abort.clone(),
-                active: queue.active,
-                started: queue.started,
-                count_rest: known.is_none().then_some(count_rest),
-            });
-            feeders.push((
-                queue.name.clone(),
-                Some((feeder, Arc::clone(&shared))),
-                None,
-                known,
-            ));
-            // Queues continue each other's spread, so small queues share the threads too.
-            tasks.spawn(queue::run(shared, first, queue.pool, io_spawner.clone()));
-            first += queue.pool;
+                samples: &samples,
+                answers: answers.as_ref(),
+                control: &control,
+            };
+            let (started, instances) = queue.start(along);
+            if let Some((shared, gun, pool)) = instances {
+                // Queues continue each other's spread, so small queues share the threads too.
+                tasks.spawn(queue::run(shared, gun, first, pool, io_spawner.clone()));
+                first += pool;
+            }
+            feeding.push(started);
         }
         while tasks.join_next().await.is_some() {}
         let elapsed = clock.start.elapsed();
         let samples_dropped = samples.dropped();
         drop(samples);
         let mut reports = Vec::new();
-        for (name, running, start_error, known) in feeders {
-            let Some((feeder, shared)) = running else {
-                let message = start_error.unwrap_or_default();
-                reports.push(QueueReport {
-                    name: name.clone(),
-                    planned: None,
-                    fired: 0,
-                    error: Some(EngineError::Queue {
-                        queue: name,
-                        message,
-                    }),
-                });
-                continue;
-            };
-            // Halting lets a feeder waiting for room see the end.
-            shared.handoff.halt();
-            let fired = shared.started.total();
-            let feed = tokio::task::spawn_blocking(move || feeder.join()).await;
-            let (counted, error) = match feed {
-                Ok(Ok(Ok(report))) => (report.complete.then_some(report.planned), None),
-                Ok(Ok(Err(error))) => (None, Some(EngineError::Plan(error))),
-                _ => (
-                    None,
-                    Some(EngineError::Queue {
-                        queue: name.clone(),
-                        message: "the feeder thread failed".into(),
-                    }),
-                ),
-            };
-            reports.push(QueueReport {
-                name,
-                planned: known.or(counted),
-                fired,
-                error,
-            });
+        for feed in feeding {
+            reports.push(feed.finish().await);
         }
         RunReport {
             queues: reports,
@@ -414,89 +357,210 @@ impl Engine {
     }
 }
 
-fn prepare_queue(
-    queue: &QueueConfig,
-    origin: Option<SocketAddr>,
-    shard: Shard,
-) -> Result<PreparedQueue, EngineError> {
-    let plan = Plan::sharded(queue, shard).map_err(EngineError::Plan)?;
-    let gun = gun_for(queue, origin)?;
-    let sessions = matches!(plan.model(), tank_plan::Model::Sessions { .. }).then(Arc::default);
-    Ok(PreparedQueue {
-        name: queue.name.clone(),
-        pool: plan.model().instances(),
-        schedule_ms: plan
-            .model()
-            .deadline()
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-        planned: plan.planned_count().cloned(),
-        plan,
-        gun: Arc::new(gun),
-        writelog: queue.writelog,
-        active: Arc::default(),
-        started: Arc::default(),
-        sessions,
-    })
+/// What every queue of a run is started with.
+struct Along<'a> {
+    queue: QueueIndex,
+    clock: Clock,
+    samples: &'a SampleSink,
+    answers: Option<&'a AnswerSink>,
+    control: &'a Control,
 }
 
-/// Check what the engine would reject in `queue` besides its plan (the
-/// target, TLS files and suites), without firing: what `tank plan` checks.
-/// `has_origin` says whether the config starts the origin simulator.
-pub fn check_queue(queue: &QueueConfig, has_origin: bool) -> Result<(), EngineError> {
-    let stand_in = has_origin.then(|| SocketAddr::from(([127, 0, 0, 1], 0)));
-    gun_for(queue, stand_in).map(drop)
+/// A queue's instances, ready to spawn: what they share, their gun and their count.
+type Instances = (Arc<queue::Shared>, gun::Guns, usize);
+
+/// A queue's feeder as the run goes: running beside the queue's instances, or
+/// one that could not start (the queue then fires nothing).
+enum Feeding {
+    Running {
+        name: String,
+        feeder: feed::Feeder,
+        shared: Arc<queue::Shared>,
+        /// The planned count, when known without walking the plan.
+        known: Option<u64>,
+    },
+    Failed {
+        name: String,
+        message: String,
+    },
 }
 
-/// The gun `queue` asks for: its target resolved, its TLS set up.
-fn gun_for(queue: &QueueConfig, origin: Option<SocketAddr>) -> Result<gun::Gun, EngineError> {
-    let at = |key: &str, message: String| EngineError::Option(queue.places.of(key).error(message));
-    let target = if queue.address.trim() == ORIGIN_ADDRESS {
-        let addr = origin.ok_or_else(|| {
-            at(
-                "address",
-                "`origin` is the origin simulator: it needs an [origin] section".into(),
-            )
-        })?;
-        target::Target {
-            addr,
-            host: addr.ip().to_string(),
-        }
-    } else {
-        // memcached's own port when the address names none.
-        let port = queue.port.or_else(|| {
-            let bare = target::split_address(&queue.address).is_ok_and(|(_, port)| port.is_none());
-            (queue.tank_type == TankType::Memcached && bare).then_some(MEMCACHED_PORT)
-        });
-        target::resolve(&queue.address, port, queue.ssl).map_err(|m| at("address", m))?
-    };
-    let tls = if queue.ssl {
-        let options = tls::TlsOptions {
-            verify: queue.ssl_verify,
-            client_certificate: queue.client_certificate.clone(),
-            client_key: queue.client_key.clone(),
-            cipher_suites: queue.client_cipher_suites.clone(),
+impl PreparedQueue {
+    /// Start the queue's feeder; its instances, to spawn, unless the feeder failed to start.
+    fn start(self, along: Along<'_>) -> (Feeding, Option<Instances>) {
+        // A plan whose length is known is not walked to count what was left.
+        let known = self.planned.as_ref().map(PlannedCount::total);
+        let count_rest = Arc::new(AtomicBool::new(false));
+        let tally = self.sessions.clone().unwrap_or_default();
+        let handoff = feed::handoff(self.plan.model(), along.clock.start.into_std(), &tally);
+        let spawned = match &handoff {
+            queue::Handoff::Shots(dispatch) => feed::spawn(
+                self.plan,
+                self.name.clone(),
+                Arc::clone(&count_rest),
+                Arc::clone(dispatch),
+            ),
+            queue::Handoff::Sessions(sessions) => feed::spawn_replay(
+                self.plan,
+                self.name.clone(),
+                Arc::clone(&count_rest),
+                Arc::clone(sessions),
+            ),
         };
-        Some(tls::client_config(&options).map_err(|e| at(e.key, e.message))?)
-    } else {
-        None
-    };
-    let protocol = match queue.tank_type {
-        TankType::Http => gun::Protocol::Http(http::Limits::from(queue.reply_limits)),
-        TankType::None => gun::Protocol::Tcp,
-        TankType::Memcached => gun::Protocol::Memcached,
-    };
-    Ok(gun::Gun::new(
-        target,
-        tls,
-        protocol,
-        queue.timeout,
-        queue.gatling_ip.clone(),
-    )
-    .with_depth(queue.depth as usize))
+        let feeder = match spawned {
+            Ok(started) => started,
+            Err(error) => {
+                let failed = Feeding::Failed {
+                    name: self.name,
+                    message: error.to_string(),
+                };
+                return (failed, None);
+            }
+        };
+        let shared = Arc::new(queue::Shared {
+            queue: along.queue,
+            clock: along.clock,
+            handoff,
+            deadline: self
+                .schedule_ms
+                .map(|ms| along.clock.start + Duration::from_millis(ms)),
+            samples: along.samples.clone(),
+            answers: along
+                .answers
+                .cloned()
+                .map(|sink| (sink, self.writelog))
+                .filter(|(_, level)| *level != WriteLog::Off),
+            stop: along.control.stop.clone(),
+            abort: along.control.abort.clone(),
+            active: self.active,
+            started: self.started,
+            count_rest: known.is_none().then_some(count_rest),
+        });
+        let running = Feeding::Running {
+            name: self.name,
+            feeder,
+            shared: Arc::clone(&shared),
+            known,
+        };
+        (running, Some((shared, self.gun, self.pool)))
+    }
 }
 
-/// memcached's port, for a `tank_type = memcached` address without one.
-const MEMCACHED_PORT: u16 = 11211;
+impl Feeding {
+    /// The queue's report, once its instances have ended: its feeder halted
+    /// and joined, the plan's rest counted when the count was not known.
+    async fn finish(self) -> QueueReport {
+        let (name, feeder, shared, known) = match self {
+            Feeding::Failed { name, message } => {
+                return QueueReport {
+                    name: name.clone(),
+                    planned: None,
+                    fired: 0,
+                    error: Some(EngineError::Queue {
+                        queue: name,
+                        message,
+                    }),
+                }
+            }
+            Feeding::Running {
+                name,
+                feeder,
+                shared,
+                known,
+            } => (name, feeder, shared, known),
+        };
+        // Halting lets a feeder waiting for room see the end.
+        shared.handoff.halt();
+        let fired = shared.started.total();
+        let feed = tokio::task::spawn_blocking(move || feeder.join()).await;
+        let (counted, error) = match feed {
+            Ok(Ok(Ok(report))) => (report.complete.then_some(report.planned), None),
+            Ok(Ok(Err(error))) => (None, Some(EngineError::Plan(error))),
+            _ => (
+                None,
+                Some(EngineError::Queue {
+                    queue: name.clone(),
+                    message: "the feeder thread failed".into(),
+                }),
+            ),
+        };
+        QueueReport {
+            name,
+            planned: known.or(counted),
+            fired,
+            error,
+        }
+    }
+}
+
+/// A queue whose input is checked — its plan opened, its gun's options read
+/// — with nothing resolved or connected yet: what `tank plan` checks, and
+/// what a run turns into a [`PreparedQueue`] once its target resolves.
+pub struct CheckedQueue {
+    name: String,
+    plan: Plan,
+    gun: gun::GunSpec,
+    writelog: WriteLog,
+}
+
+impl CheckedQueue {
+    /// Check `shard`'s slice of `queue`: its plan and gun options (see
+    /// [`gun::GunSpec::check`]); `has_origin` says whether the config starts
+    /// the origin simulator. No network.
+    pub fn check(
+        queue: &QueueConfig,
+        has_origin: bool,
+        shard: Shard,
+    ) -> Result<CheckedQueue, EngineError> {
+        Ok(CheckedQueue {
+            name: queue.name.clone(),
+            plan: Plan::sharded(queue, shard).map_err(EngineError::Plan)?,
+            gun: gun::GunSpec::check(queue, has_origin)?,
+            writelog: queue.writelog,
+        })
+    }
+
+    /// The section name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The plan, unwalked.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The plan, to walk (`tank plan`); a queue walked is not fired.
+    pub fn plan_mut(&mut self) -> &mut Plan {
+        &mut self.plan
+    }
+
+    /// The target as it resolves here and now (a host name is looked up); an
+    /// error names where `address` was written.
+    pub fn resolve_target(&self, origin: Option<SocketAddr>) -> Result<SocketAddr, EngineError> {
+        self.gun.target(origin).map(|target| target.addr)
+    }
+
+    fn prepare(self, origin: Option<SocketAddr>) -> Result<PreparedQueue, EngineError> {
+        let plan = self.plan;
+        let sessions = matches!(plan.model(), tank_plan::Model::Sessions { .. }).then(Arc::default);
+        Ok(PreparedQueue {
+            name: self.name,
+            pool: plan.model().instances(),
+            schedule_ms: plan
+                .model()
+                .deadline()
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            planned: plan.planned_count().cloned(),
+            plan,
+            gun: self.gun.resolve(origin)?,
+            writelog: self.writelog,
+            active: Arc::default(),
+            started: Arc::default(),
+            sessions,
+        })
+    }
+}
 
 /// The longest period of the I/O threads' timer anchors (see [`io_threads`]).
 const TIMER_ANCHOR: Duration = Duration::from_secs(1);

@@ -30,7 +30,7 @@ use crate::active::Active;
 use crate::dispatch::sessions::{SessionDispatch, Turn};
 use crate::dispatch::{Dispatch, Seat};
 use crate::feed::Shot;
-use crate::gun::{Barrel, Gun};
+use crate::gun::{Barrel, Gun, Guns, Placement};
 use crate::io_threads::Spawner;
 use crate::sink::{Answer, AnswerSink, SampleSink};
 use crate::started::StartedShots;
@@ -46,7 +46,6 @@ pub(crate) struct Shared {
     pub clock: Clock,
     /// Hands the feeder's shots (or a replay's sessions) to free instances when they are due.
     pub handoff: Handoff,
-    pub gun: Arc<Gun>,
     /// The open model's end (schedule duration from the start); none for the closed model.
     pub deadline: Option<Instant>,
     pub samples: SampleSink,
@@ -85,24 +84,32 @@ impl Handoff {
     }
 }
 
-/// Run `pool` instances until the feed ends, the schedule ends, or the run stops.
-/// They are the run's instances `first..first + pool`, for spreading over the I/O threads.
-pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spawner) {
+/// Run `pool` instances firing through `guns` until the feed ends, the
+/// schedule ends, or the run stops. They are the run's instances
+/// `first..first + pool`, for spreading over the I/O threads.
+pub(crate) async fn run(shared: Arc<Shared>, guns: Guns, first: usize, pool: usize, io: Spawner) {
+    match guns {
+        Guns::Wire(gun) => run_with(shared, gun, first, pool, io).await,
+    }
+}
+
+async fn run_with<G: Gun>(
+    shared: Arc<Shared>,
+    gun: Arc<G>,
+    first: usize,
+    pool: usize,
+    io: Spawner,
+) {
     let mut instances = JoinSet::new();
     let threads = io.threads().count().max(1);
-    let depth = shared.gun.depth();
     for index in 0..pool {
         let thread = io.thread_for(first + index);
-        let barrel = if depth > 1 {
-            // The instances sharing a connection run on one thread: the k-th
-            // instance of each thread joins its thread's (k / depth)-th connection.
-            let nth = (first + index) / threads;
-            shared
-                .gun
-                .pipelined(index, thread.index() + threads * (nth / depth))
-        } else {
-            shared.gun.instance(index)
+        let placement = Placement {
+            instance: first + index,
+            thread,
+            threads,
         };
+        let barrel = gun.barrel(index, placement);
         match &shared.handoff {
             Handoff::Shots(dispatch) => {
                 let seat = dispatch.seat(thread);
@@ -137,8 +144,13 @@ pub(crate) async fn run(shared: Arc<Shared>, first: usize, pool: usize, io: Spaw
     while instances.join_next().await.is_some() {}
 }
 
-async fn instance(shared: Arc<Shared>, dispatch: Arc<Dispatch>, mut barrel: Barrel, seat: Seat) {
-    let mut capture = shared
+async fn instance<B: Barrel>(
+    shared: Arc<Shared>,
+    dispatch: Arc<Dispatch>,
+    mut barrel: B,
+    seat: Seat,
+) {
+    let mut reply = shared
         .answers
         .as_ref()
         .map(|_| Vec::with_capacity(ANSWER_CAPTURE));
@@ -153,7 +165,7 @@ async fn instance(shared: Arc<Shared>, dispatch: Arc<Dispatch>, mut barrel: Barr
             dispatch.halt();
             return;
         }
-        shoot(&shared, &mut barrel, &shot, start, capture.as_mut()).await;
+        shoot(&shared, &mut barrel, &shot, start, reply.as_mut()).await;
     }
 }
 
@@ -161,13 +173,13 @@ async fn instance(shared: Arc<Shared>, dispatch: Arc<Dispatch>, mut barrel: Barr
 /// the barrel's connection as they come due (each only after the one before
 /// has its reply: a request due meanwhile starts late, and its lag says by
 /// how much), and hangs up at the session's end.
-async fn session_instance(
+async fn session_instance<B: Barrel>(
     shared: Arc<Shared>,
     sessions: Arc<SessionDispatch>,
-    mut barrel: Barrel,
+    mut barrel: B,
     seat: Seat,
 ) {
-    let mut capture = shared
+    let mut reply = shared
         .answers
         .as_ref()
         .map(|_| Vec::with_capacity(ANSWER_CAPTURE));
@@ -180,28 +192,28 @@ async fn session_instance(
             }
         };
         let start = Instant::now();
-        shoot(&shared, &mut barrel, &shot, start, capture.as_mut()).await;
+        shoot(&shared, &mut barrel, &shot, start, reply.as_mut()).await;
     }
 }
 
 /// Fire `shot`, which starts now (`start`), and send its sample (and its
-/// answers-log entry, when `capture` is kept for one).
-async fn shoot(
+/// answers-log entry, when `reply` is kept for one).
+async fn shoot<B: Barrel>(
     shared: &Shared,
-    barrel: &mut Barrel,
+    barrel: &mut B,
     shot: &Shot,
     start: Instant,
-    mut capture: Option<&mut Vec<u8>>,
+    mut reply: Option<&mut Vec<u8>>,
 ) {
     let since_start = start.saturating_duration_since(shared.clock.start);
     let in_flight = InFlight::enter(shared, start, since_start, shot);
     let measured = barrel
-        .fire(&shot.request, start, capture.as_deref_mut())
+        .fire(&shot.request, start, reply.as_deref_mut())
         .await;
     let Some(sample) = in_flight.land(measured) else {
         return;
     };
-    if let (Some((answers, level)), Some(reply)) = (&shared.answers, capture) {
+    if let (Some((answers, level)), Some(reply)) = (&shared.answers, reply) {
         if logged(*level, sample.measured.net_code, sample.measured.proto_code) {
             answers.send(Answer {
                 sample: sample.clone(),

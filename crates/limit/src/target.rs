@@ -2,15 +2,17 @@
 //! queue of a config, turned into one [`TestConfig`] per probe.
 //!
 //! A URL's request is written once as phantom ammo (the exact bytes on the
-//! wire: method, path, `Host`, the `-H` headers, the body) into a temporary
-//! directory that lives as long as the [`Target`]; the config is then built
-//! from options (`tank_config::from_options`), so it is checked and given
-//! defaults exactly as a file's would be.
+//! wire: method, path, `Host`, the `-H` headers, the body) beside a
+//! `load.ini` in the command's own artifacts directory, where they stay: the
+//! runs' summaries name that config, and `tank -c` reruns it. The config is
+//! built from options (`tank_config::from_options`), so it is checked and
+//! given defaults exactly as a file's would be.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tank_config::{ArrivalProcess, LoadProfile, Override, TestConfig};
+use tank_http1::Url;
 use tank_run::Spec;
 
 use crate::LimitError;
@@ -83,57 +85,56 @@ pub struct Target {
     /// `--threads`, `--timeout`, `artifacts_base_dir`: added to every probe.
     common: Vec<Override>,
     base: TestConfig,
-    /// Keeps a URL target's config and ammo alive.
-    _dir: Option<tempfile::TempDir>,
 }
 
 impl Target {
     /// A target from `url` (`http://host[:port]/path`, or `https://`) and the
-    /// request to send. The request goes into a phantom ammo file and the
-    /// options into a `load.ini` beside it (copied into each probe's
-    /// artifacts, so a probe can be rerun with `tank -c`).
-    pub fn from_url(url: &str, request: &Request, options: &Options) -> Result<Target, LimitError> {
-        let parsed = Url::parse(url)?;
-        let dir = tempfile::Builder::new()
-            .prefix("tank-target")
-            .tempdir()
-            .map_err(|e| LimitError::io("creating a directory for the request", e))?;
-        let ammo = dir.path().join("ammo.txt");
+    /// request to send. The request goes into a phantom ammo file `ammo.txt`
+    /// and the options into a `load.ini` beside it, both in `dir` (the
+    /// command's artifacts directory, which must exist): each probe's
+    /// summary names that config, and `tank -c` reruns it.
+    pub fn from_url(
+        url: &str,
+        request: &Request,
+        options: &Options,
+        dir: &Path,
+    ) -> Result<Target, LimitError> {
+        let parsed = parse_url(url)?;
+        let ammo = dir.join("ammo.txt");
         std::fs::write(&ammo, phantom_ammo(&parsed, request))
             .map_err(|e| LimitError::io("writing the request", e))?;
         let mut set = vec![
-            ("address", parsed.authority.clone()),
+            ("address", parsed.authority()),
             ("ammofile", ammo.display().to_string()),
             ("ammo_type", "phantom".to_owned()),
             ("rps_schedule", "const(1,1s)".to_owned()),
         ];
-        if parsed.tls {
+        if parsed.is_tls() {
             set.push(("ssl", "1".into()));
         }
         let url_options: Vec<Override> = set
             .iter()
             .map(|(key, value)| option("phantom", key, value))
             .collect();
-        let path = dir.path().join("load.ini");
+        let path = dir.join("load.ini");
         let mut ini = format!("# tank's config for {url}\n[phantom]\n");
         for (key, value) in &set {
             ini.push_str(&format!("{key} = {value}\n"));
         }
         std::fs::write(&path, ini).map_err(|e| LimitError::io("writing the config", e))?;
-        Target::new(path, url_options, options, Some(dir))
+        Target::new(path, url_options, options)
     }
 
     /// A target from a config file: its first queue (target, ammo, options)
     /// and its `[origin]`, if any; other queues are left out.
     pub fn from_config(path: &Path, options: &Options) -> Result<Target, LimitError> {
-        Target::new(path.to_owned(), Vec::new(), options, None)
+        Target::new(path.to_owned(), Vec::new(), options)
     }
 
     fn new(
         path: PathBuf,
         url_options: Vec<Override>,
         options: &Options,
-        dir: Option<tempfile::TempDir>,
     ) -> Result<Target, LimitError> {
         let mut common = vec![option(
             "tank",
@@ -167,7 +168,6 @@ impl Target {
             url_options,
             common,
             base,
-            _dir: dir,
         })
     }
 
@@ -222,6 +222,14 @@ impl Target {
     pub fn base(&self) -> &TestConfig {
         &self.base
     }
+
+    /// How many I/O threads its runs fire on: `threads` (`-t`), else the
+    /// engine's default (phantom's: half the cores plus one).
+    pub fn io_threads(&self) -> usize {
+        tank_engine::IoThreadCount::choose(self.base.run.threads)
+            .count
+            .get()
+    }
 }
 
 /// The config at `path` (or, for a URL target, built from its options) with
@@ -256,63 +264,13 @@ fn option(section: &str, key: &str, value: &str) -> Override {
     }
 }
 
-/// The parts of a URL a probe needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Url {
-    tls: bool,
-    /// `host:port` (`[v6]:port`), the port always given.
-    authority: String,
-    /// The `Host` header: the authority as written.
-    host: String,
-    /// Path and query, at least `/`.
-    path: String,
-}
-
-impl Url {
-    pub(crate) fn parse(url: &str) -> Result<Url, LimitError> {
-        let bad = |why: &str| {
-            LimitError::Target(format!(
-                "{url}: {why}: expected a URL like http://127.0.0.1:8080/path"
-            ))
-        };
-        let (tls, rest) = if let Some(rest) = url.strip_prefix("http://") {
-            (false, rest)
-        } else if let Some(rest) = url.strip_prefix("https://") {
-            (true, rest)
-        } else {
-            return Err(bad("not an http:// or https:// URL"));
-        };
-        let (host, path) = match rest.find(['/', '?']) {
-            Some(at) if rest[at..].starts_with('/') => (&rest[..at], rest[at..].to_owned()),
-            Some(at) => (&rest[..at], format!("/{}", &rest[at..])),
-            None => (rest, "/".to_owned()),
-        };
-        let path = path.split('#').next().unwrap_or("/").to_owned();
-        if host.is_empty() || host.contains('@') || host.chars().any(char::is_whitespace) {
-            return Err(bad("no host, or a host with user info or spaces"));
-        }
-        let has_port = match host.rfind(']') {
-            Some(end) => host[end..].contains(':'),
-            None => host.contains(':'),
-        };
-        let authority = if has_port {
-            let port = host.rsplit(':').next().unwrap_or_default();
-            if port.parse::<u16>().is_err() {
-                return Err(bad(&format!(
-                    "the port `{port}` is not a number from 0 to 65535"
-                )));
-            }
-            host.to_owned()
-        } else {
-            format!("{host}:{}", if tls { 443 } else { 80 })
-        };
-        Ok(Url {
-            tls,
-            authority,
-            host: host.to_owned(),
-            path,
-        })
-    }
+/// A probe target's URL (tank-http1's), or an error saying what was expected.
+fn parse_url(url: &str) -> Result<Url, LimitError> {
+    Url::parse(url).map_err(|e| {
+        LimitError::Target(format!(
+            "{e}: expected a URL like http://127.0.0.1:8080/path"
+        ))
+    })
 }
 
 /// One phantom-format missile: `<size>\n<request>\n`.
@@ -320,7 +278,9 @@ fn phantom_ammo(url: &Url, request: &Request) -> Vec<u8> {
     let version = if request.http10 { "1.0" } else { "1.1" };
     let mut head = format!(
         "{} {} HTTP/{version}\r\nHost: {}\r\n",
-        request.method, url.path, url.host
+        request.method,
+        url.path(),
+        url.host_header()
     );
     for header in &request.headers {
         head.push_str(header.trim());
@@ -345,25 +305,25 @@ mod tests {
 
     #[test]
     fn urls_give_the_address_host_and_path() {
-        let u = Url::parse("http://127.0.0.1:8080/a/b?x=1#frag").unwrap();
+        let u = parse_url("http://127.0.0.1:8080/a/b?x=1#frag").unwrap();
         assert_eq!(
+            (u.is_tls(), u.authority(), u.host_header(), u.path()),
             (
-                u.tls,
-                u.authority.as_str(),
-                u.host.as_str(),
-                u.path.as_str()
-            ),
-            (false, "127.0.0.1:8080", "127.0.0.1:8080", "/a/b?x=1")
+                false,
+                "127.0.0.1:8080".into(),
+                "127.0.0.1:8080".into(),
+                "/a/b?x=1"
+            )
         );
-        let u = Url::parse("https://example.com").unwrap();
+        let u = parse_url("https://example.com").unwrap();
         assert_eq!(
-            (u.tls, u.authority.as_str(), u.path.as_str()),
-            (true, "example.com:443", "/")
+            (u.is_tls(), u.authority(), u.path()),
+            (true, "example.com:443".into(), "/")
         );
-        let u = Url::parse("http://[::1]/?q").unwrap();
-        assert_eq!((u.authority.as_str(), u.path.as_str()), ("[::1]:80", "/?q"));
-        let u = Url::parse("http://h?q=1").unwrap();
-        assert_eq!(u.path, "/?q=1");
+        let u = parse_url("http://[::1]/?q").unwrap();
+        assert_eq!((u.authority(), u.path()), ("[::1]:80".into(), "/?q"));
+        let u = parse_url("http://h?q=1").unwrap();
+        assert_eq!(u.path(), "/?q=1");
     }
 
     #[test]
@@ -374,14 +334,14 @@ mod tests {
             ("http://h:99999/", "the port `99999` is not a number"),
             ("http://u@h/", "user info"),
         ] {
-            let error = Url::parse(url).unwrap_err().to_string();
+            let error = parse_url(url).unwrap_err().to_string();
             assert!(error.contains(why) && error.starts_with(url), "{error}");
         }
     }
 
     #[test]
     fn the_request_is_written_as_one_phantom_missile() {
-        let url = Url::parse("http://h:81/p").unwrap();
+        let url = parse_url("http://h:81/p").unwrap();
         let request = Request {
             method: "POST".into(),
             headers: vec!["X-A: 1".into()],
@@ -412,8 +372,14 @@ mod tests {
             timeout: Some(Duration::from_secs(2)),
             artifacts: "logs".into(),
         };
-        let target =
-            Target::from_url("http://127.0.0.1:9/", &Request::default(), &options).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let target = Target::from_url(
+            "http://127.0.0.1:9/",
+            &Request::default(),
+            &options,
+            dir.path(),
+        )
+        .unwrap();
         let load = Load::Open {
             rate: 800,
             duration: Duration::from_millis(2500),
@@ -424,7 +390,7 @@ mod tests {
         let q = &open.config.queues[0];
         assert_eq!(q.load_profile, LoadProfile::Rps("const(800,2.500s)".into()));
         assert_eq!(
-            (q.instances, q.threads, q.timeout),
+            (q.instances, open.config.run.threads, q.timeout),
             (64, Some(1), Duration::from_millis(2000))
         );
         assert_eq!(open.config.core.artifacts_dir.as_deref(), Some("out/1"));

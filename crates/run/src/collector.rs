@@ -27,7 +27,6 @@ use tank_results::{
     AutostopSink, Elapsed, JsonLines, PhoutFile, Pipeline, Planned, Response, SecondSink,
     SinkError, SoFar, Timeline,
 };
-use tank_stats::aggregate::DEFAULT_BUFFERED_SECONDS;
 use tank_stats::autostop::{Autostop, StopReason};
 use tank_stats::{Aggregator, Sample, SecondStats, SessionCounts, TotalStats};
 
@@ -117,20 +116,16 @@ impl Live {
             ..
         } = parts;
         let queues = engine.queues();
-        // One run-level setting, read from the first queue (as yandex-tank does).
-        let buffered = config
-            .queues
-            .first()
-            .map_or(DEFAULT_BUFFERED_SECONDS, |q| q.buffered_seconds);
+        let buffered = config.run.buffered_seconds;
         let aggregator = Aggregator::new(buffered).with_measuring(
             config.queues.iter().map(|q| q.name.clone()).collect(),
             config.queues.iter().map(|q| q.measure).collect(),
         );
         let create = |name: &str| {
             let path = artifacts.file(name);
-            move |source| RunError::Io {
+            move |error| RunError::Io {
                 what: format!("creating {}", path.display()),
-                source,
+                error,
             }
         };
         let memcached = config

@@ -220,9 +220,11 @@ pub(crate) fn finish(
         dropped: influx.dropped,
         first_error: influx.first_error.as_ref().map(ToString::to_string),
     });
-    if let Some(influx) = &summary.influx {
-        artifacts.log(&format!("influx: {influx}"));
+    if let Some(row) = &summary.influx {
+        artifacts.log(&format!("influx: {row}"));
     }
+    let influx_lost = collected.exported.influx.as_ref().and_then(influx_warning);
+    summary.warnings.extend(influx_lost);
     if let Some(failure) = &collected.write_failed {
         summary.warnings.insert(
             0,
@@ -330,6 +332,7 @@ fn log_monitoring(summary: &mut Summary, watched: Option<&Watched>, artifacts: &
         "monitoring: {} host seconds written to monitoring.log, {} dropped",
         watched.seconds, watched.dropped
     ));
+    summary.warnings.extend(watched.silent.iter().cloned());
 }
 
 /// What `tank -c` prints at the end: the summary, then what only the console
@@ -374,6 +377,25 @@ fn end_text(
         }
     );
     text
+}
+
+/// A warning when InfluxDB lost points: dashboards then lack them.
+fn influx_warning(influx: &tank_export::influx::InfluxReport) -> Option<String> {
+    let cause = influx
+        .first_error
+        .as_ref()
+        .map(|e| format!(" (first error: {e})"))
+        .unwrap_or_default();
+    match (influx.written, influx.dropped) {
+        (_, 0) => None,
+        (0, dropped) => Some(format!(
+            "influx: no point was written, {dropped} dropped{cause}: the dashboards have nothing of this run"
+        )),
+        (written, dropped) => Some(format!(
+            "influx: {dropped} of {} points dropped{cause}: the dashboards lack them",
+            written + dropped
+        )),
+    }
 }
 
 /// `planned 600, sent 495, unsent 105`, or `sent 495 (planned: no end known)`.

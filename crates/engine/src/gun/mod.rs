@@ -1,517 +1,250 @@
-//! The gun: fires one request over a kept connection and measures it, as
-//! phantom's instance does: connect → send → first byte → last byte.
+//! The guns: how a queue's instances talk to its target. A gun is a protocol,
+//! not a flag: each protocol is a module behind the two traits here, and
+//! `tank_type` becomes a protocol in one place, [`GunSpec::check`].
 //!
-//! **Guns are a family.** The barrel (this module) owns what every protocol
-//! shares: the connection (`conn`: TCP or TLS, source address, one read
-//! buffer), the shot's budget, the retry rule and phantom's fill rule. A
-//! protocol is a module that says three things, and nothing else:
-//! - how a reply is framed: fed the bytes as they arrive, it says when the
-//!   reply is whole and whether the connection may carry the next request
-//!   ([`Progress`]), and what a reply that runs to the end of the stream is;
-//! - how the outcome is classified: the proto code of a whole reply, and the
-//!   code read so far when a reply breaks (the net code is the barrel's: the
-//!   errno, 110 for the budget, 71 for a broken reply);
-//! - whether a request may be sent again after a kept connection was found
-//!   closed.
+//! Above the guns, an instance (`queue.rs`) takes work from its dispatch —
+//! a shot, a replayed session's request — stamps its start and lag, fires it
+//! through its [`Barrel`] and sends one sample per request. Below them, the
+//! protocol owns everything on the wire. The split is that one question —
+//! "what happened to this request?" — is answered by the barrel alone, as a
+//! [`Measured`], and everything else (when to fire, which instance, rows,
+//! lag, abandonment at a second Ctrl-C) is the instance's.
 //!
-//! Members: [`Protocol::Http`] (HTTP/1.x, `http.rs`), [`Protocol::Tcp`]
-//! (plain TCP, `tcp.rs`) and [`Protocol::Memcached`] (memcached's ASCII
-//! protocol, [`memcached`]). A new protocol is a new module and a new variant.
+//! # Contract
 //!
-//! Every shot has one budget, `timeout`, from its start; each wait spends from
-//! it, and running out is net code 110. Phases a failed shot never reached are
-//! set to its end, so connect + send + latency + receive = interval_real on
-//! every shot.
+//! A [`Gun`] is shared by a queue's instances; each instance holds its own
+//! [`Barrel`], made once by [`Gun::barrel`] and used for every request the
+//! instance fires.
 //!
-//! A reused keep-alive connection may turn out to be closed: the server closed
-//! it while it was idle, and the request meets EPIPE or ECONNRESET, or the end
-//! of the stream, before any reply byte. Such a shot is sent again, once, on a
-//! new connection, as phantom does, but only when the request may be repeated:
-//! an HTTP request with an idempotent method (RFC 9110: GET, HEAD, PUT, DELETE,
-//! OPTIONS, TRACE). A POST may have been acted on before the server closed, so
-//! it is never sent twice; its row has the failure's net code (the errno, or 71
-//! for a close without a reply). The plain TCP gun never resends: the bytes'
-//! meaning is unknown, and its connections carry one request anyway (the reply
-//! runs to the close). How many times the request went out is in the shot's
-//! `sends`; its sizes, codes and phases are the last attempt's.
+//! - **Connect.** A barrel opens its connection (or takes its share of one)
+//!   when a request needs it, never ahead: connect time belongs to the request
+//!   that waited for it. A barrel MAY share connections with other barrels of
+//!   the same gun (memcached pipelining, HTTP/2 streams); the [`Placement`]
+//!   says which I/O thread it runs on, so a shared connection stays on one
+//!   thread.
+//! - **Fire.** [`Barrel::fire`] sends one request and MUST resolve within the
+//!   gun's budget (`timeout`, counted from the request's `start`), however the
+//!   target behaves. It returns the request's [`Measured`]:
+//!   - `net_code` 0 when a whole reply was read; otherwise the errno
+//!     ([`tank_stats::NetCode`]), 110 when the budget ran out, 71 when the
+//!     reply cannot be read. A protocol MAY add codes of its own for states
+//!     only it has (an HTTP/2 stream reset, say); each MUST be documented in
+//!     its module and in docs/, and MUST NOT collide with an errno it can meet;
+//!   - `proto_code` the protocol's outcome in HTTP's terms (the status; 200/404/…
+//!     for memcached and gRPC by their own tables), kept when the reply broke
+//!     after it was read; 0 when none was read;
+//!   - `size_out` / `size_in` the bytes this request put on and took off the
+//!     wire, as framed;
+//!   - every phase (connect, send, latency, receive) filled by
+//!     [`measure::fill`], so the parts sum to `interval_real` on every row;
+//!   - `sends`: how many times the request went out (a protocol MAY send a
+//!     request again only where its module says why that is safe; nothing is
+//!     retried silently).
+//!
+//!   `reply`, when given, receives the reply's bytes up to its capacity (the
+//!   answers log; a scenario's extraction), the head as HTTP/1 text for a
+//!   protocol whose head is not text.
+//! - **Drop.** A barrel MAY be dropped in the middle of `fire` (a second
+//!   Ctrl-C aborts the instance); it MUST then leave nothing behind that
+//!   blocks other barrels (a shared connection carries on, or is closed).
+//! - **Hang up.** [`Barrel::hang_up`] closes the barrel's own connection (a
+//!   replayed session ended); the next request connects anew.
+//!
+//! Members: [`wire`] (HTTP/1.x, plain TCP, memcached: replies come back in
+//! request order on the connection). A new protocol is a new module, a new
+//! variant of [`Guns`] and an arm in [`GunSpec::check`], [`GunSpec::resolve`] and
+//! `queue::run`.
 
-mod conn;
-mod http;
-pub mod memcached;
-mod pipeline;
-mod tcp;
+pub(crate) mod measure;
+pub mod wire;
 
-use std::net::{IpAddr, SocketAddr};
+use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::ClientConfig;
-use tank_stats::{micros, Measured, NetCode};
-use tokio::time::{timeout_at, Instant};
-use tokio_rustls::TlsConnector;
+use tank_config::{QueueConfig, TankType, ORIGIN_ADDRESS};
+use tank_stats::Measured;
+use tokio::time::Instant;
 
-use crate::http::Limits;
-use crate::netcode;
-use crate::target::Target;
-use conn::{Conn, WriteError};
+use crate::io_threads::IoThread;
+use crate::{http, target, tls, EngineError};
 
-/// What a gun speaks over its connections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    /// HTTP/1.x, replies read within phantom's limits.
-    Http(Limits),
-    /// Plain TCP (`tank_type = none`): bytes out, then bytes in until the server closes.
-    Tcp,
-    /// memcached's ASCII protocol (`tank_type = memcached`): the request's
-    /// commands say which replies to read; see [`memcached`] for the codes.
-    Memcached,
+pub use wire::{Protocol, WireBarrel, WireGun};
+
+/// Where an instance runs: what a gun needs to decide which connection its
+/// barrel shares.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Placement {
+    /// The instance's number over the whole run (queues continue each other's).
+    pub instance: usize,
+    /// The I/O thread it runs on.
+    pub thread: IoThread,
+    /// How many I/O threads the run has.
+    pub threads: usize,
 }
 
-impl Protocol {
-    #[inline]
-    fn reply(self, request: &[u8]) -> Reply {
-        match self {
-            Protocol::Http(limits) => Reply::Http(http::HttpReply::new(limits, request)),
-            Protocol::Tcp => Reply::Tcp(tcp::TcpReply),
-            Protocol::Memcached => Reply::Memcached(memcached::McReply::new(request)),
-        }
-    }
+/// A queue's gun: shared by its instances, each firing through a barrel of its own.
+pub(crate) trait Gun: Send + Sync + 'static {
+    /// One instance's end of the gun.
+    type Barrel: Barrel;
 
-    fn may_resend(self, request: &[u8]) -> bool {
-        match self {
-            Protocol::Http(_) => http::may_resend(request),
-            Protocol::Tcp => false,
-            Protocol::Memcached => memcached::may_resend(request),
-        }
-    }
+    /// The barrel of the instance at `placement`; `index` is its number in its
+    /// queue (it picks a source address, `gatling_ip`, round-robin).
+    fn barrel(self: &Arc<Self>, index: usize, placement: Placement) -> Self::Barrel;
 }
 
-/// Where a reply stands after the bytes read so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Progress {
-    /// More is to come.
-    More,
-    /// The reply is whole: its proto code, and whether the connection may be kept.
-    Whole {
-        /// The proto code (the HTTP status; 0 for plain TCP).
-        code: u16,
-        /// Whether the connection may carry the next request.
-        keep_alive: bool,
-    },
-    /// The reply cannot be read (net code 71).
-    Broken,
+/// One instance's end of a gun. See the module's contract.
+pub(crate) trait Barrel: Send + 'static {
+    /// Fire `request`, which started at `start`; resolves within the gun's
+    /// budget with the request's measurement.
+    fn fire<'a>(
+        &'a mut self,
+        request: &'a [u8],
+        start: Instant,
+        reply: Option<&'a mut Vec<u8>>,
+    ) -> impl Future<Output = Measured> + Send + 'a;
+
+    /// Close this barrel's connection; the next request connects anew.
+    fn hang_up(&mut self);
 }
 
-/// One reply being read, in its protocol's terms.
-enum Reply {
-    Http(http::HttpReply),
-    Tcp(tcp::TcpReply),
-    Memcached(memcached::McReply),
+/// Where a queue's gun shoots, as written: resolved only by [`GunSpec::resolve`].
+#[derive(Debug, Clone)]
+enum Address {
+    /// `address = origin`: the in-process simulator, known once it listens.
+    Origin,
+    /// A host (a name or an IP) and the port to use.
+    Host { address: String, port: Option<u16> },
 }
 
-impl Reply {
-    #[inline]
-    fn feed(&mut self, data: &[u8]) -> Progress {
-        match self {
-            Reply::Http(reply) => reply.feed(data),
-            Reply::Tcp(reply) => reply.feed(data),
-            Reply::Memcached(reply) => reply.feed(data),
-        }
-    }
-
-    /// The stream ended: the proto code of a reply that runs to the close, or
-    /// `None` for one cut short.
-    fn at_end(&mut self) -> Option<u16> {
-        match self {
-            Reply::Http(reply) => reply.at_end(),
-            Reply::Tcp(reply) => reply.at_end(),
-            // A memcached reply never runs to the close.
-            Reply::Memcached(_) => None,
-        }
-    }
-
-    /// The proto code read so far, kept when the reply breaks later.
-    fn code_so_far(&self) -> u16 {
-        match self {
-            Reply::Http(reply) => reply.code_so_far(),
-            Reply::Tcp(_) | Reply::Memcached(_) => 0,
-        }
-    }
-
-    /// Whole before any byte is read (a memcached request of `noreply` commands).
-    fn whole_unread(&self) -> Option<u16> {
-        match self {
-            Reply::Memcached(reply) => reply.whole_unread(),
-            Reply::Http(_) | Reply::Tcp(_) => None,
-        }
-    }
-}
-
-/// What one queue's instances shoot at, and how.
-pub struct Gun {
-    target: Target,
-    tls: Option<TlsConnector>,
+/// A queue's gun as its options ask for it: every option checked (the
+/// address's form, TLS files and suites, the protocol), nothing resolved or
+/// connected. [`GunSpec::resolve`] turns it into the gun that fires.
+pub struct GunSpec {
+    address: Address,
+    ssl: bool,
+    tls: Option<Arc<rustls::ClientConfig>>,
     protocol: Protocol,
     timeout: Duration,
-    sources: Vec<IpAddr>,
-    /// Requests in flight per connection (1: no pipelining).
+    sources: Vec<std::net::IpAddr>,
     depth: usize,
-    /// The pipelined connections, by group (see [`Gun::pipelined`]).
-    pipes: std::sync::Mutex<Vec<Arc<pipeline::Pipe>>>,
+    /// Where `address` was written, for resolution errors.
+    address_at: tank_config::OptionPlace,
 }
 
-impl Gun {
-    /// A gun speaking `protocol` to `target`, over TLS when `tls` is set, each
-    /// shot within `timeout`, from `sources` round-robin (none: the kernel's choice).
-    pub fn new(
-        target: Target,
-        tls: Option<Arc<ClientConfig>>,
-        protocol: Protocol,
-        timeout: Duration,
-        sources: Vec<IpAddr>,
-    ) -> Self {
-        Gun {
-            target,
-            tls: tls.map(TlsConnector::from),
+impl GunSpec {
+    /// Check the gun options of `queue`; `has_origin` says whether the config
+    /// starts the origin simulator (`address = origin` needs it). The one
+    /// place where `tank_type` becomes a protocol. Pure: no network.
+    pub fn check(queue: &QueueConfig, has_origin: bool) -> Result<GunSpec, EngineError> {
+        let at =
+            |key: &str, message: String| EngineError::Option(queue.places.of(key).error(message));
+        let address = if queue.address.trim() == ORIGIN_ADDRESS {
+            if !has_origin {
+                return Err(at(
+                    "address",
+                    "`origin` is the origin simulator: it needs an [origin] section".into(),
+                ));
+            }
+            Address::Origin
+        } else {
+            let (_, written_port) =
+                target::split_address(&queue.address).map_err(|m| at("address", m))?;
+            // memcached's own port when the address names none.
+            let port = queue.port.or_else(|| {
+                (queue.tank_type == TankType::Memcached && written_port.is_none())
+                    .then_some(MEMCACHED_PORT)
+            });
+            Address::Host {
+                address: queue.address.clone(),
+                port,
+            }
+        };
+        let tls = if queue.ssl {
+            let options = tls::TlsOptions {
+                verify: queue.ssl_verify,
+                client_certificate: queue.client_certificate.clone(),
+                client_key: queue.client_key.clone(),
+                cipher_suites: queue.client_cipher_suites.clone(),
+            };
+            Some(tls::client_config(&options).map_err(|e| at(e.key, e.message))?)
+        } else {
+            None
+        };
+        let protocol = match queue.tank_type {
+            TankType::Http => Protocol::Http(http::limits(queue.reply_limits)),
+            TankType::None => Protocol::Tcp,
+            TankType::Memcached => Protocol::Memcached,
+        };
+        Ok(GunSpec {
+            address,
+            ssl: queue.ssl,
+            tls,
             protocol,
-            timeout,
-            sources,
-            depth: 1,
-            pipes: std::sync::Mutex::default(),
-        }
+            timeout: queue.timeout,
+            sources: queue.gatling_ip.clone(),
+            depth: queue.depth as usize,
+            address_at: queue.places.of("address"),
+        })
     }
 
-    /// Pipeline up to `depth` requests per connection (memcached over plain
-    /// TCP only: the caller checks). Instances then take their barrels from
-    /// [`Gun::pipelined`].
-    pub fn with_depth(mut self, depth: usize) -> Self {
-        self.depth = depth.max(1);
-        self
-    }
-
-    /// Requests in flight per connection.
-    pub fn depth(&self) -> usize {
-        self.depth
-    }
-
-    /// An instance's end of a pipelined gun: the instances given the same
-    /// `group` (at most `depth` of them) share one connection.
-    pub fn pipelined(self: &Arc<Self>, index: usize, group: usize) -> Barrel {
-        let mut barrel = self.instance(index);
-        let mut pipes = self
-            .pipes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        while pipes.len() <= group {
-            pipes.push(Arc::default());
-        }
-        barrel.pipe = Some(Arc::clone(&pipes[group]));
-        barrel
-    }
-
-    /// The endpoint shot at (resolved address and port).
-    pub fn endpoint(&self) -> SocketAddr {
-        self.target.addr
-    }
-
-    /// The per-shot budget.
-    pub fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
-    /// An instance's end of the gun; `index` picks its source address (`gatling_ip`) round-robin.
-    pub fn instance(self: &Arc<Self>, index: usize) -> Barrel {
-        let source = (!self.sources.is_empty()).then(|| self.sources[index % self.sources.len()]);
-        Barrel {
-            gun: Arc::clone(self),
-            conn: None,
-            source,
-            pipe: None,
-        }
-    }
-}
-
-/// One instance's connection and the shots it fires through it.
-pub struct Barrel {
-    gun: Arc<Gun>,
-    conn: Option<Conn>,
-    source: Option<IpAddr>,
-    /// The connection shared with other instances, when pipelining.
-    pipe: Option<Arc<pipeline::Pipe>>,
-}
-
-/// Timestamps of one attempt, µs from the shot's start.
-#[derive(Default)]
-struct Marks {
-    connected: Option<u64>,
-    sent: Option<u64>,
-    first_byte: Option<u64>,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Failure {
-    /// A network or protocol error with its net code.
-    Net(NetCode),
-    /// The budget ran out.
-    Timeout,
-    /// A reused connection was found closed before any reply byte: the server
-    /// had closed it. The request may be sent again (see the module docs);
-    /// otherwise the shot has this net code.
-    Stale(NetCode),
-}
-
-impl Failure {
-    /// The same failure, for each request that shared a broken pipelined connection.
-    fn again(&self) -> Failure {
-        *self
-    }
-}
-
-impl Barrel {
-    /// Close the connection, if one is open (a replayed session ended); the
-    /// next shot connects anew.
-    pub fn hang_up(&mut self) {
-        self.conn = None;
-    }
-
-    /// Fire `request`, which started at `start`. `capture`, when given,
-    /// collects the reply bytes (up to its capacity) for the answers log.
-    pub async fn fire(
-        &mut self,
-        request: &[u8],
-        start: Instant,
-        mut capture: Option<&mut Vec<u8>>,
-    ) -> Measured {
-        if let Some(pipe) = &self.pipe {
-            // Boxed: its state would otherwise make every shot's future (and
-            // the copies of it) larger, pipelined or not.
-            let pipe = Arc::clone(pipe);
-            return Box::pin(self.fire_pipelined(&pipe, request, start)).await;
-        }
-        let deadline = start + self.gun.timeout;
-        let mut measured = Measured::default();
-        // Whether the request may go out again is asked only when a kept
-        // connection turns out closed: most shots never need to know.
-        let mut resent = false;
-        loop {
-            let mut marks = Marks::default();
-            if let Some(capture) = capture.as_deref_mut() {
-                capture.clear();
-            }
-            let result = self
-                .attempt(
-                    request,
-                    start,
-                    deadline,
-                    &mut marks,
-                    &mut measured,
-                    capture.as_deref_mut(),
-                )
-                .await;
-            if measured.size_out > 0 {
-                measured.sends += 1;
-            }
-            let end_us = micros(start.elapsed());
-            match result {
-                Err(Failure::Stale(_)) if !resent && self.gun.protocol.may_resend(request) => {
-                    // Once: the next attempt is on a new connection.
-                    resent = true;
-                    self.conn = None;
-                    continue;
-                }
-                Ok(code) => {
-                    measured.proto_code = code;
-                    measured.net_code = NetCode::OK;
-                }
-                Err(failure) => {
-                    // The attempt left the code it read, if any, in `proto_code`.
-                    self.conn = None;
-                    measured.net_code = match failure {
-                        Failure::Net(code) | Failure::Stale(code) => code,
-                        Failure::Timeout => NetCode::TIMED_OUT,
-                    };
-                }
-            }
-            let timeout_us = micros(self.gun.timeout);
-            fill(&mut measured, &marks, end_us, timeout_us);
-            return measured;
-        }
-    }
-
-    /// Fire `request` over the connection shared with other instances.
-    async fn fire_pipelined(
-        &self,
-        pipe: &Arc<pipeline::Pipe>,
-        request: &[u8],
-        start: Instant,
-    ) -> Measured {
-        let gun = &self.gun;
-        let mut sent = pipeline::Sent::default();
-        let landed = pipe
-            .fire(
-                &gun.target,
-                self.source,
-                gun.protocol,
-                request,
-                start + gun.timeout,
-                &mut sent,
-            )
-            .await;
-        let end_us = micros(start.elapsed());
-        let mut measured = Measured {
-            size_out: sent.size_out,
-            size_in: landed.size_in,
-            sends: u8::from(sent.size_out > 0),
-            ..Measured::default()
-        };
-        match landed.result {
-            Ok(code) => {
-                measured.proto_code = code;
-                measured.net_code = NetCode::OK;
-            }
-            Err(Failure::Net(code) | Failure::Stale(code)) => measured.net_code = code,
-            Err(Failure::Timeout) => measured.net_code = NetCode::TIMED_OUT,
-        }
-        let marks = Marks {
-            // A request that went out on an open connection spent nothing connecting.
-            connected: match sent.connected {
-                Some(at) => Some(micros(at.saturating_duration_since(start))),
-                None => (sent.size_out > 0).then_some(0),
-            },
-            sent: sent
-                .sent
-                .map(|at| micros(at.saturating_duration_since(start))),
-            first_byte: landed
-                .first_byte
-                .map(|at| micros(at.saturating_duration_since(start))),
-        };
-        let timeout_us = micros(gun.timeout);
-        fill(&mut measured, &marks, end_us, timeout_us);
-        measured
-    }
-
-    /// One attempt at the shot. Its sizes replace the previous attempt's in
-    /// `measured` (from 0, before connecting); on a failure after a reply's
-    /// status line, `measured.proto_code` keeps that status.
-    async fn attempt(
-        &mut self,
-        request: &[u8],
-        start: Instant,
-        deadline: Instant,
-        marks: &mut Marks,
-        measured: &mut Measured,
-        mut capture: Option<&mut Vec<u8>>,
-    ) -> Result<u16, Failure> {
-        measured.size_out = 0;
-        measured.size_in = 0;
-        measured.proto_code = 0;
-        let reused = self.conn.is_some();
-        let conn = match &mut self.conn {
-            Some(conn) => {
-                marks.connected = Some(0);
-                conn
-            }
-            empty => {
-                let gun = &self.gun;
-                let connecting = conn::connect(&gun.target, self.source, gun.tls.as_ref(), request);
-                let conn = match timeout_at(deadline, connecting).await {
-                    Err(_) => return Err(Failure::Timeout),
-                    Ok(Err(error)) => return Err(Failure::Net(error)),
-                    Ok(Ok(conn)) => conn,
-                };
-                marks.connected = Some(micros(start.elapsed()));
-                empty.insert(conn)
-            }
-        };
-        match conn
-            .write_all(request, deadline, &mut measured.size_out)
-            .await
-        {
-            Ok(()) => {}
-            Err(WriteError::Timeout) => return Err(Failure::Timeout),
-            Err(WriteError::Net { code, written }) => {
-                return Err(if reused && written == 0 && netcode::means_closed(code) {
-                    Failure::Stale(code)
-                } else {
-                    Failure::Net(code)
-                });
-            }
-        }
-        marks.sent = Some(micros(start.elapsed()));
-        let mut reply = self.gun.protocol.reply(request);
-        if let Some(code) = reply.whole_unread() {
-            return Ok(code);
-        }
-        let received = loop {
-            let read = conn
-                .read(deadline, |data| {
-                    if let Some(capture) = capture.as_deref_mut() {
-                        let room = capture
-                            .capacity()
-                            .saturating_sub(capture.len())
-                            .min(data.len());
-                        capture.extend_from_slice(&data[..room]);
-                    }
-                    (data.len(), reply.feed(data))
+    /// The target, resolved (a host name is looked up now); `origin` is the
+    /// in-process simulator's address, for `address = origin`.
+    pub fn target(&self, origin: Option<SocketAddr>) -> Result<target::Target, EngineError> {
+        match &self.address {
+            Address::Origin => {
+                let addr = origin.ok_or_else(|| {
+                    EngineError::Option(
+                        self.address_at
+                            .error("`origin` is the origin simulator, which is not running"),
+                    )
+                })?;
+                Ok(target::Target {
+                    addr,
+                    host: addr.ip().to_string(),
                 })
-                .await;
-            match read {
-                // The end of the stream before any byte of the reply on a kept connection.
-                Ok(None) if measured.size_in == 0 && reused => {
-                    break Err(Failure::Stale(NetCode::PROTOCOL));
-                }
-                Err(Some(code))
-                    if measured.size_in == 0 && reused && netcode::means_closed(code) =>
-                {
-                    break Err(Failure::Stale(code));
-                }
-                Ok(None) => {
-                    // Whole for a reply that runs to the close; cut short otherwise.
-                    self.conn = None;
-                    break reply.at_end().ok_or(Failure::Net(NetCode::PROTOCOL));
-                }
-                Err(Some(code)) => break Err(Failure::Net(code)),
-                Err(None) => break Err(Failure::Timeout),
-                Ok(Some((bytes, progress))) => {
-                    if bytes > 0 && marks.first_byte.is_none() {
-                        marks.first_byte = Some(micros(start.elapsed()));
-                    }
-                    measured.size_in += bytes as u64;
-                    match progress {
-                        Progress::More => continue,
-                        Progress::Broken => break Err(Failure::Net(NetCode::PROTOCOL)),
-                        Progress::Whole { code, keep_alive } => {
-                            if !keep_alive {
-                                self.conn = None;
-                            }
-                            break Ok(code);
-                        }
-                    }
-                }
             }
-        };
-        if received.is_err() {
-            // A reply that broke after its status line keeps the status.
-            measured.proto_code = reply.code_so_far();
+            Address::Host { address, port } => target::resolve(address, *port, self.ssl)
+                .map_err(|m| EngineError::Option(self.address_at.error(m))),
         }
-        received
+    }
+
+    /// The gun that fires: its target resolved (see [`GunSpec::target`]).
+    pub(crate) fn resolve(&self, origin: Option<SocketAddr>) -> Result<Guns, EngineError> {
+        let gun = WireGun::new(
+            self.target(origin)?,
+            self.tls.clone(),
+            self.protocol,
+            self.timeout,
+            self.sources.clone(),
+        )
+        .with_depth(self.depth);
+        Ok(Guns::Wire(Arc::new(gun)))
     }
 }
 
-/// phantom's fill rule: phases never reached end at the shot's end, so the
-/// parts always sum to the whole.
-fn fill(measured: &mut Measured, marks: &Marks, end_us: u64, timeout_us: u64) {
-    let connected = marks.connected.unwrap_or(end_us).min(end_us);
-    let sent = marks.sent.unwrap_or(end_us).clamp(connected, end_us);
-    let first = marks.first_byte.unwrap_or(end_us).clamp(sent, end_us);
-    measured.interval_real_us = end_us;
-    measured.connect_us = connected;
-    measured.send_us = sent - connected;
-    measured.latency_us = first - sent;
-    measured.receive_us = end_us - first;
-    // The time spent waiting within the budget: the budget itself on a timeout.
-    measured.interval_event_us = end_us.min(timeout_us);
+/// The gun a queue's `tank_type` asks for, ready to fire.
+pub(crate) enum Guns {
+    /// `http`, `none` and `memcached`: see [`wire`].
+    Wire(Arc<WireGun>),
 }
 
-#[cfg(test)]
-mod tests;
+impl Guns {
+    /// The endpoint shot at (resolved address and port).
+    pub(crate) fn endpoint(&self) -> SocketAddr {
+        match self {
+            Guns::Wire(gun) => gun.endpoint(),
+        }
+    }
+
+    /// The per-request budget.
+    pub(crate) fn timeout(&self) -> Duration {
+        match self {
+            Guns::Wire(gun) => gun.timeout(),
+        }
+    }
+}
+
+/// memcached's port, for a `tank_type = memcached` address without one.
+const MEMCACHED_PORT: u16 = 11211;

@@ -4,38 +4,6 @@ use super::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-#[test]
-fn fill_rule_makes_parts_sum_to_the_whole() {
-    let mut measured = Measured {
-        net_code: NetCode::RESET,
-        ..Measured::default()
-    };
-    let marks = Marks {
-        connected: Some(100),
-        sent: Some(150),
-        first_byte: None,
-    };
-    fill(&mut measured, &marks, 900, 11_000_000);
-    assert_eq!(
-        (
-            measured.connect_us,
-            measured.send_us,
-            measured.latency_us,
-            measured.receive_us
-        ),
-        (100, 50, 750, 0)
-    );
-    let mut timed_out = Measured {
-        net_code: NetCode::TIMED_OUT,
-        ..Measured::default()
-    };
-    fill(&mut timed_out, &Marks::default(), 1_000_450, 1_000_000);
-    assert_eq!(
-        (timed_out.connect_us, timed_out.interval_event_us),
-        (1_000_450, 1_000_000)
-    );
-}
-
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
 const POST: &[u8] = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n";
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
@@ -49,12 +17,12 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
         .expect("the test took over 20 s")
 }
 
-fn barrel(addr: SocketAddr, limits: Limits) -> Barrel {
+fn barrel(addr: SocketAddr, limits: Limits) -> WireBarrel {
     let target = Target {
         addr,
         host: "127.0.0.1".into(),
     };
-    Arc::new(Gun::new(
+    Arc::new(WireGun::new(
         target,
         None,
         Protocol::Http(limits),
@@ -242,7 +210,7 @@ fn a_pipelined_request_past_its_budget_fails_the_ones_behind_it() {
             host: "127.0.0.1".into(),
         };
         let gun = Arc::new(
-            Gun::new(
+            WireGun::new(
                 target,
                 None,
                 Protocol::Memcached,
