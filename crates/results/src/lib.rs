@@ -17,22 +17,21 @@
 //! tank-stats; tank-report, the natural home of a "report", would pull its HTML
 //! and console into every exporter.
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
-pub mod autostop;
-pub mod files;
-pub mod lines;
-pub mod pipeline;
-pub mod planned;
-pub mod sink;
-pub mod source;
-pub mod timeline;
+mod autostop;
+mod files;
+mod lines;
+mod pipeline;
+mod planned;
+mod sink;
+mod source;
+mod timeline;
 
 pub use autostop::{AutostopSink, Elapsed};
 pub use files::{JsonLines, PhoutFile};
-pub use lines::LineFile;
 pub use pipeline::{drive, DriveError, Driven, Pipeline};
 pub use planned::Planned;
 pub use sink::{Response, SecondSink, SinkError, SoFar};
 pub use source::{PhoutSource, Row, SentCounts, SourceError};
-pub use timeline::Timeline;
+pub use timeline::{GroupSeries, Timeline, MAX_GROUP_SERIES};

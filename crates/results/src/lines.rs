@@ -15,7 +15,7 @@ use crate::sink::SinkError;
 
 /// A line-oriented file writer with a buffer of its own.
 #[derive(Debug)]
-pub struct LineFile {
+pub(crate) struct LineFile {
     file: File,
     path: PathBuf,
     buffer: Vec<u8>,
@@ -27,7 +27,7 @@ pub struct LineFile {
 
 impl LineFile {
     /// Create (truncate) `path`, buffering up to `capacity` bytes.
-    pub fn create(path: &Path, capacity: usize) -> io::Result<LineFile> {
+    pub(crate) fn create(path: &Path, capacity: usize) -> io::Result<LineFile> {
         Ok(LineFile::new(
             File::create(path)?,
             path.to_path_buf(),
@@ -36,7 +36,7 @@ impl LineFile {
     }
 
     /// Write to `file`, opened at `path` (named in errors) and empty.
-    pub fn new(file: File, path: PathBuf, capacity: usize) -> LineFile {
+    pub(crate) fn new(file: File, path: PathBuf, capacity: usize) -> LineFile {
         LineFile {
             file,
             path,
@@ -47,14 +47,9 @@ impl LineFile {
         }
     }
 
-    /// The file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Append whole lines: `write` appends them (each with its `\n`) to the
     /// buffer, which is written out when it is full.
-    pub fn append(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> Result<(), SinkError> {
+    pub(crate) fn append(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> Result<(), SinkError> {
         if self.failed {
             return Ok(());
         }
@@ -68,7 +63,7 @@ impl LineFile {
 
     /// Write the buffer out. On a failure the file is cut back to its last
     /// whole line, and the error returned (once; the file is quiet after it).
-    pub fn flush(&mut self) -> Result<(), SinkError> {
+    pub(crate) fn flush(&mut self) -> Result<(), SinkError> {
         if self.failed || self.buffer.is_empty() {
             return Ok(());
         }

@@ -8,7 +8,7 @@
 //! them across machines ([`k8s`]), and the exact merge of their results
 //! afterwards ([`merge`], on tank-results' pipeline).
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod k8s;
 pub mod merge;
