@@ -10,10 +10,12 @@ use std::time::Duration;
 
 use tank_config::{LoadProfile, TestConfig};
 use tank_engine::{Engine, QueueReport, RunReport};
+use tank_export::influx::InfluxReport;
 use tank_report::memcached::McperfLines;
 use tank_report::stream::{files, write_outputs};
 use tank_report::summary::{InfluxRow, ReplayRow, Stop, StopCause};
 use tank_report::{Meta, RunCounts, Summary};
+use tank_results::SinkError;
 use tank_stats::autostop::{codes, rcassert};
 
 use crate::artifacts::Artifacts;
@@ -215,22 +217,12 @@ pub(crate) fn finish(
         pool: facts.replay_pool,
     });
     log_monitoring(&mut summary, collected.watched.as_ref(), artifacts);
-    summary.influx = collected.exported.influx.as_ref().map(|influx| InfluxRow {
-        written: influx.written,
-        dropped: influx.dropped,
-        first_error: influx.first_error.as_ref().map(ToString::to_string),
-    });
-    if let Some(row) = &summary.influx {
-        artifacts.log(&format!("influx: {row}"));
-    }
-    let influx_lost = collected.exported.influx.as_ref().and_then(influx_warning);
-    summary.warnings.extend(influx_lost);
-    if let Some(failure) = &collected.write_failed {
-        summary.warnings.insert(
-            0,
-            format!("{failure}: the run stopped there; the artifacts hold what was written before"),
-        );
-    }
+    add_exports_and_failures(
+        &mut summary,
+        collected.exported.influx.as_ref(),
+        collected.write_failed.as_ref(),
+        artifacts,
+    );
     let fail_on_warnings = spec.fail_on_warnings || config.core.fail_on_warnings;
     let verdict = match (&collected.stopped, &collected.write_failed) {
         (Some(reason), _) => Verdict::Autostop(reason.code),
@@ -276,6 +268,30 @@ pub(crate) fn finish(
         artifacts: artifacts.dir().to_path_buf(),
         text,
         reports_failed: written.err().map(|e| format!("{e:#}")),
+    }
+}
+
+/// What the exporters did and the artifact that could not be written, in the summary.
+fn add_exports_and_failures(
+    summary: &mut Summary,
+    influx: Option<&InfluxReport>,
+    write_failed: Option<&SinkError>,
+    artifacts: &Artifacts,
+) {
+    summary.influx = influx.map(|influx| InfluxRow {
+        written: influx.written,
+        dropped: influx.dropped,
+        first_error: influx.first_error.as_ref().map(ToString::to_string),
+    });
+    if let Some(row) = &summary.influx {
+        artifacts.log(&format!("influx: {row}"));
+    }
+    summary.warnings.extend(influx.and_then(influx_warning));
+    if let Some(failure) = write_failed {
+        summary.warnings.insert(
+            0,
+            format!("{failure}: the run stopped there; the artifacts hold what was written before"),
+        );
     }
 }
 
@@ -380,7 +396,7 @@ fn end_text(
 }
 
 /// A warning when InfluxDB lost points: dashboards then lack them.
-fn influx_warning(influx: &tank_export::influx::InfluxReport) -> Option<String> {
+fn influx_warning(influx: &InfluxReport) -> Option<String> {
     let cause = influx
         .first_error
         .as_ref()

@@ -24,11 +24,11 @@ use tank_report::stream::{files, write_outputs};
 use tank_report::summary::{Stop, StopCause};
 use tank_report::{Meta, RunCounts, Summary};
 use tank_results::{
-    drive, AutostopSink, DriveError, Elapsed, JsonLines, PhoutFile, PhoutSource, Pipeline, Planned,
-    Response, SecondSink, SinkError, SoFar, Timeline,
+    drive, AutostopSink, DriveError, Driven, Elapsed, JsonLines, PhoutFile, PhoutSource, Pipeline,
+    Planned, Response, SecondSink, SinkError, SoFar, Timeline,
 };
 use tank_run::{time, ClockInfo, ShardRecord};
-use tank_stats::autostop::Autostop;
+use tank_stats::autostop::{Autostop, StopReason};
 use tank_stats::{Aggregator, SecondStats};
 
 /// The merged phout's name (as a run's).
@@ -178,6 +178,79 @@ pub fn merge_runs(
     })?;
     let planned = planned_of(dirs, &records)?;
     let common_start = records.iter().map(|r| r.start_unix_us).min().unwrap_or(0);
+    let joined = join(dirs, &records, out, buffered_seconds, &planned)?;
+    warnings.extend(joined.driven.warnings);
+    warnings.extend(lost_warnings(dirs, &records, known));
+    let shards = shard_results(dirs, &records, &joined.per_shard, common_start);
+    let stop = merged_stop(&records, known, &planned, common_start);
+    let stopped = joined.stopped;
+    let exit_code = match (&stopped, &stop) {
+        (Some(reason), _) => reason.code,
+        (None, Some(_)) => 1,
+        (None, None) => 0,
+    };
+    let counts = RunCounts {
+        planned: records.iter().map(ShardRecord::planned).sum(),
+        sent: joined.driven.rows,
+        planned_rps: None,
+        dropped: 0,
+        answers_dropped: 0,
+        stop,
+        // A phout does not say how many instances were busy: each shard's summary does.
+        instances: None,
+    };
+    let latest_start = records.iter().map(|r| r.start_unix_us).max().unwrap_or(0);
+    let max_skew_us = shards
+        .iter()
+        .filter_map(|s| s.skew_us)
+        .max_by_key(|s| s.unsigned_abs());
+    let meta = merged_meta(dirs, &records, common_start, latest_start, max_skew_us);
+    let mut summary = Summary::build(
+        meta,
+        &joined.driven.totals,
+        joined.timeline,
+        Some(&counts),
+        stopped.as_ref(),
+        Some(exit_code),
+    );
+    summary.warnings.extend(warnings.iter().cloned());
+    let merged = Merged {
+        shards,
+        common_start_unix_us: common_start,
+        start_spread_us: latest_start - common_start,
+        max_skew_us,
+        missing_shards: missing,
+        lines: joined.driven.rows,
+        autostop: stopped
+            .as_ref()
+            .map(|r| format!("{}: {}", r.criterion, r.explanation)),
+        exit_code,
+        warnings,
+        summary,
+    };
+    write_merged(&merged, stopped.as_ref(), out)?;
+    Ok(merged)
+}
+
+/// What driving the shards' phouts through the pipeline gave.
+struct Joined {
+    driven: Driven,
+    per_shard: PerShard,
+    timeline: Timeline,
+    /// Why the criteria would have stopped the test.
+    stopped: Option<StopReason>,
+}
+
+/// The shards' phouts merged into `out`'s phout and `test_data.log`, judged by
+/// the first shard's criteria, each second planned by every shard's plan.
+fn join(
+    dirs: &[PathBuf],
+    records: &[ShardRecord],
+    out: &Path,
+    buffered_seconds: u32,
+    planned: &Planned,
+) -> Result<Joined, MergeRunsError> {
+    let common_start = records.iter().map(|r| r.start_unix_us).min().unwrap_or(0);
     let instances: u64 = records.iter().map(|r| r.instances).sum();
     let autostop = Autostop::new(&records[0].autostop, instances)
         .map_err(|e| MergeRunsError::Input(format!("{}: autostop: {e}", dirs[0].display())))?;
@@ -208,66 +281,32 @@ pub fn merge_runs(
             &mut autostop,
         ],
     )?;
-    warnings.extend(driven.warnings);
-    warnings.extend(lost_warnings(dirs, &records, known));
-    let shards = shard_results(dirs, &records, &per_shard, common_start);
-    let stop = merged_stop(&records, known, &planned, common_start);
-    let stopped = autostop.stopped().cloned();
-    let exit_code = match (&stopped, &stop) {
-        (Some(reason), _) => reason.code,
-        (None, Some(_)) => 1,
-        (None, None) => 0,
-    };
-    let counts = RunCounts {
-        planned: records.iter().map(ShardRecord::planned).sum(),
-        sent: driven.rows,
-        planned_rps: None,
-        dropped: 0,
-        answers_dropped: 0,
-        stop,
-        // A phout does not say how many instances were busy: each shard's summary does.
-        instances: None,
-    };
-    let latest_start = records.iter().map(|r| r.start_unix_us).max().unwrap_or(0);
-    let max_skew_us = shards
-        .iter()
-        .filter_map(|s| s.skew_us)
-        .max_by_key(|s| s.unsigned_abs());
-    let meta = merged_meta(dirs, &records, common_start, latest_start, max_skew_us);
-    let mut summary = Summary::build(
-        meta,
-        &driven.totals,
+    Ok(Joined {
+        driven,
+        per_shard,
         timeline,
-        Some(&counts),
-        stopped.as_ref(),
-        Some(exit_code),
-    );
-    summary.warnings.extend(warnings.iter().cloned());
-    write_outputs(&summary, out).map_err(|e| MergeRunsError::Input(e.to_string()))?;
-    if let Some(reason) = &stopped {
+        stopped: autostop.stopped().cloned(),
+    })
+}
+
+/// The merged summaries, `autostop_report.txt` when a criterion fired, and `merge.json`.
+fn write_merged(
+    merged: &Merged,
+    stopped: Option<&StopReason>,
+    out: &Path,
+) -> Result<(), MergeRunsError> {
+    write_outputs(&merged.summary, out).map_err(|e| MergeRunsError::Input(e.to_string()))?;
+    if let Some(reason) = stopped {
         let path = out.join("autostop_report.txt");
         std::fs::write(&path, reason.report_text())
             .map_err(|source| MergeRunsError::Write { path, source })?;
     }
-    let merged = Merged {
-        shards,
-        common_start_unix_us: common_start,
-        start_spread_us: latest_start - common_start,
-        max_skew_us,
-        missing_shards: missing,
-        lines: driven.rows,
-        autostop: stopped.map(|r| format!("{}: {}", r.criterion, r.explanation)),
-        exit_code,
-        warnings,
-        summary,
-    };
     let path = out.join(MERGE_JSON);
-    let text = serde_json::to_string_pretty(&merged).map_err(|e| MergeRunsError::Write {
+    let text = serde_json::to_string_pretty(merged).map_err(|e| MergeRunsError::Write {
         path: path.clone(),
         source: std::io::Error::other(e),
     })?;
-    std::fs::write(&path, text + "\n").map_err(|source| MergeRunsError::Write { path, source })?;
-    Ok(merged)
+    std::fs::write(&path, text + "\n").map_err(|source| MergeRunsError::Write { path, source })
 }
 
 /// Every shard's plans, each from its own start.

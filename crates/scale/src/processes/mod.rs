@@ -129,21 +129,7 @@ pub fn run(
         "creating the run directory {}",
         run_dir.display()
     )))?;
-    let exe = std::env::current_exe().map_err(io("finding the tank binary to start"))?;
-    let mut shards = Vec::new();
-    for index in 0..processes {
-        let dir = run_dir.join(format!("shard-{index}"));
-        let mut command = shard_command(&exe, options, &config, index, start, &dir)?;
-        let child = child::spawn_bound(&mut command)
-            .map_err(io(format!("starting shard {index}/{processes}")))?;
-        shards.push(Shard {
-            index,
-            dir,
-            child,
-            ended: None,
-            tail: console::Tail::default(),
-        });
-    }
+    let mut shards = spawn_shards(options, &config, start, &run_dir)?;
     let _ = writeln!(
         out,
         "tank: {processes} shards in {}, starting together at {}",
@@ -184,6 +170,31 @@ pub fn run(
         run_dir,
         exit_code,
     })
+}
+
+/// Start every shard, each in `run_dir/shard-I`, bound to this process.
+fn spawn_shards(
+    options: &Options<'_>,
+    config: &TestConfig,
+    start: u64,
+    run_dir: &Path,
+) -> Result<Vec<Shard>, ScaleError> {
+    let exe = std::env::current_exe().map_err(io("finding the tank binary to start"))?;
+    let mut shards = Vec::new();
+    for index in 0..options.processes {
+        let dir = run_dir.join(format!("shard-{index}"));
+        let mut command = shard_command(&exe, options, config, index, start, &dir)?;
+        let child = child::spawn_bound(&mut command)
+            .map_err(io(format!("starting shard {index}/{}", options.processes)))?;
+        shards.push(Shard {
+            index,
+            dir,
+            child,
+            ended: None,
+            tail: console::Tail::default(),
+        });
+    }
+    Ok(shards)
 }
 
 /// `tank shoot` for shard `index`, writing into `dir` (created, with its console output).
