@@ -10,6 +10,10 @@
 
 use tank_plan::PlannedCount;
 
+/// How long before a stop a shot must have been due to count as one the run
+/// was behind on ([`Planned::due_well_before`]).
+const STOP_GRACE_US: u64 = 1_000_000;
+
 /// One plan, started at a unix time.
 #[derive(Debug, Clone)]
 struct Part {
@@ -92,6 +96,13 @@ impl Planned {
             .iter()
             .map(|p| p.count.before_ms(ms_before(unix_us, p.start_unix_us)))
             .sum()
+    }
+
+    /// Shots the plans had due over a second before a stop at `stop_unix_us`:
+    /// those a stopped run was behind on. A shot due a moment before a Ctrl-C,
+    /// and waiting for a moment (lag), was not unsent for want of an instance.
+    pub fn due_well_before(&self, stop_unix_us: u64) -> u64 {
+        self.due_before(stop_unix_us.saturating_sub(STOP_GRACE_US))
     }
 
     /// The first second at or after `second` in which some plan has a shot due.

@@ -38,11 +38,6 @@ use crate::RunError;
 /// The phout's name in the artifacts directory.
 pub const PHOUT: &str = "phout.log";
 
-/// How long before a stop a shot must have been due for its not being sent
-/// to count against the run: a shot due just before a Ctrl-C, and waiting for
-/// a moment (lag), was not unsent for want of an instance.
-const STOP_GRACE_US: u64 = 1_000_000;
-
 /// The thread drains the samples this often instead of sleeping on the channel:
 /// a sleeping receiver makes every send a futex wake-up (a system call and a
 /// context switch per shot); a polling one costs the shooters nothing.
@@ -205,8 +200,9 @@ pub struct Collected {
 pub struct StopSeen {
     /// Seconds after the schedules' start.
     pub after_s: f64,
-    /// Shots the plans had due over a second before it ([`STOP_GRACE_US`]):
-    /// those the run was behind on (`None`: a plan has no closed form).
+    /// Shots the plans had due over a second before it
+    /// ([`Planned::due_well_before`]): those the run was behind on (`None`: a
+    /// plan has no closed form).
     pub due: Option<u64>,
 }
 
@@ -392,9 +388,7 @@ impl Collector {
             stopped: self.sinks.autostop.stopped().cloned(),
             stop_seen: self.stop_seen_unix_us.map(|at| StopSeen {
                 after_s: at.saturating_sub(self.start_unix_us) as f64 / 1e6,
-                due: self
-                    .planned_whole
-                    .then(|| self.planned.due_before(at.saturating_sub(STOP_GRACE_US))),
+                due: self.planned_whole.then(|| self.planned.due_well_before(at)),
             }),
             write_failed: self.failed,
             watched: self.watch.take().map(Watch::finish),

@@ -375,7 +375,7 @@ fn merged_stop(
     Some(Stop {
         cause,
         after_s: at.map(|at| at.saturating_sub(common_start) as f64 / 1e6),
-        due: at.map(|at| planned.due_before(at)),
+        due: at.map(|at| planned.due_well_before(at)),
     })
 }
 
