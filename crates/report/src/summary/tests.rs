@@ -191,3 +191,45 @@ fn a_summary_from_before_the_renames_reads_its_replay_and_measuring_rows() {
     assert_eq!(old.replay, s.replay);
     assert_eq!(old.measuring.len(), 1);
 }
+
+#[test]
+fn summary_text_shows_monitoring_the_influx_line_and_a_stop() {
+    let mut s = sample_summary();
+    s.influx = Some(InfluxRow {
+        written: 3,
+        dropped: 1,
+        first_error: Some("timed out".into()),
+    });
+    s.monitoring = vec![crate::monitoring::HostSeries {
+        host: "web".into(),
+        comment: String::new(),
+        metrics: [
+            (
+                "custom:cpu-cpu0_busy".to_string(),
+                vec![Some(10.0), Some(30.0)],
+            ),
+            ("System_la1".to_string(), vec![Some(1.0), None]),
+        ]
+        .into_iter()
+        .collect(),
+    }];
+    s.stopped = Some(Stop {
+        cause: StopCause::Interrupted,
+        after_s: Some(4.9),
+        due: Some(980),
+    });
+    let text = s.to_text();
+    assert!(
+        text.contains("\ninflux: 3 points written, 1 dropped (first error: timed out)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  web: load 1.00 / 1.00\n    cores busy: cpu0 20% / 30%"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\ninterrupted (Ctrl-C or SIGTERM) after 4.9 s: 980 shots were due over a second before\n"),
+        "{text}"
+    );
+    assert_eq!(Summary::from_json(&s.to_json()).unwrap(), s);
+}
