@@ -37,6 +37,7 @@ mod convert;
 pub mod duration;
 mod error;
 mod export;
+mod grpc;
 mod ini;
 pub mod memcached;
 pub mod model;

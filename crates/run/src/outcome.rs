@@ -212,6 +212,11 @@ pub(crate) fn finish(
         collected.stopped.as_ref(),
         None,
     );
+    for queue in &report.queues {
+        for (status, count) in &queue.grpc_statuses {
+            *summary.grpc_statuses.entry(status.name()).or_default() += count;
+        }
+    }
     summary.replay = collected.sessions.map(|sessions| ReplayRow {
         sessions,
         pool: facts.replay_pool,
