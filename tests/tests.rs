@@ -15,6 +15,7 @@ mod mysql;
 mod origin;
 mod pipes;
 mod prepare;
+mod processes;
 mod replay;
 mod report;
 mod run;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use tank_report::console::{self, LiveView};
 use tank_run::{LiveState, Notice, Observer, Started};
 use tank_stats::aggregate::SecondStats;
+use tank_stats::SessionCounts;
 
 /// How often the memcached preload's progress gets a line of its own when
 /// stderr is not a terminal (a file, a CI log): there it cannot be redrawn.
@@ -21,6 +22,8 @@ pub struct Console {
     preload_shown: Option<Instant>,
     /// The latest interval of Apiary's view, as printed (the screen redraws it).
     apiary: Option<String>,
+    /// A replay's sessions started as of the last line (for its per-second rate).
+    sessions_started: u64,
 }
 
 /// How the console shows the run.
@@ -61,6 +64,7 @@ impl Console {
             view,
             preload_shown: None,
             apiary: None,
+            sessions_started: 0,
         }
     }
 
@@ -70,18 +74,20 @@ impl Console {
             view: View::Lines { start_unix_us: 0 },
             preload_shown: None,
             apiary: None,
+            sessions_started: 0,
         }
     }
 }
 
-/// A replay's sessions, as Apiary shows its tallies and levels.
-fn sessions_line(sessions: &tank_run::Sessions) -> String {
+/// A replay's sessions, as Apiary shows its tallies and levels; `before`:
+/// the sessions started as of the previous line.
+fn sessions_line(sessions: &SessionCounts, before: u64) -> String {
     format!(
         "sessions: {} running (most {} in the last second), {} started (+{}/s), {} completed",
         sessions.running,
         sessions.peak,
         sessions.started,
-        sessions.started_per_second,
+        sessions.started.saturating_sub(before),
         sessions.completed
     )
 }
@@ -104,6 +110,10 @@ impl Observer for Console {
     }
 
     fn seconds(&mut self, seconds: &[SecondStats], state: &LiveState<'_>) {
+        let before = self.sessions_started;
+        if let Some(sessions) = state.sessions {
+            self.sessions_started = sessions.started;
+        }
         match &mut self.view {
             View::Lines { start_unix_us } => {
                 for second in seconds {
@@ -111,7 +121,7 @@ impl Observer for Console {
                     outln!("{}", console::render_line(second, offset));
                 }
                 if let (Some(sessions), false) = (state.sessions, seconds.is_empty()) {
-                    outln!("{}", sessions_line(sessions));
+                    outln!("{}", sessions_line(sessions, before));
                 }
             }
             // The last seconds are not drawn: the summary replaces the screen.
@@ -125,7 +135,7 @@ impl Observer for Console {
                 let Some(second) = seconds.last() else {
                     return;
                 };
-                let totals = state.aggregator.totals();
+                let totals = state.so_far.totals();
                 let counting = state.autostop.counting();
                 let view = LiveView {
                     title,
@@ -140,7 +150,7 @@ impl Observer for Console {
                 };
                 out!("{}{}", console::CLEAR, console::render_screen(&view));
                 if let Some(sessions) = state.sessions {
-                    outln!("{}", sessions_line(sessions));
+                    outln!("{}", sessions_line(sessions, before));
                 }
                 if let Some(apiary) = &self.apiary {
                     out!("\n{apiary}");
