@@ -14,9 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use serde_json::Value;
+
 use crate::import::Tcpdump;
 use crate::support::mariadb::{Logged, MariaDb, Snapshot};
-use crate::support::{artifacts, assert_ran, phout, shoot, tank};
+use crate::support::{artifacts, assert_ran, phout, shoot_with, tank};
 
 /// The data both servers start from, and the two users: the client's and the replay's.
 const SETUP: &str = "\
@@ -157,11 +159,29 @@ fn config(port: u16, ammofile: &Path) -> String {
     )
 }
 
-/// Run `tank -c` on `config` in `dir`, the password in the environment.
-fn replay(dir: &Path, config: &str) {
+/// Run `tank -c` on `config` in `dir` with `args`, the password in the environment.
+fn replay(dir: &Path, config: &str, args: &[&str]) {
     std::env::set_var("TANK_TEST_MYSQL_PASSWORD", "tanksecret");
-    let out = shoot(dir, config, Duration::from_secs(120));
+    let out = shoot_with(dir, config, args, Duration::from_secs(120));
     assert_ran(&out);
+}
+
+/// Apiary's tally `name` summed over the intervals of summary.json's `apiary`,
+/// and the last interval's total of it (0 when no interval has it).
+fn apiary_tally(summary: &Value, name: &str) -> (u64, u64) {
+    let intervals = summary["apiary"]["intervals"]
+        .as_array()
+        .expect("summary.json's apiary intervals");
+    let of = |interval: &Value| -> Option<(u64, u64)> {
+        let tally = interval["tallies"]
+            .as_array()?
+            .iter()
+            .find(|t| t["name"] == name)?;
+        Some((tally["current"].as_u64()?, tally["total"].as_u64()?))
+    };
+    let sum = intervals.iter().filter_map(of).map(|(n, _)| n).sum();
+    let total = intervals.last().and_then(of).map_or(0, |(_, total)| total);
+    (sum, total)
 }
 
 #[test]
@@ -213,11 +233,15 @@ fn a_captured_mysql_conversation_and_its_slow_log_replay_their_commands_per_conn
     drop(source);
     assert_eq!(captured.len(), 2, "{captured:?}");
 
-    // The capture replayed (imported on the fly: `ammofile` is the pcap).
+    // The capture replayed (imported on the fly: `ammofile` is the pcap), with Apiary's view.
     let target = MariaDb::start(&snapshot, &[]);
     let run_dir = dir.path().join("pcap");
     std::fs::create_dir(&run_dir).unwrap();
-    replay(&run_dir, &config(target.port, &capture));
+    replay(
+        &run_dir,
+        &config(target.port, &capture),
+        &["-q", "--apiary", "--interval", "1s"],
+    );
     let replayed = by_connection(&target.general_log());
     drop(target);
     let commands = |connections: &[Vec<Entry>]| -> Vec<Vec<(String, String)>> {
@@ -264,13 +288,34 @@ fn a_captured_mysql_conversation_and_its_slow_log_replay_their_commands_per_conn
         rows.iter().filter(|row| row.tag == "SELECT items").count(),
         3
     );
+    // Apiary's view counts every command once, the error by its number, and both sessions.
+    let run = artifacts(&run_dir);
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let all = rows.len() as u64;
+    assert_eq!(apiary_tally(&summary, "Requests Completed"), (all, all));
+    assert_eq!(
+        apiary_tally(&summary, "ERR 1146 (no such table)"),
+        (1, 1),
+        "{}",
+        summary["apiary"]
+    );
+    assert_eq!(apiary_tally(&summary, "Sessions Completed"), (2, 2));
 
-    // The slow log replayed: each thread's statements, in order.
+    // The slow log replayed: each thread's statements, in order. MariaDB's
+    // slow log times statements to the whole second only, so both threads
+    // begin in the same second and which connects first is not the log's to
+    // say: the connections are compared in the order of their statements.
     let target = MariaDb::start(&snapshot, &[]);
     let run_dir = dir.path().join("slow");
     std::fs::create_dir(&run_dir).unwrap();
-    replay(&run_dir, &config(target.port, &slow_log));
+    replay(&run_dir, &config(target.port, &slow_log), &[]);
     let from_slow_log = by_connection(&target.general_log());
     drop(target);
-    assert_eq!(statements(&from_slow_log), statements(&captured));
+    let sorted = |connections: &[Vec<Entry>]| {
+        let mut statements = statements(connections);
+        statements.sort();
+        statements
+    };
+    assert_eq!(sorted(&from_slow_log), sorted(&captured));
 }
