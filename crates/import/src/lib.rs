@@ -28,27 +28,27 @@
 //! warning ([`Warnings`]); what makes the input unreadable is an
 //! [`ImportError`] naming the file and the byte or line.
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
-pub mod access;
-pub mod capture;
-pub mod detect;
-pub mod error;
+mod access;
+mod capture;
+mod detect;
+mod error;
 mod flows;
 mod framed;
-pub mod har;
-pub mod held;
-pub mod http;
-pub mod link;
-pub mod mysql;
+mod har;
+mod held;
+mod http;
+mod link;
+mod mysql;
 pub mod on_the_fly;
-pub mod order;
-pub mod pcap;
-pub mod span;
-pub mod tcp;
-pub mod time;
+mod order;
+mod pcap;
+mod span;
+mod tcp;
+mod time;
 mod twoway;
-pub mod warnings;
+mod warnings;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};

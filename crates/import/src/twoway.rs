@@ -151,7 +151,7 @@ impl<C: Conversation> Flow<C> {
 
 /// What a two-way capture counted, for the summary.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Counted {
+pub(crate) struct Counted {
     /// Connections not of the protocol, by server port (port, count), most first.
     pub skipped_ports: Vec<(u16, u64)>,
     /// Connections that could not be read, by kind (`TLS`, `compressed`).

@@ -28,14 +28,14 @@
 
 mod attributes;
 mod conversation;
-pub mod slowlog;
+pub(crate) mod slowlog;
 
 use conversation::MysqlConversation;
 
 use crate::twoway::Protocol;
 
 /// MySQL's port.
-pub const PORT: u16 = 3306;
+pub(crate) const PORT: u16 = 3306;
 
 /// Which connections are MySQL's: see the module docs.
 pub(crate) struct Mysql {

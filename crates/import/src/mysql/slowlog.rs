@@ -42,7 +42,7 @@ use crate::warnings::Warnings;
 const COLLATION: u8 = 45;
 
 /// Whether `head`, a file's first bytes, is a slow query log: its banner, or an entry's header.
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
     first.ends_with(b"started with:")
         || first.starts_with(b"# Time: ")
@@ -93,7 +93,7 @@ struct Reader<'a> {
 }
 
 /// Import the slow log `input` (named `path`) into `sorter`.
-pub fn import(
+pub(crate) fn import(
     input: impl Read,
     path: &str,
     sorter: &mut Sorter,
