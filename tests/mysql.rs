@@ -8,6 +8,8 @@
 //! connection, in order, at the captured offsets give or take 250 ms (the
 //! client's commands are 400 ms apart, so a replay that ignored its times
 //! would be seconds off; accuracy itself is the benchmark's business).
+//! `[mysql] ssl` is shot at a MariaDB serving TLS to a user it admits over
+//! TLS only.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -318,4 +320,98 @@ fn a_captured_mysql_conversation_and_its_slow_log_replay_their_commands_per_conn
         statements
     };
     assert_eq!(sorted(&from_slow_log), sorted(&captured));
+}
+
+/// A MariaDB slow log of one thread: two statements in `shop`, then its quit.
+const SLOW_LOG: &str = "\
+/usr/sbin/mariadbd, Version: 11.8.3-MariaDB-0+deb13u1-log (Debian 13). started with:
+Tcp port: 3306  Unix socket: /run/mysqld/mysqld.sock
+Time\t\t    Id Command\tArgument
+# Time: 261126 15:28:14
+# User@Host: app[app] @ localhost [127.0.0.1]
+# Thread_id: 4  Schema: shop  QC_hit: No
+# Query_time: 0.000305  Lock_time: 0.000129  Rows_sent: 1  Rows_examined: 1
+# Rows_affected: 0  Bytes_sent: 126
+SET timestamp=1795706894;
+SELECT name FROM items WHERE id = 1;
+# User@Host: app[app] @ localhost [127.0.0.1]
+# Thread_id: 4  Schema: shop  QC_hit: No
+# Query_time: 0.000200  Lock_time: 0.000000  Rows_sent: 3  Rows_examined: 3
+# Rows_affected: 0  Bytes_sent: 126
+SET timestamp=1795706894;
+SELECT COUNT(*) FROM items;
+# User@Host: app[app] @ localhost [127.0.0.1]
+# Thread_id: 4  Schema: shop  QC_hit: No
+# Query_time: 0.000010  Lock_time: 0.000000  Rows_sent: 0  Rows_examined: 0
+SET timestamp=1795706894;
+# administrator command: Quit;
+";
+
+#[test]
+fn ssl_logs_in_over_tls_to_a_server_that_requires_it() {
+    let Some(snapshot) = Snapshot::create(SETUP) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let (cert_pem, key_pem) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
+    std::fs::write(&key_pem, cert.signing_key.serialize_pem()).unwrap();
+    let slow_log = dir.path().join("slow.log");
+    std::fs::write(&slow_log, SLOW_LOG).unwrap();
+    let target = MariaDb::start(
+        &snapshot,
+        &[
+            format!("--ssl-cert={}", cert_pem.display()),
+            format!("--ssl-key={}", key_pem.display()),
+        ],
+    );
+    // A user the server lets in over TLS only.
+    target.sql(
+        "CREATE USER 'sure'@'%' IDENTIFIED BY 'tanksecret' REQUIRE SSL; \
+         GRANT ALL ON shop.* TO 'sure'@'%';",
+    );
+    let run = |name: &str, ssl: &str| {
+        let run_dir = dir.path().join(name);
+        std::fs::create_dir(&run_dir).unwrap();
+        let config = config(target.port, &slow_log).replace("user = tank", "user = sure") + ssl;
+        replay(&run_dir, &config, &[]);
+        phout(&artifacts(&run_dir))
+    };
+
+    let rows = run("tls", "ssl = 1\n");
+    let codes: Vec<(&str, u16, u16)> = rows
+        .iter()
+        .map(|row| (row.tag.as_str(), row.proto_code, row.net_code))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            ("CONNECT", 200, 0),
+            ("SELECT items", 200, 0),
+            ("SELECT items", 200, 0),
+            ("QUIT", 200, 0),
+        ]
+    );
+    let logged = by_connection(&target.general_log());
+    assert_eq!(
+        statements(&logged),
+        [[
+            "SELECT name FROM items WHERE id = 1",
+            "SELECT COUNT(*) FROM items"
+        ]]
+    );
+
+    // Without TLS the server refuses the login with its error number, and nothing runs.
+    let rows = run("plain", "");
+    assert_eq!(
+        rows.first().map(|row| row.proto_code),
+        Some(1045),
+        "{rows:?}"
+    );
+    let ran: usize = statements(&by_connection(&target.general_log()))
+        .iter()
+        .map(Vec::len)
+        .sum();
+    assert_eq!(ran, 2, "only the TLS run's statements ran");
 }
