@@ -415,3 +415,79 @@ fn ssl_logs_in_over_tls_to_a_server_that_requires_it() {
         .sum();
     assert_eq!(ran, 2, "only the TLS run's statements ran");
 }
+
+/// A MariaDB slow log of four threads, a second apart, each one statement
+/// naming its thread (`WHERE id = N`) and its quit.
+fn four_threads() -> String {
+    let mut log = String::from(
+        "/usr/sbin/mariadbd, Version: 11.8.3-MariaDB-0+deb13u1-log (Debian 13). started with:\n\
+         Tcp port: 3306  Unix socket: /run/mysqld/mysqld.sock\n\
+         Time\t\t    Id Command\tArgument\n",
+    );
+    for thread in 1..=4u64 {
+        let second = 1_795_706_894 + thread;
+        for statement in [
+            format!("SELECT name FROM items WHERE id = {thread};"),
+            "# administrator command: Quit;".into(),
+        ] {
+            log.push_str(&format!(
+                "# User@Host: app[app] @ localhost [127.0.0.1]\n\
+                 # Thread_id: {thread}  Schema: shop  QC_hit: No\n\
+                 # Query_time: 0.000100  Lock_time: 0.000000  Rows_sent: 1  Rows_examined: 1\n\
+                 SET timestamp={second};\n{statement}\n"
+            ));
+        }
+    }
+    log
+}
+
+#[test]
+fn skip_offset_shards_and_loop_select_mysql_sessions_as_for_any_replay() {
+    let Some(snapshot) = Snapshot::create(SETUP) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let slow_log = dir.path().join("slow.log");
+    std::fs::write(&slow_log, four_threads()).unwrap();
+    // The statements each replay ran, sorted (which connects first is the timing's business).
+    let ran = |name: &str, options: &str, args: &[&str]| -> Vec<String> {
+        let target = MariaDb::start(&snapshot, &[]);
+        let run_dir = dir.path().join(name);
+        std::fs::create_dir(&run_dir).unwrap();
+        replay(
+            &run_dir,
+            &config(target.port, &slow_log).replace("[mysql]", &format!("{options}[mysql]")),
+            args,
+        );
+        let mut statements: Vec<String> = statements(&by_connection(&target.general_log()))
+            .into_iter()
+            .flatten()
+            .collect();
+        statements.sort();
+        statements
+    };
+    let of = |ids: &[u64]| -> Vec<String> {
+        let mut statements: Vec<String> = ids
+            .iter()
+            .map(|id| format!("SELECT name FROM items WHERE id = {id}"))
+            .collect();
+        statements.sort();
+        statements
+    };
+
+    // One session in every 2 from the second: threads 2 and 4.
+    assert_eq!(
+        ran("skip", "replay_skip = 2\nreplay_offset = 1\n", &[]),
+        of(&[2, 4])
+    );
+    // Of the kept 1 and 3, shard 1 of 2 fires the second: thread 3.
+    assert_eq!(
+        ran("shard", "replay_skip = 2\n", &["--shard", "1/2"]),
+        of(&[3])
+    );
+    // Twice through the capture: every thread's statement twice.
+    assert_eq!(
+        ran("loop", "loop = 2\n", &[]),
+        of(&[1, 1, 2, 2, 3, 3, 4, 4])
+    );
+}
