@@ -442,7 +442,7 @@ fn bad_enumerations_are_errors() {
         .contains("`uripost`"));
     assert!(ini_err(&format!("{MINIMAL}tank_type = udp\n"))
         .message()
-        .contains("`http`, `http2`, `grpc`, `none`, `memcached` or `mysql`"));
+        .contains("`http`, `http2`, `grpc`, `none` (or `tcp`), `memcached` or `mysql`"));
     assert!(ini_err(&format!("{MINIMAL}port = 8o\n"))
         .message()
         .contains("digits only"));
@@ -1102,7 +1102,7 @@ fn http2_and_grpc_options_where_they_do_not_belong_are_errors() {
         ),
         (
             "[phantom]\naddress = h\ntank_type = http3\nuris = /\nrps_schedule = const(1,1s)\n",
-            "expected `http`, `http2`, `grpc`, `none`, `memcached` or `mysql`",
+            "expected `http`, `http2`, `grpc`, `none` (or `tcp`), `memcached` or `mysql`",
         ),
     ];
     for (text, expected) in cases {

@@ -213,6 +213,8 @@ mod tests {
             "{tcp}reply_length_prefix = 4\nreply_delimiter = x\n"
         ));
         assert!(both.unwrap_err().contains("not both"));
+        let named_tcp = load(&tcp.replace("= none", "= tcp")).unwrap();
+        assert_eq!(named_tcp.queues[0].tank_type, TankType::None);
         let three = load(&format!("{tcp}reply_length_prefix = 3\n"));
         assert!(three.unwrap_err().contains("1, 2, 4 or 8"));
         let http = load(

@@ -441,13 +441,14 @@ fn port(text: &str) -> Result<Option<u16>, String> {
 fn tank_type(text: &str) -> Result<TankType, String> {
     match text {
         "http" => Ok(TankType::Http),
-        "none" => Ok(TankType::None),
+        // `tcp`: Apiary's name for it, and what a framed TCP sessions file says it holds.
+        "none" | "tcp" => Ok(TankType::None),
         "memcached" => Ok(TankType::Memcached),
         "mysql" => Ok(TankType::Mysql),
         "http2" => Ok(TankType::Http2),
         "grpc" => Ok(TankType::Grpc),
         other => Err(format!(
-            "expected `http`, `http2`, `grpc`, `none`, `memcached` or `mysql`, found `{other}`"
+            "expected `http`, `http2`, `grpc`, `none` (or `tcp`), `memcached` or `mysql`, found `{other}`"
         )),
     }
 }
