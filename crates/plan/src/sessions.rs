@@ -68,7 +68,7 @@ pub fn human_span(us: u64) -> String {
 }
 
 /// The first line of every sessions file (without its protocol and line feed).
-pub const MAGIC: &str = "tank-sessions 1";
+pub(crate) const MAGIC: &str = "tank-sessions 1";
 
 /// What a sessions file's requests are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -102,7 +102,7 @@ impl Protocol {
 
 /// Whether `head`, the first bytes of a file, starts a sessions file (of any
 /// protocol, known or not: [`SessionsReader::open`] tells which).
-pub fn is_sessions(head: &[u8]) -> bool {
+pub(crate) fn is_sessions(head: &[u8]) -> bool {
     head.strip_prefix(MAGIC.as_bytes())
         .is_some_and(|rest| matches!(rest.first(), None | Some(b'\n' | b'\r' | b' ')))
 }
@@ -510,7 +510,7 @@ impl SessionsReader {
 
     /// Swap the last request's bytes with `other`'s: a replay keeps them
     /// without copying (one 300 MB request is one 300 MB buffer, not two).
-    pub fn swap_request_bytes(&mut self, other: &mut Vec<u8>) {
+    pub(crate) fn swap_request_bytes(&mut self, other: &mut Vec<u8>) {
         std::mem::swap(&mut self.bytes, other);
     }
 
