@@ -38,6 +38,7 @@
 //! With `depth = N` (memcached over plain TCP), up to N barrels on one I/O
 //! thread share a connection, each with a request in flight (`pipeline.rs`).
 
+mod budget;
 mod conn;
 mod http;
 pub mod memcached;
@@ -50,7 +51,7 @@ use std::time::Duration;
 
 use rustls::ClientConfig;
 use tank_stats::{micros, Measured, NetCode};
-use tokio::time::{timeout_at, Instant};
+use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
 
 use super::measure::{fill, Marks};
@@ -58,6 +59,7 @@ use super::{Barrel, Gun, Placement};
 use crate::http::Limits;
 use crate::netcode;
 use crate::target::Target;
+use budget::Budget;
 use conn::{Conn, WriteError};
 
 /// What a gun speaks over its connections.
@@ -227,6 +229,7 @@ impl WireGun {
             gun: Arc::clone(self),
             conn: None,
             source,
+            budget: None,
             pipe: None,
         }
     }
@@ -237,6 +240,8 @@ pub struct WireBarrel {
     gun: Arc<WireGun>,
     conn: Option<Conn>,
     source: Option<IpAddr>,
+    /// The shots' timer, made on the barrel's I/O thread at its first shot.
+    budget: Option<Budget>,
     /// The connection shared with other instances, when pipelining.
     pipe: Option<Arc<pipeline::Pipe>>,
 }
@@ -282,11 +287,20 @@ impl WireBarrel {
             return Box::pin(self.fire_pipelined(&pipe, request, start)).await;
         }
         let deadline = start + self.gun.timeout;
+        // Taken for the shot and put back after it: a barrel dropped mid-shot
+        // takes its timer with it.
+        let mut budget = match self.budget.take() {
+            Some(mut budget) => {
+                budget.reset(deadline);
+                budget
+            }
+            None => Budget::new(deadline),
+        };
         let mut measured = Measured::default();
         // Whether the request may go out again is asked only when a kept
         // connection turns out closed: most shots never need to know.
         let mut resent = false;
-        loop {
+        let measured = loop {
             let mut marks = Marks::default();
             if let Some(capture) = capture.as_deref_mut() {
                 capture.clear();
@@ -295,7 +309,7 @@ impl WireBarrel {
                 .attempt(
                     request,
                     start,
-                    deadline,
+                    &mut budget,
                     &mut marks,
                     &mut measured,
                     capture.as_deref_mut(),
@@ -304,17 +318,17 @@ impl WireBarrel {
             if measured.size_out > 0 {
                 measured.sends += 1;
             }
-            let end_us = micros(start.elapsed());
-            match result {
+            let end_us = match result {
                 Err(Failure::Stale(_)) if !resent && self.gun.protocol.may_resend(request) => {
                     // Once: the next attempt is on a new connection.
                     resent = true;
                     self.conn = None;
                     continue;
                 }
-                Ok(code) => {
+                Ok((code, end_us)) => {
                     measured.proto_code = code;
                     measured.net_code = NetCode::OK;
+                    end_us
                 }
                 Err(failure) => {
                     // The attempt left the code it read, if any, in `proto_code`.
@@ -323,12 +337,15 @@ impl WireBarrel {
                         Failure::Net(code) | Failure::Stale(code) => code,
                         Failure::Timeout => NetCode::TIMED_OUT,
                     };
+                    micros(start.elapsed())
                 }
-            }
+            };
             let timeout_us = micros(self.gun.timeout);
             fill(&mut measured, &marks, end_us, timeout_us);
-            return measured;
-        }
+            break measured;
+        };
+        self.budget = Some(budget);
+        measured
     }
 
     /// Fire `request` over the connection shared with other instances.
@@ -383,18 +400,23 @@ impl WireBarrel {
         measured
     }
 
-    /// One attempt at the shot. Its sizes replace the previous attempt's in
-    /// `measured` (from 0, before connecting); on a failure after a reply's
-    /// status line, `measured.proto_code` keeps that status.
+    /// One attempt at the shot: the reply's proto code and when it was whole
+    /// (µs from `start`), or why it failed. Its sizes replace the previous
+    /// attempt's in `measured` (from 0, before connecting); on a failure after
+    /// a reply's status line, `measured.proto_code` keeps that status.
+    ///
+    /// The clock is read once per mark: after connecting, after the write,
+    /// and at each read that brings bytes (the first is the first byte's
+    /// mark, the one that makes the reply whole its end).
     async fn attempt(
         &mut self,
         request: &[u8],
         start: Instant,
-        deadline: Instant,
+        budget: &mut Budget,
         marks: &mut Marks,
         measured: &mut Measured,
         mut capture: Option<&mut Vec<u8>>,
-    ) -> Result<u16, Failure> {
+    ) -> Result<(u16, u64), Failure> {
         measured.size_out = 0;
         measured.size_in = 0;
         measured.proto_code = 0;
@@ -407,17 +429,17 @@ impl WireBarrel {
             empty => {
                 let gun = &self.gun;
                 let connecting = conn::connect(&gun.target, self.source, gun.tls.as_ref(), request);
-                let conn = match timeout_at(deadline, connecting).await {
-                    Err(_) => return Err(Failure::Timeout),
-                    Ok(Err(error)) => return Err(Failure::Net(error)),
-                    Ok(Ok(conn)) => conn,
+                let conn = match budget.within(connecting).await {
+                    None => return Err(Failure::Timeout),
+                    Some(Err(error)) => return Err(Failure::Net(error)),
+                    Some(Ok(conn)) => conn,
                 };
                 marks.connected = Some(micros(start.elapsed()));
                 empty.insert(conn)
             }
         };
         match conn
-            .write_all(request, deadline, &mut measured.size_out)
+            .write_all(request, budget, &mut measured.size_out)
             .await
         {
             Ok(()) => {}
@@ -430,14 +452,15 @@ impl WireBarrel {
                 });
             }
         }
-        marks.sent = Some(micros(start.elapsed()));
+        let sent_us = micros(start.elapsed());
+        marks.sent = Some(sent_us);
         let mut reply = self.gun.protocol.reply(request);
         if let Some(code) = reply.whole_unread() {
-            return Ok(code);
+            return Ok((code, sent_us));
         }
         let received = loop {
             let read = conn
-                .read(deadline, |data| {
+                .read(budget, |data| {
                     if let Some(capture) = capture.as_deref_mut() {
                         let room = capture
                             .capacity()
@@ -461,14 +484,17 @@ impl WireBarrel {
                 Ok(None) => {
                     // Whole for a reply that runs to the close; cut short otherwise.
                     self.conn = None;
-                    break reply.at_end().ok_or(Failure::Net(NetCode::PROTOCOL));
+                    break match reply.at_end() {
+                        Some(code) => Ok((code, micros(start.elapsed()))),
+                        None => Err(Failure::Net(NetCode::PROTOCOL)),
+                    };
                 }
                 Err(Some(code)) => break Err(Failure::Net(code)),
                 Err(None) => break Err(Failure::Timeout),
                 Ok(Some((bytes, progress))) => {
-                    if bytes > 0 && marks.first_byte.is_none() {
-                        marks.first_byte = Some(micros(start.elapsed()));
-                    }
+                    // A read returns at least one byte.
+                    let now_us = micros(start.elapsed());
+                    marks.first_byte.get_or_insert(now_us);
                     measured.size_in += bytes as u64;
                     match progress {
                         Progress::More => continue,
@@ -477,7 +503,7 @@ impl WireBarrel {
                             if !keep_alive {
                                 self.conn = None;
                             }
-                            break Ok(code);
+                            break Ok((code, now_us));
                         }
                     }
                 }
