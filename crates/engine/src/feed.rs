@@ -100,18 +100,35 @@ const MAX_REFILL_PAUSE: Duration = Duration::from_millis(8);
 /// requests of ammo that is looped. A shot then costs a lookup instead of an
 /// allocation, a copy, and a free on another thread. Up to `max_count` strings
 /// and `max_bytes` bytes are kept; past that, each shot gets its own copy.
+///
+/// A looped ammo repeats its strings in the same order, pass after pass, so
+/// each kept string remembers the one that came after it: the next string is
+/// compared with that one first, and only a string that does not follow as
+/// it did last time is hashed and looked up.
 struct Interner {
     // Looked up per shot; the strings are the user's own, so a fast hasher is safe.
-    set: foldhash::HashSet<Arc<[u8]>>,
+    index: foldhash::HashMap<Arc<[u8]>, usize>,
+    kept: Vec<Kept>,
+    /// The kept string handed out last, if the last string was kept.
+    last: Option<usize>,
     bytes: usize,
     max_count: usize,
     max_bytes: usize,
 }
 
+/// A string the interner keeps.
+struct Kept {
+    bytes: Arc<[u8]>,
+    /// The kept string that followed it the last time (`usize::MAX`: none yet).
+    next: usize,
+}
+
 impl Interner {
     fn new(max_count: usize, max_bytes: usize) -> Self {
         Interner {
-            set: foldhash::HashSet::default(),
+            index: foldhash::HashMap::default(),
+            kept: Vec::new(),
+            last: None,
             bytes: 0,
             max_count,
             max_bytes,
@@ -119,15 +136,37 @@ impl Interner {
     }
 
     fn get(&mut self, bytes: &[u8]) -> Arc<[u8]> {
-        if let Some(shared) = self.set.get(bytes) {
-            return Arc::clone(shared);
+        if let Some(last) = self.last {
+            let next = self.kept[last].next;
+            if let Some(kept) = self.kept.get(next).filter(|kept| *kept.bytes == *bytes) {
+                self.last = Some(next);
+                return Arc::clone(&kept.bytes);
+            }
         }
-        let fresh: Arc<[u8]> = bytes.into();
-        if self.set.len() < self.max_count && self.bytes + bytes.len() <= self.max_bytes {
-            self.bytes += bytes.len();
-            self.set.insert(Arc::clone(&fresh));
+        let found = match self.index.get(bytes) {
+            Some(found) => *found,
+            None if self.index.len() < self.max_count
+                && self.bytes + bytes.len() <= self.max_bytes =>
+            {
+                let fresh: Arc<[u8]> = bytes.into();
+                self.bytes += bytes.len();
+                self.index.insert(Arc::clone(&fresh), self.kept.len());
+                self.kept.push(Kept {
+                    bytes: fresh,
+                    next: usize::MAX,
+                });
+                self.kept.len() - 1
+            }
+            None => {
+                self.last = None;
+                return bytes.into();
+            }
+        };
+        if let Some(last) = self.last {
+            self.kept[last].next = found;
         }
-        fresh
+        self.last = Some(found);
+        Arc::clone(&self.kept[found].bytes)
     }
 }
 
@@ -308,6 +347,35 @@ mod tests {
         let third = interner.get(b"c");
         assert!(!Arc::ptr_eq(&third, &interner.get(b"c")));
         assert_eq!(&*third, b"c");
-        assert_eq!((interner.set.len(), interner.bytes), (2, 7));
+        assert_eq!((interner.index.len(), interner.bytes), (2, 7));
+    }
+
+    #[test]
+    fn a_looped_sequence_is_handed_the_same_copies_pass_after_pass() {
+        let mut interner = Interner::new(10, 100);
+        let pass = [&b"a"[..], b"b", b"a", b"c", b"x-too-long-to-keep"];
+        let mut interner_small = Interner::new(10, 5);
+        let first: Vec<_> = pass.iter().map(|bytes| interner.get(bytes)).collect();
+        for _ in 0..3 {
+            for (bytes, kept) in pass.iter().zip(&first) {
+                let again = interner.get(bytes);
+                assert_eq!(&*again, *bytes);
+                assert!(Arc::ptr_eq(&again, kept), "{bytes:?}");
+            }
+        }
+        // A string out of the usual order is still found, and still the same copy.
+        assert!(Arc::ptr_eq(&interner.get(b"c"), &first[3]));
+        assert!(Arc::ptr_eq(&interner.get(b"b"), &first[1]));
+        // Over the byte budget: never kept, whatever comes before it.
+        for _ in 0..2 {
+            for bytes in pass {
+                assert_eq!(&*interner_small.get(bytes), bytes);
+            }
+        }
+        let long = interner_small.get(b"x-too-long-to-keep");
+        assert!(!Arc::ptr_eq(
+            &long,
+            &interner_small.get(b"x-too-long-to-keep")
+        ));
     }
 }
