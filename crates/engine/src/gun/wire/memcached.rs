@@ -28,6 +28,8 @@
 //! `touch`, `version`, `stats`); `add`, `cas`, `append`, `prepend`, `incr`
 //! and `decr` may have been acted on, and are not.
 
+use smallvec::SmallVec;
+
 use super::Progress;
 
 /// A hit, a stored value, or any other success.
@@ -59,9 +61,11 @@ enum Expect {
     Line,
 }
 
-/// The replies a request expects, in order, and whether it may be sent again.
-fn expected(request: &[u8]) -> (Vec<Expect>, bool) {
-    let mut expect = Vec::new();
+/// The replies a request expects, in order (inline for the usual one or two
+/// commands: a request's reply allocates nothing), and whether it may be
+/// sent again.
+fn expected(request: &[u8]) -> (SmallVec<[Expect; 2]>, bool) {
+    let mut expect = SmallVec::new();
     let mut repeatable = true;
     let mut rest = request;
     while !rest.is_empty() {
@@ -75,15 +79,22 @@ fn expected(request: &[u8]) -> (Vec<Expect>, bool) {
         let Some(command) = words.next() else {
             continue;
         };
-        let args: Vec<&[u8]> = words.collect();
-        let noreply = args.last().is_some_and(|last| *last == b"noreply");
+        // What the command needs of its arguments: how many, the fourth
+        // (a storage command's data size) and the last (`noreply`).
+        let (mut args, mut fourth, mut last) = (0usize, None, None);
+        for word in words {
+            args += 1;
+            if args == 4 {
+                fourth = Some(word);
+            }
+            last = Some(word);
+        }
+        let noreply = last == Some(&b"noreply"[..]);
         let kind = match command {
-            b"get" | b"gets" => Expect::Values {
-                keys: args.len() as u32,
-            },
+            b"get" | b"gets" => Expect::Values { keys: args as u32 },
             // The first argument is the new expiry time.
             b"gat" | b"gats" => Expect::Values {
-                keys: args.len().saturating_sub(1) as u32,
+                keys: args.saturating_sub(1) as u32,
             },
             b"stats" => Expect::Stats,
             _ => Expect::Line,
@@ -91,8 +102,7 @@ fn expected(request: &[u8]) -> (Vec<Expect>, bool) {
         match command {
             b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" => {
                 // The data block follows: skip it, so its bytes are not read as commands.
-                let bytes = args
-                    .get(3)
+                let bytes = fourth
                     .and_then(|n| std::str::from_utf8(n).ok())
                     .and_then(|n| n.parse::<usize>().ok())
                     .unwrap_or(0);
@@ -125,7 +135,7 @@ enum At {
 
 /// One memcached reply (to every command of a request) being read.
 pub(super) struct McReply {
-    expect: Vec<Expect>,
+    expect: SmallVec<[Expect; 2]>,
     /// The command whose reply is being read.
     index: usize,
     /// Values read for the current retrieval.
@@ -133,6 +143,8 @@ pub(super) struct McReply {
     /// The worst code so far.
     code: Option<u16>,
     at: At,
+    /// A line cut between reads, kept until its end arrives (a line read
+    /// whole is read where it lies).
     line: Vec<u8>,
 }
 
@@ -195,12 +207,17 @@ impl McReply {
                     if self.line.len() + end > MAX_LINE {
                         return (data.len() - rest.len(), Progress::Broken);
                     }
-                    self.line.extend_from_slice(&rest[..end]);
+                    let read = if self.line.is_empty() {
+                        self.read_line(&rest[..end])
+                    } else {
+                        let mut line = std::mem::take(&mut self.line);
+                        line.extend_from_slice(&rest[..end]);
+                        let read = self.read_line(&line);
+                        line.clear();
+                        self.line = line;
+                        read
+                    };
                     rest = &rest[end + 1..];
-                    let mut line = std::mem::take(&mut self.line);
-                    let read = self.read_line(&line);
-                    line.clear();
-                    self.line = line;
                     if !read {
                         return (data.len() - rest.len(), Progress::Broken);
                     }

@@ -197,17 +197,17 @@ impl WireGun {
     }
 
     /// The barrel of an instance sharing the connection of `group` (at most
-    /// `depth` instances share one).
-    fn pipelined(self: &Arc<Self>, index: usize, group: usize) -> WireBarrel {
+    /// `depth` instances share one), in its slot `member` (below `depth`).
+    fn pipelined(self: &Arc<Self>, index: usize, group: usize, member: usize) -> WireBarrel {
         let mut barrel = self.instance(index);
         let mut pipes = self
             .pipes
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         while pipes.len() <= group {
-            pipes.push(Arc::default());
+            pipes.push(Arc::new(pipeline::Pipe::new(self.depth)));
         }
-        barrel.pipe = Some(Arc::clone(&pipes[group]));
+        barrel.pipe = Some((Arc::clone(&pipes[group]), member));
         barrel
     }
 
@@ -242,8 +242,9 @@ pub struct WireBarrel {
     source: Option<IpAddr>,
     /// The shots' timer, made on the barrel's I/O thread at its first shot.
     budget: Option<Budget>,
-    /// The connection shared with other instances, when pipelining.
-    pipe: Option<Arc<pipeline::Pipe>>,
+    /// The connection shared with other instances, when pipelining, and
+    /// this instance's slot in it.
+    pipe: Option<(Arc<pipeline::Pipe>, usize)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -256,13 +257,6 @@ enum Failure {
     /// had closed it. The request may be sent again (see the module docs);
     /// otherwise the shot has this net code.
     Stale(NetCode),
-}
-
-impl Failure {
-    /// The same failure, for each request that shared a broken pipelined connection.
-    fn again(&self) -> Failure {
-        *self
-    }
 }
 
 impl WireBarrel {
@@ -280,22 +274,13 @@ impl WireBarrel {
         start: Instant,
         mut capture: Option<&mut Vec<u8>>,
     ) -> Measured {
-        if let Some(pipe) = &self.pipe {
+        if let Some((pipe, slot)) = &self.pipe {
             // Boxed: its state would otherwise make every shot's future (and
             // the copies of it) larger, pipelined or not.
-            let pipe = Arc::clone(pipe);
-            return Box::pin(self.fire_pipelined(&pipe, request, start)).await;
+            let (pipe, slot) = (Arc::clone(pipe), *slot);
+            return Box::pin(self.fire_pipelined(&pipe, slot, request, start)).await;
         }
-        let deadline = start + self.gun.timeout;
-        // Taken for the shot and put back after it: a barrel dropped mid-shot
-        // takes its timer with it.
-        let mut budget = match self.budget.take() {
-            Some(mut budget) => {
-                budget.reset(deadline);
-                budget
-            }
-            None => Budget::new(deadline),
-        };
+        let mut budget = self.budget(start + self.gun.timeout);
         let mut measured = Measured::default();
         // Whether the request may go out again is asked only when a kept
         // connection turns out closed: most shots never need to know.
@@ -348,30 +333,47 @@ impl WireBarrel {
         measured
     }
 
-    /// Fire `request` over the connection shared with other instances.
+    /// The shot's budget, ending at `deadline`: the barrel's timer, taken
+    /// for the shot and put back after it (a barrel dropped mid-shot takes
+    /// its timer with it).
+    fn budget(&mut self, deadline: Instant) -> Budget {
+        match self.budget.take() {
+            Some(mut budget) => {
+                budget.reset(deadline);
+                budget
+            }
+            None => Budget::new(deadline),
+        }
+    }
+
+    /// Fire `request` over the connection shared with other instances, from
+    /// its `slot` there.
     async fn fire_pipelined(
-        &self,
+        &mut self,
         pipe: &Arc<pipeline::Pipe>,
+        slot: usize,
         request: &[u8],
         start: Instant,
     ) -> Measured {
-        let gun = &self.gun;
-        let mut sent = pipeline::Sent::default();
+        let gun = Arc::clone(&self.gun);
+        let mut budget = self.budget(start + gun.timeout);
         let landed = pipe
             .fire(
-                &gun.target,
-                self.source,
+                slot,
+                (&gun.target, self.source),
                 gun.protocol,
                 request,
-                start + gun.timeout,
-                &mut sent,
+                &mut budget,
             )
             .await;
-        let end_us = micros(start.elapsed());
+        self.budget = Some(budget);
+        let since_start =
+            |at: Option<Instant>| at.map(|at| micros(at.saturating_duration_since(start)));
+        let end_us = since_start(landed.whole).unwrap_or_else(|| micros(start.elapsed()));
         let mut measured = Measured {
-            size_out: sent.size_out,
+            size_out: landed.size_out,
             size_in: landed.size_in,
-            sends: u8::from(sent.size_out > 0),
+            sends: u8::from(landed.size_out > 0),
             ..Measured::default()
         };
         match landed.result {
@@ -384,19 +386,11 @@ impl WireBarrel {
         }
         let marks = Marks {
             // A request that went out on an open connection spent nothing connecting.
-            connected: match sent.connected {
-                Some(at) => Some(micros(at.saturating_duration_since(start))),
-                None => (sent.size_out > 0).then_some(0),
-            },
-            sent: sent
-                .sent
-                .map(|at| micros(at.saturating_duration_since(start))),
-            first_byte: landed
-                .first_byte
-                .map(|at| micros(at.saturating_duration_since(start))),
+            connected: since_start(landed.connected).or_else(|| (landed.size_out > 0).then_some(0)),
+            sent: since_start(landed.sent),
+            first_byte: since_start(landed.first_byte),
         };
-        let timeout_us = micros(gun.timeout);
-        fill(&mut measured, &marks, end_us, timeout_us);
+        fill(&mut measured, &marks, end_us, micros(gun.timeout));
         measured
     }
 
@@ -531,6 +525,7 @@ impl Gun for WireGun {
         self.pipelined(
             index,
             placement.thread.index() + threads * (nth / self.depth),
+            nth % self.depth,
         )
     }
 }
