@@ -75,7 +75,7 @@ fn expected(request: &[u8]) -> (SmallVec<[Expect; 2]>, bool) {
         };
         rest = after;
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let mut words = line.split(|b| *b == b' ').filter(|word| !word.is_empty());
+        let mut words = words(line);
         let Some(command) = words.next() else {
             continue;
         };
@@ -103,8 +103,8 @@ fn expected(request: &[u8]) -> (SmallVec<[Expect; 2]>, bool) {
             b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" => {
                 // The data block follows: skip it, so its bytes are not read as commands.
                 let bytes = fourth
-                    .and_then(|n| std::str::from_utf8(n).ok())
-                    .and_then(|n| n.parse::<usize>().ok())
+                    .and_then(decimal)
+                    .and_then(|n| usize::try_from(n).ok())
                     .unwrap_or(0);
                 rest = rest.get(bytes + 2..).unwrap_or(&[]);
                 repeatable &= matches!(command, b"set" | b"replace");
@@ -182,10 +182,9 @@ impl McReply {
             match self.at {
                 At::Data { left } => {
                     let take = (rest.len() as u64).min(left) as usize;
-                    // The block's last two bytes must be its "\r\n".
-                    for (i, byte) in rest[..take].iter().enumerate() {
-                        let from_end = left - i as u64;
-                        if from_end <= 2 && *byte != b"\r\n"[2 - from_end as usize] {
+                    // The block's last two bytes must be its "\r\n": those in this read.
+                    for at in left.saturating_sub(2)..take as u64 {
+                        if rest[at as usize] != b"\r\n"[(at + 2 - left) as usize] {
                             return (data.len() - rest.len(), Progress::Broken);
                         }
                     }
@@ -294,9 +293,35 @@ impl McReply {
 
 /// The data block's size in `<key> <flags> <bytes> [<cas>]`.
 fn value_bytes(header: &[u8]) -> Option<u64> {
-    let mut words = header.split(|b| *b == b' ');
-    let bytes = words.nth(2)?;
-    std::str::from_utf8(bytes).ok()?.parse().ok()
+    let after_key = memchr::memchr(b' ', header)? + 1;
+    let after_flags = after_key + memchr::memchr(b' ', &header[after_key..])? + 1;
+    let rest = &header[after_flags..];
+    decimal(&rest[..memchr::memchr(b' ', rest).unwrap_or(rest.len())])
+}
+
+/// A decimal number as Rust parses a `u64`: plain digits the quick way.
+fn decimal(digits: &[u8]) -> Option<u64> {
+    if !digits.is_empty() && digits.len() <= 19 && digits.iter().all(u8::is_ascii_digit) {
+        return Some(digits.iter().fold(0, |n, d| n * 10 + u64::from(d - b'0')));
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// The words of a command line: what lies between spaces, found a stretch
+/// at a time (a key is tens of bytes).
+fn words(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = line;
+    std::iter::from_fn(move || loop {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = memchr::memchr(b' ', rest).unwrap_or(rest.len());
+        let word = &rest[..end];
+        rest = rest.get(end + 1..).unwrap_or_default();
+        if !word.is_empty() {
+            return Some(word);
+        }
+    })
 }
 
 /// How bad a code is: the request's code is its commands' worst.
@@ -464,6 +489,18 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn words_and_numbers_read_as_splitting_and_parsing_read_them(
+            line in "[ a0+9]{0,40}",
+        ) {
+            let line = line.as_bytes();
+            let split: Vec<&[u8]> = line.split(|b| *b == b' ').filter(|w| !w.is_empty()).collect();
+            prop_assert_eq!(words(line).collect::<Vec<_>>(), split);
+            let third = line.split(|b| *b == b' ').nth(2);
+            let parsed = third.and_then(|n| std::str::from_utf8(n).ok()?.parse::<u64>().ok());
+            prop_assert_eq!(value_bytes(line), parsed);
+        }
+
         #[test]
         fn any_split_of_the_stream_reads_the_same_reply(
             (request, reply, code) in exchange(),
