@@ -104,7 +104,10 @@ const MAX_REFILL_PAUSE: Duration = Duration::from_millis(8);
 /// A looped ammo repeats its strings in the same order, pass after pass, so
 /// each kept string remembers the one that came after it: the next string is
 /// compared with that one first, and only a string that does not follow as
-/// it did last time is hashed and looked up.
+/// it did last time is hashed and looked up. Strings that seldom repeat (a
+/// generated workload's requests, each for one of many keys) are not worth
+/// the lookup: once the interner is full and more of the strings looked up
+/// since were missing than found (past `max_count` missing), it stops looking.
 struct Interner {
     // Looked up per shot; the strings are the user's own, so a fast hasher is safe.
     index: foldhash::HashMap<Arc<[u8]>, usize>,
@@ -114,6 +117,9 @@ struct Interner {
     bytes: usize,
     max_count: usize,
     max_bytes: usize,
+    /// Since the interner filled up: strings found, and strings missing.
+    found: usize,
+    missing: usize,
 }
 
 /// A string the interner keeps.
@@ -132,10 +138,15 @@ impl Interner {
             bytes: 0,
             max_count,
             max_bytes,
+            found: 0,
+            missing: 0,
         }
     }
 
     fn get(&mut self, bytes: &[u8]) -> Arc<[u8]> {
+        if self.missing > self.max_count.max(self.found) {
+            return bytes.into();
+        }
         if let Some(last) = self.last {
             let next = self.kept[last].next;
             if let Some(kept) = self.kept.get(next).filter(|kept| *kept.bytes == *bytes) {
@@ -159,9 +170,13 @@ impl Interner {
             }
             None => {
                 self.last = None;
+                self.missing += 1;
                 return bytes.into();
             }
         };
+        if self.missing > 0 || self.index.len() == self.max_count {
+            self.found += 1;
+        }
         if let Some(last) = self.last {
             self.kept[last].next = found;
         }
@@ -377,5 +392,26 @@ mod tests {
             &long,
             &interner_small.get(b"x-too-long-to-keep")
         ));
+    }
+
+    #[test]
+    fn strings_that_seldom_repeat_stop_being_looked_up() {
+        let mut interner = Interner::new(2, 100);
+        let kept = interner.get(b"a");
+        interner.get(b"b");
+        // Full: two found for each one missing still looks.
+        for round in 0..10u8 {
+            assert!(Arc::ptr_eq(&interner.get(b"a"), &kept));
+            assert!(!Arc::ptr_eq(&interner.get(b"b"), &kept));
+            assert_eq!(&*interner.get(&[round]), &[round]);
+        }
+        assert!(Arc::ptr_eq(&interner.get(b"a"), &kept));
+        // Mostly missing: past `max_count` more missing than found, it stops.
+        for fresh in 0..30u8 {
+            assert_eq!(&*interner.get(&[b'0', fresh]), &[b'0', fresh]);
+        }
+        let a = interner.get(b"a");
+        assert_eq!(&*a, b"a");
+        assert!(!Arc::ptr_eq(&a, &kept));
     }
 }
