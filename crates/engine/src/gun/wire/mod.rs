@@ -275,10 +275,8 @@ impl WireBarrel {
         mut capture: Option<&mut Vec<u8>>,
     ) -> Measured {
         if let Some((pipe, slot)) = &self.pipe {
-            // Boxed: its state would otherwise make every shot's future (and
-            // the copies of it) larger, pipelined or not.
             let (pipe, slot) = (Arc::clone(pipe), *slot);
-            return Box::pin(self.fire_pipelined(&pipe, slot, request, start)).await;
+            return self.fire_pipelined(&pipe, slot, request, start).await;
         }
         let mut budget = self.budget(start + self.gun.timeout);
         let mut measured = Measured::default();

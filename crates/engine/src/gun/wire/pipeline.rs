@@ -156,9 +156,15 @@ impl Pipe {
         request: &[u8],
         budget: &mut Budget,
     ) -> Landed {
-        let connected = match self.open(target, source, budget).await {
-            Ok(connected) => connected,
-            Err(failure) => return Landed::failed(failure),
+        let connected = if self.lock().open.is_some() {
+            None
+        } else {
+            // Boxed: opening is rare, and its state (a connect) would make
+            // every request's future larger.
+            match Box::pin(self.open(target, source, budget)).await {
+                Ok(connected) => connected,
+                Err(failure) => return Landed::failed(failure),
+            }
         };
         let reply = protocol.reply(request);
         let (number, wake) = {
@@ -208,16 +214,14 @@ impl Pipe {
             .unwrap_or_else(|| Landed::failed(Failure::Timeout))
     }
 
-    /// Make sure the connection is open: when this request opened it, when.
+    /// Open the connection, unless another instance does first: when this
+    /// request opened it, when.
     async fn open(
         self: &Arc<Self>,
         target: &Target,
         source: Option<IpAddr>,
         budget: &mut Budget,
     ) -> Result<Option<Instant>, Failure> {
-        if self.lock().open.is_some() {
-            return Ok(None);
-        }
         let Some(_turn) = budget.within(self.opening.lock()).await else {
             return Err(Failure::Timeout);
         };
