@@ -39,7 +39,7 @@
 //! thread share a connection, each with a request in flight (`pipeline.rs`).
 
 mod budget;
-mod conn;
+pub(crate) mod conn;
 mod http;
 pub mod memcached;
 mod pipeline;
@@ -266,13 +266,13 @@ impl WireBarrel {
         self.conn = None;
     }
 
-    /// Fire `request`, which started at `start`. `capture`, when given,
+    /// Fire `request`, which started at `start`. `reply`, when given,
     /// collects the reply bytes (up to its capacity) for the answers log.
     pub async fn fire(
         &mut self,
         request: &[u8],
         start: Instant,
-        mut capture: Option<&mut Vec<u8>>,
+        mut reply: Option<&mut Vec<u8>>,
     ) -> Measured {
         if let Some((pipe, slot)) = &self.pipe {
             let (pipe, slot) = (Arc::clone(pipe), *slot);
@@ -285,8 +285,8 @@ impl WireBarrel {
         let mut resent = false;
         let measured = loop {
             let mut marks = Marks::default();
-            if let Some(capture) = capture.as_deref_mut() {
-                capture.clear();
+            if let Some(reply) = reply.as_deref_mut() {
+                reply.clear();
             }
             let result = self
                 .attempt(
@@ -295,7 +295,7 @@ impl WireBarrel {
                     &mut budget,
                     &mut marks,
                     &mut measured,
-                    capture.as_deref_mut(),
+                    reply.as_deref_mut(),
                 )
                 .await;
             if measured.size_out > 0 {
@@ -407,7 +407,7 @@ impl WireBarrel {
         budget: &mut Budget,
         marks: &mut Marks,
         measured: &mut Measured,
-        mut capture: Option<&mut Vec<u8>>,
+        mut kept: Option<&mut Vec<u8>>,
     ) -> Result<(u16, u64), Failure> {
         measured.size_out = 0;
         measured.size_in = 0;
@@ -453,12 +453,9 @@ impl WireBarrel {
         let received = loop {
             let read = conn
                 .read(budget, |data| {
-                    if let Some(capture) = capture.as_deref_mut() {
-                        let room = capture
-                            .capacity()
-                            .saturating_sub(capture.len())
-                            .min(data.len());
-                        capture.extend_from_slice(&data[..room]);
+                    if let Some(kept) = kept.as_deref_mut() {
+                        let room = kept.capacity().saturating_sub(kept.len()).min(data.len());
+                        kept.extend_from_slice(&data[..room]);
                     }
                     (data.len(), reply.feed(data))
                 })
