@@ -18,6 +18,9 @@ needed=(
     "memcached:memcached"
     # tests/import.rs: a real capture of loopback traffic.
     "tcpdump:tcpdump"
+    # tests/mysql.rs: the captured server and the replays' (mariadb-install-db, mariadbd).
+    "mariadbd:mariadb-server"
+    "mariadb:mariadb-client"
     # tests/http2.rs: a real HTTP/2 server (h2c and h2 over TLS).
     "nginx:nginx"
 )

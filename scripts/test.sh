@@ -5,7 +5,8 @@
 # checks formatting and lints, then runs every test of the workspace, including
 # the differential test against yandex-tank 2.0.11's stepper (its venv is made
 # on the first run by scripts/reference-venv.sh; later runs reuse it) and the
-# gRPC tests against Python's grpcio (scripts/grpc-venv.sh, likewise).
+# gRPC tests against Python's grpcio (scripts/grpc-venv.sh, likewise), and the
+# MySQL replay against a real client (scripts/mysql-client-venv.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,8 @@ TANK_REFERENCE_PYTHON="$(scripts/reference-venv.sh)"
 export TANK_REFERENCE_PYTHON
 TANK_K8S_VALIDATE="$(scripts/k8s-validate-venv.sh)"
 export TANK_K8S_VALIDATE
+TANK_MYSQL_PYTHON="$(scripts/mysql-client-venv.sh)"
+export TANK_MYSQL_PYTHON
 TANK_GRPC_PYTHON="$(scripts/grpc-venv.sh)"
 export TANK_GRPC_PYTHON
 

@@ -199,12 +199,17 @@ fn sources_that_die_hang_or_send_garbage_never_cost_a_shot() {
     silent_thread.join().unwrap();
     assert_eq!(outcome.verdict, Verdict::Completed);
     let shots = &outcome.summary.shots;
-    assert_eq!((shots.planned, shots.sent), (Some(300), Some(300)));
+    // Every shot is sent, but for what a starved CPU alone costs: a shot that falls over a
+    // second behind at the schedule's end is cut, monitoring or not (under 1%: no warning).
+    // A source that blocked the shots would cost seconds of them.
+    let sent = shots.sent.expect("a run counts its sent shots");
+    assert_eq!(shots.planned, Some(300));
+    assert!(sent >= 297, "{sent} of 300 shots sent");
     let phout = std::fs::read_to_string(outcome.artifacts.join("phout.log")).unwrap();
     assert_eq!(
-        phout.lines().count(),
-        300,
-        "as many rows as without monitoring"
+        phout.lines().count() as u64,
+        sent,
+        "a row for every shot sent"
     );
     let (warnings, _) = seen.0.lock().unwrap().clone();
     for host in ["dies", "hangs", "local"] {

@@ -269,14 +269,16 @@ fn three_shards_with_a_common_start_merge_into_the_unsharded_plan() {
         recomputed["shots"]["responses"]
     );
 
-    // Every shard started on the common start, its first shot within 5 ms of it.
+    // Every shard started on the common start, its first shot near it: within 250 ms, a
+    // margin a machine busy with another build meets (a shard that ignored the common
+    // start would be seconds off; the skew's precision is the benchmarks' business).
     let merge = json(&merged.join("merge.json"));
     assert_eq!(merge["start_spread_us"], 0);
     for shard in merge["shards"].as_array().unwrap() {
         assert_eq!(shard["start_unix_us"], start_s * 1_000_000);
         assert_eq!(shard["share"], 1.0, "{shard}");
         let skew = shard["skew_us"].as_i64().unwrap();
-        assert!(skew.abs() < 5_000, "first-shot skew {skew} µs: {shard}");
+        assert!(skew.abs() < 250_000, "first-shot skew {skew} µs: {shard}");
     }
     if spaces.is_some() {
         // Each shard really came from its own address.
@@ -356,7 +358,7 @@ const HELD: u64 = 50_000;
 /// A recipe whose every answer takes 20 s: a connection stays open that long,
 /// time enough for all 50,000 to connect on a busy machine (a debug build).
 const SLOW_RECIPE: &str = r#"{"route": "/*", "random_content": "100b",
-  "stages": [{"at": 0, "status": 200, "latency": "20s"}]}"#;
+  "stages": [{"at": 0, "status": 200, "latency": "35s"}]}"#;
 
 /// A phout's rows as (start ms, end ms, connect µs, net code, HTTP code).
 fn phout_rows(path: &Path) -> Vec<(u64, u64, u64, String, String)> {
@@ -434,10 +436,11 @@ fn three_processes_hold_fifty_thousand_connections_open() {
             format!("[phantom-{i}]")
         };
         // One shot per instance (the ammo is `loop` shots), the instances ramped
-        // over 5 s: every one is connected before the first answer comes at 20 s.
+        // over 5 s: every one is connected before the first answer comes at 35 s
+        // (beside a CPU hog on each core, opening them all took 20 s).
         ini += &format!(
             "{section}\naddress = {listen}\nuris = /\nloop = {share}\ninstances = {share}\n\
-             instances_schedule = line(1, {share}, 5s)\ntimeout = 45s\n"
+             instances_schedule = line(1, {share}, 5s)\ntimeout = 60s\n"
         );
     }
     std::fs::write(dir.path().join("load.ini"), ini).unwrap();
@@ -452,11 +455,11 @@ fn three_processes_hold_fifty_thousand_connections_open() {
             .spawn()
             .expect("start tank --processes 3"),
     );
-    let deadline = Instant::now() + Duration::from_secs(90);
+    let deadline = Instant::now() + Duration::from_secs(150);
     let status = loop {
         match child.0.try_wait().unwrap() {
             Some(status) => break status,
-            None if Instant::now() > deadline => panic!("--processes 3 ran over 90 s"),
+            None if Instant::now() > deadline => panic!("--processes 3 ran over 150 s"),
             None => std::thread::sleep(Duration::from_millis(100)),
         }
     };

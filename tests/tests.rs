@@ -1,6 +1,8 @@
+mod apiary;
 mod autostop;
 mod counts;
 mod differential;
+mod framed;
 mod grpc;
 mod hostile;
 mod http2;
@@ -9,6 +11,7 @@ mod k8s;
 mod limit;
 mod memcached;
 mod monitoring;
+mod mysql;
 mod origin;
 mod pipes;
 mod prepare;

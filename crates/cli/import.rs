@@ -1,5 +1,5 @@
-//! `tank import CAPTURE [-o sessions.txt]`: a pcap, pcapng, access log or HAR
-//! becomes a sessions file (see docs/replay.md). Parses the flags into
+//! `tank import CAPTURE [-o sessions.txt]`: a pcap, pcapng, access log, HAR
+//! or MySQL slow log becomes a sessions file (see docs/replay.md). Parses the flags into
 //! [`tank_import::Options`], shows progress and the summary on stderr; the
 //! import itself is tank-import's.
 
@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use tank_import::{Format, Options, SessionBy, TagBy, Warnings};
+use tank_config::ReplyFraming;
+use tank_import::{Format, Options, Protocol, SessionBy, TagBy, Warnings};
 
 /// Warnings shown as they happen; the rest are counted in the summary.
 const SHOWN_WARNINGS: u64 = 20;
@@ -17,15 +18,31 @@ const SHOWN_WARNINGS: u64 = 20;
 /// Arguments of `tank import`.
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
-    /// The capture: pcap, pcapng, an nginx/Apache access log, or a HAR file (`-` for stdin).
+    /// The capture: pcap, pcapng, an nginx/Apache access log, a HAR file, or
+    /// a MySQL/MariaDB slow query log (`-` for stdin).
     #[arg(value_name = "CAPTURE")]
     capture: PathBuf,
     /// Write the sessions file here (`-` or absent: stdout).
     #[arg(short, long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// The input's format (default: told by its content).
-    #[arg(long, value_name = "pcap|pcapng|access|har")]
+    #[arg(long, value_name = "pcap|pcapng|access|har|slowlog")]
     format: Option<Format>,
+    /// pcap: the protocol to read: HTTP/1.x requests, MySQL commands, or the
+    /// messages of a framed TCP protocol (needs --framing). Default: as
+    /// --mysql-port or --framing says, else MySQL when the capture's first
+    /// connections are to port 3306 or greet as MySQL, else HTTP.
+    #[arg(long, value_name = "http|mysql|tcp", value_parser = parse_protocol)]
+    protocol: Option<Protocol>,
+    /// pcap, MySQL: the server's port (default 3306; a connection whose
+    /// server greets as MySQL is read on any port).
+    #[arg(long, value_name = "PORT")]
+    mysql_port: Option<u16>,
+    /// pcap, framed TCP: how the client's messages end: `delimiter:BYTES`
+    /// (escapes \0 \n \r \t \\ \xHH, e.g. `delimiter:\0`) or `length:N` (a
+    /// big-endian length prefix of N = 1, 2, 4 or 8 bytes).
+    #[arg(long, value_name = "delimiter:BYTES|length:N", value_parser = ReplyFraming::parse)]
+    framing: Option<ReplyFraming>,
     /// pcap: only connections to this port are read (default: each
     /// connection's server is the port its SYN went to, else a port that
     /// received SYNs, else the lower port).
@@ -37,7 +54,8 @@ pub struct ImportArgs {
     /// reordering (past it, sorted runs spill to temporary files).
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_memory)]
     memory: u64,
-    /// Tag requests with their URI's path (`path`) or not at all (`none`).
+    /// Tag requests with their URI's path (`path`; MySQL: the statement's
+    /// kind and table, `SELECT items`) or not at all (`none`).
     #[arg(long, value_name = "path|none", default_value = "path", value_parser = parse_tag)]
     tag: TagBy,
     /// Access logs: a session per client address (`addr`, default) or address
@@ -73,6 +91,10 @@ fn parse_tag(text: &str) -> Result<TagBy, String> {
     }
 }
 
+fn parse_protocol(text: &str) -> Result<Protocol, String> {
+    Protocol::from_name(text).ok_or_else(|| format!("`{text}`: expected http, mysql or tcp"))
+}
+
 fn parse_session_by(text: &str) -> Result<SessionBy, String> {
     match text {
         "addr" => Ok(SessionBy::Addr),
@@ -96,6 +118,9 @@ pub fn run(args: &ImportArgs) -> Result<()> {
         host: args.host.clone(),
         headers: args.headers.clone(),
         strict: args.strict,
+        protocol: args.protocol,
+        mysql_port: args.mysql_port,
+        framing: args.framing.clone(),
     };
     let name = args.capture.display().to_string();
     let (input, total): (Box<dyn Read + Send>, Option<u64>) = if name == "-" {

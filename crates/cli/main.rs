@@ -65,8 +65,27 @@ struct ShootArgs {
     scale: scale::ScaleArgs,
     /// Only set every record of the [memcached] workload (as `preload = 1`
     /// does before a run) and exit, as mcperf's --loadonly.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "apiary")]
     loadonly: bool,
+    /// Show Apiary's statistics view beside tank's: every --interval,
+    /// tallies (errors by kind, sessions and requests completed, with their
+    /// rates), levels (sessions and requests running: current, min, max,
+    /// median, mean, stdev) and series (request duration), each with its change
+    /// since the interval before. Also in summary.json (`apiary`).
+    #[arg(long)]
+    apiary: bool,
+    /// How often --apiary's view is shown (default 15s, as Apiary's; at least 1s).
+    #[arg(long, value_name = "DURATION", requires = "apiary", value_parser = parse_interval)]
+    interval: Option<std::time::Duration>,
+}
+
+/// `--interval`: a duration (`15s`, `1m`, `500ms`) of at least a second.
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let interval = tank_config::units::parse_timeout(text)?;
+    if interval < std::time::Duration::from_secs(1) {
+        return Err(format!("`{text}`: expected at least 1s"));
+    }
+    Ok(interval)
 }
 
 #[derive(Debug, Subcommand)]
@@ -153,10 +172,11 @@ enum Command {
     /// claim tank-artifacts. --dockerfile prints a Dockerfile for the image.
     /// See docs/kubernetes.md.
     K8s(k8s::K8sArgs),
-    /// Import captured traffic (pcap, pcapng, an nginx/Apache access log, or
-    /// HAR) into a sessions file: per captured connection (or client) its
-    /// requests, verbatim, at their captured offsets, ready to replay with
-    /// `ammo_type = sessions`. Streams, in bounded memory (--memory); warnings
+    /// Import captured traffic (pcap, pcapng, an nginx/Apache access log, HAR,
+    /// or a MySQL/MariaDB slow query log) into a sessions file: per captured
+    /// connection (or client, or MySQL thread) its requests, verbatim, at their
+    /// captured offsets, ready to replay with `ammo_type = sessions` (MySQL
+    /// with `tank_type = mysql`, a framed TCP protocol with `tank_type = none`). Streams, in bounded memory (--memory); warnings
     /// and a one-line summary go to stderr. See docs/replay.md.
     Import(import::ImportArgs),
 }
@@ -194,6 +214,10 @@ fn main() -> ExitCode {
                     args.quiet,
                     args.fail_on_warnings,
                     &args.scale,
+                    args.apiary.then(|| {
+                        args.interval
+                            .unwrap_or(tank_report::apiary::DEFAULT_INTERVAL)
+                    }),
                 ),
                 None => {
                     errln!("tank: nothing to do: run a test with `tank -c load.ini`, or see `tank --help`");

@@ -35,6 +35,9 @@ pub fn run(
     for unresolved in prepared.unresolved_targets() {
         errln!("tank: warning: {unresolved} (here; `tank -c` looks it up again where it runs)");
     }
+    for missing in prepared.missing_environment() {
+        errln!("tank: warning: {missing} (here; `tank -c` reads it where it runs)");
+    }
     let names = select_queues(prepared.config(), section)?;
     if stpd_out.is_some() && names.len() > 1 {
         bail!(

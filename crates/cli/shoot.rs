@@ -27,9 +27,16 @@ pub fn run(
     quiet: bool,
     fail_on_warnings: bool,
     scale: &ScaleArgs,
+    apiary: Option<std::time::Duration>,
 ) -> Result<ExitCode> {
     let start_at = scale.start_at()?;
     if let Some(processes) = scale.processes {
+        if apiary.is_some() {
+            bail!(
+                "--apiary shows one run's view: with --processes, each process is a run of its \
+                 own (run them with --shard and --apiary instead)"
+            );
+        }
         return run_processes(
             config_path,
             overrides,
@@ -59,6 +66,7 @@ pub fn run(
         fail_on_warnings,
         shard,
         start_at,
+        apiary,
     };
     let handle = Handle::default();
     watch_signals(handle.clone()).context("watching for Ctrl-C")?;

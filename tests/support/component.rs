@@ -17,7 +17,20 @@ pub struct Component {
 }
 
 impl Drop for Component {
+    /// SIGTERM first, so a component with workers of its own (nginx's master)
+    /// stops them: a SIGKILLed master leaves its workers running. SIGKILL after
+    /// 5 s if it has not exited.
     fn drop(&mut self) {
+        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if !matches!(self.child.try_wait(), Ok(None)) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -2,6 +2,7 @@
 
 pub mod component;
 pub mod h2server;
+pub mod mariadb;
 pub mod memcached;
 pub mod server;
 
@@ -16,9 +17,15 @@ pub fn tank() -> Command {
 
 /// Run `tank -c config.ini` in `dir`, at most `limit` long; returns its output.
 pub fn shoot(dir: &Path, config: &str, limit: Duration) -> Output {
+    shoot_with(dir, config, &[], limit)
+}
+
+/// [`shoot`] with more arguments after `-c load.ini` (`--apiary`, say).
+pub fn shoot_with(dir: &Path, config: &str, args: &[&str], limit: Duration) -> Output {
     std::fs::write(dir.join("load.ini"), config).expect("write load.ini");
     let mut child = tank()
         .args(["-c", "load.ini"])
+        .args(args)
         .current_dir(dir)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

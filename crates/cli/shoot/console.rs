@@ -1,6 +1,8 @@
 //! The live console of `tank -c`: a full screen redrawn each second on a
 //! terminal, or one plain line per second (piped, `--quiet`, `[console]
 //! short_only`). It is the run's observer; the run itself prints nothing.
+//! With `--apiary`, Apiary's view follows: printed as each interval ends in
+//! lines, kept below the screen (the latest interval) on a terminal.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -18,6 +20,8 @@ const PRELOAD_LINE_EVERY: Duration = Duration::from_secs(5);
 pub struct Console {
     view: View,
     preload_shown: Option<Instant>,
+    /// The latest interval of Apiary's view, as printed (the screen redraws it).
+    apiary: Option<String>,
     /// A replay's sessions started as of the last line (for its per-second rate).
     sessions_started: u64,
 }
@@ -59,6 +63,7 @@ impl Console {
         Console {
             view,
             preload_shown: None,
+            apiary: None,
             sessions_started: 0,
         }
     }
@@ -68,6 +73,7 @@ impl Console {
         Console {
             view: View::Lines { start_unix_us: 0 },
             preload_shown: None,
+            apiary: None,
             sessions_started: 0,
         }
     }
@@ -146,6 +152,9 @@ impl Observer for Console {
                 if let Some(sessions) = state.sessions {
                     outln!("{}", sessions_line(sessions, before));
                 }
+                if let Some(apiary) = &self.apiary {
+                    out!("\n{apiary}");
+                }
             }
         }
     }
@@ -166,6 +175,18 @@ impl Observer for Console {
                 errln!("tank: stopping: cannot write {}: {error}", file.display());
             }
             Notice::Info(text) => errln!("tank: {text}"),
+        }
+    }
+
+    fn apiary(
+        &mut self,
+        interval: &tank_report::apiary::Interval,
+        before: Option<&tank_report::apiary::Interval>,
+    ) {
+        let text = tank_report::apiary::render(interval, before);
+        match self.view {
+            View::Lines { .. } => outln!("{text}"),
+            View::Screen { .. } => self.apiary = Some(text),
         }
     }
 

@@ -43,6 +43,7 @@ pub mod memcached;
 pub mod model;
 mod monitoring;
 mod monitoring_hosts;
+mod mysql;
 mod options;
 mod origin;
 mod overrides;

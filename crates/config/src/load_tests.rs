@@ -75,6 +75,8 @@ fn minimal_ini_gets_the_schema_defaults() {
             depth: 1,
             measure: false,
             arrivals: c.queues[0].arrivals,
+            reply_framing: crate::ReplyFraming::Close,
+            mysql: None,
             connections: None,
             grpc: None,
         }]
@@ -440,7 +442,7 @@ fn bad_enumerations_are_errors() {
         .contains("`uripost`"));
     assert!(ini_err(&format!("{MINIMAL}tank_type = udp\n"))
         .message()
-        .contains("`http`, `http2`, `grpc`, `none` or `memcached`"));
+        .contains("`http`, `http2`, `grpc`, `none` (or `tcp`), `memcached` or `mysql`"));
     assert!(ini_err(&format!("{MINIMAL}port = 8o\n"))
         .message()
         .contains("digits only"));
@@ -1100,7 +1102,7 @@ fn http2_and_grpc_options_where_they_do_not_belong_are_errors() {
         ),
         (
             "[phantom]\naddress = h\ntank_type = http3\nuris = /\nrps_schedule = const(1,1s)\n",
-            "expected `http`, `http2`, `grpc`, `none` or `memcached`",
+            "expected `http`, `http2`, `grpc`, `none` (or `tcp`), `memcached` or `mysql`",
         ),
     ];
     for (text, expected) in cases {

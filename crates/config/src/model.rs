@@ -43,6 +43,8 @@ pub struct TestConfig {
     pub origin: Option<OriginConfig>,
     /// `[memcached]`: the workload of queues with `tank_type = memcached` and no ammo of their own.
     pub memcached: Option<MemcachedConfig>,
+    /// `[mysql]`: the credentials of queues with `tank_type = mysql`.
+    pub mysql: Option<MysqlConfig>,
     /// `[grpc]`: the schema of queues with `tank_type = grpc` (each such queue
     /// also carries it, in [`QueueConfig::grpc`]).
     pub grpc: Option<GrpcConfig>,
@@ -161,6 +163,57 @@ pub struct QueueConfig {
     pub connections: Option<u32>,
     /// The `[grpc]` schema, for a `tank_type = grpc` queue (`None` for others).
     pub grpc: Option<GrpcConfig>,
+    /// `reply_delimiter` / `reply_length_prefix` (tank's own): where a reply
+    /// ends for `tank_type = none` (default: at the server's close).
+    pub reply_framing: ReplyFraming,
+    /// The `[mysql]` section, for a `tank_type = mysql` queue (`None` otherwise).
+    pub mysql: Option<MysqlConfig>,
+}
+
+/// Where a plain TCP reply ends (`tank_type = none`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ReplyFraming {
+    /// When the server closes the connection: one request per connection.
+    #[default]
+    Close,
+    /// After these bytes (`reply_delimiter`, 1 to [`MAX_DELIMITER`] of them).
+    Delimiter(Vec<u8>),
+    /// After a big-endian length prefix of this many bytes (1, 2, 4 or 8;
+    /// `reply_length_prefix`) and as many bytes as it says follow it.
+    LengthPrefix(u8),
+}
+
+/// The longest `reply_delimiter`.
+pub const MAX_DELIMITER: usize = 8;
+
+/// `[mysql]`: who a `tank_type = mysql` queue logs in as (tank's own section).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MysqlConfig {
+    /// `user`.
+    pub user: String,
+    /// `password` or `password_env`.
+    pub password: Password,
+    /// `database`: the schema each connection uses (`None`: the one each
+    /// captured connection used).
+    pub database: Option<String>,
+    /// `ssl`: TLS, started inside the handshake (the queue's `ssl_verify`
+    /// and client certificate apply).
+    pub ssl: bool,
+}
+
+/// Where a password is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Password {
+    /// Written in the config (`password`; empty when neither is written).
+    Literal(String),
+    /// In the environment variable `name` (`password_env`), read when the
+    /// gun is set up; `place` is where the option was written, for errors.
+    Env {
+        /// The variable.
+        name: String,
+        /// Where `password_env` was written.
+        place: OptionPlace,
+    },
 }
 
 /// phantom's limits on a reply, in bytes (`phantom_http_field_num`: a count).
@@ -328,6 +381,8 @@ pub enum TankType {
     None,
     /// memcached's ASCII protocol (`memcached`, tank's own).
     Memcached,
+    /// MySQL's client protocol (`mysql`, tank's own): replays of captured MySQL sessions.
+    Mysql,
     /// HTTP/2 (`http2`, tank's own): the HTTP/1 ammo sent as HTTP/2 requests,
     /// multiplexed over few connections (h2 with ALPN over TLS, h2c with
     /// prior knowledge without).

@@ -83,6 +83,9 @@ pub(crate) const PHANTOM: &[(&str, Kind)] = &[
     ("replay_offset", Kind::Int),
     ("replay_skip", Kind::Int),
     ("replay_speed", Kind::Str),
+    // tank's own: where a plain TCP reply ends (`tank_type = none`).
+    ("reply_delimiter", Kind::Str),
+    ("reply_length_prefix", Kind::Str),
     ("rps_schedule", Kind::LoadProfile),
     ("source_log_prefix", Kind::Str),
     ("ssl", Kind::Bool),
@@ -130,6 +133,17 @@ pub(crate) const MEMCACHED: &[(&str, Kind)] = &[
     ("seed", Kind::Str),
     ("update", Kind::Str),
     ("valuesize", Kind::Str),
+];
+
+/// `[mysql]` options (tank's own section: who `tank_type = mysql` logs in as).
+pub(crate) const MYSQL: &[(&str, Kind)] = &[
+    ("database", Kind::Str),
+    ("enabled", Kind::Bool),
+    ("package", Kind::Any),
+    ("password", Kind::Str),
+    ("password_env", Kind::Str),
+    ("ssl", Kind::Bool),
+    ("user", Kind::Str),
 ];
 
 /// `[grpc]` options (tank's own section: the schema of `tank_type = grpc` queues).

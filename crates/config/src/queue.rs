@@ -21,6 +21,7 @@ use crate::options::SCHEDULE_KEYS;
 use crate::raw::{RawEntry, RawSection, RawValue};
 use crate::units;
 
+mod framing;
 mod replay;
 
 /// The options one queue sees: its own entries over the ones it inherits.
@@ -229,6 +230,9 @@ pub(crate) fn build(
         depth: depth(q, tank_type)?,
         measure: measure(q, open_loop)?,
         arrivals: arrivals(q, open_loop)?,
+        reply_framing: framing::read(q, tank_type)?,
+        // Attached from the [mysql] section once every queue is built.
+        mysql: None,
         connections: connections(q, tank_type)?,
         grpc,
     })
@@ -437,12 +441,14 @@ fn port(text: &str) -> Result<Option<u16>, String> {
 fn tank_type(text: &str) -> Result<TankType, String> {
     match text {
         "http" => Ok(TankType::Http),
-        "none" => Ok(TankType::None),
+        // `tcp`: Apiary's name for it, and what a framed TCP sessions file says it holds.
+        "none" | "tcp" => Ok(TankType::None),
         "memcached" => Ok(TankType::Memcached),
+        "mysql" => Ok(TankType::Mysql),
         "http2" => Ok(TankType::Http2),
         "grpc" => Ok(TankType::Grpc),
         other => Err(format!(
-            "expected `http`, `http2`, `grpc`, `none` or `memcached`, found `{other}`"
+            "expected `http`, `http2`, `grpc`, `none` (or `tcp`), `memcached` or `mysql`, found `{other}`"
         )),
     }
 }

@@ -29,6 +29,8 @@ pub(crate) enum SectionKind {
     Origin,
     /// `[memcached]`: tank's own, the memcached workload.
     Memcached,
+    /// `[mysql]`: tank's own, who `tank_type = mysql` logs in as.
+    Mysql,
     /// `[grpc]`: tank's own, the schema of `tank_type = grpc` queues.
     Grpc,
     /// Another yandex-tank plugin's section: accepted, not acted on.
@@ -74,6 +76,7 @@ const PATTERNS: &[(&str, SectionKind)] = &[
     ("origin", SectionKind::Origin),
     ("prometheus", SectionKind::Prometheus),
     ("memcached", SectionKind::Memcached),
+    ("mysql", SectionKind::Mysql),
     ("search", SectionKind::Search),
     ("grpc", SectionKind::Grpc),
 ];
@@ -81,7 +84,7 @@ const PATTERNS: &[(&str, SectionKind)] = &[
 /// The known section names, for "unrecognized section" messages.
 pub(crate) const KNOWN: &str =
     "phantom, phantom-*, autostop, rcassert, console, origin, telegraf/monitoring, influx, \
-    prometheus, memcached, search, grpc, tank/core (and, ignored: aggregator, android, appium, \
+    prometheus, memcached, mysql, search, grpc, tank/core (and, ignored: aggregator, android, appium, \
     battery_historian, bfg, meta, overload, uploader, datauploader, jmeter, rcheck, shellexec, \
     shootexec, tips, json_report, pandora, opentsdb)";
 
@@ -148,6 +151,7 @@ pub(crate) fn classify(name: &str) -> Option<SectionKind> {
         SectionKind::Influx if name != "influx" => None,
         SectionKind::Prometheus if name != "prometheus" => None,
         SectionKind::Memcached if name != "memcached" => None,
+        SectionKind::Mysql if name != "mysql" => None,
         SectionKind::Search if name != "search" => None,
         SectionKind::Grpc if name != "grpc" => None,
         kind => Some(kind),

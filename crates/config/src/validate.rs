@@ -15,6 +15,7 @@ use crate::model::{
     AutostopConfig, ConfigFormat, ConsoleConfig, CoreConfig, RcAssertConfig, RunOptions, TestConfig,
 };
 use crate::monitoring;
+use crate::mysql;
 use crate::options::{self, Kind, SCHEDULE_KEYS};
 use crate::origin;
 use crate::queue::{self, entry_error, Layered};
@@ -73,6 +74,7 @@ pub(crate) fn validate(
         console: ConsoleConfig::default(),
         origin: None,
         memcached: None,
+        mysql: None,
         grpc: None,
         search: Default::default(),
         warnings: Vec::new(),
@@ -107,6 +109,9 @@ pub(crate) fn validate(
             }
             SectionKind::Memcached if enabled(section)? => {
                 config.memcached = Some(memcached::read(section)?);
+            }
+            SectionKind::Mysql if enabled(section)? => {
+                config.mysql = Some(mysql::read(section, path)?);
             }
             SectionKind::Grpc if enabled(section)? => {
                 config.grpc = Some(grpc::read(section, path)?);
@@ -175,6 +180,7 @@ pub(crate) fn validate(
     origin::check_queue_addresses(raw, &config)?;
     config.monitoring = monitoring::read(&monitoring_sections, &config.queues[0], path)?;
     memcached::check_used(raw, &config)?;
+    mysql::attach(raw, &mut config)?;
     grpc::check_used(raw, &config)?;
     Ok(config)
 }
@@ -268,6 +274,7 @@ fn check_keys(
         SectionKind::Influx => options::INFLUX,
         SectionKind::Prometheus => options::PROMETHEUS,
         SectionKind::Memcached => options::MEMCACHED,
+        SectionKind::Mysql => options::MYSQL,
         SectionKind::Search => options::SEARCH,
         SectionKind::Grpc => options::GRPC,
         SectionKind::Ignored => return Ok(()),

@@ -1,8 +1,11 @@
 //! tank-engine: fires each queue of a test on time and measures every shot.
 //!
-//! [`Engine::prepare`] does everything that can fail on bad input before a
-//! shot is fired (resolving targets, opening plans and ammo, TLS files,
-//! limits); [`Engine::run`] then runs every queue side by side, its instances
+//! [`CheckedQueue::check`] does everything that can fail on bad input with
+//! no side effect (opening plans and ammo, TLS files, the gun's options:
+//! tank-run's prepare stage calls it for every queue); [`Engine::new`] then
+//! resolves the targets, and [`Engine::prepare`] does both at once for a
+//! caller with nothing to check in between. [`Engine::run`] runs every queue
+//! side by side, its instances
 //! spread over the [`IoThreads`]. Each queue has a feeder thread running its
 //! plan (`feed`), a `dispatch` that hands its shots to free instances when
 //! they are due, and a pool of instances (`queue`) firing through the gun its
@@ -230,6 +233,9 @@ pub struct QueueReport {
     pub fired: u64,
     /// A plan or ammo error met during the run (the queue stopped there).
     pub error: Option<EngineError>,
+    /// What the gun met that no row explains (a MySQL login it cannot
+    /// complete: its rows have net code 71), to be said once.
+    pub problem: Option<String>,
     /// A `tank_type = grpc` queue's replies by `grpc-status` (code, count;
     /// codes with none left out): what phout's proto code cannot tell apart
     /// (ABORTED and ALREADY_EXISTS are both 409). Empty for other queues.
@@ -382,6 +388,9 @@ enum Feeding {
         shared: Arc<queue::Shared>,
         /// The planned count, when known without walking the plan.
         known: Option<u64>,
+        /// The queue's gun (shared with its instances), asked at the end
+        /// what it met.
+        gun: gun::Guns,
         /// A gRPC queue's statuses as its gun counts them.
         statuses: Option<Arc<gun::h2::StatusTally>>,
     },
@@ -447,6 +456,7 @@ impl PreparedQueue {
             feeder,
             shared: Arc::clone(&shared),
             known,
+            gun: self.gun.clone(),
             statuses: self.gun.grpc_statuses(),
         };
         (running, Some((shared, self.gun, self.pool)))
@@ -457,7 +467,7 @@ impl Feeding {
     /// The queue's report, once its instances have ended: its feeder halted
     /// and joined, the plan's rest counted when the count was not known.
     async fn finish(self) -> QueueReport {
-        let (name, feeder, shared, known, statuses) = match self {
+        let (name, feeder, shared, known, gun, statuses) = match self {
             Feeding::Failed { name, message } => {
                 return QueueReport {
                     name: name.clone(),
@@ -467,6 +477,7 @@ impl Feeding {
                         queue: name,
                         message,
                     }),
+                    problem: None,
                     grpc_statuses: Vec::new(),
                 }
             }
@@ -475,8 +486,9 @@ impl Feeding {
                 feeder,
                 shared,
                 known,
+                gun,
                 statuses,
-            } => (name, feeder, shared, known, statuses),
+            } => (name, feeder, shared, known, gun, statuses),
         };
         // Halting lets a feeder waiting for room see the end.
         shared.handoff.halt();
@@ -498,6 +510,7 @@ impl Feeding {
             planned: known.or(counted),
             fired,
             error,
+            problem: gun.problem(),
             grpc_statuses: statuses.map_or_else(Vec::new, |tally| tally.counts()),
         }
     }
@@ -549,6 +562,12 @@ impl CheckedQueue {
     /// error names where `address` was written.
     pub fn resolve_target(&self, origin: Option<SocketAddr>) -> Result<SocketAddr, EngineError> {
         self.gun.target(origin).map(|target| target.addr)
+    }
+
+    /// Whether what the gun reads from the environment at the run's start
+    /// (a MySQL `password_env`) is there here; an error names the option.
+    pub fn check_environment(&self) -> Result<(), EngineError> {
+        self.gun.environment()
     }
 
     fn prepare(self, origin: Option<SocketAddr>) -> Result<PreparedQueue, EngineError> {

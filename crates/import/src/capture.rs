@@ -24,16 +24,17 @@
 //! Forgetting one loses nothing: it has no bytes, and should it send some
 //! later, it is read from them as a connection whose SYN was not captured.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 
 use crate::error::ImportError;
+use crate::flows::{self, key, Segments, Table};
 use crate::held::SpillFile;
 use crate::http::{FrameError, Framer, Request};
-use crate::link::{self, NotTcp};
+use crate::link;
 use crate::order::{Kind, SortError, Sorter};
 use crate::pcap::Packet;
 use crate::tcp::Reassembler;
@@ -55,17 +56,6 @@ pub(crate) const QUIET_US: u64 = 10_000_000;
 /// stream state (about 0.5 KB) with room for the tables' growth.
 pub(crate) const QUIET_COST: usize = 2048;
 
-/// The two ends of a connection, in a canonical order (either direction finds it).
-type Key = (SocketAddr, SocketAddr);
-
-fn key(a: SocketAddr, b: SocketAddr) -> Key {
-    if a <= b {
-        (a, b)
-    } else {
-        (b, a)
-    }
-}
-
 /// One connection.
 struct Flow {
     client: SocketAddr,
@@ -82,7 +72,6 @@ struct Flow {
     skipped: bool,
     requests: u64,
     last_at_us: u64,
-    hold_us: Option<u64>,
     /// Whether the client has sent any data.
     data: bool,
     /// The request in progress's memory, as last counted in the capture's total.
@@ -110,17 +99,14 @@ impl Flow {
 pub(crate) struct Capture {
     server_port: Option<u16>,
     tag_by: TagBy,
-    flows: HashMap<Key, usize, RandomState>,
-    slab: Vec<Option<Flow>>,
-    free: Vec<usize>,
-    holds: BTreeSet<(u64, usize)>,
+    table: Table<Flow>,
     syn_ports: HashSet<u16, RandomState>,
     skipped_ports: HashMap<u16, u64, RandomState>,
     next_session: u64,
     latest_us: u64,
     next_tick_us: u64,
     done: Vec<Request>,
-    fragments: u64,
+    segments: Segments,
     /// Where request bodies spill, and the memory requests in progress may hold.
     spill: Arc<SpillFile>,
     in_progress_budget: usize,
@@ -150,17 +136,14 @@ impl Capture {
         Capture {
             server_port,
             tag_by,
-            flows: HashMap::default(),
-            slab: Vec::new(),
-            free: Vec::new(),
-            holds: BTreeSet::new(),
+            table: Table::default(),
             syn_ports: HashSet::default(),
             skipped_ports: HashMap::default(),
             next_session: 0,
             latest_us: 0,
             next_tick_us: 0,
             done: Vec::new(),
-            fragments: 0,
+            segments: Segments::default(),
             spill,
             in_progress_budget: budget,
             in_progress: 0,
@@ -186,47 +169,20 @@ impl Capture {
         out: &mut impl FnMut(crate::order::Item) -> Result<(), SortError>,
     ) -> Result<(), ImportError> {
         self.latest_us = self.latest_us.max(packet.at_us);
-        let segment = match link::segment(packet.link, packet.data) {
-            Ok(segment) => segment,
-            Err(NotTcp::Other) => return self.tick(sorter, warnings, out, path),
-            Err(NotTcp::Fragment) => {
-                self.fragments += 1;
-                if self.fragments == 1 {
-                    warnings.warn(format!(
-                        "packet {}: an IP fragment; fragments are not reassembled (all are skipped)",
-                        packet.number
-                    ));
-                }
-                return self.tick(sorter, warnings, out, path);
-            }
-            Err(NotTcp::Malformed) => {
-                warnings.warn(format!(
-                    "packet {}: its headers are cut short or malformed; skipped",
-                    packet.number
-                ));
-                return self.tick(sorter, warnings, out, path);
-            }
-            Err(NotTcp::UnknownLink) => {
-                return Err(ImportError::input(
-                    path,
-                    format!(
-                        "packet {} has link type {}; expected Ethernet, Linux cooked (v1, v2), \
-                         raw IP or loopback frames",
-                        packet.number, packet.link
-                    ),
-                ))
-            }
+        let Some(segment) = self.segments.of(&packet, path, warnings)? else {
+            return self.tick(sorter, warnings, out, path);
         };
         let opening = segment.syn && !segment.ack;
         if opening {
             self.syn_ports.insert(segment.dst.port());
         }
         let key = key(segment.src, segment.dst);
-        let slot = match self.flows.get(&key) {
-            Some(&slot) => {
+        let slot = match self.table.find(&key) {
+            Some(slot) => {
                 let new_connection = opening
-                    && self.slab[slot]
-                        .as_ref()
+                    && self
+                        .table
+                        .get(slot)
                         .is_some_and(|f| f.isn != Some(segment.seq));
                 if new_connection {
                     self.close(slot, sorter, warnings, path)?;
@@ -238,7 +194,7 @@ impl Capture {
             None if opening || !segment.payload.is_empty() => self.open(key, &segment),
             None => return self.tick(sorter, warnings, out, path),
         };
-        let Some(flow) = self.slab[slot].as_mut() else {
+        let Some(flow) = self.table.get_mut(slot) else {
             return self.tick(sorter, warnings, out, path);
         };
         let from_client = segment.src == flow.client;
@@ -315,7 +271,7 @@ impl Capture {
         self.push_done(slot, sorter).map_err(|e| e.at(path))?;
         self.account(slot, path)?;
         let ended = segment.rst
-            || self.slab[slot].as_ref().is_some_and(|f| {
+            || self.table.get(slot).is_some_and(|f| {
                 matches!((f.fin_at, &f.stream), (Some(fin), Some(s)) if s.delivered() >= fin)
                     || (f.skipped && f.fin_at.is_some())
             });
@@ -336,46 +292,20 @@ impl Capture {
         sorter: &mut Sorter,
         warnings: &mut Warnings,
     ) -> Result<Vec<(u16, u64)>, ImportError> {
-        let mut open: Vec<(u64, usize)> = self
-            .slab
-            .iter()
-            .enumerate()
-            .filter_map(|(slot, f)| f.as_ref().map(|f| (f.session, slot)))
-            .collect();
-        open.sort_unstable();
-        for (_, slot) in open {
+        for slot in self.table.open_by(|f| f.session) {
             self.close(slot, sorter, warnings, path)?;
         }
-        if self.fragments > 1 {
-            warnings.warn(format!(
-                "{} IP fragments skipped in all (fragments are not reassembled)",
-                self.fragments
-            ));
-        }
+        self.segments.finish(warnings);
         let mut skipped_ports: Vec<(u16, u64)> = self.skipped_ports.into_iter().collect();
         skipped_ports.sort_unstable_by_key(|&(port, n)| (std::cmp::Reverse(n), port));
         Ok(skipped_ports)
     }
 
-    fn open(&mut self, key: Key, segment: &link::Segment<'_>) -> usize {
-        let (client, server) = if segment.syn {
-            if segment.ack {
-                (segment.dst, segment.src)
-            } else {
-                (segment.src, segment.dst)
-            }
-        } else {
-            let serves = |a: SocketAddr| match self.server_port {
-                Some(port) => a.port() == port,
-                None => self.syn_ports.contains(&a.port()),
-            };
-            match (serves(segment.src), serves(segment.dst)) {
-                (true, false) => (segment.dst, segment.src),
-                (false, true) => (segment.src, segment.dst),
-                _ if segment.src.port() < segment.dst.port() => (segment.dst, segment.src),
-                _ => (segment.src, segment.dst),
-            }
-        };
+    fn open(&mut self, key: flows::Key, segment: &link::Segment<'_>) -> usize {
+        let (client, server) = flows::ends(segment, |port| match self.server_port {
+            Some(ours) => port == ours,
+            None => self.syn_ports.contains(&port),
+        });
         let skipped = self.server_port.is_some_and(|port| server.port() != port);
         if skipped {
             *self.skipped_ports.entry(server.port()).or_default() += 1;
@@ -396,22 +326,11 @@ impl Capture {
             skipped,
             requests: 0,
             last_at_us: 0,
-            hold_us: None,
             data: false,
             accounted: 0,
         };
         self.next_session += 1;
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slab[slot] = Some(flow);
-                slot
-            }
-            None => {
-                self.slab.push(Some(flow));
-                self.slab.len() - 1
-            }
-        };
-        self.flows.insert(key, slot);
+        let slot = self.table.insert(key, flow);
         self.quiet
             .push_back((self.latest_us, slot, self.next_session - 1));
         self.quiet_open += 1;
@@ -421,7 +340,7 @@ impl Capture {
     /// Count the flow's request in progress in the total; over the budget,
     /// move its body to the spill file.
     fn account(&mut self, slot: usize, path: &str) -> Result<(), ImportError> {
-        let Some(flow) = self.slab[slot].as_mut() else {
+        let Some(flow) = self.table.get_mut(slot) else {
             return Ok(());
         };
         let others = self.in_progress - flow.accounted;
@@ -437,7 +356,7 @@ impl Capture {
 
     /// Hand the flow's completed requests to the sorter.
     fn push_done(&mut self, slot: usize, sorter: &mut Sorter) -> Result<(), SortError> {
-        let Some(flow) = self.slab[slot].as_mut() else {
+        let Some(flow) = self.table.get_mut(slot) else {
             return Ok(());
         };
         for request in self.done.drain(..) {
@@ -461,18 +380,8 @@ impl Capture {
     }
 
     fn update_hold(&mut self, slot: usize) {
-        let Some(flow) = self.slab[slot].as_mut() else {
-            return;
-        };
-        let hold = flow.hold();
-        if hold != flow.hold_us {
-            if let Some(old) = flow.hold_us {
-                self.holds.remove(&(old, slot));
-            }
-            if let Some(new) = hold {
-                self.holds.insert((new, slot));
-            }
-            flow.hold_us = hold;
+        if let Some(hold) = self.table.get(slot).map(Flow::hold) {
+            self.table.set_hold(slot, hold);
         }
     }
 
@@ -484,14 +393,12 @@ impl Capture {
         warnings: &mut Warnings,
         path: &str,
     ) -> Result<(), ImportError> {
-        let Some(mut flow) = self.slab[slot].take() else {
+        let Some(key) = self.table.get(slot).map(|f| key(f.client, f.server)) else {
             return Ok(());
         };
-        self.free.push(slot);
-        if let Some(hold) = flow.hold_us {
-            self.holds.remove(&(hold, slot));
-        }
-        self.flows.remove(&key(flow.client, flow.server));
+        let Some(mut flow) = self.table.remove_if(slot, &key, |_| true) else {
+            return Ok(());
+        };
         self.in_progress -= flow.accounted;
         if !flow.data {
             self.quiet_open -= 1;
@@ -531,16 +438,17 @@ impl Capture {
     fn forget_quiet(&mut self) {
         let stale_before = self.latest_us.saturating_sub(QUIET_US);
         while let Some(&(opened_us, slot, session)) = self.quiet.front() {
-            let quiet = self.slab[slot]
-                .as_ref()
-                .is_some_and(|f| f.session == session && !f.data);
-            if quiet && opened_us >= stale_before && self.quiet_open <= self.quiet_limit {
+            let quiet = self
+                .table
+                .get(slot)
+                .filter(|f| f.session == session && !f.data)
+                .map(|f| key(f.client, f.server));
+            if quiet.is_some() && opened_us >= stale_before && self.quiet_open <= self.quiet_limit {
                 break;
             }
             self.quiet.pop_front();
-            if let Some(flow) = self.slab[slot].take_if(|_| quiet) {
-                self.flows.remove(&key(flow.client, flow.server));
-                self.free.push(slot);
+            if let Some(key) = quiet {
+                self.table.remove_if(slot, &key, |_| true);
                 self.quiet_open -= 1;
                 self.forgotten += 1;
             }
@@ -565,14 +473,8 @@ impl Capture {
         self.forget_quiet();
         self.next_tick_us = self.latest_us + TICK_US;
         let stale_before = self.latest_us.saturating_sub(HOLE_TIMEOUT_US);
-        let stale: Vec<usize> = self
-            .holds
-            .iter()
-            .take_while(|(at, _)| *at < stale_before)
-            .map(|&(_, slot)| slot)
-            .collect();
-        for slot in stale {
-            let Some(flow) = self.slab[slot].as_mut() else {
+        for slot in self.table.held_before(stale_before) {
+            let Some(flow) = self.table.get_mut(slot) else {
                 continue;
             };
             let Some(stream) = &flow.stream else { continue };
@@ -585,9 +487,9 @@ impl Capture {
             }
         }
         let watermark = self
-            .holds
-            .first()
-            .map_or(u64::MAX, |&(at, _)| at)
+            .table
+            .earliest_hold()
+            .unwrap_or(u64::MAX)
             .min(self.latest_us.saturating_sub(SLACK_US));
         sorter.release(watermark, out).map_err(|e| e.at(path))
     }

@@ -1,6 +1,7 @@
 //! Which format a capture is, from its first bytes: a pcap magic number (µs
 //! or ns timestamps, either byte order), a pcapng section header block, a
-//! JSON object with `log.entries` (HAR), else an access log.
+//! JSON object with `log.entries` (HAR), a MySQL slow query log's banner or
+//! entry header, else an access log.
 
 /// An input format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +14,8 @@ pub enum Format {
     Access,
     /// An HTTP Archive (HAR 1.2).
     Har,
+    /// A MySQL or MariaDB slow query log.
+    SlowLog,
 }
 
 impl Format {
@@ -23,6 +26,7 @@ impl Format {
             Format::Pcapng => "pcapng",
             Format::Access => "access",
             Format::Har => "har",
+            Format::SlowLog => "slowlog",
         }
     }
 }
@@ -36,8 +40,9 @@ impl std::str::FromStr for Format {
             "pcapng" => Ok(Format::Pcapng),
             "access" => Ok(Format::Access),
             "har" => Ok(Format::Har),
+            "slowlog" => Ok(Format::SlowLog),
             _ => Err(format!(
-                "unknown format `{s}`; expected pcap, pcapng, access or har"
+                "unknown format `{s}`; expected pcap, pcapng, access, har or slowlog"
             )),
         }
     }
@@ -61,6 +66,8 @@ pub(crate) fn detect(head: &[u8]) -> Format {
     }
     if looks_like_har(head) {
         Format::Har
+    } else if crate::mysql::slowlog::looks_like(head) {
+        Format::SlowLog
     } else {
         Format::Access
     }
@@ -97,5 +104,13 @@ mod tests {
             Format::Access
         );
         assert_eq!(detect(b""), Format::Access);
+        assert_eq!(
+            detect(b"/usr/sbin/mariadbd, Version: 10.11.6-MariaDB (Debian 12). started with:\n"),
+            Format::SlowLog
+        );
+        assert_eq!(
+            detect(b"# Time: 2024-01-02T03:04:05.123456Z\n"),
+            Format::SlowLog
+        );
     }
 }

@@ -6,12 +6,20 @@
 //!
 //! ```text
 //! pcap / pcapng ── pcap (container) ─ link (frame → TCP segment) ─ tcp (reassembly)
-//!                  ─ http (request framing) ─ capture (connections → sessions) ─┐
+//!     HTTP:        ─ http (request framing) ─ capture (connections → sessions) ─┐
+//!     MySQL:       ─ twoway (both directions) ─ mysql (commands, replies) ──────┤
+//!     framed TCP:  ─ twoway ─ framed (messages by delimiter or length) ─────────┤
 //! access log ───── access (a line → a rebuilt request; a client → a session) ──┤
 //! HAR ──────────── har (an entry → a rebuilt request; a connection → a session)┤
+//! slow query log ─ mysql::slowlog (a statement → a command; a thread → a session)
 //!                                                                              ▼
 //!                         order (time order in bounded memory) ─ sessions writer
 //! ```
+//!
+//! A sessions file holds one protocol ([`Protocol`]): a pcap is read as
+//! HTTP, MySQL or a framed TCP protocol as `--protocol`, `--mysql-port` or
+//! `--framing` says, else as its first connections show (MySQL's port or
+//! greeting: MySQL; else HTTP).
 //!
 //! [`detect`] tells the formats apart by content. Every importer pushes
 //! requests with absolute times into an [`order::Sorter`]; what comes out is
@@ -26,22 +34,27 @@ mod access;
 mod capture;
 mod detect;
 mod error;
+mod flows;
+mod framed;
 mod har;
 mod held;
 mod http;
 mod link;
+mod mysql;
 pub mod on_the_fly;
 mod order;
 mod pcap;
 mod span;
 mod tcp;
 mod time;
+mod twoway;
 mod warnings;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
+use tank_config::ReplyFraming;
 use tank_plan::sessions::SessionsWriter;
 use tank_plan::words::count;
 
@@ -51,6 +64,7 @@ use order::SortError;
 pub use detect::Format;
 pub use error::ImportError;
 pub use order::Ordering;
+pub use tank_plan::sessions::Protocol;
 pub use warnings::Warnings;
 
 /// Each session's label (who the client was), by the importer's session
@@ -102,6 +116,13 @@ pub struct Options {
     pub headers: Vec<String>,
     /// Access logs: a line that is not a log line is an error, not a warning.
     pub strict: bool,
+    /// pcap: the protocol to read (`None`: as `mysql_port`, `framing` or the capture says).
+    pub protocol: Option<Protocol>,
+    /// pcap, MySQL: the server's port (default [`mysql::PORT`]; a greeting
+    /// on another port is MySQL too).
+    pub mysql_port: Option<u16>,
+    /// pcap, framed TCP: how the client's messages are framed.
+    pub framing: Option<ReplyFraming>,
 }
 
 impl Default for Options {
@@ -115,6 +136,9 @@ impl Default for Options {
             host: None,
             headers: Vec::new(),
             strict: false,
+            protocol: None,
+            mysql_port: None,
+            framing: None,
         }
     }
 }
@@ -124,6 +148,8 @@ impl Default for Options {
 pub struct Summary {
     /// The format read.
     pub format: Format,
+    /// The protocol of the requests written.
+    pub protocol: Protocol,
     /// Sessions written.
     pub sessions: u64,
     /// Requests written.
@@ -134,6 +160,8 @@ pub struct Summary {
     pub duration_us: u64,
     /// pcap: connections skipped because they are not to the server port, by port (port, count).
     pub skipped_ports: Vec<(u16, u64)>,
+    /// pcap: connections that could not be read, by kind (`TLS`, `compressed`), each named in a warning.
+    pub unreadable: Vec<(String, u64)>,
     /// Warnings (reported and counted).
     pub warnings: u64,
     /// Requests whose time was moved up to keep the output in order.
@@ -148,9 +176,15 @@ pub struct Summary {
 
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let protocol = match (self.format, self.protocol) {
+            (Format::Pcap | Format::Pcapng, Protocol::Mysql | Protocol::Tcp) => {
+                format!(" ({})", self.protocol.name())
+            }
+            _ => String::new(),
+        };
         write!(
             f,
-            "{}: {}, {}, {} over {:.3} s; ",
+            "{}{protocol}: {}, {}, {} over {:.3} s; ",
             self.format.name(),
             count(self.sessions, "session"),
             count(self.requests, "request"),
@@ -175,6 +209,20 @@ impl std::fmt::Display for Summary {
                 "{} skipped (ports {}{more}); ",
                 count(skipped, "flow"),
                 ports.join(", ")
+            )?;
+        }
+        if !self.unreadable.is_empty() {
+            let kinds: Vec<String> = self
+                .unreadable
+                .iter()
+                .map(|(kind, n)| format!("{kind} ×{n}"))
+                .collect();
+            let total: u64 = self.unreadable.iter().map(|(_, n)| n).sum();
+            write!(
+                f,
+                "{} unreadable ({}); ",
+                count(total, "connection"),
+                kinds.join(", ")
             )?;
         }
         if self.clamped > 0 {
@@ -239,10 +287,11 @@ pub fn import(
         ));
     }
     check_options(path, format, options)?;
+    let protocol = protocol(path, format, options, &head)?;
     let input = io::Cursor::new(head).chain(input);
 
     let write_error = |e| ImportError::io(path, "writing the sessions", e);
-    let mut writer = SessionsWriter::new(out).map_err(write_error)?;
+    let mut writer = SessionsWriter::with_protocol(out, protocol).map_err(write_error)?;
     writer
         .comment(&format!(
             "imported by tank import from {path} ({})",
@@ -252,6 +301,7 @@ pub fn import(
     let spill = Arc::new(SpillFile::new());
     let mut emitter = Emitter {
         writer,
+        tags: options.tag_by != TagBy::None,
         spill: Arc::clone(&spill),
         ids: HashMap::new(),
         labels: Labels::new(),
@@ -263,10 +313,10 @@ pub fn import(
     };
     let half = options.memory_budget / 2;
     let mut sorter = order::Sorter::new(half);
-    let mut skipped_ports = Vec::new();
+    let mut counted = twoway::Counted::default();
     let mut forgotten = 0;
-    match format {
-        Format::Pcap | Format::Pcapng => {
+    match (format, protocol) {
+        (Format::Pcap | Format::Pcapng, Protocol::Http) => {
             let mut capture =
                 capture::Capture::new(options.server_port, options.tag_by, half, spill);
             let mut emit = |item| emitter.emit(item);
@@ -274,12 +324,28 @@ pub fn import(
                 capture.packet(packet, path, &mut sorter, warnings, &mut emit)
             })?;
             forgotten = capture.forgotten();
-            skipped_ports = capture.finish(path, &mut sorter, warnings)?;
+            counted.skipped_ports = capture.finish(path, &mut sorter, warnings)?;
         }
-        Format::Access => {
+        (Format::Pcap | Format::Pcapng, Protocol::Mysql) => {
+            let port = options.mysql_port.unwrap_or(mysql::PORT);
+            let capture = twoway::Capture::new(mysql::Mysql { port });
+            let mut emit = |item| emitter.emit(item);
+            counted = two_way(capture, input, path, &mut sorter, warnings, &mut emit)?;
+        }
+        (Format::Pcap | Format::Pcapng, Protocol::Tcp) => {
+            let framed = framed::Framed {
+                framing: options.framing.clone().unwrap_or_default(),
+                server_port: options.server_port,
+            };
+            let capture = twoway::Capture::new(framed);
+            let mut emit = |item| emitter.emit(item);
+            counted = two_way(capture, input, path, &mut sorter, warnings, &mut emit)?;
+        }
+        (Format::SlowLog, _) => mysql::slowlog::import(input, path, &mut sorter, warnings)?,
+        (Format::Access, _) => {
             emitter.labels = access::import(input, path, options, &mut sorter, warnings)?;
         }
-        Format::Har => emitter.labels = har::import(input, path, options, &mut sorter)?,
+        (Format::Har, _) => emitter.labels = har::import(input, path, options, &mut sorter)?,
     }
     let clamped = sorter.clamped();
     let ordering = sorter
@@ -293,17 +359,101 @@ pub fn import(
     }
     Ok(Summary {
         format,
+        protocol,
         sessions: emitter.next_id,
         requests: emitter.requests,
         bytes: emitter.bytes,
         duration_us: emitter.last_offset_us,
-        skipped_ports,
+        skipped_ports: counted.skipped_ports,
+        unreadable: counted.unreadable,
         warnings: warnings.total(),
         clamped,
         forgotten,
         spilled_bytes: emitter.spill.spilled(),
         ordering,
     })
+}
+
+/// Read a pcap's packets both ways into `capture`.
+fn two_way<P: twoway::Protocol>(
+    mut capture: twoway::Capture<P>,
+    input: impl Read + Send,
+    path: &str,
+    sorter: &mut order::Sorter,
+    warnings: &mut Warnings,
+    emit: &mut impl FnMut(order::Item) -> Result<(), SortError>,
+) -> Result<twoway::Counted, ImportError> {
+    pcap::read(input, path, warnings, |packet, warnings| {
+        capture.packet(packet, path, sorter, warnings, emit)
+    })?;
+    capture.finish(path, sorter, warnings)
+}
+
+/// The protocol an import of `format` writes: a log's own, a capture's as
+/// the options say, else as its first connections show (see the crate docs).
+fn protocol(
+    path: &str,
+    format: Format,
+    options: &Options,
+    head: &[u8],
+) -> Result<Protocol, ImportError> {
+    let implied = match format {
+        Format::Access | Format::Har => Some(Protocol::Http),
+        Format::SlowLog => Some(Protocol::Mysql),
+        Format::Pcap | Format::Pcapng => None,
+    };
+    if let (Some(implied), Some(asked)) = (implied, options.protocol) {
+        if implied != asked {
+            return Err(ImportError::input(
+                path,
+                format!(
+                    "--protocol {}: a {} holds {} requests",
+                    asked.name(),
+                    format.name(),
+                    implied.name()
+                ),
+            ));
+        }
+    }
+    let by_options = options
+        .protocol
+        .or(options.framing.as_ref().map(|_| Protocol::Tcp))
+        .or(options.mysql_port.map(|_| Protocol::Mysql));
+    let protocol = implied.or(by_options).unwrap_or_else(|| {
+        if mysql::in_capture(head) {
+            Protocol::Mysql
+        } else {
+            Protocol::Http
+        }
+    });
+    let refuse = |option: &str, applies: &str| {
+        Err(ImportError::input(
+            path,
+            format!(
+                "{option} applies to {applies}, not to {} requests",
+                protocol.name()
+            ),
+        ))
+    };
+    match protocol {
+        Protocol::Mysql if options.server_port.is_some() => refuse(
+            "--server-port",
+            "HTTP and framed TCP captures (MySQL's is --mysql-port)",
+        ),
+        Protocol::Tcp if options.framing.is_none() => Err(ImportError::input(
+            path,
+            "--protocol tcp needs --framing (delimiter:BYTES or length:N): how the client's \
+             messages end"
+                .into(),
+        )),
+        Protocol::Http | Protocol::Tcp if options.mysql_port.is_some() => {
+            refuse("--mysql-port", "MySQL captures")
+        }
+        Protocol::Http | Protocol::Mysql if options.framing.is_some() => {
+            refuse("--framing", "framed TCP captures")
+        }
+        _ => Ok(protocol),
+    }
 }
 
 /// Refuse options that do not apply to `format` (none is silently ignored).
@@ -317,6 +467,12 @@ fn check_options(path: &str, format: Format, options: &Options) -> Result<(), Im
     };
     if options.server_port.is_some() && !pcap {
         return refuse("--server-port", "pcap and pcapng");
+    }
+    if options.mysql_port.is_some() && !pcap {
+        return refuse("--mysql-port", "pcap and pcapng");
+    }
+    if options.framing.is_some() && !pcap {
+        return refuse("--framing", "pcap and pcapng");
     }
     if format != Format::Access {
         if options.host.is_some() {
@@ -366,6 +522,8 @@ pub fn tag(by: TagBy, request: &[u8]) -> Vec<u8> {
 /// their first request, offsets times from the first request.
 struct Emitter<W: Write> {
     writer: SessionsWriter<W>,
+    /// Whether tags are written (`--tag none`: not).
+    tags: bool,
     /// Where spilled request bodies are read back from.
     spill: Arc<SpillFile>,
     ids: HashMap<u64, u64>,
@@ -400,8 +558,9 @@ impl<W: Write> Emitter<W> {
                 };
                 self.requests += 1;
                 self.bytes += bytes.len();
+                let tag = if self.tags { &tag[..] } else { &[] };
                 self.writer
-                    .request_start(id, offset, &tag, bytes.len())
+                    .request_start(id, offset, tag, bytes.len())
                     .map_err(SortError::Out)?;
                 let writer = &mut self.writer;
                 bytes.write_to(&self.spill, &mut |part| writer.request_part(part))?;

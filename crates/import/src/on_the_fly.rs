@@ -1,8 +1,10 @@
 //! A capture named where a sessions file is expected (`ammo_type = sessions`
-//! with `ammofile = traffic.pcap`, an access log or a HAR): imported with the
-//! default options into a temporary sessions file before the plan is made,
-//! so a replay needs no separate `tank import` step. The file lives as long
-//! as the [`Imported`] value and is removed with it.
+//! with `ammofile = traffic.pcap`, an access log, a HAR or a MySQL slow log):
+//! imported with the default options into a temporary sessions file before
+//! the plan is made, so a replay needs no separate `tank import` step. A pcap
+//! is read as the queue's gun speaks (`tank_type = mysql`: MySQL; `none`
+//! with a reply framing: that framing; else HTTP). The file lives as long as
+//! the [`Imported`] value and is removed with it.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter};
@@ -10,8 +12,10 @@ use std::path::Path;
 
 use tempfile::TempPath;
 
+use tank_config::{QueueConfig, ReplyFraming, TankType};
+
 use crate::detect::{detect, Format, HEAD};
-use crate::{import, ImportError, Options, Summary, Warnings};
+use crate::{import, ImportError, Options, Protocol, Summary, Warnings};
 
 /// A capture imported into a temporary sessions file.
 #[derive(Debug)]
@@ -28,16 +32,17 @@ impl Imported {
     }
 }
 
-/// Import `path` unless it already is a sessions file (`Ok(None)`).
-/// `headers` (the queue's `headers`, `Name: value`) go into the requests
-/// rebuilt from an access log, as yandex-tank's `access` ammo puts them; a
-/// pcap or HAR replays its requests as captured, so there they are a warning.
-/// Warnings go to `warnings`, as `tank import` reports them.
+/// Import `path` for `queue` unless it already is a sessions file (`Ok(None)`).
+/// The queue's `headers` (`Name: value`) go into the requests rebuilt from
+/// an access log, as yandex-tank's `access` ammo puts them; a pcap or HAR
+/// replays its requests as captured, so there they are a warning. Warnings
+/// go to `warnings`, as `tank import` reports them.
 pub fn import_capture(
     path: &Path,
-    headers: &[String],
+    queue: &QueueConfig,
     warnings: &mut Warnings,
 ) -> Result<Option<Imported>, ImportError> {
+    let headers = &queue.headers;
     let name = path.display().to_string();
     match tank_plan::sessions::is_sessions_file(path) {
         Ok(true) => return Ok(None),
@@ -53,6 +58,16 @@ pub fn import_capture(
         .map_err(|e| ImportError::io(&name, "reading", e))?;
     let format = detect(&head[..head.len().min(HEAD)]);
     let mut options = Options::default();
+    if matches!(format, Format::Pcap | Format::Pcapng) {
+        options.protocol = Some(match (queue.tank_type, &queue.reply_framing) {
+            (TankType::Mysql, _) => Protocol::Mysql,
+            (TankType::None, framing) if *framing != ReplyFraming::Close => {
+                options.framing = Some(framing.clone());
+                Protocol::Tcp
+            }
+            _ => Protocol::Http,
+        });
+    }
     if format == Format::Access {
         options.headers = headers.to_vec();
     } else if !headers.is_empty() {
@@ -81,12 +96,30 @@ mod tests {
         Warnings::new(0, Box::new(|_| {}))
     }
 
+    /// A replay queue with `options` (e.g. its `headers`).
+    fn queue(options: &str) -> QueueConfig {
+        let text = format!(
+            "[phantom]\naddress = 127.0.0.1:80\nammo_type = sessions\nammofile = x\n{options}"
+        );
+        tank_config::load_str(
+            &text,
+            tank_config::ConfigFormat::Ini,
+            Path::new("load.ini"),
+            &[],
+        )
+        .unwrap()
+        .queues
+        .remove(0)
+    }
+
     #[test]
     fn a_sessions_file_is_used_as_it_is() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.txt");
         std::fs::write(&path, "tank-sessions 1\nS 0 0 a\nR 1 0 0 \nx\nE 0 0\n").unwrap();
-        assert!(import_capture(&path, &[], &mut quiet()).unwrap().is_none());
+        assert!(import_capture(&path, &queue(""), &mut quiet())
+            .unwrap()
+            .is_none());
     }
 
     #[test]
@@ -99,10 +132,13 @@ mod tests {
              10.0.0.1 - - [10/Oct/2023:13:55:37 +0000] \"GET /b HTTP/1.1\" 200 5 \"-\" \"ua\"\n",
         )
         .unwrap();
-        let headers = ["Host: example.org".to_owned()];
-        let imported = import_capture(&path, &headers, &mut quiet())
-            .unwrap()
-            .unwrap();
+        let imported = import_capture(
+            &path,
+            &queue("headers = [Host: example.org]\n"),
+            &mut quiet(),
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(
             (imported.summary.sessions, imported.summary.requests),
             (1, 2)
@@ -121,7 +157,7 @@ mod tests {
     #[test]
     fn a_file_that_is_not_there_is_an_error_naming_it() {
         let error =
-            import_capture(Path::new("/nonexistent/x.pcap"), &[], &mut quiet()).unwrap_err();
+            import_capture(Path::new("/nonexistent/x.pcap"), &queue(""), &mut quiet()).unwrap_err();
         assert!(error.to_string().contains("/nonexistent/x.pcap"), "{error}");
     }
 
@@ -141,7 +177,7 @@ mod tests {
             5,
             Box::new(move |w| sink.lock().unwrap().push(w.to_owned())),
         );
-        let imported = import_capture(&path, &["Host: a".to_owned()], &mut warnings)
+        let imported = import_capture(&path, &queue("headers = [Host: a]\n"), &mut warnings)
             .unwrap()
             .unwrap();
         assert_eq!(imported.summary.requests, 0);

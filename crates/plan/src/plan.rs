@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tank_config::{LoadProfile, Places, QueueConfig, ReplayConnections};
+use tank_config::{Autocases, LoadProfile, Places, QueueConfig, ReplayConnections};
 
 use crate::error::{PlanError, Result};
 use crate::planned::PlannedCount;
@@ -297,6 +297,7 @@ impl Plan {
             ));
         };
         check_sessions_file(path)?;
+        check_protocol(queue, path)?;
         let passes = match queue.loop_count {
             -1 => Some(1),
             0 => None,
@@ -596,9 +597,147 @@ fn check_sessions_file(path: &std::path::Path) -> Result<()> {
     })
 }
 
+/// A sessions file is replayed only by the gun of its protocol, and only
+/// with the options that mean something for it.
+fn check_protocol(queue: &QueueConfig, path: &std::path::Path) -> Result<()> {
+    use crate::sessions::Protocol;
+    use tank_config::{ReplyFraming, TankType};
+    let protocol = crate::sessions::SessionsReader::open(path)?.protocol();
+    let (fits, guns) = match protocol {
+        Protocol::Http => (
+            matches!(queue.tank_type, TankType::Http | TankType::Http2),
+            "`tank_type = http` (or `http2`)",
+        ),
+        Protocol::Mysql => (queue.tank_type == TankType::Mysql, "`tank_type = mysql`"),
+        Protocol::Tcp => (queue.tank_type == TankType::None, "`tank_type = none`"),
+    };
+    let at = |key: &str, message: String| {
+        Err(PlanError::Located(Box::new(
+            queue.places.of(key).error(message),
+        )))
+    };
+    if !fits {
+        return at(
+            "tank_type",
+            format!(
+                "{} holds {} sessions (its first line says so), which {guns} replays; \
+                 this queue's gun speaks another protocol",
+                path.display(),
+                protocol.name(),
+            ),
+        );
+    }
+    if protocol != Protocol::Http && (queue.autocases != Autocases::Off || queue.enum_ammo) {
+        let key = if queue.enum_ammo {
+            "enum_ammo"
+        } else {
+            "autocases"
+        };
+        return at(
+            key,
+            format!(
+                "`{key}` makes tags of HTTP requests; {} sessions are replayed with the tags \
+                 the import gave them",
+                protocol.name()
+            ),
+        );
+    }
+    let per_request = matches!(
+        &queue.load_profile,
+        LoadProfile::Replay(replay) if replay.connections == ReplayConnections::PerRequest
+    );
+    if protocol == Protocol::Tcp && queue.reply_framing == ReplyFraming::Close && !per_request {
+        return at(
+            "tank_type",
+            format!(
+                "{} holds TCP sessions, whose requests go over one kept connection: the gun \
+                 must know where each reply ends (`reply_delimiter` or `reply_length_prefix`), \
+                 or each request must have a connection of its own (`replay_connections = \
+                 per_request`)",
+                path.display()
+            ),
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The plan of a replay queue written as `options`, of a sessions file
+    /// whose first line is `first_line`.
+    fn replay_plan(first_line: &str, options: &str) -> Result<Plan> {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = dir.path().join("s.txt");
+        std::fs::write(
+            &sessions,
+            format!("{first_line}\nS 0 0 c\nR 1 0 0 t\n\x0e\nE 0 0\n"),
+        )
+        .unwrap();
+        let text = format!(
+            "[phantom]\naddress = 127.0.0.1:1\nammo_type = sessions\nammofile = {}\n{options}",
+            sessions.display()
+        );
+        let config = tank_config::load_str(
+            &text,
+            tank_config::ConfigFormat::Ini,
+            std::path::Path::new("load.ini"),
+            &[],
+        )
+        .unwrap();
+        Plan::sharded(&config.queues[0], Shard::WHOLE)
+    }
+
+    #[test]
+    fn a_sessions_file_is_replayed_only_by_its_protocols_gun() {
+        let mysql = "tank-sessions 1 mysql";
+        let with_user = "[mysql]\nuser = u\n";
+        assert!(replay_plan(mysql, &format!("tank_type = mysql\n{with_user}")).is_ok());
+        let cases = [
+            (
+                mysql,
+                String::new(),
+                "[phantom] tank_type: ",
+                "holds mysql sessions",
+            ),
+            (
+                "tank-sessions 1",
+                format!("tank_type = mysql\n{with_user}"),
+                "tank_type",
+                "holds http sessions",
+            ),
+            (
+                mysql,
+                format!("tank_type = mysql\nautocases = 1\n{with_user}"),
+                "autocases",
+                "makes tags of HTTP",
+            ),
+            (
+                "tank-sessions 1 tcp",
+                "tank_type = none\n".into(),
+                "tank_type",
+                "where each reply ends",
+            ),
+        ];
+        for (first_line, options, key, expected) in cases {
+            let error = replay_plan(first_line, &options).err().unwrap().to_string();
+            assert!(
+                error.contains(key) && error.contains(expected),
+                "{first_line} {options}: {error}"
+            );
+        }
+        assert!(replay_plan(
+            "tank-sessions 1 tcp",
+            "tank_type = none\nreply_delimiter = \\n\n"
+        )
+        .is_ok());
+        assert!(replay_plan(
+            "tank-sessions 1 tcp",
+            "tank_type = none\nreplay_connections = per_request\n"
+        )
+        .is_ok());
+    }
 
     #[test]
     fn an_instances_schedule_times_only_its_starts() {

@@ -6,12 +6,18 @@
 //! connection, in order, each at its captured offset.
 //!
 //! ```text
-//! tank-sessions 1\n                                 first line: magic and version
+//! tank-sessions 1[ <protocol>]\n                   first line: magic, version, protocol
 //! # any text\n                                      a comment (import metadata); readers skip it
 //! S <id> <offset_us> <label>\n                      session <id> begins; its first request is at <offset_us>
 //! R <len> <offset_us> <id> <tag>\n<len bytes>\n     a request of session <id>, its bytes verbatim
 //! E <id> <offset_us>\n                              session <id> has no more requests
 //! ```
+//!
+//! The protocol says what the requests' bytes are ([`Protocol`]): HTTP/1.x
+//! requests when the first line names none (or `http`), MySQL commands
+//! (`mysql`: each request a command's payload, see `tank_mysql::command`), or
+//! the messages of a framed TCP protocol (`tcp`). A replay checks it against
+//! the gun, so a capture of one protocol is never fired as another.
 //!
 //! Offsets are µs from the capture's first request. Records are in
 //! nondecreasing offset order; a session's `S` comes before its first `R`
@@ -43,9 +49,6 @@ use crate::error::{PlanError, Result};
 /// A request buffer larger than this is not kept for smaller requests.
 const LARGE_BUFFER: usize = 1 << 20;
 
-/// The first line of every sessions file (without its line feed).
-pub const MAGIC: &str = "tank-sessions 1";
-
 /// The latest offset a sessions file may hold: 366 days, µs. Longer than any
 /// capture a replay is meant to reproduce (a year of access logs fits); an
 /// offset past it is a corrupt clock (a `$msec` of 10²⁰, a pcap timestamp
@@ -64,10 +67,44 @@ pub fn human_span(us: u64) -> String {
     }
 }
 
-/// Whether `head`, the first bytes of a file, starts a sessions file.
-pub fn is_sessions(head: &[u8]) -> bool {
+/// The first line of every sessions file (without its protocol and line feed).
+pub(crate) const MAGIC: &str = "tank-sessions 1";
+
+/// What a sessions file's requests are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// HTTP/1.x requests, verbatim (the first line names no protocol, or `http`).
+    #[default]
+    Http,
+    /// MySQL commands: each request a command's payload (`mysql`).
+    Mysql,
+    /// Messages of a framed TCP protocol, verbatim (`tcp`).
+    Tcp,
+}
+
+impl Protocol {
+    /// Its name on the first line (and in messages).
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http => "http",
+            Protocol::Mysql => "mysql",
+            Protocol::Tcp => "tcp",
+        }
+    }
+
+    /// The protocol the first line's `word` names.
+    pub fn from_name(word: &str) -> Option<Protocol> {
+        [Protocol::Http, Protocol::Mysql, Protocol::Tcp]
+            .into_iter()
+            .find(|p| p.name() == word)
+    }
+}
+
+/// Whether `head`, the first bytes of a file, starts a sessions file (of any
+/// protocol, known or not: [`SessionsReader::open`] tells which).
+pub(crate) fn is_sessions(head: &[u8]) -> bool {
     head.strip_prefix(MAGIC.as_bytes())
-        .is_some_and(|rest| matches!(rest.first(), None | Some(b'\n' | b'\r')))
+        .is_some_and(|rest| matches!(rest.first(), None | Some(b'\n' | b'\r' | b' ')))
 }
 
 /// Whether the file at `path` (plain or gzip) is a sessions file, by its
@@ -77,6 +114,28 @@ pub fn is_sessions_file(path: &Path) -> Result<bool> {
     let mut line = Vec::new();
     file.read_line(&mut line)?;
     Ok(is_sessions(&line))
+}
+
+/// The protocol a sessions file's first line names; an error naming the
+/// file for a protocol tank does not know.
+fn protocol_of(line: &[u8], path: &Path) -> Result<Protocol> {
+    let rest = trim_line_end(line.get(MAGIC.len()..).unwrap_or_default());
+    let word = rest.strip_prefix(b" ").unwrap_or(rest);
+    if word.is_empty() {
+        return Ok(Protocol::Http);
+    }
+    std::str::from_utf8(word)
+        .ok()
+        .and_then(Protocol::from_name)
+        .ok_or_else(|| PlanError::Ammo {
+            path: path.to_path_buf(),
+            offset: 0,
+            message: format!(
+                "a sessions file of protocol `{}`, which tank does not know: expected \
+                 `http` (or none), `mysql` or `tcp`",
+                show(word)
+            ),
+        })
 }
 
 /// One record of a sessions file, borrowed from the reader until the next.
@@ -135,9 +194,19 @@ pub struct SessionsWriter<W: Write> {
 }
 
 impl<W: Write> SessionsWriter<W> {
-    /// Start a sessions file on `out` (writes its first line).
-    pub fn new(mut out: W) -> io::Result<Self> {
+    /// Start a sessions file of HTTP requests on `out` (writes its first line).
+    pub fn new(out: W) -> io::Result<Self> {
+        Self::with_protocol(out, Protocol::Http)
+    }
+
+    /// Start a sessions file of `protocol`'s requests on `out` (writes its
+    /// first line; HTTP's names no protocol, as files before protocols did).
+    pub fn with_protocol(mut out: W, protocol: Protocol) -> io::Result<Self> {
         out.write_all(MAGIC.as_bytes())?;
+        if protocol != Protocol::Http {
+            out.write_all(b" ")?;
+            out.write_all(protocol.name().as_bytes())?;
+        }
         out.write_all(b"\n")?;
         Ok(SessionsWriter {
             out,
@@ -282,6 +351,7 @@ fn one_line(what: &str, text: &[u8]) -> io::Result<()> {
 /// after its `E` is therefore a new session.)
 pub struct SessionsReader {
     file: AmmoFile,
+    protocol: Protocol,
     line: Vec<u8>,
     tag: Vec<u8>,
     label: String,
@@ -309,8 +379,10 @@ impl SessionsReader {
                 ),
             });
         }
+        let protocol = protocol_of(&line, path)?;
         Ok(SessionsReader {
             file,
+            protocol,
             line,
             tag: Vec::new(),
             label: String::new(),
@@ -319,6 +391,11 @@ impl SessionsReader {
             open: HashSet::new(),
             record_start: 0,
         })
+    }
+
+    /// What its requests are (its first line says).
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
     }
 
     /// Start the file over (for `loop`).
@@ -371,6 +448,9 @@ impl SessionsReader {
                     )));
                 }
                 self.read_body(len)?;
+                if self.protocol == Protocol::Mysql {
+                    self.check_command()?;
+                }
                 Parsed::Request { id, offset_us }
             }
             b"E" => {
@@ -430,7 +510,7 @@ impl SessionsReader {
 
     /// Swap the last request's bytes with `other`'s: a replay keeps them
     /// without copying (one 300 MB request is one 300 MB buffer, not two).
-    pub fn swap_request_bytes(&mut self, other: &mut Vec<u8>) {
+    pub(crate) fn swap_request_bytes(&mut self, other: &mut Vec<u8>) {
         std::mem::swap(&mut self.bytes, other);
     }
 
@@ -457,6 +537,26 @@ impl SessionsReader {
                 show(other)
             ))),
         }
+    }
+
+    /// A MySQL request must be a command whose reply a replay can follow.
+    fn check_command(&self) -> Result<()> {
+        let Some(&byte) = self.bytes.first() else {
+            return Err(self.error(
+                "an empty request: a MySQL request is a command's payload, its first byte the \
+                 command"
+                    .into(),
+            ));
+        };
+        if tank_mysql::Command::from_byte(byte).is_none() {
+            return Err(self.error(format!(
+                "command 0x{byte:02x} (COM_{}) is not one a replay can follow: expected a \
+                 query, a prepared statement's, init_db, ping, quit or another command whose \
+                 reply tank frames",
+                tank_mysql::command::byte_name(byte)
+            )));
+        }
+        Ok(())
     }
 
     /// The number at the start of `text`, and what follows its space.

@@ -1,6 +1,7 @@
 //! tank-report: what a person reads after (and during) a run.
 //!
 //! * [`console`]: the live screen and the one-line-per-second form, as pure functions;
+//! * [`apiary`]: Apiary's statistics view (tallies, levels, series every interval);
 //! * [`summary`]: the final [`Summary`] (`summary.json`, `summary.txt`);
 //! * [`html`]: the single-file HTML report and the comparison page;
 //! * [`stream`]: `tank report`'s streaming core (phout → all of the above);
@@ -11,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+pub mod apiary;
 pub mod compare;
 pub mod console;
 pub mod html;

@@ -2,8 +2,13 @@
 
 use tank_stats::NetCode;
 
-/// The reason phrase of an HTTP status (empty for unusual ones; `0` means no HTTP response).
+/// The reason phrase of an HTTP status (empty for unusual ones; `0` means no
+/// HTTP response). A proto code from 1000 up is no HTTP status but a MySQL
+/// server's error number (`tank_type = mysql`): its name, when tank has one.
 pub fn http_reason(code: u16) -> &'static str {
+    if code >= 1000 {
+        return tank_mysql::errors::name(code);
+    }
     match code {
         0 => "no response",
         100 => "Continue",
@@ -52,6 +57,7 @@ mod tests {
     fn codes_have_names() {
         assert_eq!(http_reason(404), "Not Found");
         assert_eq!(http_reason(299), "");
+        assert_eq!(http_reason(1146), "no such table");
         assert_eq!(net_reason(110), "timed out");
         assert_eq!(net_reason(104), "connection reset by peer");
     }

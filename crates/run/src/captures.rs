@@ -56,7 +56,7 @@ pub fn import_captures(
                 let _ = tx.send(warning.to_owned());
             }),
         );
-        let result = import_capture(path, &queue.headers, &mut warnings);
+        let result = import_capture(path, queue, &mut warnings);
         drop(warnings);
         for warning in rx {
             notify(Notice::Warning(&format!(

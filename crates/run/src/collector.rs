@@ -6,8 +6,8 @@
 //! the second ends, however late the replies), busy instances, a replay's
 //! sessions, and monitoring. Each second that becomes final goes to the sinks:
 //! phout and `test_data.log`, the report's timeline, autostop (which stops the
-//! run when a criterion fires), the exporters, memcached's mcperf table, and
-//! the run's [`Observer`]. Memory stays flat: seconds are folded into totals.
+//! run when a criterion fires), the exporters, memcached's mcperf table,
+//! Apiary's view (`--apiary`), and the run's [`Observer`]. Memory stays flat: seconds are folded into totals.
 //!
 //! A write to an artifact that fails (a full disk, say) stops the run at once:
 //! the shots fired from then on could not be recorded. The thread keeps taking
@@ -21,6 +21,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tank_config::TestConfig;
 use tank_engine::{Active, Control, Engine, SessionTally, StartedSeconds};
+use tank_report::apiary::{ApiaryRow, ApiaryView};
 use tank_report::memcached::McperfLines;
 use tank_report::stream::files::JSON_LINES;
 use tank_results::{
@@ -83,6 +84,8 @@ pub struct Live {
     pub exports: Exports,
     /// mcperf's lines, for a run with a memcached queue.
     pub mcperf: Option<McperfLines>,
+    /// Apiary's statistics view, when asked for (`--apiary`).
+    pub apiary: Option<ApiaryView>,
 }
 
 /// What [`Live::new`] builds the thread's state from.
@@ -97,6 +100,7 @@ pub(crate) struct Parts<'a> {
     pub observer: Box<dyn Observer>,
     pub watch: Option<Watch>,
     pub exports: Exports,
+    pub apiary: Option<ApiaryView>,
 }
 
 impl Live {
@@ -152,6 +156,7 @@ impl Live {
             watch: parts.watch,
             exports: parts.exports,
             mcperf: memcached.then(McperfLines::default),
+            apiary: parts.apiary,
         })
     }
 }
@@ -193,6 +198,8 @@ pub struct Collected {
     pub sessions: Option<SessionCounts>,
     /// mcperf's lines, for a run with a memcached queue.
     pub mcperf: Option<McperfLines>,
+    /// Apiary's view over the run, when asked for.
+    pub apiary: Option<ApiaryRow>,
 }
 
 /// The moment the run was told to stop, and what was due by then.
@@ -233,6 +240,25 @@ impl SecondSink for ObserverSink {
     }
 }
 
+/// Apiary's view as a sink: each response counted, each finished second
+/// sampled with the replay's sessions as the results thread last read them.
+struct ApiarySink {
+    view: ApiaryView,
+    /// Sessions running and completed so far, when the run is a replay.
+    sessions: Option<(u64, u64)>,
+}
+
+impl SecondSink for ApiarySink {
+    fn response(&mut self, response: Response<'_>) {
+        self.view.response(response.measured());
+    }
+
+    fn second(&mut self, second: &SecondStats, _: SoFar<'_>) -> Result<(), SinkError> {
+        self.view.second(second, self.sessions);
+        Ok(())
+    }
+}
+
 /// Every sink of the live run.
 struct Sinks {
     phout: PhoutFile,
@@ -242,18 +268,24 @@ struct Sinks {
     mcperf: Option<McperfLines>,
     influx: Option<tank_export::influx::Influx>,
     prometheus: Option<tank_export::prometheus::Endpoint>,
+    apiary: Option<ApiarySink>,
     observer: ObserverSink,
 }
 
 impl Sinks {
     /// The sinks that look at single responses.
-    fn of_responses(&mut self) -> [&mut dyn SecondSink; 3] {
-        [&mut self.phout, &mut self.mcperf, &mut self.observer]
+    fn of_responses(&mut self) -> [&mut dyn SecondSink; 4] {
+        [
+            &mut self.phout,
+            &mut self.mcperf,
+            &mut self.apiary,
+            &mut self.observer,
+        ]
     }
 
     /// Every sink, in the order each second reaches them (the observer last:
     /// it shows what the others did, autostop's verdict included).
-    fn all(&mut self) -> [&mut dyn SecondSink; 8] {
+    fn all(&mut self) -> [&mut dyn SecondSink; 9] {
         [
             &mut self.phout,
             &mut self.json,
@@ -261,6 +293,7 @@ impl Sinks {
             &mut self.influx,
             &mut self.prometheus,
             &mut self.mcperf,
+            &mut self.apiary,
             &mut self.autostop,
             &mut self.observer,
         ]
@@ -300,6 +333,10 @@ impl Collector {
                 mcperf: live.mcperf,
                 influx: live.exports.influx,
                 prometheus: live.exports.prometheus,
+                apiary: live.apiary.map(|view| ApiarySink {
+                    view,
+                    sessions: None,
+                }),
                 observer: ObserverSink {
                     observer: live.observer,
                     batch: Vec::new(),
@@ -399,6 +436,10 @@ impl Collector {
                 .sessions
                 .map(|(now, peak)| SessionCounts { peak, ..now }),
             mcperf: self.sinks.mcperf.take(),
+            apiary: self.sinks.apiary.take().map(|sink| {
+                sink.view
+                    .finish(self.started.elapsed(), unix_us() / 1_000_000)
+            }),
         }
     }
 
@@ -436,6 +477,9 @@ impl Collector {
         }
         let peak = self.sessions.map_or(0, |(_, peak)| peak);
         self.sessions = Some((now, peak.max(now.peak)));
+        if let Some(apiary) = self.sinks.apiary.as_mut() {
+            apiary.sessions = Some((now.running, now.completed));
+        }
     }
 
     /// Take what monitoring collected: warnings to the observer, seconds to
@@ -476,6 +520,12 @@ impl Collector {
         }
         if let Some(reason) = self.sinks.autostop.take_fired() {
             self.stop_for(&reason);
+        }
+        if let Some(apiary) = self.sinks.apiary.as_mut() {
+            let now = self.started.elapsed();
+            if let Some((interval, before)) = apiary.view.tick(now, unix_us() / 1_000_000) {
+                self.sinks.observer.observer.apiary(interval, before);
+            }
         }
         let batch = std::mem::take(&mut self.sinks.observer.batch);
         if batch.is_empty() {

@@ -65,6 +65,9 @@ pub struct Spec {
     /// and starts its schedule there (`None`: a moment after it is ready). A
     /// start already past is an error, never a late start.
     pub start_at: Option<u64>,
+    /// Apiary's statistics view every this often (`None`: off): on the
+    /// observer's console and in summary.json (`tank_report::apiary`).
+    pub apiary: Option<std::time::Duration>,
 }
 
 impl Spec {
@@ -76,6 +79,7 @@ impl Spec {
             fail_on_warnings: false,
             shard: Shard::WHOLE,
             start_at: None,
+            apiary: None,
         }
     }
 }

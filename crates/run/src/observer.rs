@@ -86,6 +86,16 @@ pub trait Observer: Send {
     /// Something happened that the user must see now (most stop the run).
     fn notice(&mut self, notice: &Notice<'_>);
 
+    /// An interval of Apiary's view ended (`--apiary`): its statistics, and
+    /// the interval before (for the changes).
+    fn apiary(
+        &mut self,
+        interval: &tank_report::apiary::Interval,
+        before: Option<&tank_report::apiary::Interval>,
+    ) {
+        let _ = (interval, before);
+    }
+
     /// `[memcached] preload` of queue `queue` has set `done` of `total` records.
     fn preload(&mut self, queue: &str, done: u64, total: u64) {
         let _ = (queue, done, total);

@@ -272,6 +272,15 @@ fn summarize(
         sessions,
         pool: facts.replay_pool,
     });
+    summary.apiary = collected.apiary.take();
+    for queue in &report.queues {
+        if let Some(problem) = &queue.problem {
+            summary.warnings.push(format!(
+                "[{}] {problem}: the requests that met it have net code 71",
+                queue.name
+            ));
+        }
+    }
     log_monitoring(&mut summary, collected.watched.as_ref(), artifacts);
     add_exports_and_failures(
         &mut summary,

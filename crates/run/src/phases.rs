@@ -118,7 +118,7 @@ impl Prepared {
             start_unix_us: clock.start_unix_us,
         });
         let (samples, collector) = start_results(
-            config,
+            &spec,
             &engine,
             &artifacts,
             clock.start_unix_us,
@@ -318,9 +318,9 @@ fn start_clock(
 /// Start the results thread: it takes the samples off the shooters (the sink
 /// returned) and drives the results pipeline: phout and `test_data.log`,
 /// autostop (stopping the run through `control`), monitoring, the exports,
-/// and each finished second shown to `observer`.
+/// Apiary's view (`--apiary`), and each finished second shown to `observer`.
 fn start_results(
-    config: &TestConfig,
+    spec: &Spec,
     engine: &Engine,
     artifacts: &Artifacts,
     start_unix_us: u64,
@@ -328,6 +328,22 @@ fn start_results(
     control: Control,
     mut observer: Box<dyn Observer>,
 ) -> Result<(SampleSink, JoinHandle<Collected>), RunError> {
+    let config = &spec.config;
+    let apiary = spec.apiary.map(|interval| {
+        let codes = config
+            .queues
+            .iter()
+            .map(|queue| match queue.tank_type {
+                tank_config::TankType::Mysql => tank_report::apiary::Codes::Mysql,
+                tank_config::TankType::None => tank_report::apiary::Codes::None,
+                tank_config::TankType::Http
+                | tank_config::TankType::Http2
+                | tank_config::TankType::Grpc
+                | tank_config::TankType::Memcached => tank_report::apiary::Codes::Http,
+            })
+            .collect();
+        tank_report::apiary::ApiaryView::new(interval, codes, std::time::Duration::ZERO)
+    });
     let live = collector::Live::new(collector::Parts {
         config,
         engine,
@@ -338,6 +354,7 @@ fn start_results(
         watch: start_watch(config, artifacts, &mut *observer)?,
         exports: start_exports(config, artifacts)?,
         observer,
+        apiary,
     })?;
     let (samples, sample_rx) = SampleSink::new(SAMPLE_QUEUE);
     let collector = collector::spawn(sample_rx, live).map_err(io("starting the results thread"))?;

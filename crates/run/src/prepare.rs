@@ -158,6 +158,18 @@ impl Prepared {
             .map(|error| error.to_string())
             .collect()
     }
+
+    /// What the guns read from the environment when the run starts (a MySQL
+    /// `password_env`) and is not in this one, each a message naming the
+    /// option. A run fails on it; `tank plan` only warns (the config may be
+    /// fired elsewhere).
+    pub fn missing_environment(&self) -> Vec<String> {
+        self.queues
+            .iter()
+            .filter_map(|queue| queue.check_environment().err())
+            .map(|error| error.to_string())
+            .collect()
+    }
 }
 
 /// The plan facts said before a run: a closed model only its ammo ends, and

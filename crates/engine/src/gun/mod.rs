@@ -51,13 +51,16 @@
 //!   replayed session ended); the next request connects anew.
 //!
 //! Members: [`wire`] (HTTP/1.x, plain TCP, memcached: replies come back in
-//! request order on the connection) and [`h2`] (HTTP/2 and gRPC: streams
-//! multiplexed over few connections). A new protocol is a new module, a new
+//! request order on the connection), [`h2`] (HTTP/2 and gRPC: streams
+//! multiplexed over few connections) and [`mysql`] (a login after
+//! connecting, then commands; see there why it is not a wire protocol). A new
+//! protocol is a new module, a new
 //! variant of [`Guns`] and an arm in [`GunSpec::check`], [`GunSpec::resolve`] and
 //! `queue::run`.
 
 pub mod h2;
 pub(crate) mod measure;
+pub mod mysql;
 pub mod wire;
 
 use std::future::Future;
@@ -65,7 +68,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tank_config::{QueueConfig, TankType, ORIGIN_ADDRESS};
+use tank_config::{Password, QueueConfig, TankType, ORIGIN_ADDRESS};
 use tank_stats::Measured;
 use tokio::time::Instant;
 
@@ -73,6 +76,7 @@ use crate::io_threads::IoThread;
 use crate::{http, target, tls, EngineError};
 
 pub use self::h2::{H2Barrel, H2Gun};
+pub use mysql::{MysqlBarrel, MysqlGun};
 pub use wire::{Protocol, WireBarrel, WireGun};
 
 /// Where an instance runs: what a gun needs to decide which connection its
@@ -135,6 +139,9 @@ pub struct GunSpec {
     /// HTTP/2's options, for `tank_type = http2` and `grpc` (then `protocol`
     /// is not used).
     h2: Option<self::h2::Settings>,
+    /// `tank_type = mysql`'s login (then `protocol` is not used); its
+    /// password is read when the gun is resolved (`password_env`).
+    mysql: Option<MysqlLogin>,
     /// Where `address` was written, for resolution errors.
     address_at: tank_config::OptionPlace,
 }
@@ -167,7 +174,10 @@ impl GunSpec {
                 port,
             }
         };
-        let tls = if queue.ssl {
+        // MySQL starts TLS inside its handshake: `[mysql] ssl` (the config
+        // refuses `ssl` on such a queue).
+        let ssl = queue.ssl || queue.mysql.as_ref().is_some_and(|m| m.ssl);
+        let tls = if ssl {
             let options = tls::TlsOptions {
                 verify: queue.ssl_verify,
                 client_certificate: queue.client_certificate.clone(),
@@ -181,8 +191,24 @@ impl GunSpec {
         let limits = http::limits(queue.reply_limits);
         let protocol = match queue.tank_type {
             TankType::Http | TankType::Http2 | TankType::Grpc => Protocol::Http(limits),
-            TankType::None => Protocol::Tcp,
+            TankType::None => Protocol::Tcp(wire::tcp::Framing::from(&queue.reply_framing)),
             TankType::Memcached => Protocol::Memcached,
+            // Not a wire protocol: see `mysql`.
+            TankType::Mysql => Protocol::Tcp(wire::tcp::Framing::Close),
+        };
+        let mysql = match (&queue.mysql, queue.tank_type) {
+            (Some(config), TankType::Mysql) => Some(MysqlLogin {
+                user: config.user.clone(),
+                password: config.password.clone(),
+                database: config.database.clone(),
+            }),
+            (None, TankType::Mysql) => {
+                return Err(at(
+                    "tank_type",
+                    "`tank_type = mysql` needs the [mysql] section".into(),
+                ))
+            }
+            _ => None,
         };
         let h2 = queue.tank_type.is_http2().then(|| self::h2::Settings {
             kind: if queue.tank_type == TankType::Grpc {
@@ -197,6 +223,7 @@ impl GunSpec {
         Ok(GunSpec {
             address,
             ssl: queue.ssl,
+            mysql,
             tls,
             protocol,
             timeout: queue.timeout,
@@ -230,6 +257,20 @@ impl GunSpec {
 
     /// The gun that fires: its target resolved (see [`GunSpec::target`]).
     pub(crate) fn resolve(&self, origin: Option<SocketAddr>) -> Result<Guns, EngineError> {
+        if let Some(login) = &self.mysql {
+            let credentials = mysql::Credentials {
+                user: login.user.clone(),
+                password: login.password()?,
+                database: login.database.clone(),
+            };
+            return Ok(Guns::Mysql(Arc::new(MysqlGun::new(
+                self.target(origin)?,
+                self.tls.clone(),
+                credentials,
+                self.timeout,
+                self.sources.clone(),
+            ))));
+        }
         if let Some(h2) = &self.h2 {
             return Ok(Guns::H2(Arc::new(H2Gun::new(
                 self.target(origin)?,
@@ -251,12 +292,50 @@ impl GunSpec {
     }
 }
 
+impl GunSpec {
+    /// Whether what the gun reads from the environment when it is resolved
+    /// (a MySQL `password_env`) is there now: an error naming the option
+    /// when not. A run fails on it when it starts; `tank plan` only warns.
+    pub fn environment(&self) -> Result<(), EngineError> {
+        match &self.mysql {
+            Some(login) => login.password().map(drop),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `[mysql]` as a gun reads it.
+#[derive(Debug, Clone)]
+struct MysqlLogin {
+    user: String,
+    password: Password,
+    database: Option<String>,
+}
+
+impl MysqlLogin {
+    /// The password: written, or from the environment variable `password_env` names.
+    fn password(&self) -> Result<String, EngineError> {
+        match &self.password {
+            Password::Literal(password) => Ok(password.clone()),
+            Password::Env { name, place } => std::env::var(name).map_err(|_| {
+                EngineError::Option(place.error(format!(
+                    "the environment variable `{name}` is not set (or not UTF-8): expected \
+                     it to hold the password"
+                )))
+            }),
+        }
+    }
+}
+
 /// The gun a queue's `tank_type` asks for, ready to fire.
+#[derive(Clone)]
 pub(crate) enum Guns {
     /// `http`, `none` and `memcached`: see [`wire`].
     Wire(Arc<WireGun>),
     /// `http2` and `grpc`: see [`h2`].
     H2(Arc<H2Gun>),
+    /// `mysql`: see [`mysql`].
+    Mysql(Arc<MysqlGun>),
 }
 
 impl Guns {
@@ -265,6 +344,7 @@ impl Guns {
         match self {
             Guns::Wire(gun) => gun.endpoint(),
             Guns::H2(gun) => gun.endpoint(),
+            Guns::Mysql(gun) => gun.endpoint(),
         }
     }
 
@@ -272,7 +352,7 @@ impl Guns {
     pub(crate) fn grpc_statuses(&self) -> Option<Arc<self::h2::StatusTally>> {
         match self {
             Guns::H2(gun) => gun.grpc_statuses(),
-            Guns::Wire(_) => None,
+            Guns::Wire(_) | Guns::Mysql(_) => None,
         }
     }
 
@@ -281,6 +361,16 @@ impl Guns {
         match self {
             Guns::Wire(gun) => gun.timeout(),
             Guns::H2(gun) => gun.timeout(),
+            Guns::Mysql(gun) => gun.timeout(),
+        }
+    }
+
+    /// What the gun found that no row explains (a login it cannot complete),
+    /// for the run to say once.
+    pub(crate) fn problem(&self) -> Option<String> {
+        match self {
+            Guns::Wire(_) | Guns::H2(_) => None,
+            Guns::Mysql(gun) => gun.problem(),
         }
     }
 }

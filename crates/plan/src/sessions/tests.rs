@@ -221,3 +221,55 @@ const SEEDS: [&[u8]; 2] = [
     b"tank-sessions 1\n# c\nS 0 0 a>b\nR 3 0 0 /\nGET\nS 1 7 c\nR 1 7 1 \nx\nE 0 0\nE 1 7\n",
     b"tank-sessions 1\nS 5 0 \nR 5 10 5 t\na\nb\nc\nR 0 11 5 t\n\n",
 ];
+
+#[test]
+fn the_first_line_names_the_protocol_and_http_is_the_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.txt");
+    let mut writer = SessionsWriter::with_protocol(Vec::new(), Protocol::Mysql).unwrap();
+    writer.begin(0, 0, "c").unwrap();
+    let bytes = writer.finish().unwrap();
+    assert!(bytes.starts_with(b"tank-sessions 1 mysql\nS 0 0 c\n"));
+    for (text, protocol) in [
+        (&bytes[..], Protocol::Mysql),
+        (b"tank-sessions 1\n", Protocol::Http),
+        (b"tank-sessions 1 http\r\n", Protocol::Http),
+        (b"tank-sessions 1 tcp\n", Protocol::Tcp),
+    ] {
+        assert!(is_sessions(text));
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(SessionsReader::open(&path).unwrap().protocol(), protocol);
+    }
+    std::fs::write(&path, b"tank-sessions 1 smtp\n").unwrap();
+    let error = SessionsReader::open(&path).err().unwrap().to_string();
+    assert!(
+        error.contains("byte 0: a sessions file of protocol `smtp`"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_mysql_request_that_is_no_command_is_a_located_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.txt");
+    let head = "tank-sessions 1 mysql\nS 0 0 c\nR 9 0 0 SELECT\n\x03SELECT 1\n";
+    for (tail, expected) in [
+        (
+            "R 2 0 0 x\n\x11u\n",
+            "command 0x11 (COM_CHANGE_USER) is not one a replay can follow",
+        ),
+        ("R 0 0 0 x\n\n", "an empty request"),
+    ] {
+        std::fs::write(&path, format!("{head}{tail}")).unwrap();
+        let mut reader = SessionsReader::open(&path).unwrap();
+        let error = loop {
+            match reader.next_record() {
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("{tail:?} read to the end"),
+                Err(error) => break error.to_string(),
+            }
+        };
+        assert!(error.contains(expected), "{error}");
+        assert!(error.contains(&format!("byte {}:", head.len())), "{error}");
+    }
+}

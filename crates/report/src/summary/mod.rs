@@ -64,6 +64,9 @@ pub struct Summary {
     /// A replay's sessions (`ammo_type = sessions`), when the run was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayRow>,
+    /// Apiary's statistics view, every interval (`tank -c … --apiary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apiary: Option<crate::apiary::ApiaryRow>,
     /// Why autostop stopped the run, if it did.
     pub autostop: Option<AutostopRow>,
     /// How the run was stopped before its plan ended, if it was (`None` also
@@ -408,6 +411,7 @@ impl Summary {
         Summary {
             meta,
             replay: None,
+            apiary: None,
             duration_s,
             active_s,
             start_unix_s: totals.span.map(|(first, _)| first),

@@ -27,7 +27,7 @@ use std::task::{Context, Poll, Waker};
 use tokio::time::{Instant, Sleep};
 
 /// The deadline of the shot a barrel is firing.
-pub(super) struct Budget {
+pub(in crate::gun) struct Budget {
     /// Armed for a deadline no later than `deadline`.
     sleep: Pin<Box<Sleep>>,
     /// The current shot's deadline.
@@ -39,7 +39,7 @@ pub(super) struct Budget {
 impl Budget {
     /// A budget ending at `deadline`. Make it on the runtime that polls the
     /// waits (the barrel's I/O thread): its timer belongs to that runtime.
-    pub(super) fn new(deadline: Instant) -> Budget {
+    pub(in crate::gun) fn new(deadline: Instant) -> Budget {
         Budget {
             sleep: Box::pin(tokio::time::sleep_until(deadline)),
             deadline,
@@ -60,7 +60,7 @@ impl Budget {
     /// `wait`'s output, or `None` when the deadline passes first. `wait` is
     /// polled before the timer, so one that is ready at once never waits for
     /// the timer, even when the deadline has passed.
-    pub(super) async fn within<F: Future>(&mut self, wait: F) -> Option<F::Output> {
+    pub(in crate::gun) async fn within<F: Future>(&mut self, wait: F) -> Option<F::Output> {
         let mut wait = pin!(wait);
         std::future::poll_fn(|cx| {
             if let Poll::Ready(output) = wait.as_mut().poll(cx) {

@@ -28,11 +28,11 @@ pub(crate) enum Conn {
 thread_local! {
     /// Reads land here and are parsed at once, so an instance waiting for a
     /// slow reply holds no buffer of its own, over TCP and TLS alike.
-    pub(super) static READ_BUFFER: RefCell<Vec<u8>> = RefCell::new(vec![0; 64 * 1024]);
+    pub(in crate::gun) static READ_BUFFER: RefCell<Vec<u8>> = RefCell::new(vec![0; 64 * 1024]);
 }
 
 /// Why writing a request stopped short.
-pub(super) enum WriteError {
+pub(in crate::gun) enum WriteError {
     /// The budget ran out.
     Timeout,
     /// The socket failed after `written` bytes.
@@ -75,9 +75,29 @@ pub(crate) async fn connect(
 }
 
 impl Conn {
+    /// Start TLS on a plain connection that has agreed to it in its own
+    /// protocol (MySQL's SSL request): `host` names the server.
+    pub(in crate::gun) async fn start_tls(
+        self,
+        connector: &TlsConnector,
+        host: &str,
+    ) -> Result<Conn, NetCode> {
+        match self {
+            Conn::Tcp(stream) => {
+                let name = tls::server_name(b"", host).map_err(|_| NetCode::PROTOCOL)?;
+                let stream = connector
+                    .connect(name, stream)
+                    .await
+                    .map_err(|e| netcode::of_io(&e))?;
+                Ok(Conn::Tls(Box::new(stream)))
+            }
+            tls @ Conn::Tls(_) => Ok(tls),
+        }
+    }
+
     /// Write `request` whole within `budget`; `sent` learns each byte count
     /// as it grows (so a failure still says how much went out).
-    pub(super) async fn write_all(
+    pub(in crate::gun) async fn write_all(
         &mut self,
         request: &[u8],
         budget: &mut Budget,
@@ -132,7 +152,7 @@ impl Conn {
 
     /// Read what has arrived into the thread's buffer and hand it to `take`;
     /// `Ok(None)` at the end of the stream, `Err(None)` when the budget ran out.
-    pub(super) async fn read<T>(
+    pub(in crate::gun) async fn read<T>(
         &mut self,
         budget: &mut Budget,
         take: impl FnMut(&[u8]) -> T,

@@ -1,6 +1,6 @@
 //! The wire family: protocols whose replies come back in request order on a
-//! connection — HTTP/1.x ([`Protocol::Http`], `http.rs`), plain TCP
-//! ([`Protocol::Tcp`], `tcp.rs`) and memcached's ASCII protocol
+//! connection — HTTP/1.x ([`Protocol::Http`], `http.rs`), plain TCP, its
+//! replies ended by the close or framed ([`Protocol::Tcp`], [`tcp`]) and memcached's ASCII protocol
 //! ([`Protocol::Memcached`], [`memcached`]). A barrel fires one request over a
 //! kept connection and measures it, as phantom's instance does: connect →
 //! send → first byte → last byte.
@@ -31,19 +31,18 @@
 //! OPTIONS, TRACE). A POST may have been acted on before the server closed, so
 //! it is never sent twice; its row has the failure's net code (the errno, or 71
 //! for a close without a reply). The plain TCP gun never resends: the bytes'
-//! meaning is unknown, and its connections carry one request anyway (the reply
-//! runs to the close). How many times the request went out is in the shot's
+//! meaning is unknown. How many times the request went out is in the shot's
 //! `sends`; its sizes, codes and phases are the last attempt's.
 //!
 //! With `depth = N` (memcached over plain TCP), up to N barrels on one I/O
 //! thread share a connection, each with a request in flight (`pipeline.rs`).
 
-mod budget;
+pub(crate) mod budget;
 pub(crate) mod conn;
 mod http;
 pub mod memcached;
 mod pipeline;
-mod tcp;
+pub mod tcp;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -67,8 +66,9 @@ use conn::{Conn, WriteError};
 pub enum Protocol {
     /// HTTP/1.x, replies read within phantom's limits.
     Http(Limits),
-    /// Plain TCP (`tank_type = none`): bytes out, then bytes in until the server closes.
-    Tcp,
+    /// Plain TCP (`tank_type = none`): bytes out, then bytes in until the
+    /// reply's framing says it ended (by default, the server's close).
+    Tcp(tcp::Framing),
     /// memcached's ASCII protocol (`tank_type = memcached`): the request's
     /// commands say which replies to read; see [`memcached`] for the codes.
     Memcached,
@@ -79,7 +79,7 @@ impl Protocol {
     fn reply(self, request: &[u8]) -> Reply {
         match self {
             Protocol::Http(limits) => Reply::Http(http::HttpReply::new(limits, request)),
-            Protocol::Tcp => Reply::Tcp(tcp::TcpReply),
+            Protocol::Tcp(framing) => Reply::Tcp(tcp::TcpReply::new(framing)),
             Protocol::Memcached => Reply::Memcached(memcached::McReply::new(request)),
         }
     }
@@ -87,7 +87,7 @@ impl Protocol {
     fn may_resend(self, request: &[u8]) -> bool {
         match self {
             Protocol::Http(_) => http::may_resend(request),
-            Protocol::Tcp => false,
+            Protocol::Tcp(_) => false,
             Protocol::Memcached => memcached::may_resend(request),
         }
     }

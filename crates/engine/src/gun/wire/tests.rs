@@ -247,7 +247,6 @@ fn a_pipelined_request_past_its_budget_fails_the_ones_behind_it() {
 
 #[test]
 fn pipelined_requests_queued_together_go_out_in_one_write_and_land_each_in_its_slot() {
-    use tokio::io::AsyncReadExt;
     block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -326,5 +325,55 @@ fn pipelined_requests_queued_together_go_out_in_one_write_and_land_each_in_its_s
                 row.interval_real_us
             );
         }
+    });
+}
+
+#[test]
+fn framed_tcp_replies_keep_the_connection_for_the_next_request() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&accepted);
+        // Answers each NUL-ended message with `ok:<message>\0`.
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let mut message = Vec::new();
+                let mut byte = [0u8; 1];
+                while let Ok(1) = stream.read(&mut byte).await {
+                    if byte[0] != 0 {
+                        message.push(byte[0]);
+                        continue;
+                    }
+                    let mut reply = b"ok:".to_vec();
+                    reply.append(&mut message);
+                    reply.push(0);
+                    let _ = stream.write_all(&reply).await;
+                }
+            }
+        });
+        let target = Target {
+            addr,
+            host: "127.0.0.1".into(),
+        };
+        let framing = tcp::Framing::from(&tank_config::ReplyFraming::Delimiter(vec![0]));
+        let mut barrel = Arc::new(WireGun::new(
+            target,
+            None,
+            Protocol::Tcp(framing),
+            Duration::from_secs(5),
+            Vec::new(),
+        ))
+        .instance(0);
+        for message in [&b"{\"count\":1}\0"[..], b"{\"count\":2}\0"] {
+            let shot = barrel.fire(message, Instant::now(), None).await;
+            assert_eq!(
+                (shot.net_code, shot.size_in),
+                (NetCode::OK, message.len() as u64 + 3)
+            );
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
     });
 }

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# MySQL replay benchmarks (issue 29), each against a MariaDB of its own (Debian's
+# mariadb-server, a temporary datadir on a free loopback port, removed at the end):
+#
+#   arrivals  A sessions file of SESSIONS connections sending 5,000 queries/s together for
+#             SECONDS (`SELECT <offset> /*arrival*/`: each query's text is its captured
+#             offset), replayed by `tank -c` (tank_type = mysql). Each query's arrival is its
+#             row in the server's general log (log_output = TABLE, microseconds); its error
+#             is the arrival minus its offset, the two clocks aligned by the median of those
+#             differences. Goal: error p99 <= 1 ms.
+#   cpu       sysbench's oltp_point_select (Debian's sysbench: THREADS threads, prepared
+#             statements, SECONDS) beside a replay of the same number of point selects
+#             over THREADS sessions, each a prepare then executes back to back (all due at
+#             once: a closed loop like sysbench's threads). CPU seconds (user + system, from
+#             /usr/bin/time) per query of each. Goal: tank's <= sysbench's.
+#   import    `tank import` of a generated MySQL pcap (benches/mysql/gen.py pcap, SIZE_MB,
+#             CONNECTIONS interleaved): MB/s and peak RSS, the import checked lossless.
+#             Goal: >= 300 MB/s in flat memory (run two sizes to see RSS not grow).
+#
+#   benches/mysql/run.sh [--quick] [arrivals] [cpu] [import]     (default: all three)
+#   TANK=target/debug/tank benches/mysql/run.sh --quick          (a smoke check, no release build)
+#
+# Defaults: arrivals 200 sessions for 20 s; cpu 8 threads for 20 s on 100,000 rows; import
+# 1,000 MB over 2,000 connections. --quick: 50 sessions, 500 queries/s for 5 s; 2 threads for
+# 3 s on 10,000 rows; 50 MB. Needs mariadb-server, mariadb-client, sysbench, python3,
+# /usr/bin/time. Prints a markdown table per part.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+quick=0 parts=()
+for arg in "$@"; do
+    case "$arg" in
+        --quick) quick=1 ;;
+        arrivals | cpu | import) parts+=("$arg") ;;
+        *) echo "usage: $0 [--quick] [arrivals] [cpu] [import]" >&2; exit 2 ;;
+    esac
+done
+[ ${#parts[@]} -eq 0 ] && parts=(arrivals cpu import)
+if [ "$quick" = 1 ]; then
+    sessions=50 rate=500 seconds=5 threads=2 cpu_seconds=3 rows=10000 size_mb=50 connections=200
+else
+    sessions=200 rate=5000 seconds=20 threads=8 cpu_seconds=20 rows=100000 size_mb=1000 connections=2000
+fi
+if [ -n "${TANK:-}" ]; then
+    tank=$(realpath "$TANK")
+else
+    cargo build --release --quiet --bin tank
+    tank=$PWD/target/release/tank
+fi
+work=$(mktemp -d)
+server_pid=''
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+user_opt=()
+[ "$(id -u)" = 0 ] && user_opt=(--user=root)
+
+# A MariaDB on a free port with a `bench` user; extra server options in "$@".
+start_mariadb() {
+    stop_mariadb
+    rm -rf "$work/data"
+    mariadb-install-db --no-defaults --datadir="$work/data" --auth-root-authentication-method=normal \
+        --skip-test-db "${user_opt[@]}" --innodb-log-file-size=16M > "$work/install.log" 2>&1
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    mariadbd --no-defaults --datadir="$work/data" --port="$port" --bind-address=127.0.0.1 \
+        --socket="$work/sock" --pid-file="$work/pid" "${user_opt[@]}" --skip-name-resolve \
+        --skip-log-bin --performance-schema=OFF --max-connections=2000 \
+        --innodb-buffer-pool-size=256M "$@" > "$work/server.log" 2>&1 &
+    server_pid=$!
+    for _ in $(seq 600); do [ -S "$work/sock" ] && break; sleep 0.1; done
+    sql "CREATE USER 'bench'@'%' IDENTIFIED BY 'bench'; GRANT ALL ON *.* TO 'bench'@'%';
+         CREATE DATABASE bench; CREATE DATABASE sbtest;"
+}
+stop_mariadb() {
+    if [ -n "$server_pid" ]; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+        server_pid=''
+    fi
+}
+sql() { mariadb --no-defaults --socket="$work/sock" -uroot -N -B -e "SET SESSION sql_log_off = 1; $1"; }
+replay_config() {
+    cat > "$work/load.ini" <<INI
+[phantom]
+address = 127.0.0.1:$port
+tank_type = mysql
+ammo_type = sessions
+ammofile = $1
+timeout = 10s
+[mysql]
+user = bench
+password = bench
+INI
+}
+
+arrivals() {
+    python3 benches/mysql/gen.py arrivals "$work/arrivals.sessions" "$sessions" "$rate" "$seconds"
+    start_mariadb --general-log=1 --log-output=TABLE
+    replay_config "$work/arrivals.sessions"
+    (cd "$work" && /usr/bin/time -f "%U %S %M" -o time.txt "$tank" -c load.ini --quiet > summary.txt 2> err.txt) \
+        || { cat "$work/err.txt"; exit 1; }
+    sql "SELECT argument, UNIX_TIMESTAMP(event_time) * 1000000 FROM mysql.general_log
+         WHERE command_type = 'Query' AND argument LIKE 'SELECT % /*arrival*/'" > "$work/arrivals.log"
+    stop_mariadb
+    read -r user sys rss_kb < "$work/time.txt"
+    run=$(ls -d "$work"/logs/*/ | tail -1)
+    echo
+    echo "## MySQL replay accuracy: $sessions sessions, $rate queries/s for ${seconds}s, measured in the general log"
+    echo
+    python3 - "$work/arrivals.log" "$run/summary.json" "$user" "$sys" "$rss_kb" "$((rate * seconds))" <<'PY'
+import json, sys
+log, summary, user, sys_s, rss_kb, planned = sys.argv[1:]
+rows = []
+for line in open(log):
+    text, at = line.rstrip("\n").split("\t")
+    rows.append((int(text.split()[1]), int(float(at))))
+diffs = sorted(at - offset for offset, at in rows)
+median = diffs[len(diffs) // 2]
+errors = sorted(abs(d - median) for d in diffs)
+pick = lambda q: errors[min(len(errors) - 1, int(q * len(errors)))] / 1000.0
+lag = {row["q"]: row["lag_ms"] for row in json.load(open(summary))["quantiles"]}
+print("| planned | arrived | error p50 ms | error p99 ms | error p99.9 ms | error max ms | tank lag p99 ms | tank CPU s | tank RSS MiB |")
+print("|---|---|---|---|---|---|---|---|---|")
+print("| %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %d |" % (
+    planned, len(rows), pick(0.5), pick(0.99), pick(0.999), errors[-1] / 1000.0,
+    lag.get(99.0) or 0.0, float(user) + float(sys_s), int(rss_kb) // 1024))
+PY
+    rm -rf "$work/logs"
+}
+
+cpu() {
+    start_mariadb
+    local sb=(sysbench oltp_point_select --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port"
+        --mysql-user=bench --mysql-password=bench --mysql-db=sbtest --tables=1 --table-size="$rows")
+    "${sb[@]}" prepare > "$work/prepare.log"
+    /usr/bin/time -f "%U %S" -o "$work/sb-time.txt" "${sb[@]}" --threads="$threads" --time="$cpu_seconds" run \
+        > "$work/sysbench.log"
+    read -r sb_user sb_sys < "$work/sb-time.txt"
+    sb_queries=$(awk '/queries:/ { print $2; exit }' "$work/sysbench.log")
+    sb_wall=$(awk '/total time:/ { sub("s", "", $3); print $3; exit }' "$work/sysbench.log")
+    python3 benches/mysql/gen.py points "$work/points.sessions" "$threads" "$((sb_queries / threads))" "$rows"
+    replay_config "$work/points.sessions"
+    (cd "$work" && /usr/bin/time -f "%U %S %e" -o tank-time.txt "$tank" -c load.ini --quiet > summary.txt 2> err.txt) \
+        || { cat "$work/err.txt"; exit 1; }
+    read -r tank_user tank_sys tank_wall < "$work/tank-time.txt"
+    run=$(ls -d "$work"/logs/*/ | tail -1)
+    tank_queries=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["shots"]["sent"])' "$run/summary.json")
+    stop_mariadb
+    echo
+    echo "## MySQL CPU per query: $threads connections of point selects (prepared), against sysbench"
+    echo
+    python3 - "$sb_queries" "$sb_wall" "$sb_user" "$sb_sys" "$tank_queries" "$tank_wall" "$tank_user" "$tank_sys" <<'PY'
+import sys
+sb_q, sb_wall, sb_u, sb_s, t_q, t_wall, t_u, t_s = map(float, sys.argv[1:])
+rows = [("sysbench oltp_point_select", sb_q, sb_wall, sb_u + sb_s), ("tank (tank_type = mysql)", t_q, t_wall, t_u + t_s)]
+print("| tool | queries | wall s | queries/s | CPU s | CPU µs per query |")
+print("|---|---|---|---|---|---|")
+for name, q, wall, cpu in rows:
+    print("| %s | %d | %.1f | %.0f | %.2f | %.1f |" % (name, q, wall, q / wall, cpu, cpu / q * 1e6))
+print("\ntank ÷ sysbench, CPU per query: %.2f (goal <= 1)" % ((t_u + t_s) / t_q / ((sb_u + sb_s) / sb_q)))
+PY
+    rm -rf "$work/logs"
+}
+
+import_bench() {
+    local capture="$work/mysql-${size_mb}MB.pcap"
+    python3 benches/mysql/gen.py pcap "$capture" "$size_mb" "$connections" > "$work/counts.txt"
+    want=$(sed -E 's/.* ([0-9]+) connections, ([0-9]+) commands.*/\1 \2/' "$work/counts.txt")
+    read -r want_sessions want_commands <<<"$want"
+    bytes=$(stat -c %s "$capture")
+    /usr/bin/time -v -o "$work/import-time.txt" "$tank" import "$capture" -o /dev/null 2> "$work/import.txt"
+    wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s }' "$work/import-time.txt")
+    rss=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$work/import-time.txt")
+    summary=$(tail -n 1 "$work/import.txt")
+    expected="$want_sessions sessions, $((want_commands + want_sessions)) requests"
+    case "$summary" in
+        *"$expected"*"; 0 warnings"*) ;;
+        *) echo "not lossless: expected $expected and no warnings: $summary" >&2; exit 1 ;;
+    esac
+    rm -f "$capture"
+    echo
+    echo "## tank import of a MySQL pcap"
+    echo
+    echo "| capture MB | sessions | requests | seconds | MB/s | peak RSS MiB |"
+    echo "|---|---|---|---|---|---|"
+    python3 -c 'import sys; b, s, r, w, rss = sys.argv[1:]; print("| %.0f | %s | %s | %.2f | %.0f | %d |" % (int(b) / 1e6, s, r, float(w), int(b) / 1e6 / float(w), int(rss) // 1024))' \
+        "$bytes" "$want_sessions" "$((want_commands + want_sessions))" "$wall" "$rss"
+}
+
+for part in "${parts[@]}"; do
+    case "$part" in
+        arrivals) arrivals ;;
+        cpu) cpu ;;
+        import) import_bench ;;
+    esac
+done

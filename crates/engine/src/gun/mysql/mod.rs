@@ -1,0 +1,438 @@
+//! MySQL (`tank_type = mysql`): a replayed session's commands over one
+//! logged-in connection, each answered before the next is sent.
+//!
+//! Its own module, not a member of [`super::wire`], though it shares the
+//! wire family's connection (`wire::conn`) and fill rule: a wire protocol says
+//! only how a reply is framed, and MySQL needs more of the barrel — a login
+//! after connecting (the greeting, TLS started inside the handshake, an auth
+//! plugin's exchange), requests rewritten before they go out (a prepared
+//! statement is named by the server's id, which a replay's server gives anew),
+//! and state kept per session (those ids).
+//!
+//! What a request is, and what becomes of it (see `tank_mysql::command`):
+//! - **`CONNECT`** (the session's first request): the connection and login,
+//!   with the schema the captured client used (or `[mysql] database`) and the
+//!   captured client's session capabilities (several statements per query,
+//!   found rows, …). Its row's connect time is the whole login.
+//! - **Any other command**: its payload goes out as packets; a connection is
+//!   opened first when there is none (a session captured without its
+//!   handshake, or after a failure), its login in the request's connect time.
+//!   A statement's number in the session is replaced by the id the server gave
+//!   the prepare of that number (0, which no statement has, when that prepare
+//!   failed: the server answers error 1243).
+//!
+//! Codes: proto code 200 when the server answered OK or with rows, the
+//! server's error number (1064, 1146, …; 1045 for a refused login) when it
+//! answered ERR. Net codes as every gun's: the errno, 110 when the budget ran
+//! out, 71 when the reply cannot be read — also for a login the gun cannot
+//! complete (an auth plugin it does not speak, TLS the server does not offer):
+//! the first such problem is kept ([`MysqlGun::problem`]) for the run to say
+//! once. A command is never sent twice: a closed connection found while
+//! sending one is that command's error, and the next one connects anew.
+
+mod login;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tank_mysql::command::{self, Connect, LAST_PREPARED};
+use tank_mysql::reply::{Outcome, Progress, ReplyReader};
+use tank_mysql::{packet, Command};
+use tank_stats::{micros, Measured, NetCode};
+use tokio::time::Instant;
+use tokio_rustls::TlsConnector;
+
+use super::measure::{fill, Marks};
+use super::wire::budget::Budget;
+use super::wire::conn::{Conn, WriteError};
+use super::{Barrel, Gun, Placement};
+use crate::target::Target;
+
+/// Proto code of a command the server answered with OK or rows.
+pub const OK: u16 = 200;
+
+/// Who a replay logs in as (`[mysql]`).
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    /// `user`.
+    pub user: String,
+    /// The password (from `password` or `password_env`).
+    pub password: String,
+    /// `database`: every connection's schema (`None`: the captured one).
+    pub database: Option<String>,
+}
+
+/// A `tank_type = mysql` queue's gun.
+pub struct MysqlGun {
+    target: Target,
+    /// `[mysql] ssl`: TLS after the greeting.
+    tls: Option<TlsConnector>,
+    credentials: Credentials,
+    timeout: Duration,
+    sources: Vec<IpAddr>,
+    problem: Mutex<Option<String>>,
+}
+
+impl MysqlGun {
+    /// A gun logging in to `target` as `credentials`, starting TLS in the
+    /// handshake when `tls` is set, each command within `timeout`, from
+    /// `sources` round-robin (none: the kernel's choice).
+    pub fn new(
+        target: Target,
+        tls: Option<Arc<rustls::ClientConfig>>,
+        credentials: Credentials,
+        timeout: Duration,
+        sources: Vec<IpAddr>,
+    ) -> Self {
+        MysqlGun {
+            target,
+            tls: tls.map(TlsConnector::from),
+            credentials,
+            timeout,
+            sources,
+            problem: Mutex::new(None),
+        }
+    }
+
+    /// The endpoint shot at.
+    pub fn endpoint(&self) -> SocketAddr {
+        self.target.addr
+    }
+
+    /// The per-command budget.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The first login problem no server reply explains (its rows have net
+    /// code 71): an auth plugin tank does not speak, TLS not offered, … —
+    /// for the run to say once.
+    pub fn problem(&self) -> Option<String> {
+        self.problem
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn note_problem(&self, problem: String) {
+        let mut slot = self.problem.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(problem);
+        }
+    }
+
+    /// An instance's barrel; `index` picks its source address round-robin.
+    pub fn instance(self: &Arc<Self>, index: usize) -> MysqlBarrel {
+        let source = (!self.sources.is_empty()).then(|| self.sources[index % self.sources.len()]);
+        MysqlBarrel {
+            gun: Arc::clone(self),
+            source,
+            session: None,
+            statements: Vec::new(),
+            connect: None,
+            out: Vec::new(),
+            payload: Vec::new(),
+        }
+    }
+}
+
+impl Gun for MysqlGun {
+    type Barrel = MysqlBarrel;
+
+    fn barrel(self: &Arc<Self>, index: usize, _placement: Placement) -> MysqlBarrel {
+        self.instance(index)
+    }
+}
+
+/// A logged-in connection.
+struct Session {
+    conn: Conn,
+    /// How its replies are framed (what the login agreed).
+    options: tank_mysql::reply::Options,
+}
+
+/// Why a command failed.
+#[derive(Debug, Clone, Copy)]
+enum Failure {
+    /// A network error, or a reply that cannot be read (71).
+    Net(NetCode),
+    /// The budget ran out.
+    Timeout,
+}
+
+/// One instance's connection and the session it replays.
+pub struct MysqlBarrel {
+    gun: Arc<MysqlGun>,
+    source: Option<IpAddr>,
+    session: Option<Session>,
+    /// The server's id of each statement this session prepared, by its
+    /// number in the session (from 1): `None` where the prepare failed, or
+    /// was made on a connection since lost.
+    statements: Vec<Option<u32>>,
+    /// The session's `CONNECT`: what a reconnect logs in with.
+    connect: Option<Connect>,
+    /// The packets of the request being sent.
+    out: Vec<u8>,
+    /// The request's payload, its statement named by the server's id.
+    payload: Vec<u8>,
+}
+
+impl MysqlBarrel {
+    /// Fire `request` (a command's payload), which started at `start`.
+    /// `capture`, when given, collects the reply's bytes (up to its capacity).
+    pub async fn fire(
+        &mut self,
+        request: &[u8],
+        start: Instant,
+        mut capture: Option<&mut Vec<u8>>,
+    ) -> Measured {
+        let deadline = start + self.gun.timeout;
+        let mut measured = Measured::default();
+        let mut marks = Marks::default();
+        if let Some(capture) = capture.as_deref_mut() {
+            capture.clear();
+        }
+        let result = self
+            .attempt(request, start, deadline, &mut marks, &mut measured, capture)
+            .await;
+        measured.sends = u8::from(measured.size_out > 0);
+        match result {
+            Ok(code) => {
+                measured.proto_code = code;
+                measured.net_code = NetCode::OK;
+            }
+            Err(failure) => {
+                self.lose_connection();
+                measured.net_code = match failure {
+                    Failure::Net(code) => code,
+                    Failure::Timeout => NetCode::TIMED_OUT,
+                };
+            }
+        }
+        fill(
+            &mut measured,
+            &marks,
+            micros(start.elapsed()),
+            micros(self.gun.timeout),
+        );
+        measured
+    }
+
+    /// Close the connection (the session ended): the next session starts afresh.
+    pub fn hang_up(&mut self) {
+        self.session = None;
+        self.statements.clear();
+        self.connect = None;
+    }
+
+    /// The connection is gone mid-session: its statements with it.
+    fn lose_connection(&mut self) {
+        self.session = None;
+        self.statements.iter_mut().for_each(|id| *id = None);
+    }
+
+    /// One command: its proto code, or why it failed (`measured.proto_code`
+    /// then holds the error number read before it broke, if any).
+    async fn attempt(
+        &mut self,
+        request: &[u8],
+        start: Instant,
+        deadline: Instant,
+        marks: &mut Marks,
+        measured: &mut Measured,
+        capture: Option<&mut Vec<u8>>,
+    ) -> Result<u16, Failure> {
+        let Some(command) = request.first().copied().and_then(Command::from_byte) else {
+            // The plan checks every request; a stray one is a reply never read.
+            return Err(Failure::Net(NetCode::PROTOCOL));
+        };
+        if command == Command::Connect {
+            self.hang_up();
+            self.connect = Some(Connect::decode(request).ok_or(Failure::Net(NetCode::PROTOCOL))?);
+            let refused = self.open(start, deadline, marks, measured).await?;
+            let connected = marks.connected;
+            (marks.sent, marks.first_byte) = (connected, connected);
+            return Ok(refused.unwrap_or(OK));
+        }
+        if self.session.is_none() {
+            if let Some(code) = self.open(start, deadline, marks, measured).await? {
+                return Ok(code);
+            }
+        } else {
+            marks.connected = Some(0);
+        }
+        self.prepare_payload(command, request);
+        self.out.clear();
+        let next_seq = packet::write(&mut self.out, 0, &self.payload);
+        let Some(session) = self.session.as_mut() else {
+            return Err(Failure::Net(NetCode::PROTOCOL));
+        };
+        let mut written = 0;
+        let sent = session
+            .conn
+            .write_all(&self.out, &mut Budget::new(deadline), &mut written)
+            .await;
+        measured.size_out += written;
+        match sent {
+            Ok(()) => {}
+            Err(WriteError::Timeout) => return Err(Failure::Timeout),
+            Err(WriteError::Net { code, .. }) => return Err(Failure::Net(code)),
+        }
+        marks.sent = Some(micros(start.elapsed()));
+        let mut reply = ReplyReader::new(command, session.options, next_seq);
+        let outcome = match reply.whole_unread() {
+            Some(outcome) => outcome,
+            None => {
+                let read = read_reply(
+                    &mut session.conn,
+                    &mut reply,
+                    start,
+                    deadline,
+                    marks,
+                    measured,
+                    capture,
+                )
+                .await;
+                if read.is_err() {
+                    measured.proto_code = reply.error_so_far().unwrap_or(0);
+                    if command == Command::StmtPrepare {
+                        self.statements.push(None);
+                    }
+                }
+                read?
+            }
+        };
+        if command == Command::StmtPrepare {
+            self.statements
+                .push(outcome.prepared.map(|prepared| prepared.statement));
+        }
+        if command == Command::Quit {
+            // The server closes after a quit.
+            self.session = None;
+        }
+        Ok(proto_code(&outcome))
+    }
+
+    /// Copy `request` into the payload to send, naming its statement by the server's id.
+    fn prepare_payload(&mut self, command: Command, request: &[u8]) {
+        self.payload.clear();
+        self.payload.extend_from_slice(request);
+        if !command.names_statement() {
+            return;
+        }
+        let Some(number) = command::statement_id(request) else {
+            return;
+        };
+        if number == LAST_PREPARED {
+            return;
+        }
+        let id = usize::try_from(number)
+            .ok()
+            .and_then(|n| n.checked_sub(1))
+            .and_then(|index| self.statements.get(index).copied().flatten())
+            .unwrap_or(0);
+        command::set_statement_id(&mut self.payload, id);
+    }
+
+    /// Connect and log in: `Some(error number)` when the server refused the login.
+    async fn open(
+        &mut self,
+        start: Instant,
+        deadline: Instant,
+        marks: &mut Marks,
+        measured: &mut Measured,
+    ) -> Result<Option<u16>, Failure> {
+        self.lose_connection();
+        let gun = Arc::clone(&self.gun);
+        let login = login::Login {
+            gun: &gun,
+            source: self.source,
+            connect: self.connect.as_ref(),
+            deadline,
+        };
+        let result = login.run(measured).await;
+        marks.connected = Some(micros(start.elapsed()));
+        match result {
+            Ok(login::Logged::In(conn, options)) => {
+                self.session = Some(Session { conn, options });
+                Ok(None)
+            }
+            Ok(login::Logged::Refused(code)) => Ok(Some(code)),
+            Err(login::LoginError::Failure(failure)) => Err(failure),
+            Err(login::LoginError::Problem(problem)) => {
+                gun.note_problem(problem);
+                Err(Failure::Net(NetCode::PROTOCOL))
+            }
+        }
+    }
+}
+
+/// Read `reply` off `conn` to its end.
+async fn read_reply(
+    conn: &mut Conn,
+    reply: &mut ReplyReader,
+    start: Instant,
+    deadline: Instant,
+    marks: &mut Marks,
+    measured: &mut Measured,
+    mut capture: Option<&mut Vec<u8>>,
+) -> Result<Outcome, Failure> {
+    let mut budget = Budget::new(deadline);
+    loop {
+        let read = conn
+            .read(&mut budget, |data| {
+                if let Some(capture) = capture.as_deref_mut() {
+                    let room = capture
+                        .capacity()
+                        .saturating_sub(capture.len())
+                        .min(data.len());
+                    capture.extend_from_slice(&data[..room]);
+                }
+                let (used, progress) = reply.feed(data);
+                (data.len(), used, progress)
+            })
+            .await;
+        let (bytes, used, progress) = match read {
+            Ok(Some(read)) => read,
+            // Closed before the reply's end.
+            Ok(None) => return Err(Failure::Net(NetCode::PROTOCOL)),
+            Err(Some(code)) => return Err(Failure::Net(code)),
+            Err(None) => return Err(Failure::Timeout),
+        };
+        if bytes > 0 && marks.first_byte.is_none() {
+            marks.first_byte = Some(micros(start.elapsed()));
+        }
+        measured.size_in += bytes as u64;
+        match progress {
+            Progress::More => continue,
+            Progress::Broken(_) => return Err(Failure::Net(NetCode::PROTOCOL)),
+            // Bytes past the reply's end belong to no command.
+            Progress::Whole(_) if used < bytes => return Err(Failure::Net(NetCode::PROTOCOL)),
+            Progress::Whole(outcome) => return Ok(outcome),
+        }
+    }
+}
+
+/// A whole reply's proto code.
+fn proto_code(outcome: &Outcome) -> u16 {
+    outcome.error.unwrap_or(OK)
+}
+
+impl Barrel for MysqlBarrel {
+    fn fire<'a>(
+        &'a mut self,
+        request: &'a [u8],
+        start: Instant,
+        reply: Option<&'a mut Vec<u8>>,
+    ) -> impl std::future::Future<Output = Measured> + Send + 'a {
+        MysqlBarrel::fire(self, request, start, reply)
+    }
+
+    fn hang_up(&mut self) {
+        MysqlBarrel::hang_up(self);
+    }
+}
+
+#[cfg(test)]
+mod tests;

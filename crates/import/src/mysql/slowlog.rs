@@ -1,0 +1,420 @@
+//! MySQL's and MariaDB's slow query log (with `long_query_time = 0` it holds
+//! every statement): a session per thread id, each statement a `COM_QUERY`.
+//!
+//! An entry is its header lines (`# Time:`, `# User@Host:`, MariaDB's
+//! `# Thread_id: … Schema: …`, `# Query_time: …`, others skipped), then an
+//! optional `use db;`, `SET timestamp=N;`, and the statement's text up to
+//! the next entry (its last `;` dropped). A new entry starts at a `# Time:`
+//! or `# User@Host:` line; the server's banner (written at each start and
+//! log flush) is skipped. `# administrator command: Quit;` and `Ping;`
+//! (logged with `log_slow_admin_statements`) become `COM_QUIT` and
+//! `COM_PING`; other administrator commands are counted and left out.
+//!
+//! **Time.** A statement is logged when it *ends*. MySQL 5.7 and later write
+//! `# Time:` with microseconds (ISO 8601): the statement started that less
+//! its `Query_time`. MariaDB (and MySQL before 5.7) write whole seconds only
+//! (`SET timestamp=`, the second it started): within that second, a thread's
+//! statements are placed one after another, each at the previous one's start
+//! plus its `Query_time` — the earliest each could have started.
+//!
+//! **Sessions.** One per thread id (MySQL's `Id:`, MariaDB's `Thread_id:`),
+//! beginning with its `CONNECT` at its first statement, in the schema that
+//! statement ran in (MariaDB's `Schema:`; MySQL's latest `use`, which it
+//! writes only when the schema changes). A later statement in another schema
+//! is preceded by a `COM_INIT_DB` to it. A thread's session ends at its last
+//! statement (or its `Quit`).
+//!
+//! Log lines are read as bytes: a statement may hold any. A file of no
+//! entries is an error naming it (it is not a slow log).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+
+use tank_mysql::command::{Command, Connect};
+use tank_mysql::tag;
+
+use crate::error::ImportError;
+use crate::order::{Kind, Sorter};
+use crate::time::parse_iso8601;
+use crate::warnings::Warnings;
+
+/// The collation a slow log's sessions ask for: utf8mb4_general_ci (the log does not say).
+const COLLATION: u8 = 45;
+
+/// Whether `head`, a file's first bytes, is a slow query log: its banner, or an entry's header.
+pub(crate) fn looks_like(head: &[u8]) -> bool {
+    let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    first.ends_with(b"started with:")
+        || first.starts_with(b"# Time: ")
+        || first.starts_with(b"# User@Host: ")
+}
+
+/// One entry, as read.
+#[derive(Debug, Default)]
+struct Entry {
+    /// The line it starts at, for messages.
+    line: u64,
+    /// `# Time:` with microseconds: when it was logged (its end), µs.
+    logged_us: Option<u64>,
+    /// `SET timestamp=`: the second it started.
+    started_s: Option<u64>,
+    query_time_us: u64,
+    thread: Option<u64>,
+    user: String,
+    /// MariaDB's `Schema:`.
+    schema: Option<Vec<u8>>,
+    /// A `use db;` line of the entry.
+    used: Option<Vec<u8>>,
+    /// The statement's text (or the administrator command's name).
+    text: Vec<u8>,
+    admin: bool,
+    /// The statement's text has begun (header lines are over).
+    in_text: bool,
+}
+
+/// A thread's session.
+struct Thread {
+    session: u64,
+    schema: Vec<u8>,
+    /// When its last statement started and how long it took, µs.
+    last_start_us: u64,
+    last_query_us: u64,
+}
+
+/// What the reader tracks across entries.
+struct Reader<'a> {
+    path: &'a str,
+    threads: HashMap<u64, Thread>,
+    /// MySQL's last `use`: the schema of entries that write none.
+    last_use: Vec<u8>,
+    next_session: u64,
+    entries: u64,
+    admin_skipped: u64,
+}
+
+/// Import the slow log `input` (named `path`) into `sorter`.
+pub(crate) fn import(
+    input: impl Read,
+    path: &str,
+    sorter: &mut Sorter,
+    warnings: &mut Warnings,
+) -> Result<(), ImportError> {
+    let mut input = BufReader::with_capacity(1 << 16, input);
+    let mut reader = Reader {
+        path,
+        threads: HashMap::new(),
+        last_use: Vec::new(),
+        next_session: 0,
+        entries: 0,
+        admin_skipped: 0,
+    };
+    let mut entry: Option<Entry> = None;
+    let mut raw = Vec::new();
+    let mut number = 0u64;
+    loop {
+        raw.clear();
+        let read = input
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| ImportError::io(path, "reading", e))?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        let line = raw.strip_suffix(b"\n").unwrap_or(&raw);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let starts_entry = line.starts_with(b"# Time: ")
+            || (line.starts_with(b"# User@Host: ")
+                && entry
+                    .as_ref()
+                    .is_none_or(|e| e.in_text || !e.user.is_empty()));
+        if starts_entry || is_banner(line) {
+            if let Some(done) = entry.take() {
+                reader.entry(done, sorter, warnings)?;
+            }
+            if is_banner(line) {
+                continue;
+            }
+            entry = Some(Entry {
+                line: number,
+                ..Entry::default()
+            });
+        }
+        let Some(current) = entry.as_mut() else {
+            // Text before the first entry (a file that is no slow log, or a
+            // banner's end): said once the file is read, by the count.
+            continue;
+        };
+        header_or_text(current, line);
+    }
+    if let Some(done) = entry.take() {
+        reader.entry(done, sorter, warnings)?;
+    }
+    if reader.entries == 0 {
+        return Err(ImportError::input(
+            path,
+            "no slow log entry (`# User@Host: …` then the statement) in it: expected a MySQL \
+             or MariaDB slow query log"
+                .into(),
+        ));
+    }
+    if reader.admin_skipped > 0 {
+        warnings.warn(format!(
+            "{path}: {} administrator commands other than Quit and Ping are left out (the \
+             slow log does not say what they carried)",
+            reader.admin_skipped
+        ));
+    }
+    let mut ends: Vec<(u64, u64)> = reader
+        .threads
+        .values()
+        .map(|t| (t.session, t.last_start_us))
+        .collect();
+    ends.sort_unstable();
+    for (session, at_us) in ends {
+        sorter
+            .push(at_us, session, Kind::End)
+            .map_err(|e| e.at(path))?;
+    }
+    Ok(())
+}
+
+/// A header line's fields, or a line of the statement's text.
+fn header_or_text(entry: &mut Entry, line: &[u8]) {
+    let text = String::from_utf8_lossy(line);
+    if !entry.in_text {
+        if let Some(time) = text.strip_prefix("# Time: ") {
+            // Microseconds only in the ISO form (MySQL 5.7 and later).
+            entry.logged_us = time.contains('.').then(|| parse_iso8601(time)).flatten();
+            return;
+        }
+        if let Some(rest) = text.strip_prefix("# User@Host: ") {
+            entry.user = rest.split('[').next().unwrap_or_default().trim().to_owned();
+            if let Some(id) = field(rest, "Id:") {
+                entry.thread = id.parse().ok();
+            }
+            return;
+        }
+        if text.starts_with("# ") {
+            if let Some(id) = field(&text, "Thread_id:") {
+                entry.thread = id.parse().ok();
+            }
+            if let Some(at) = text.find("Schema:") {
+                let schema = text[at + "Schema:".len()..].split_whitespace().next();
+                // An empty schema is followed by the next field's name.
+                entry.schema = Some(match schema {
+                    Some(s) if !s.ends_with(':') => s.as_bytes().to_vec(),
+                    _ => Vec::new(),
+                });
+            }
+            if let Some(seconds) = field(&text, "Query_time:") {
+                entry.query_time_us = seconds
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s >= 0.0)
+                    .map_or(0, |s| (s * 1e6).round() as u64);
+            }
+            if let Some(command) = text.strip_prefix("# administrator command: ") {
+                entry.admin = true;
+                entry.in_text = true;
+                entry.text = command.trim_end_matches(';').trim().as_bytes().to_vec();
+            }
+            return;
+        }
+        if let Some(schema) = line
+            .strip_prefix(b"use ")
+            .and_then(|rest| rest.strip_suffix(b";"))
+        {
+            entry.used = Some(unquote(schema));
+            return;
+        }
+        if let Some(seconds) = text
+            .strip_prefix("SET timestamp=")
+            .and_then(|rest| rest.strip_suffix(';'))
+        {
+            entry.started_s = seconds.trim().parse().ok();
+            return;
+        }
+        entry.in_text = true;
+    } else if entry.admin {
+        return;
+    } else {
+        entry.text.push(b'\n');
+    }
+    entry.text.extend_from_slice(line);
+}
+
+/// The word after `name` in `text`.
+fn field<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    let at = text.find(name)?;
+    text[at + name.len()..].split_whitespace().next()
+}
+
+/// A schema name as `use` writes it, its backquotes dropped.
+fn unquote(name: &[u8]) -> Vec<u8> {
+    let name = name.trim_ascii();
+    match name.strip_prefix(b"`").and_then(|n| n.strip_suffix(b"`")) {
+        Some(inner) => String::from_utf8_lossy(inner)
+            .replace("``", "`")
+            .into_bytes(),
+        None => name.to_vec(),
+    }
+}
+
+/// The lines the server writes when it (re)opens the log.
+fn is_banner(line: &[u8]) -> bool {
+    line.ends_with(b"started with:")
+        || line.starts_with(b"Tcp port: ")
+        || line.starts_with(b"Time ") && line.ends_with(b"Argument")
+}
+
+impl Reader<'_> {
+    /// One whole entry: its commands into the sorter.
+    fn entry(
+        &mut self,
+        entry: Entry,
+        sorter: &mut Sorter,
+        warnings: &mut Warnings,
+    ) -> Result<(), ImportError> {
+        if entry.user.is_empty() && entry.thread.is_none() {
+            // Header lines without an entry (a `# Time:` alone).
+            return Ok(());
+        }
+        let path = self.path;
+        let Some(thread_id) = entry.thread else {
+            warnings.warn(format!(
+                "{path}:{}: an entry with no thread id (`Id:` or `Thread_id:`); skipped",
+                entry.line
+            ));
+            return Ok(());
+        };
+        let text = trim_statement(&entry.text);
+        if text.is_empty() {
+            warnings.warn(format!(
+                "{path}:{}: an entry with no statement; skipped",
+                entry.line
+            ));
+            return Ok(());
+        }
+        self.entries += 1;
+        if let Some(used) = &entry.used {
+            self.last_use.clone_from(used);
+        }
+        let schema = entry
+            .schema
+            .clone()
+            .unwrap_or_else(|| self.last_use.clone());
+        let next_session = &mut self.next_session;
+        let mut push =
+            |at_us: u64, session: u64, label: Option<String>, tag: Vec<u8>, bytes: Vec<u8>| {
+                let bytes = bytes.into();
+                sorter
+                    .push(at_us, session, Kind::Request { label, tag, bytes })
+                    .map_err(|e| e.at(path))
+            };
+        let start_us = match (entry.logged_us, entry.started_s) {
+            (Some(logged), _) => logged.saturating_sub(entry.query_time_us),
+            (None, Some(second)) => second.saturating_mul(1_000_000),
+            (None, None) => {
+                warnings.warn(format!(
+                    "{path}:{}: an entry with no time (`# Time:` with microseconds, or `SET \
+                     timestamp=`); skipped",
+                    entry.line
+                ));
+                return Ok(());
+            }
+        };
+        let thread = match self.threads.get_mut(&thread_id) {
+            Some(thread) => thread,
+            None => {
+                let session = *next_session;
+                *next_session += 1;
+                let label = format!(
+                    "thread {thread_id} {}",
+                    entry.user.replace(['\r', '\n'], " ")
+                );
+                let connect = Connect {
+                    caps: 0,
+                    collation: COLLATION,
+                    schema: schema.clone(),
+                };
+                push(
+                    start_us,
+                    session,
+                    Some(label),
+                    Command::Connect.name().as_bytes().to_vec(),
+                    connect.encode(),
+                )?;
+                self.threads.insert(
+                    thread_id,
+                    Thread {
+                        session,
+                        schema: schema.clone(),
+                        last_start_us: start_us,
+                        last_query_us: 0,
+                    },
+                );
+                self.threads
+                    .get_mut(&thread_id)
+                    .ok_or_else(|| ImportError::input(path, "a thread lost".into()))?
+            }
+        };
+        // Whole seconds: no earlier than the thread's previous statement's end.
+        let start_us = if entry.logged_us.is_some() {
+            start_us
+        } else {
+            start_us.max(thread.last_start_us + thread.last_query_us)
+        };
+        if schema != thread.schema && !schema.is_empty() {
+            let mut init = vec![Command::InitDb.byte()];
+            init.extend_from_slice(&schema);
+            push(
+                start_us,
+                thread.session,
+                None,
+                Command::InitDb.name().as_bytes().to_vec(),
+                init,
+            )?;
+            thread.schema = schema;
+        }
+        thread.last_start_us = start_us;
+        thread.last_query_us = entry.query_time_us;
+        let session = thread.session;
+        if !entry.admin {
+            let mut bytes = vec![Command::Query.byte()];
+            bytes.extend_from_slice(text);
+            return push(start_us, session, None, tag::statement(text), bytes);
+        }
+        let command = match text {
+            b"Quit" => Command::Quit,
+            b"Ping" => Command::Ping,
+            _ => {
+                self.admin_skipped += 1;
+                return Ok(());
+            }
+        };
+        push(
+            start_us,
+            session,
+            None,
+            command.name().as_bytes().to_vec(),
+            vec![command.byte()],
+        )?;
+        if command == Command::Quit {
+            // The thread's session ends; its id may come back as another's.
+            self.threads.remove(&thread_id);
+            sorter
+                .push(start_us, session, Kind::End)
+                .map_err(|e| e.at(path))?;
+        }
+        Ok(())
+    }
+}
+
+/// The statement as sent: the log's text less its trailing `;`.
+fn trim_statement(text: &[u8]) -> &[u8] {
+    let text = text.trim_ascii_end();
+    text.strip_suffix(b";").unwrap_or(text)
+}
+
+#[cfg(test)]
+mod tests;

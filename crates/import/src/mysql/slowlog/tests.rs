@@ -1,0 +1,174 @@
+use super::*;
+use crate::order::{Item, Kind as ItemKind};
+
+/// MariaDB 10.11's slow log, as it writes it (whole seconds).
+const MARIADB: &str = "\
+/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-0+deb12u1-log (Debian 12). started with:
+Tcp port: 33061  Unix socket: /tmp/sock
+Time\t\t    Id Command\tArgument
+# Time: 261126 15:28:14
+# User@Host: app[app] @ localhost [127.0.0.1]
+# Thread_id: 4  Schema: shop  QC_hit: No
+# Query_time: 0.000305  Lock_time: 0.000129  Rows_sent: 1  Rows_examined: 1
+# Rows_affected: 0  Bytes_sent: 126
+use `shop`;
+SET timestamp=1795706894;
+select * from items where id = 1;
+# User@Host: root[root] @ localhost []
+# Thread_id: 3  Schema:   QC_hit: No
+# Query_time: 0.000098  Lock_time: 0.000000  Rows_sent: 1  Rows_examined: 0
+# Rows_affected: 0  Bytes_sent: 58
+SET timestamp=1795706894;
+select 1;
+# User@Host: app[app] @ localhost [127.0.0.1]
+# Thread_id: 4  Schema: stock  QC_hit: No
+# Query_time: 0.001000  Lock_time: 0.000000  Rows_sent: 0  Rows_examined: 0
+# Rows_affected: 1  Bytes_sent: 11
+SET timestamp=1795706894;
+update counts
+# not a header: part of the statement
+set n = n + 1;
+# User@Host: app[app] @ localhost [127.0.0.1]
+# Thread_id: 4  Schema: stock  QC_hit: No
+# Query_time: 0.000010  Lock_time: 0.000000  Rows_sent: 0  Rows_examined: 0
+SET timestamp=1795706894;
+# administrator command: Quit;
+";
+
+/// MySQL 8's (microseconds, the time it was logged: the statement's end).
+const MYSQL: &str = "\
+/usr/sbin/mysqld, Version: 8.0.36 (MySQL Community Server - GPL). started with:
+Tcp port: 3306  Unix socket: /var/run/mysqld/mysqld.sock
+Time                 Id Command    Argument
+# Time: 2024-01-02T03:04:05.500000Z
+# User@Host: app[app] @ localhost [127.0.0.1]  Id:    12
+# Query_time: 0.250000  Lock_time: 0.000010 Rows_sent: 1  Rows_examined: 1
+use shop;
+SET timestamp=1704164645;
+SELECT * FROM items;
+# Time: 2024-01-02T03:04:05.400000Z
+# User@Host: app[app] @ localhost [127.0.0.1]  Id:    13
+# Query_time: 0.000100  Lock_time: 0.000010 Rows_sent: 1  Rows_examined: 1
+SET timestamp=1704164645;
+INSERT INTO orders VALUES (1);
+";
+
+/// A request imported: time µs, session, tag, bytes.
+type Imported = (u64, u64, String, Vec<u8>);
+
+/// What `text` imports to: its requests, the sessions in the order they end, the warnings.
+fn imported(text: &str) -> (Vec<Imported>, Vec<u64>, Vec<String>) {
+    let mut sorter = Sorter::new(1 << 20);
+    let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = said.clone();
+    let mut warnings = Warnings::new(
+        10,
+        Box::new(move |w| sink.lock().unwrap().push(w.to_owned())),
+    );
+    import(text.as_bytes(), "slow.log", &mut sorter, &mut warnings).unwrap();
+    let mut items: Vec<Item> = Vec::new();
+    sorter
+        .finish(&mut |item| {
+            items.push(item);
+            Ok(())
+        })
+        .unwrap();
+    let mut requests = Vec::new();
+    let mut ends = Vec::new();
+    for item in items {
+        match item.kind {
+            ItemKind::Request { tag, bytes, .. } => requests.push((
+                item.at_us,
+                item.session,
+                String::from_utf8(tag).unwrap(),
+                bytes.head,
+            )),
+            ItemKind::End => ends.push(item.session),
+        }
+    }
+    let said = said.lock().unwrap().clone();
+    (requests, ends, said)
+}
+
+#[test]
+fn mariadb_threads_become_sessions_placed_within_their_second() {
+    let (requests, ends, warnings) = imported(MARIADB);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let second = 1_795_706_894_000_000;
+    let got: Vec<(u64, u64, &str)> = requests
+        .iter()
+        .map(|r| (r.0 - second, r.1, r.2.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0, 0, "CONNECT"),
+            (0, 0, "SELECT items"),
+            (0, 1, "CONNECT"),
+            (0, 1, "SELECT"),
+            // After the thread's previous statement (0.000305 s).
+            (305, 0, "INIT_DB"),
+            (305, 0, "UPDATE counts"),
+            (1305, 0, "QUIT"),
+        ]
+    );
+    assert_eq!(Connect::decode(&requests[0].3).unwrap().schema, b"shop");
+    assert_eq!(requests[4].3, b"\x02stock");
+    assert_eq!(
+        requests[5].3,
+        b"\x03update counts\n# not a header: part of the statement\nset n = n + 1"
+    );
+    // Thread 3 ends at its only statement, thread 4 at its quit.
+    assert_eq!(ends, [1, 0]);
+}
+
+#[test]
+fn mysql_statements_start_at_their_logged_end_less_their_query_time() {
+    let (requests, _, _) = imported(MYSQL);
+    let got: Vec<(u64, &str)> = requests.iter().map(|r| (r.0, r.2.as_str())).collect();
+    let end = 1_704_164_645_500_000;
+    assert_eq!(
+        got,
+        [
+            (end - 250_000, "CONNECT"),
+            (end - 250_000, "SELECT items"),
+            (1_704_164_645_399_900, "CONNECT"),
+            (1_704_164_645_399_900, "INSERT orders"),
+        ]
+    );
+    // MySQL writes `use` only when the schema changes: thread 13 ran in shop too.
+    assert_eq!(Connect::decode(&requests[2].3).unwrap().schema, b"shop");
+}
+
+#[test]
+fn a_file_without_entries_is_an_error_and_bad_entries_are_warnings() {
+    let mut sorter = Sorter::new(1 << 20);
+    let mut warnings = Warnings::new(0, Box::new(|_| {}));
+    let error = import(&b"just text\n"[..], "x.log", &mut sorter, &mut warnings).unwrap_err();
+    assert!(
+        error.to_string().contains("x.log: no slow log entry"),
+        "{error}"
+    );
+    let (requests, _, warnings) = imported(
+        "# User@Host: a[a] @ h []\n# Query_time: 0.1\nSET timestamp=1;\nselect 1;\n\
+         # User@Host: a[a] @ h []  Id: 5\n# Query_time: 0.1\nselect 2;\n",
+    );
+    assert!(requests.is_empty());
+    assert!(
+        warnings[0].contains("slow.log:1: an entry with no thread id"),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[1].contains("slow.log:5: an entry with no time"),
+        "{warnings:?}"
+    );
+}
+
+proptest::proptest! {
+    #[test]
+    fn any_text_imports_or_is_refused_without_panicking(text in "(# (Time|User@Host|Thread_id|Query_time): [ -~]{0,20}\n|SET timestamp=[0-9]{0,12};\n|[ -~]{0,30}\n){0,20}") {
+        let mut sorter = Sorter::new(1 << 20);
+        let mut warnings = Warnings::new(0, Box::new(|_| {}));
+        let _ = import(text.as_bytes(), "fuzz.log", &mut sorter, &mut warnings);
+    }
+}
