@@ -3,6 +3,7 @@
 #
 #   benches/profile/instructions.sh [REQUESTS]
 #   PEER=wrk benches/profile/instructions.sh    # wrk -t1 -c8 beside it, the same way
+#   TANK_BIN=/tmp/tank-main benches/profile/instructions.sh   # a binary built elsewhere (main's, to compare)
 #
 # Runs `tank -c` under `valgrind --tool=callgrind` twice against a local target (nginx with
 # one worker when installed, else `tank origin`), closed model with 8 instances and
@@ -23,8 +24,12 @@ cd "$(dirname "$0")/../.."
 requests=${1:-20000}
 base=2000
 command -v valgrind > /dev/null || { echo "valgrind not found (Debian: apt-get install -y valgrind)"; exit 1; }
-cargo build --release --quiet --bin tank
-tank=$PWD/target/release/tank
+if [ -n "${TANK_BIN:-}" ]; then
+    tank=$TANK_BIN
+else
+    cargo build --release --quiet --bin tank
+    tank=$PWD/target/release/tank
+fi
 work=$(mktemp -d)
 . benches/targets.sh
 start_fast_target

@@ -100,34 +100,88 @@ const MAX_REFILL_PAUSE: Duration = Duration::from_millis(8);
 /// requests of ammo that is looped. A shot then costs a lookup instead of an
 /// allocation, a copy, and a free on another thread. Up to `max_count` strings
 /// and `max_bytes` bytes are kept; past that, each shot gets its own copy.
+///
+/// A looped ammo repeats its strings in the same order, pass after pass, so
+/// each kept string remembers the one that came after it: the next string is
+/// compared with that one first, and only a string that does not follow as
+/// it did last time is hashed and looked up. Strings that seldom repeat (a
+/// generated workload's requests, each for one of many keys) are not worth
+/// the lookup: once the interner is full and more of the strings looked up
+/// since were missing than found (past `max_count` missing), it stops looking.
 struct Interner {
     // Looked up per shot; the strings are the user's own, so a fast hasher is safe.
-    set: foldhash::HashSet<Arc<[u8]>>,
+    index: foldhash::HashMap<Arc<[u8]>, usize>,
+    kept: Vec<Kept>,
+    /// The kept string handed out last, if the last string was kept.
+    last: Option<usize>,
     bytes: usize,
     max_count: usize,
     max_bytes: usize,
+    /// Since the interner filled up: strings found, and strings missing.
+    found: usize,
+    missing: usize,
+}
+
+/// A string the interner keeps.
+struct Kept {
+    bytes: Arc<[u8]>,
+    /// The kept string that followed it the last time (`usize::MAX`: none yet).
+    next: usize,
 }
 
 impl Interner {
     fn new(max_count: usize, max_bytes: usize) -> Self {
         Interner {
-            set: foldhash::HashSet::default(),
+            index: foldhash::HashMap::default(),
+            kept: Vec::new(),
+            last: None,
             bytes: 0,
             max_count,
             max_bytes,
+            found: 0,
+            missing: 0,
         }
     }
 
     fn get(&mut self, bytes: &[u8]) -> Arc<[u8]> {
-        if let Some(shared) = self.set.get(bytes) {
-            return Arc::clone(shared);
+        if self.missing > self.max_count.max(self.found) {
+            return bytes.into();
         }
-        let fresh: Arc<[u8]> = bytes.into();
-        if self.set.len() < self.max_count && self.bytes + bytes.len() <= self.max_bytes {
-            self.bytes += bytes.len();
-            self.set.insert(Arc::clone(&fresh));
+        if let Some(last) = self.last {
+            let next = self.kept[last].next;
+            if let Some(kept) = self.kept.get(next).filter(|kept| *kept.bytes == *bytes) {
+                self.last = Some(next);
+                return Arc::clone(&kept.bytes);
+            }
         }
-        fresh
+        let found = match self.index.get(bytes) {
+            Some(found) => *found,
+            None if self.index.len() < self.max_count
+                && self.bytes + bytes.len() <= self.max_bytes =>
+            {
+                let fresh: Arc<[u8]> = bytes.into();
+                self.bytes += bytes.len();
+                self.index.insert(Arc::clone(&fresh), self.kept.len());
+                self.kept.push(Kept {
+                    bytes: fresh,
+                    next: usize::MAX,
+                });
+                self.kept.len() - 1
+            }
+            None => {
+                self.last = None;
+                self.missing += 1;
+                return bytes.into();
+            }
+        };
+        if self.missing > 0 || self.index.len() == self.max_count {
+            self.found += 1;
+        }
+        if let Some(last) = self.last {
+            self.kept[last].next = found;
+        }
+        self.last = Some(found);
+        Arc::clone(&self.kept[found].bytes)
     }
 }
 
@@ -308,6 +362,56 @@ mod tests {
         let third = interner.get(b"c");
         assert!(!Arc::ptr_eq(&third, &interner.get(b"c")));
         assert_eq!(&*third, b"c");
-        assert_eq!((interner.set.len(), interner.bytes), (2, 7));
+        assert_eq!((interner.index.len(), interner.bytes), (2, 7));
+    }
+
+    #[test]
+    fn a_looped_sequence_is_handed_the_same_copies_pass_after_pass() {
+        let mut interner = Interner::new(10, 100);
+        let pass = [&b"a"[..], b"b", b"a", b"c", b"x-too-long-to-keep"];
+        let mut interner_small = Interner::new(10, 5);
+        let first: Vec<_> = pass.iter().map(|bytes| interner.get(bytes)).collect();
+        for _ in 0..3 {
+            for (bytes, kept) in pass.iter().zip(&first) {
+                let again = interner.get(bytes);
+                assert_eq!(&*again, *bytes);
+                assert!(Arc::ptr_eq(&again, kept), "{bytes:?}");
+            }
+        }
+        // A string out of the usual order is still found, and still the same copy.
+        assert!(Arc::ptr_eq(&interner.get(b"c"), &first[3]));
+        assert!(Arc::ptr_eq(&interner.get(b"b"), &first[1]));
+        // Over the byte budget: never kept, whatever comes before it.
+        for _ in 0..2 {
+            for bytes in pass {
+                assert_eq!(&*interner_small.get(bytes), bytes);
+            }
+        }
+        let long = interner_small.get(b"x-too-long-to-keep");
+        assert!(!Arc::ptr_eq(
+            &long,
+            &interner_small.get(b"x-too-long-to-keep")
+        ));
+    }
+
+    #[test]
+    fn strings_that_seldom_repeat_stop_being_looked_up() {
+        let mut interner = Interner::new(2, 100);
+        let kept = interner.get(b"a");
+        interner.get(b"b");
+        // Full: two found for each one missing still looks.
+        for round in 0..10u8 {
+            assert!(Arc::ptr_eq(&interner.get(b"a"), &kept));
+            assert!(!Arc::ptr_eq(&interner.get(b"b"), &kept));
+            assert_eq!(&*interner.get(&[round]), &[round]);
+        }
+        assert!(Arc::ptr_eq(&interner.get(b"a"), &kept));
+        // Mostly missing: past `max_count` more missing than found, it stops.
+        for fresh in 0..30u8 {
+            assert_eq!(&*interner.get(&[b'0', fresh]), &[b'0', fresh]);
+        }
+        let a = interner.get(b"a");
+        assert_eq!(&*a, b"a");
+        assert!(!Arc::ptr_eq(&a, &kept));
     }
 }

@@ -157,8 +157,8 @@ async fn instance<B: Barrel>(
         .as_ref()
         .map(|_| Vec::with_capacity(ANSWER_CAPTURE));
     // None: the plan ended, or the queue halted.
-    while let Some(shot) = dispatch.next(seat).await {
-        let start = Instant::now();
+    while let Some((shot, start)) = dispatch.next(seat).await {
+        let start = Instant::from_std(start);
         if shared.deadline.is_some_and(|deadline| start >= deadline) {
             // The schedule is over: this shot and the rest are unsent.
             if let Some(count_rest) = &shared.count_rest {

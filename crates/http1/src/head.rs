@@ -54,27 +54,41 @@ impl Framing {
     pub fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), FramingError> {
         // Most headers are none of the three: their length rules them out.
         match name.len() {
-            10 if is_lowercase_of(name, b"connection") => {
-                for token in value.split(|b| *b == b',') {
-                    let token = token.trim_ascii();
-                    self.close |= is_lowercase_of(token, b"close");
-                    self.keep_alive_header |= is_lowercase_of(token, b"keep-alive");
-                }
-            }
-            17 if is_lowercase_of(name, b"transfer-encoding") => {
-                let last = value.rsplit(|b| *b == b',').next().unwrap_or_default();
-                self.transfer_coded = true;
-                self.chunked = is_lowercase_of(last.trim_ascii(), b"chunked");
-            }
-            14 if is_lowercase_of(name, b"content-length") => {
-                let length = content_length(value).ok_or(FramingError::BadContentLength)?;
-                if self.length.is_some_and(|l| l != length) {
-                    return Err(FramingError::ConflictingContentLength);
-                }
-                self.length = Some(length);
-            }
-            _ => {}
+            10 if is_lowercase_of(name, b"connection") => self.connection(value),
+            14 if is_lowercase_of(name, b"content-length") => self.content_length(value),
+            17 if is_lowercase_of(name, b"transfer-encoding") => self.transfer_encoding(value),
+            _ => Ok(()),
         }
+    }
+
+    fn connection(&mut self, value: &[u8]) -> Result<(), FramingError> {
+        // The usual value, one token, without splitting it.
+        let value = value.trim_ascii();
+        if is_lowercase_of(value, b"keep-alive") {
+            self.keep_alive_header = true;
+            return Ok(());
+        }
+        for token in value.split(|b| *b == b',') {
+            let token = token.trim_ascii();
+            self.close |= is_lowercase_of(token, b"close");
+            self.keep_alive_header |= is_lowercase_of(token, b"keep-alive");
+        }
+        Ok(())
+    }
+
+    fn content_length(&mut self, value: &[u8]) -> Result<(), FramingError> {
+        let length = content_length(value).ok_or(FramingError::BadContentLength)?;
+        if self.length.is_some_and(|l| l != length) {
+            return Err(FramingError::ConflictingContentLength);
+        }
+        self.length = Some(length);
+        Ok(())
+    }
+
+    fn transfer_encoding(&mut self, value: &[u8]) -> Result<(), FramingError> {
+        let last = value.rsplit(|b| *b == b',').next().unwrap_or_default();
+        self.transfer_coded = true;
+        self.chunked = is_lowercase_of(last.trim_ascii(), b"chunked");
         Ok(())
     }
 
@@ -108,16 +122,55 @@ impl HeadFacts {
     }
 }
 
-/// `bytes.eq_ignore_ascii_case(lower)` for an all-lowercase `lower`, without an
-/// early exit per byte, so that the compiler can compare the bytes at once.
-#[inline]
+/// `bytes.eq_ignore_ascii_case(lower)` for a `lower` without uppercase
+/// letters: from 8 bytes on, a word at a time (the last word overlapping the
+/// one before it). Inlined, so that `lower`'s letters are known when compiling.
+#[inline(always)]
 fn is_lowercase_of(bytes: &[u8], lower: &[u8]) -> bool {
-    bytes.len() == lower.len()
-        && bytes
+    if bytes.len() != lower.len() {
+        return false;
+    }
+    let Some(last) = lower.len().checked_sub(8) else {
+        // Shorter than a word: without an early exit per byte, so that the
+        // compiler can compare the bytes at once.
+        return bytes
             .iter()
             .zip(lower)
             .fold(0, |diff, (b, l)| diff | (b.to_ascii_lowercase() ^ l))
-            == 0
+            == 0;
+    };
+    let word = |of: &[u8], at: usize| of.get(at..).and_then(<[u8]>::first_chunk::<8>).copied();
+    let mut at = 0;
+    loop {
+        let at_word = at.min(last);
+        match (word(bytes, at_word), word(lower, at_word)) {
+            (Some(b), Some(l)) if folds_to(&b, &l) => {}
+            _ => return false,
+        }
+        if at_word == last {
+            return true;
+        }
+        at += 8;
+    }
+}
+
+/// Whether `bytes`, ASCII-lowercased, are `lower` (which has no uppercase
+/// letters). Setting bit 5 lowercases an uppercase letter, and leaves a
+/// lowercase one as it is; any other byte of `lower` must match exactly (a
+/// `-` is also what a CR with bit 5 set becomes), so bit 5 is set only where
+/// `lower` has a letter.
+#[inline(always)]
+fn folds_to(bytes: &[u8; 8], lower: &[u8; 8]) -> bool {
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    let lower = u64::from_le_bytes(*lower);
+    // The high bit of each byte from `a` to `z` (as in `first_not_alphanumeric_or_dash`),
+    // moved to bit 5.
+    let low = lower & !HIGHS;
+    let letters = (low + u64::from_le_bytes([0x80 - b'a'; 8]))
+        & !(low + u64::from_le_bytes([0x7f - b'z'; 8]))
+        & !lower
+        & HIGHS;
+    u64::from_le_bytes(*bytes) | (letters >> 2) == lower
 }
 
 /// The head as httparse reads it: every head that [`plain_head`] leaves aside.
@@ -165,7 +218,9 @@ pub(crate) fn general_head(head: &[u8], field_num: usize) -> Result<HeadFacts, R
 /// differential test holds them together). Anything else (a partial head, a
 /// bare LF, a tab, obs-text, a leading blank line, a missing reason, a limit
 /// exceeded…) returns `None`, and the general path decides.
-#[inline]
+///
+/// Not inlined into the reader: on its own it keeps its loops in registers.
+#[inline(never)]
 pub(crate) fn plain_head(
     data: &[u8],
     limits: &Limits,
@@ -196,24 +251,37 @@ pub(crate) fn plain_head(
     // As with httparse, a header's meaning is judged once the whole head parsed.
     let mut judged = Ok(());
     loop {
-        let end = crlf_after_printable(data, at)?;
-        if end - at + 1 > limits.field || headers + 2 > limits.field_num + 1 {
+        if *data.get(at)? == b'\r' {
+            // The blank line, or a CR that nothing printable may follow. (The
+            // count of lines grows by one a line: checked at the last is
+            // checked at each.)
+            let within = headers + 2 <= limits.field_num + 1 && limits.field > 0;
+            return (data.get(at + 1) == Some(&b'\n') && within)
+                .then(|| (at + 2, judged.map(|()| facts).map_err(ReplyError::Framing)));
+        }
+        // A token has no colon: the first byte that is not a token ends the name.
+        let mut colon = first_not_letter_or_dash(data, at);
+        if data.get(colon) != Some(&b':') {
+            colon = first_non_token(data, colon);
+            if data.get(colon) != Some(&b':') {
+                return None;
+            }
+        }
+        if colon == at {
             return None;
         }
-        if end == at {
-            return Some((end + 2, judged.map(|()| facts)));
-        }
-        let line = &data[at..end];
-        // A token has no colon: the first one ends the name.
-        let name_len = line.iter().position(|b| !is_token(*b))?;
-        if name_len == 0 || line[name_len] != b':' {
+        // The name is printable: the line is, once its value is.
+        let end = crlf_after_printable(data, colon + 1)?;
+        if end - at + 1 > limits.field {
             return None;
         }
         // Within the LF count above, httparse's `field_num` slots do not run out.
         headers += 1;
         if judged.is_ok() {
             // Spaces around the value: `header` trims what it reads.
-            judged = facts.header(&line[..name_len], &line[name_len + 1..]);
+            judged = facts
+                .framing
+                .header(&data[at..colon], &data[colon + 1..end]);
         }
         at = end + 2;
     }
@@ -222,40 +290,86 @@ pub(crate) fn plain_head(
 /// Where the line starting at `from` ends: the index of its CR, when every
 /// byte before it is printable ASCII or a space and an LF follows it;
 /// otherwise (any other byte first, or no CRLF in `data`) `None`.
-#[inline]
+#[inline(always)]
 fn crlf_after_printable(data: &[u8], from: usize) -> Option<usize> {
-    let rest = data.get(from..)?;
-    let end = from + first_unprintable(rest)?;
-    (data[end] == b'\r' && data.get(end + 1) == Some(&b'\n')).then_some(end)
+    let end = first_unprintable(data, from);
+    (data.get(end..end + 2)? == b"\r\n").then_some(end)
 }
 
-/// The index of the first byte that is not printable ASCII or a space, eight
-/// bytes at a time.
-#[inline]
-fn first_unprintable(bytes: &[u8]) -> Option<usize> {
+/// The index of the first byte from `at` on that is not printable ASCII or a
+/// space (`data.len()` when there is none), eight bytes at a time.
+#[inline(always)]
+fn first_unprintable(data: &[u8], mut at: usize) -> usize {
     const ONES: u64 = u64::from_le_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
     const SPACES: u64 = u64::from_le_bytes([b' '; 8]);
-    let mut words = bytes.chunks_exact(8);
-    let mut offset = 0;
-    for word in words.by_ref() {
-        let mut eight = [0; 8];
-        eight.copy_from_slice(word);
-        let x = u64::from_le_bytes(eight);
+    while let Some(word) = data
+        .get(at..at + 8)
+        .and_then(|word| <&[u8; 8]>::try_from(word).ok())
+    {
+        let x = u64::from_le_bytes(*word);
         // The high bit of a byte below the space (it borrows), or of 0x7f and
         // above (adding one reaches it, or it was set). Borrows and carries only
         // start at such bytes, so the lowest flagged byte is the first of them.
         let flagged = ((x.wrapping_sub(SPACES) & !x) | x.wrapping_add(ONES) | x) & HIGHS;
         if flagged != 0 {
-            return Some(offset + flagged.trailing_zeros() as usize / 8);
+            return at + flagged.trailing_zeros() as usize / 8;
         }
-        offset += 8;
+        at += 8;
     }
-    words
-        .remainder()
-        .iter()
-        .position(|b| b.wrapping_sub(b' ') > b'~' - b' ')
-        .map(|at| offset + at)
+    while data.get(at).is_some_and(|b| (b' '..=b'~').contains(b)) {
+        at += 1;
+    }
+    at
+}
+
+/// The index of the first byte from `at` on that is not a token character
+/// (`data.len()` when there is none).
+#[inline(always)]
+fn first_non_token(data: &[u8], mut at: usize) -> usize {
+    while data.get(at).is_some_and(|b| is_token(*b)) {
+        at += 1;
+    }
+    at
+}
+
+/// The index of the first byte from `at` on that is not an ASCII letter or
+/// `-` (`data.len()` when there is none), eight bytes at a time: what a
+/// header name is made of, as a rule.
+#[inline(always)]
+fn first_not_letter_or_dash(data: &[u8], mut at: usize) -> usize {
+    const fn bytes(byte: u8) -> u64 {
+        u64::from_le_bytes([byte; 8])
+    }
+    const HIGHS: u64 = bytes(0x80);
+    while let Some(word) = data
+        .get(at..at + 8)
+        .and_then(|word| <&[u8; 8]>::try_from(word).ok())
+    {
+        let x = u64::from_le_bytes(*word);
+        // Each byte's low seven bits, bit 5 set (which makes a letter
+        // lowercase): adding to them carries into the byte's high bit and
+        // never beyond it, so each test below is per byte. At least `lo` sets
+        // the high bit of `lower + (0x80 - lo)`; above `hi`, that of
+        // `lower + (0x7f - hi)`; adding 0x7f, that of any byte but 0.
+        let lower = (x & !HIGHS) | bytes(0x20);
+        let letter = (lower + bytes(0x80 - b'a')) & !(lower + bytes(0x7f - b'z'));
+        let not_dash = (x & !HIGHS) ^ bytes(b'-');
+        let dash = !((not_dash + bytes(0x7f)) | not_dash);
+        // A byte with its high bit set is neither.
+        let flagged = (!(letter | dash) | x) & HIGHS;
+        if flagged != 0 {
+            return at + flagged.trailing_zeros() as usize / 8;
+        }
+        at += 8;
+    }
+    while data
+        .get(at)
+        .is_some_and(|b| b.is_ascii_alphabetic() || *b == b'-')
+    {
+        at += 1;
+    }
+    at
 }
 
 /// Whether `byte` is a token character (RFC 9110's `tchar`): the bytes of a
@@ -595,6 +709,48 @@ mod tests {
                 content_length(value.as_bytes()),
                 value.trim().parse::<u64>().ok()
             );
+        }
+
+        #[test]
+        fn word_at_a_time_scans_stop_where_a_byte_at_a_time_scan_does(
+            bytes in proptest::collection::vec(
+                prop_oneof![4 => proptest::sample::select(b"aZ-:\r\n 0_~".to_vec()), 1 => any::<u8>()],
+                0..40,
+            ),
+            from in 0usize..40,
+        ) {
+            let from = from.min(bytes.len());
+            let first = |wanted: fn(u8) -> bool| {
+                bytes[from..].iter().position(|b| !wanted(*b)).map_or(bytes.len(), |at| from + at)
+            };
+            prop_assert_eq!(first_unprintable(&bytes, from), first(|b| (b' '..=b'~').contains(&b)));
+            prop_assert_eq!(
+                first_not_letter_or_dash(&bytes, from),
+                first(|b| b.is_ascii_alphabetic() || b == b'-')
+            );
+        }
+
+        #[test]
+        fn word_at_a_time_case_folding_is_eq_ignore_ascii_case(
+            lower in proptest::sample::select(vec![
+                &b"connection"[..], b"content-length", b"transfer-encoding", b"keep-alive", b"close",
+                b"chunked", b"x-a_b.1~2-c3d4e5f6",
+            ]),
+            flips in proptest::collection::vec(any::<u8>(), 0..20),
+            swap in proptest::option::of((0usize..20, any::<u8>())),
+        ) {
+            // Some letters uppercased, at most one byte replaced by any byte at all.
+            let mut bytes: Vec<u8> = lower
+                .iter()
+                .zip(flips.iter().chain(std::iter::repeat(&0)))
+                .map(|(b, flip)| if flip % 2 == 1 { b.to_ascii_uppercase() } else { *b })
+                .collect();
+            if let Some((at, byte)) = swap {
+                if let Some(slot) = bytes.get_mut(at) {
+                    *slot = byte;
+                }
+            }
+            prop_assert_eq!(is_lowercase_of(&bytes, lower), bytes.eq_ignore_ascii_case(lower));
         }
     }
 }

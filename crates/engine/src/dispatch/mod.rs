@@ -60,6 +60,7 @@ mod timer_task;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -86,10 +87,10 @@ pub(crate) enum Discipline {
 
 /// The three places the disciplines differ; each is answered by its own file.
 impl Discipline {
-    /// Whether a free instance can take a shot now.
-    fn available(self, shots: &VecDeque<Shot>, now: Option<Duration>) -> bool {
+    /// Whether a free instance can take a shot now; `is_due` says whether one is.
+    fn available(self, shots: &VecDeque<Shot>, is_due: impl FnOnce(&Shot) -> bool) -> bool {
         match self {
-            Discipline::Open => open::available(shots, now),
+            Discipline::Open => open::available(shots, is_due),
             Discipline::Closed => closed::available(shots),
         }
     }
@@ -117,8 +118,8 @@ impl Discipline {
     }
 
     /// Whether a shot just taken is held until due instead of fired.
-    fn holds(self, shot: &Shot, now: Option<Duration>) -> bool {
-        self == Discipline::Closed && !is_due(shot, now)
+    fn holds(self, shot: &Shot, now: &mut Reading<'_>) -> bool {
+        self == Discipline::Closed && !now.is_due(shot)
     }
 }
 
@@ -127,6 +128,9 @@ impl Discipline {
 pub(crate) struct Dispatch {
     /// Due times count from here.
     start: Instant,
+    /// The clock has been seen past `start` (then a shot due "at once" is
+    /// due without reading it again).
+    started: AtomicBool,
     discipline: Discipline,
     state: Mutex<State>,
 }
@@ -165,6 +169,7 @@ impl Dispatch {
     pub fn new(start: Instant, discipline: Discipline) -> Dispatch {
         Dispatch {
             start,
+            started: AtomicBool::new(false),
             discipline,
             state: Mutex::new(State {
                 shots: VecDeque::new(),
@@ -196,8 +201,9 @@ impl Dispatch {
         timer_task::start_timers(self, io)
     }
 
-    /// The next shot for the instance in `seat`, once it is due; `None` when
-    /// there will be none (the shots ran out, or the queue halted).
+    /// The next shot for the instance in `seat`, once it is due, and the
+    /// moment it was handed out (the shot's start); `None` when there will be
+    /// none (the shots ran out, or the queue halted).
     pub fn next(&self, seat: Seat) -> Next<'_> {
         Next {
             dispatch: self,
@@ -285,12 +291,6 @@ impl Dispatch {
         dropped
     }
 
-    /// Time since the start; `None` before it (the start may lie ahead, so the
-    /// run's threads are ready when the first shots are due).
-    fn now(&self) -> Option<Duration> {
-        Instant::now().checked_duration_since(self.start)
-    }
-
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic elsewhere cannot leave the buffer half-changed in a way that matters: go on.
         self.state
@@ -328,8 +328,47 @@ fn due(shot: &Shot) -> Duration {
     shot.due.unwrap_or_default()
 }
 
-fn is_due(shot: &Shot, now: Option<Duration>) -> bool {
+/// Whether `shot` is due `now` after the start (`None`: before it).
+fn is_due_at(shot: &Shot, now: Option<Duration>) -> bool {
     now.is_some_and(|now| now >= due(shot))
+}
+
+/// The clock as one poll of a [`Next`] sees it: read once at most, and only
+/// when a decision needs it. The closed discipline's shots after the
+/// instances' start times are due at once, so handing one out needs no
+/// reading but the one that becomes the shot's start.
+pub(super) struct Reading<'a> {
+    dispatch: &'a Dispatch,
+    at: Option<Instant>,
+}
+
+impl<'a> Reading<'a> {
+    fn new(dispatch: &'a Dispatch) -> Self {
+        Reading { dispatch, at: None }
+    }
+
+    /// The moment of the reading (the clock is read now if it was not yet).
+    fn instant(&mut self) -> Instant {
+        *self.at.get_or_insert_with(Instant::now)
+    }
+
+    /// Time since the start; `None` before it (the start may lie ahead, so
+    /// the run's threads are ready when the first shots are due).
+    pub(super) fn since_start(&mut self) -> Option<Duration> {
+        let since = self.instant().checked_duration_since(self.dispatch.start);
+        if since.is_some() {
+            self.dispatch.started.store(true, Ordering::Relaxed);
+        }
+        since
+    }
+
+    /// Whether `shot` is due.
+    pub(super) fn is_due(&mut self, shot: &Shot) -> bool {
+        match shot.due {
+            None if self.dispatch.started.load(Ordering::Relaxed) => true,
+            _ => is_due_at(shot, self.since_start()),
+        }
+    }
 }
 
 /// The future of [`Dispatch::next`].
@@ -339,12 +378,12 @@ pub(crate) struct Next<'a> {
 }
 
 impl Future for Next<'_> {
-    type Output = Option<Shot>;
+    type Output = Option<(Shot, Instant)>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Shot>> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let Seat { thread, slot } = self.seat;
         let dispatch = self.dispatch;
-        let now = dispatch.now();
+        let mut now = Reading::new(dispatch);
         let mut guard = dispatch.lock();
         let state = &mut *guard;
         if state.halted {
@@ -358,10 +397,10 @@ impl Future for Next<'_> {
         // Closed discipline: a shot taken earlier, still to fire.
         let mut taken = state.threads[thread].seats[slot].held.take();
         let discipline = dispatch.discipline;
-        if taken.is_none() && discipline.available(&state.shots, now) {
+        if taken.is_none() && discipline.available(&state.shots, |shot| now.is_due(shot)) {
             taken = state.shots.pop_front();
             state.threads[thread].unpark(slot);
-            let another = discipline.available(&state.shots, now);
+            let another = discipline.available(&state.shots, |shot| now.is_due(shot));
             let next_due = state.shots.front().map(due);
             if another {
                 // Another can be taken: the next idle instance here takes it.
@@ -375,7 +414,7 @@ impl Future for Next<'_> {
             }
         }
         let outcome = match taken {
-            Some(shot) if discipline.holds(&shot, now) => {
+            Some(shot) if discipline.holds(&shot, &mut now) => {
                 rearm = closed::hold(&mut state.threads[thread], slot, shot, cx.waker());
                 Poll::Pending
             }
@@ -403,7 +442,8 @@ impl Future for Next<'_> {
             .chain(rearm)
             .chain(wake_all)
             .for_each(Waker::wake);
-        outcome
+        // The moment it was found due (or, due at once, handed out) is its start.
+        outcome.map(|shot| shot.map(|shot| (shot, now.instant())))
     }
 }
 
@@ -428,7 +468,8 @@ impl Timed for Dispatch {
         (!state.halted).then(|| {
             (
                 state.shots.front().map(due),
-                self.discipline.available(&state.shots, now),
+                self.discipline
+                    .available(&state.shots, |shot| is_due_at(shot, now)),
             )
         })
     }

@@ -9,11 +9,11 @@ use std::task::Waker;
 use std::time::Duration;
 
 use super::seats::ThreadState;
-use super::{is_due, Shot};
+use super::Shot;
 
-/// Whether a free instance can take a shot now: the first one is due.
-pub(super) fn available(shots: &VecDeque<Shot>, now: Option<Duration>) -> bool {
-    shots.front().is_some_and(|shot| is_due(shot, now))
+/// Whether a free instance can take a shot now: the first one is `is_due`.
+pub(super) fn available(shots: &VecDeque<Shot>, is_due: impl FnOnce(&Shot) -> bool) -> bool {
+    shots.front().is_some_and(is_due)
 }
 
 /// When this thread's timer should fire: the first shot's due time, while it

@@ -70,7 +70,7 @@ fn run(io: &IoThreads, start: Instant, per_thread: usize, discipline: Discipline
         let order = Arc::clone(&order);
         spawner.spawn(&mut instances, thread, async move {
             let mut taken = Vec::new();
-            while let Some(shot) = dispatch.next(seat).await {
+            while let Some((shot, _)) = dispatch.next(seat).await {
                 taken.push(Taken {
                     id: id(&shot),
                     seat,

@@ -165,7 +165,7 @@ impl Keys {
         let len = size(drawn, self.digits, MAX_KEY) as usize;
         let mut digits = itoa::Buffer::new();
         let digits = digits.format(i).as_bytes();
-        out.extend(std::iter::repeat_n(b'0', len.saturating_sub(digits.len())));
+        out.resize(out.len() + len.saturating_sub(digits.len()), b'0');
         out.extend_from_slice(digits);
     }
 }
@@ -177,8 +177,18 @@ fn write_set(keys: &Keys, record: u64, value_size: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(b" 0 0 ");
     out.extend_from_slice(itoa::Buffer::new().format(value_size).as_bytes());
     out.extend_from_slice(b"\r\n");
-    // A recognizable filler: the value's bytes carry no meaning.
-    out.extend((0..value_size).map(|i| b'a' + (i % 26) as u8));
+    // A recognizable filler, `abc…z` over and over: the value's bytes carry no meaning.
+    const FILLER: &[u8] =
+        b"abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz\
+        abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz\
+        abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz\
+        abcdefghijklmnopqrstuvwxyz";
+    let mut left = usize::try_from(value_size).unwrap_or(usize::MAX);
+    while left > 0 {
+        let take = left.min(FILLER.len());
+        out.extend_from_slice(&FILLER[..take]);
+        left -= take;
+    }
     out.extend_from_slice(b"\r\n");
 }
 
@@ -312,6 +322,25 @@ impl Preload {
 mod tests {
     use super::*;
     use crate::ammo::Passes;
+
+    #[test]
+    fn a_set_carries_its_size_of_the_alphabet_over_and_over() {
+        let keys = Keys::new(&MemcachedConfig::default());
+        for size in [0u64, 1, 25, 26, 259, 260, 261, 1000] {
+            let mut out = Vec::new();
+            write_set(&keys, 7, size, &mut out);
+            let mut head = b"set ".to_vec();
+            keys.write(7, &mut head);
+            head.extend_from_slice(format!(" 0 0 {size}\r\n").as_bytes());
+            assert!(out.starts_with(&head), "{}", String::from_utf8_lossy(&out));
+            let value: Vec<u8> = (0..size).map(|i| b'a' + (i % 26) as u8).collect();
+            assert_eq!(
+                &out[head.len()..],
+                [&value[..], b"\r\n"].concat(),
+                "size {size}"
+            );
+        }
+    }
 
     const N: usize = 100_000;
     /// The Kolmogorov–Smirnov statistic's critical value at α = 0.001, for N samples.

@@ -19,6 +19,7 @@ use tank_stats::{Measured, NetCode};
 use tokio::time::Instant;
 
 use super::{Failure, MysqlGun};
+use crate::gun::wire::budget::Budget;
 use crate::gun::wire::conn::{self, Conn, WriteError};
 
 /// The largest handshake packet read (a greeting is about a hundred bytes).
@@ -98,7 +99,7 @@ impl Packets {
                 }
             }
             let read = conn
-                .read(deadline, |data| {
+                .read(&mut Budget::new(deadline), |data| {
                     self.pending.extend_from_slice(data);
                     data.len()
                 })
@@ -255,7 +256,9 @@ impl Login<'_> {
         measured: &mut Measured,
     ) -> Result<(), LoginError> {
         let mut written = 0;
-        let result = conn.write_all(bytes, self.deadline, &mut written).await;
+        let result = conn
+            .write_all(bytes, &mut Budget::new(self.deadline), &mut written)
+            .await;
         measured.size_out += written;
         match result {
             Ok(()) => Ok(()),

@@ -44,6 +44,7 @@ use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
 
 use super::measure::{fill, Marks};
+use super::wire::budget::Budget;
 use super::wire::conn::{Conn, WriteError};
 use super::{Barrel, Gun, Placement};
 use crate::target::Target;
@@ -270,7 +271,7 @@ impl MysqlBarrel {
         let mut written = 0;
         let sent = session
             .conn
-            .write_all(&self.out, deadline, &mut written)
+            .write_all(&self.out, &mut Budget::new(deadline), &mut written)
             .await;
         measured.size_out += written;
         match sent {
@@ -377,9 +378,10 @@ async fn read_reply(
     measured: &mut Measured,
     mut capture: Option<&mut Vec<u8>>,
 ) -> Result<Outcome, Failure> {
+    let mut budget = Budget::new(deadline);
     loop {
         let read = conn
-            .read(deadline, |data| {
+            .read(&mut budget, |data| {
                 if let Some(capture) = capture.as_deref_mut() {
                     let room = capture
                         .capacity()

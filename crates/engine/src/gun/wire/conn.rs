@@ -1,6 +1,6 @@
 //! A gun's connection, whatever the protocol: TCP or TLS over TCP, opened
 //! from an optional source address, written whole, and read into one
-//! per-thread buffer. Every wait is bounded by the shot's deadline.
+//! per-thread buffer. Every wait is bounded by the shot's [`Budget`].
 
 use std::cell::RefCell;
 use std::io;
@@ -11,10 +11,10 @@ use std::task::Poll;
 use tank_stats::NetCode;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpSocket, TcpStream};
-use tokio::time::{timeout_at, Instant};
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use super::budget::Budget;
 use crate::netcode;
 use crate::target::Target;
 use crate::tls;
@@ -95,71 +95,71 @@ impl Conn {
         }
     }
 
-    /// Write `request` whole by `deadline`; `sent` learns each byte count as
-    /// it grows (so a failure still says how much went out).
+    /// Write `request` whole within `budget`; `sent` learns each byte count
+    /// as it grows (so a failure still says how much went out).
     pub(in crate::gun) async fn write_all(
         &mut self,
         request: &[u8],
-        deadline: Instant,
+        budget: &mut Budget,
         sent: &mut u64,
     ) -> Result<(), WriteError> {
         let mut written = 0;
         while written < request.len() {
             let step = match self {
-                // A kept socket takes a request at once: try that before arming a timer.
+                // A kept socket takes a request at once: try that before waiting.
                 Conn::Tcp(stream) => match stream.try_write(&request[written..]) {
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                        timeout_at(deadline, stream.write(&request[written..])).await
+                        budget.within(stream.write(&request[written..])).await
                     }
-                    done => Ok(done),
+                    done => Some(done),
                 },
-                Conn::Tls(stream) => timeout_at(deadline, stream.write(&request[written..])).await,
+                Conn::Tls(stream) => budget.within(stream.write(&request[written..])).await,
             };
             match step {
-                Err(_) => return Err(WriteError::Timeout),
-                Ok(Err(error)) => {
+                None => return Err(WriteError::Timeout),
+                Some(Err(error)) => {
                     return Err(WriteError::Net {
                         code: netcode::of_io(&error),
                         written,
                     })
                 }
-                Ok(Ok(0)) => {
+                Some(Ok(0)) => {
                     return Err(WriteError::Net {
                         code: NetCode::BROKEN_PIPE,
                         written,
                     })
                 }
-                Ok(Ok(n)) => {
+                Some(Ok(n)) => {
                     written += n;
                     *sent = written as u64;
                 }
             }
         }
         if let Conn::Tls(stream) = self {
-            match timeout_at(deadline, stream.flush()).await {
-                Err(_) => return Err(WriteError::Timeout),
-                Ok(Err(error)) => {
+            match budget.within(stream.flush()).await {
+                None => return Err(WriteError::Timeout),
+                Some(Err(error)) => {
                     return Err(WriteError::Net {
                         code: netcode::of_io(&error),
                         written,
                     })
                 }
-                Ok(Ok(())) => {}
+                Some(Ok(())) => {}
             }
         }
         Ok(())
     }
 
     /// Read what has arrived into the thread's buffer and hand it to `take`;
-    /// `Ok(None)` at the end of the stream, `Err(None)` when `deadline` passed.
+    /// `Ok(None)` at the end of the stream, `Err(None)` when the budget ran out.
     pub(in crate::gun) async fn read<T>(
         &mut self,
-        deadline: Instant,
+        budget: &mut Budget,
         take: impl FnMut(&[u8]) -> T,
     ) -> Result<Option<T>, Option<NetCode>> {
         match self {
-            Conn::Tcp(stream) => read_into(stream, deadline, take, false).await,
-            Conn::Tls(stream) => read_into(&mut **stream, deadline, take, true).await,
+            Conn::Tcp(stream) => read_into(stream, budget, take, false).await,
+            Conn::Tls(stream) => read_into(&mut **stream, budget, take, true).await,
         }
     }
 }
@@ -232,7 +232,7 @@ impl AsyncWrite for Conn {
 /// awaited without a read that could only fail with EAGAIN.
 async fn read_into<S: AsyncRead + Unpin, T>(
     stream: &mut S,
-    deadline: Instant,
+    budget: &mut Budget,
     mut take: impl FnMut(&[u8]) -> T,
     tls: bool,
 ) -> Result<Option<T>, Option<NetCode>> {
@@ -251,5 +251,5 @@ async fn read_into<S: AsyncRead + Unpin, T>(
             }
         })
     });
-    timeout_at(deadline, read).await.unwrap_or(Err(None))
+    budget.within(read).await.unwrap_or(Err(None))
 }

@@ -28,6 +28,8 @@
 //! `touch`, `version`, `stats`); `add`, `cas`, `append`, `prepend`, `incr`
 //! and `decr` may have been acted on, and are not.
 
+use smallvec::SmallVec;
+
 use super::Progress;
 
 /// A hit, a stored value, or any other success.
@@ -59,9 +61,11 @@ enum Expect {
     Line,
 }
 
-/// The replies a request expects, in order, and whether it may be sent again.
-fn expected(request: &[u8]) -> (Vec<Expect>, bool) {
-    let mut expect = Vec::new();
+/// The replies a request expects, in order (inline for the usual one or two
+/// commands: a request's reply allocates nothing), and whether it may be
+/// sent again.
+fn expected(request: &[u8]) -> (SmallVec<[Expect; 2]>, bool) {
+    let mut expect = SmallVec::new();
     let mut repeatable = true;
     let mut rest = request;
     while !rest.is_empty() {
@@ -71,19 +75,26 @@ fn expected(request: &[u8]) -> (Vec<Expect>, bool) {
         };
         rest = after;
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let mut words = line.split(|b| *b == b' ').filter(|word| !word.is_empty());
+        let mut words = words(line);
         let Some(command) = words.next() else {
             continue;
         };
-        let args: Vec<&[u8]> = words.collect();
-        let noreply = args.last().is_some_and(|last| *last == b"noreply");
+        // What the command needs of its arguments: how many, the fourth
+        // (a storage command's data size) and the last (`noreply`).
+        let (mut args, mut fourth, mut last) = (0usize, None, None);
+        for word in words {
+            args += 1;
+            if args == 4 {
+                fourth = Some(word);
+            }
+            last = Some(word);
+        }
+        let noreply = last == Some(&b"noreply"[..]);
         let kind = match command {
-            b"get" | b"gets" => Expect::Values {
-                keys: args.len() as u32,
-            },
+            b"get" | b"gets" => Expect::Values { keys: args as u32 },
             // The first argument is the new expiry time.
             b"gat" | b"gats" => Expect::Values {
-                keys: args.len().saturating_sub(1) as u32,
+                keys: args.saturating_sub(1) as u32,
             },
             b"stats" => Expect::Stats,
             _ => Expect::Line,
@@ -91,10 +102,9 @@ fn expected(request: &[u8]) -> (Vec<Expect>, bool) {
         match command {
             b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" => {
                 // The data block follows: skip it, so its bytes are not read as commands.
-                let bytes = args
-                    .get(3)
-                    .and_then(|n| std::str::from_utf8(n).ok())
-                    .and_then(|n| n.parse::<usize>().ok())
+                let bytes = fourth
+                    .and_then(decimal)
+                    .and_then(|n| usize::try_from(n).ok())
                     .unwrap_or(0);
                 rest = rest.get(bytes + 2..).unwrap_or(&[]);
                 repeatable &= matches!(command, b"set" | b"replace");
@@ -125,7 +135,7 @@ enum At {
 
 /// One memcached reply (to every command of a request) being read.
 pub(super) struct McReply {
-    expect: Vec<Expect>,
+    expect: SmallVec<[Expect; 2]>,
     /// The command whose reply is being read.
     index: usize,
     /// Values read for the current retrieval.
@@ -133,6 +143,8 @@ pub(super) struct McReply {
     /// The worst code so far.
     code: Option<u16>,
     at: At,
+    /// A line cut between reads, kept until its end arrives (a line read
+    /// whole is read where it lies).
     line: Vec<u8>,
 }
 
@@ -170,10 +182,9 @@ impl McReply {
             match self.at {
                 At::Data { left } => {
                     let take = (rest.len() as u64).min(left) as usize;
-                    // The block's last two bytes must be its "\r\n".
-                    for (i, byte) in rest[..take].iter().enumerate() {
-                        let from_end = left - i as u64;
-                        if from_end <= 2 && *byte != b"\r\n"[2 - from_end as usize] {
+                    // The block's last two bytes must be its "\r\n": those in this read.
+                    for at in left.saturating_sub(2)..take as u64 {
+                        if rest[at as usize] != b"\r\n"[(at + 2 - left) as usize] {
                             return (data.len() - rest.len(), Progress::Broken);
                         }
                     }
@@ -195,12 +206,17 @@ impl McReply {
                     if self.line.len() + end > MAX_LINE {
                         return (data.len() - rest.len(), Progress::Broken);
                     }
-                    self.line.extend_from_slice(&rest[..end]);
+                    let read = if self.line.is_empty() {
+                        self.read_line(&rest[..end])
+                    } else {
+                        let mut line = std::mem::take(&mut self.line);
+                        line.extend_from_slice(&rest[..end]);
+                        let read = self.read_line(&line);
+                        line.clear();
+                        self.line = line;
+                        read
+                    };
                     rest = &rest[end + 1..];
-                    let mut line = std::mem::take(&mut self.line);
-                    let read = self.read_line(&line);
-                    line.clear();
-                    self.line = line;
                     if !read {
                         return (data.len() - rest.len(), Progress::Broken);
                     }
@@ -277,9 +293,35 @@ impl McReply {
 
 /// The data block's size in `<key> <flags> <bytes> [<cas>]`.
 fn value_bytes(header: &[u8]) -> Option<u64> {
-    let mut words = header.split(|b| *b == b' ');
-    let bytes = words.nth(2)?;
-    std::str::from_utf8(bytes).ok()?.parse().ok()
+    let after_key = memchr::memchr(b' ', header)? + 1;
+    let after_flags = after_key + memchr::memchr(b' ', &header[after_key..])? + 1;
+    let rest = &header[after_flags..];
+    decimal(&rest[..memchr::memchr(b' ', rest).unwrap_or(rest.len())])
+}
+
+/// A decimal number as Rust parses a `u64`: plain digits the quick way.
+fn decimal(digits: &[u8]) -> Option<u64> {
+    if !digits.is_empty() && digits.len() <= 19 && digits.iter().all(u8::is_ascii_digit) {
+        return Some(digits.iter().fold(0, |n, d| n * 10 + u64::from(d - b'0')));
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// The words of a command line: what lies between spaces, found a stretch
+/// at a time (a key is tens of bytes).
+fn words(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = line;
+    std::iter::from_fn(move || loop {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = memchr::memchr(b' ', rest).unwrap_or(rest.len());
+        let word = &rest[..end];
+        rest = rest.get(end + 1..).unwrap_or_default();
+        if !word.is_empty() {
+            return Some(word);
+        }
+    })
 }
 
 /// How bad a code is: the request's code is its commands' worst.
@@ -447,6 +489,18 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn words_and_numbers_read_as_splitting_and_parsing_read_them(
+            line in "[ a0+9]{0,40}",
+        ) {
+            let line = line.as_bytes();
+            let split: Vec<&[u8]> = line.split(|b| *b == b' ').filter(|w| !w.is_empty()).collect();
+            prop_assert_eq!(words(line).collect::<Vec<_>>(), split);
+            let third = line.split(|b| *b == b' ').nth(2);
+            let parsed = third.and_then(|n| std::str::from_utf8(n).ok()?.parse::<u64>().ok());
+            prop_assert_eq!(value_bytes(line), parsed);
+        }
+
         #[test]
         fn any_split_of_the_stream_reads_the_same_reply(
             (request, reply, code) in exchange(),

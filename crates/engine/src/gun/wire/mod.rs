@@ -37,6 +37,7 @@
 //! With `depth = N` (memcached over plain TCP), up to N barrels on one I/O
 //! thread share a connection, each with a request in flight (`pipeline.rs`).
 
+pub(crate) mod budget;
 pub(crate) mod conn;
 mod http;
 pub mod memcached;
@@ -49,7 +50,7 @@ use std::time::Duration;
 
 use rustls::ClientConfig;
 use tank_stats::{micros, Measured, NetCode};
-use tokio::time::{timeout_at, Instant};
+use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
 
 use super::measure::{fill, Marks};
@@ -57,6 +58,7 @@ use super::{Barrel, Gun, Placement};
 use crate::http::Limits;
 use crate::netcode;
 use crate::target::Target;
+use budget::Budget;
 use conn::{Conn, WriteError};
 
 /// What a gun speaks over its connections.
@@ -195,17 +197,17 @@ impl WireGun {
     }
 
     /// The barrel of an instance sharing the connection of `group` (at most
-    /// `depth` instances share one).
-    fn pipelined(self: &Arc<Self>, index: usize, group: usize) -> WireBarrel {
+    /// `depth` instances share one), in its slot `member` (below `depth`).
+    fn pipelined(self: &Arc<Self>, index: usize, group: usize, member: usize) -> WireBarrel {
         let mut barrel = self.instance(index);
         let mut pipes = self
             .pipes
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         while pipes.len() <= group {
-            pipes.push(Arc::default());
+            pipes.push(Arc::new(pipeline::Pipe::new(self.depth)));
         }
-        barrel.pipe = Some(Arc::clone(&pipes[group]));
+        barrel.pipe = Some((Arc::clone(&pipes[group]), member));
         barrel
     }
 
@@ -227,6 +229,7 @@ impl WireGun {
             gun: Arc::clone(self),
             conn: None,
             source,
+            budget: None,
             pipe: None,
         }
     }
@@ -237,8 +240,11 @@ pub struct WireBarrel {
     gun: Arc<WireGun>,
     conn: Option<Conn>,
     source: Option<IpAddr>,
-    /// The connection shared with other instances, when pipelining.
-    pipe: Option<Arc<pipeline::Pipe>>,
+    /// The shots' timer, made on the barrel's I/O thread at its first shot.
+    budget: Option<Budget>,
+    /// The connection shared with other instances, when pipelining, and
+    /// this instance's slot in it.
+    pipe: Option<(Arc<pipeline::Pipe>, usize)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -251,13 +257,6 @@ enum Failure {
     /// had closed it. The request may be sent again (see the module docs);
     /// otherwise the shot has this net code.
     Stale(NetCode),
-}
-
-impl Failure {
-    /// The same failure, for each request that shared a broken pipelined connection.
-    fn again(&self) -> Failure {
-        *self
-    }
 }
 
 impl WireBarrel {
@@ -275,18 +274,16 @@ impl WireBarrel {
         start: Instant,
         mut reply: Option<&mut Vec<u8>>,
     ) -> Measured {
-        if let Some(pipe) = &self.pipe {
-            // Boxed: its state would otherwise make every shot's future (and
-            // the copies of it) larger, pipelined or not.
-            let pipe = Arc::clone(pipe);
-            return Box::pin(self.fire_pipelined(&pipe, request, start)).await;
+        if let Some((pipe, slot)) = &self.pipe {
+            let (pipe, slot) = (Arc::clone(pipe), *slot);
+            return self.fire_pipelined(&pipe, slot, request, start).await;
         }
-        let deadline = start + self.gun.timeout;
+        let mut budget = self.budget(start + self.gun.timeout);
         let mut measured = Measured::default();
         // Whether the request may go out again is asked only when a kept
         // connection turns out closed: most shots never need to know.
         let mut resent = false;
-        loop {
+        let measured = loop {
             let mut marks = Marks::default();
             if let Some(reply) = reply.as_deref_mut() {
                 reply.clear();
@@ -295,7 +292,7 @@ impl WireBarrel {
                 .attempt(
                     request,
                     start,
-                    deadline,
+                    &mut budget,
                     &mut marks,
                     &mut measured,
                     reply.as_deref_mut(),
@@ -304,17 +301,17 @@ impl WireBarrel {
             if measured.size_out > 0 {
                 measured.sends += 1;
             }
-            let end_us = micros(start.elapsed());
-            match result {
+            let end_us = match result {
                 Err(Failure::Stale(_)) if !resent && self.gun.protocol.may_resend(request) => {
                     // Once: the next attempt is on a new connection.
                     resent = true;
                     self.conn = None;
                     continue;
                 }
-                Ok(code) => {
+                Ok((code, end_us)) => {
                     measured.proto_code = code;
                     measured.net_code = NetCode::OK;
+                    end_us
                 }
                 Err(failure) => {
                     // The attempt left the code it read, if any, in `proto_code`.
@@ -323,38 +320,58 @@ impl WireBarrel {
                         Failure::Net(code) | Failure::Stale(code) => code,
                         Failure::Timeout => NetCode::TIMED_OUT,
                     };
+                    micros(start.elapsed())
                 }
-            }
+            };
             let timeout_us = micros(self.gun.timeout);
             fill(&mut measured, &marks, end_us, timeout_us);
-            return measured;
+            break measured;
+        };
+        self.budget = Some(budget);
+        measured
+    }
+
+    /// The shot's budget, ending at `deadline`: the barrel's timer, taken
+    /// for the shot and put back after it (a barrel dropped mid-shot takes
+    /// its timer with it).
+    fn budget(&mut self, deadline: Instant) -> Budget {
+        match self.budget.take() {
+            Some(mut budget) => {
+                budget.reset(deadline);
+                budget
+            }
+            None => Budget::new(deadline),
         }
     }
 
-    /// Fire `request` over the connection shared with other instances.
+    /// Fire `request` over the connection shared with other instances, from
+    /// its `slot` there.
     async fn fire_pipelined(
-        &self,
+        &mut self,
         pipe: &Arc<pipeline::Pipe>,
+        slot: usize,
         request: &[u8],
         start: Instant,
     ) -> Measured {
-        let gun = &self.gun;
-        let mut sent = pipeline::Sent::default();
+        let gun = Arc::clone(&self.gun);
+        let mut budget = self.budget(start + gun.timeout);
         let landed = pipe
             .fire(
-                &gun.target,
-                self.source,
+                slot,
+                (&gun.target, self.source),
                 gun.protocol,
                 request,
-                start + gun.timeout,
-                &mut sent,
+                &mut budget,
             )
             .await;
-        let end_us = micros(start.elapsed());
+        self.budget = Some(budget);
+        let since_start =
+            |at: Option<Instant>| at.map(|at| micros(at.saturating_duration_since(start)));
+        let end_us = since_start(landed.whole).unwrap_or_else(|| micros(start.elapsed()));
         let mut measured = Measured {
-            size_out: sent.size_out,
+            size_out: landed.size_out,
             size_in: landed.size_in,
-            sends: u8::from(sent.size_out > 0),
+            sends: u8::from(landed.size_out > 0),
             ..Measured::default()
         };
         match landed.result {
@@ -367,34 +384,31 @@ impl WireBarrel {
         }
         let marks = Marks {
             // A request that went out on an open connection spent nothing connecting.
-            connected: match sent.connected {
-                Some(at) => Some(micros(at.saturating_duration_since(start))),
-                None => (sent.size_out > 0).then_some(0),
-            },
-            sent: sent
-                .sent
-                .map(|at| micros(at.saturating_duration_since(start))),
-            first_byte: landed
-                .first_byte
-                .map(|at| micros(at.saturating_duration_since(start))),
+            connected: since_start(landed.connected).or_else(|| (landed.size_out > 0).then_some(0)),
+            sent: since_start(landed.sent),
+            first_byte: since_start(landed.first_byte),
         };
-        let timeout_us = micros(gun.timeout);
-        fill(&mut measured, &marks, end_us, timeout_us);
+        fill(&mut measured, &marks, end_us, micros(gun.timeout));
         measured
     }
 
-    /// One attempt at the shot. Its sizes replace the previous attempt's in
-    /// `measured` (from 0, before connecting); on a failure after a reply's
-    /// status line, `measured.proto_code` keeps that status.
+    /// One attempt at the shot: the reply's proto code and when it was whole
+    /// (µs from `start`), or why it failed. Its sizes replace the previous
+    /// attempt's in `measured` (from 0, before connecting); on a failure after
+    /// a reply's status line, `measured.proto_code` keeps that status.
+    ///
+    /// The clock is read once per mark: after connecting, after the write,
+    /// and at each read that brings bytes (the first is the first byte's
+    /// mark, the one that makes the reply whole its end).
     async fn attempt(
         &mut self,
         request: &[u8],
         start: Instant,
-        deadline: Instant,
+        budget: &mut Budget,
         marks: &mut Marks,
         measured: &mut Measured,
         mut kept: Option<&mut Vec<u8>>,
-    ) -> Result<u16, Failure> {
+    ) -> Result<(u16, u64), Failure> {
         measured.size_out = 0;
         measured.size_in = 0;
         measured.proto_code = 0;
@@ -407,17 +421,17 @@ impl WireBarrel {
             empty => {
                 let gun = &self.gun;
                 let connecting = conn::connect(&gun.target, self.source, gun.tls.as_ref(), request);
-                let conn = match timeout_at(deadline, connecting).await {
-                    Err(_) => return Err(Failure::Timeout),
-                    Ok(Err(error)) => return Err(Failure::Net(error)),
-                    Ok(Ok(conn)) => conn,
+                let conn = match budget.within(connecting).await {
+                    None => return Err(Failure::Timeout),
+                    Some(Err(error)) => return Err(Failure::Net(error)),
+                    Some(Ok(conn)) => conn,
                 };
                 marks.connected = Some(micros(start.elapsed()));
                 empty.insert(conn)
             }
         };
         match conn
-            .write_all(request, deadline, &mut measured.size_out)
+            .write_all(request, budget, &mut measured.size_out)
             .await
         {
             Ok(()) => {}
@@ -430,14 +444,15 @@ impl WireBarrel {
                 });
             }
         }
-        marks.sent = Some(micros(start.elapsed()));
+        let sent_us = micros(start.elapsed());
+        marks.sent = Some(sent_us);
         let mut reply = self.gun.protocol.reply(request);
         if let Some(code) = reply.whole_unread() {
-            return Ok(code);
+            return Ok((code, sent_us));
         }
         let received = loop {
             let read = conn
-                .read(deadline, |data| {
+                .read(budget, |data| {
                     if let Some(kept) = kept.as_deref_mut() {
                         let room = kept.capacity().saturating_sub(kept.len()).min(data.len());
                         kept.extend_from_slice(&data[..room]);
@@ -458,14 +473,17 @@ impl WireBarrel {
                 Ok(None) => {
                     // Whole for a reply that runs to the close; cut short otherwise.
                     self.conn = None;
-                    break reply.at_end().ok_or(Failure::Net(NetCode::PROTOCOL));
+                    break match reply.at_end() {
+                        Some(code) => Ok((code, micros(start.elapsed()))),
+                        None => Err(Failure::Net(NetCode::PROTOCOL)),
+                    };
                 }
                 Err(Some(code)) => break Err(Failure::Net(code)),
                 Err(None) => break Err(Failure::Timeout),
                 Ok(Some((bytes, progress))) => {
-                    if bytes > 0 && marks.first_byte.is_none() {
-                        marks.first_byte = Some(micros(start.elapsed()));
-                    }
+                    // A read returns at least one byte.
+                    let now_us = micros(start.elapsed());
+                    marks.first_byte.get_or_insert(now_us);
                     measured.size_in += bytes as u64;
                     match progress {
                         Progress::More => continue,
@@ -474,7 +492,7 @@ impl WireBarrel {
                             if !keep_alive {
                                 self.conn = None;
                             }
-                            break Ok(code);
+                            break Ok((code, now_us));
                         }
                     }
                 }
@@ -502,6 +520,7 @@ impl Gun for WireGun {
         self.pipelined(
             index,
             placement.thread.index() + threads * (nth / self.depth),
+            nth % self.depth,
         )
     }
 }

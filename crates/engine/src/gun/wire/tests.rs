@@ -219,7 +219,7 @@ fn a_pipelined_request_past_its_budget_fails_the_ones_behind_it() {
             )
             .with_depth(2),
         );
-        let (mut first, mut second) = (gun.pipelined(0, 0), gun.pipelined(1, 0));
+        let (mut first, mut second) = (gun.pipelined(0, 0, 0), gun.pipelined(1, 0, 1));
         let warm = first.fire(b"get a\r\n", Instant::now(), None).await;
         assert_eq!((warm.net_code, warm.proto_code), (NetCode::OK, 404));
         assert!(
@@ -242,6 +242,89 @@ fn a_pipelined_request_past_its_budget_fails_the_ones_behind_it() {
         let after = second.fire(b"get a\r\n", Instant::now(), None).await;
         assert_eq!((after.net_code, after.proto_code), (NetCode::OK, 404));
         assert!(after.connect_us > 0);
+    });
+}
+
+#[test]
+fn pipelined_requests_queued_together_go_out_in_one_write_and_land_each_in_its_slot() {
+    block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Answers the first request (which opened the connection); then one
+        // read: what one write of the gun put on the wire. Each key's reply
+        // has its own code and size, in one write back.
+        let server = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut buffer = vec![0; 64 * 1024];
+            let read = stream.read(&mut buffer).await.unwrap();
+            assert_eq!(&buffer[..read], b"get a\r\n");
+            stream.write_all(b"END\r\n").await.unwrap();
+            let read = stream.read(&mut buffer).await.unwrap();
+            let first = String::from_utf8_lossy(&buffer[..read]).into_owned();
+            stream
+                .write_all(
+                    b"VALUE a 0 1\r\nx\r\nEND\r\nEND\r\nSTORED\r\nVALUE d 0 2\r\nyy\r\nEND\r\n",
+                )
+                .await
+                .unwrap();
+            first
+        });
+        let target = Target {
+            addr,
+            host: "127.0.0.1".into(),
+        };
+        let gun = Arc::new(
+            WireGun::new(
+                target,
+                None,
+                Protocol::Memcached,
+                Duration::from_secs(5),
+                Vec::new(),
+            )
+            .with_depth(4),
+        );
+        let mut barrels: Vec<WireBarrel> = (0..4).map(|i| gun.pipelined(i, 0, i)).collect();
+        let opened = barrels[0].fire(b"get a\r\n", Instant::now(), None).await;
+        assert_eq!((opened.net_code, opened.proto_code), (NetCode::OK, 404));
+        // The connection open, all four queue before the connection's task runs.
+        let requests: [&[u8]; 4] = [
+            b"get a\r\n",
+            b"get b\r\n",
+            b"set c 0 0 1\r\nz\r\n",
+            b"get d\r\n",
+        ];
+        let start = Instant::now();
+        let [a, b, c, d] = &mut barrels[..] else {
+            unreachable!()
+        };
+        let landed = tokio::join!(
+            a.fire(requests[0], start, None),
+            b.fire(requests[1], start, None),
+            c.fire(requests[2], start, None),
+            d.fire(requests[3], start, None),
+        );
+        assert_eq!(server.await.unwrap().as_bytes(), requests.concat());
+        let rows = [landed.0, landed.1, landed.2, landed.3];
+        let codes: Vec<_> = rows
+            .iter()
+            .map(|m| (m.net_code, m.proto_code, m.size_in))
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                (NetCode::OK, 200, 21),
+                (NetCode::OK, 404, 5),
+                (NetCode::OK, 200, 8),
+                (NetCode::OK, 200, 22),
+            ]
+        );
+        for (row, request) in rows.iter().zip(requests) {
+            assert_eq!(row.size_out, request.len() as u64);
+            assert_eq!(
+                row.connect_us + row.send_us + row.latency_us + row.receive_us,
+                row.interval_real_us
+            );
+        }
     });
 }
 
