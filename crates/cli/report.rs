@@ -52,6 +52,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         sources: names,
         generator: concat!("tank ", env!("CARGO_PKG_VERSION")).to_string(),
         facts: vec![("buffered seconds".into(), buffered_seconds.to_string())],
+        ..Meta::default()
     };
     let (summary, read) =
         stream::report(phouts, &out_dir, buffered_seconds, meta).context("tank report")?;

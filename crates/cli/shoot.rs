@@ -43,7 +43,8 @@ pub fn run(
     }
     let console = Console::choose(
         quiet || config.console.short_only,
-        config.path.display().to_string(),
+        &config.path,
+        &config.job,
     );
     let spec = Spec {
         config,

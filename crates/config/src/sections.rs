@@ -39,6 +39,11 @@ pub(crate) enum SectionKind {
     Prometheus,
     /// `[search]`: tank's own, the settings of `tank search` and `tank scan`.
     Search,
+    /// `[meta]` (`[overload]`, `uploader:`, DataUploader): yandex-tank's
+    /// uploader, whose job name and description tank shows (it uploads nowhere).
+    Meta,
+    /// `[web]`: tank's own, the live web dashboard.
+    Web,
 }
 
 /// yandex-tank's plugin patterns, in its order (the first match wins), with what tank does.
@@ -55,7 +60,7 @@ const PATTERNS: &[(&str, SectionKind)] = &[
         SectionKind::Ignored,
     ),
     ("phantom", SectionKind::ExtraQueue),
-    ("meta|overload|uploader|datauploader", SectionKind::Ignored),
+    ("meta|overload|uploader|datauploader", SectionKind::Meta),
     ("telegraf|monitoring", SectionKind::Monitoring),
     ("jmeter", SectionKind::Ignored),
     ("rcheck", SectionKind::Ignored),
@@ -73,14 +78,15 @@ const PATTERNS: &[(&str, SectionKind)] = &[
     ("prometheus", SectionKind::Prometheus),
     ("memcached", SectionKind::Memcached),
     ("search", SectionKind::Search),
+    ("web", SectionKind::Web),
 ];
 
 /// The known section names, for "unrecognized section" messages.
 pub(crate) const KNOWN: &str =
     "phantom, phantom-*, autostop, rcassert, console, origin, telegraf/monitoring, influx, \
-    prometheus, memcached, search, tank/core (and, ignored: aggregator, android, appium, \
-    battery_historian, bfg, meta, overload, uploader, datauploader, jmeter, rcheck, shellexec, \
-    shootexec, tips, json_report, pandora, opentsdb)";
+    prometheus, memcached, search, web, meta/overload/uploader (the job's name and description), \
+    tank/core (and, ignored: aggregator, android, appium, battery_historian, bfg, jmeter, rcheck, \
+    shellexec, shootexec, tips, json_report, pandora, opentsdb)";
 
 fn compiled() -> &'static [(Regex, SectionKind)] {
     static COMPILED: OnceLock<Vec<(Regex, SectionKind)>> = OnceLock::new();
@@ -98,7 +104,7 @@ fn compiled() -> &'static [(Regex, SectionKind)] {
 /// The yandex-tank plugin a section of kind [`SectionKind::Ignored`] belongs to,
 /// when tank does not do what that plugin does (so the section deserves a
 /// warning); `None` for the plugins whose work tank does itself (aggregator,
-/// json_report: test_data.log; tips, meta: nothing to do).
+/// json_report: test_data.log; tips: nothing to do).
 pub(crate) fn unimplemented_plugin(name: &str) -> Option<&'static str> {
     const UNIMPLEMENTED: &[(&str, &str)] = &[
         ("lunaport", "Lunaport uploader"),
@@ -109,7 +115,6 @@ pub(crate) fn unimplemented_plugin(name: &str) -> Option<&'static str> {
             "bfg|ultimate_gun|http_gun|custom_gun|scenario_gun",
             "BFG gun",
         ),
-        ("overload|uploader|datauploader", "Overload uploader"),
         ("jmeter", "JMeter"),
         ("rcheck", "resource check"),
         ("shell_?exec", "ShellExec"),
@@ -146,6 +151,7 @@ pub(crate) fn classify(name: &str) -> Option<SectionKind> {
         SectionKind::Prometheus if name != "prometheus" => None,
         SectionKind::Memcached if name != "memcached" => None,
         SectionKind::Search if name != "search" => None,
+        SectionKind::Web if name != "web" => None,
         kind => Some(kind),
     }
 }
@@ -171,8 +177,6 @@ mod tests {
     #[test]
     fn other_plugins_are_ignored_and_unknown_names_are_not_recognized() {
         for name in [
-            "overload",
-            "meta",
             "shellexec",
             "shell_exec",
             "jsonreport",
@@ -200,5 +204,10 @@ mod tests {
         assert_eq!(classify("prometheus"), Some(SectionKind::Prometheus));
         assert_eq!(classify("search"), Some(SectionKind::Search));
         assert_eq!(classify("search2"), None);
+        for name in ["meta", "overload", "uploader", "datauploader"] {
+            assert_eq!(classify(name), Some(SectionKind::Meta), "{name}");
+        }
+        assert_eq!(classify("web"), Some(SectionKind::Web));
+        assert_eq!(classify("webs"), None);
     }
 }

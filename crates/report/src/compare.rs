@@ -43,6 +43,7 @@ pub fn load_run(path: &Path, buffered_seconds: u32) -> Result<Summary, LoadError
         sources: vec![path.display().to_string()],
         generator: concat!("tank ", env!("CARGO_PKG_VERSION")).to_string(),
         facts: Vec::new(),
+        ..Meta::default()
     };
     Ok(summarize(&[path.to_path_buf()], buffered_seconds, meta)?.0)
 }

@@ -329,6 +329,7 @@ pub fn merge_runs(
                 max_skew_us.map_or("none fired".into(), |s| format!("{s} µs")),
             ),
         ],
+        ..Meta::default()
     };
     let summary = Summary::build(
         meta,
