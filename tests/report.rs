@@ -387,8 +387,19 @@ fn html_report_and_comparison_render_in_headless_chromium() {
     }
     // The histogram spreads its bins over the data's own range (0.1 ms to 11 s here), not
     // yandex-tank's fixed bins, and every line has a legend item that toggles it.
-    let bars = dom.matches("class=\"bar\"").count();
+    let bars = section(&dom, "Response time distribution")
+        .matches("class=\"bar\"")
+        .count();
     assert_eq!(bars, 40, "log-spaced bins in the histogram");
+    // Each tag on its own: its quantile band over time and its distribution.
+    let tags = section(&dom, "Each tag on its own");
+    assert_eq!(
+        tags.matches("<details").count(),
+        4,
+        "search, cart, api/v1#x, (no tag)"
+    );
+    assert_eq!(tags.matches("class=\"bar\"").count(), 4 * 40);
+    assert!(dom.contains("Phases per second"), "the phases are charted");
     assert!(
         dom.contains("log scale, 40 bins"),
         "the histogram's axis says how it is binned"
