@@ -25,6 +25,7 @@ mod signals;
 mod sweep;
 mod target_args;
 mod walk;
+mod web;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -68,6 +69,9 @@ struct ShootArgs {
     /// does before a run) and exit, as mcperf's --loadonly.
     #[arg(long)]
     loadonly: bool,
+    /// The live web dashboard: --web, --web-token, --web-linger.
+    #[command(flatten)]
+    web: web::WebArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -193,6 +197,7 @@ fn main() -> ExitCode {
                     args.quiet,
                     args.fail_on_warnings,
                     &args.scale,
+                    &args.web,
                 ),
                 None => {
                     errln!("tank: nothing to do: run a test with `tank -c load.ini`, or see `tank --help`");

@@ -84,8 +84,8 @@ fn page(title: &str, data: &serde_json::Value) -> String {
     )
 }
 
-/// Escape text for HTML.
-fn escape(text: &str) -> String {
+/// Escape text for HTML (element text and attribute values).
+pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
