@@ -277,6 +277,13 @@ pub(crate) fn chromium() -> Option<PathBuf> {
 
 /// Load `page` in headless Chromium; return the DOM after scripts ran and Chromium's log.
 pub(crate) fn render(browser: &Path, page: &Path) -> (String, String) {
+    render_url(browser, &format!("file://{}", page.display()), &[])
+}
+
+/// Load `url` in headless Chromium with `flags` besides the usual (a
+/// `--virtual-time-budget=MS` to let a live page take events, a
+/// `--screenshot=FILE`); return the DOM after scripts ran and Chromium's log.
+pub(crate) fn render_url(browser: &Path, url: &str, flags: &[&str]) -> (String, String) {
     let profile = tempfile::tempdir().unwrap();
     // Files, not pipes: the DOM is bigger than a pipe's buffer.
     let dom_path = profile.path().join("dom.html");
@@ -293,8 +300,9 @@ pub(crate) fn render(browser: &Path, page: &Path) -> (String, String) {
             "--v=0",
             "--dump-dom",
         ])
+        .args(flags)
         .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("file://{}", page.display()))
+        .arg(url)
         .stdout(std::fs::File::create(&dom_path).unwrap())
         .stderr(std::fs::File::create(&log_path).unwrap())
         .spawn()

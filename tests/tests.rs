@@ -16,3 +16,4 @@ mod run;
 mod shards;
 mod shoot;
 mod support;
+mod web;
