@@ -1,5 +1,6 @@
 mod autostop;
 mod counts;
+mod dashboards;
 mod differential;
 mod hostile;
 mod import;
