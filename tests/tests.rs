@@ -2,6 +2,7 @@ mod autostop;
 mod counts;
 mod dashboards;
 mod differential;
+mod history;
 mod hostile;
 mod import;
 mod k8s;

@@ -18,6 +18,7 @@ mod origin;
 mod plan;
 mod processes;
 mod report;
+mod runs;
 mod scale;
 mod search;
 mod shoot;
@@ -105,10 +106,17 @@ enum Command {
     /// (test_data.log) and a self-contained report.html. Streams: memory does
     /// not grow with the file.
     Report(report::ReportArgs),
-    /// Compare two runs (artifacts directories with summary.json, or phout
-    /// files): cumulative quantiles with deltas, codes, per-tag deltas; with
-    /// --out, an HTML page with the runs' charts overlaid.
+    /// Compare two runs (artifacts directories with summary.json, run ids
+    /// from `tank runs`, or phout files): cumulative quantiles with deltas,
+    /// codes, per-tag deltas; with --out, an HTML page with the runs' charts
+    /// overlaid, each tag's too. Two sweeps overlay their throughput and p99
+    /// against concurrency.
     Compare(compare::CompareArgs),
+    /// List the runs under the artifacts base (logs/ by default): id, start,
+    /// duration, rps, p99, errors, the job's name and how each ended (sweeps
+    /// with their steps); and write an index.html there linking each run's
+    /// report. `tank compare` takes the ids.
+    Runs(runs::RunsArgs),
     /// A wrk-style one-liner: `tank bench URL -c 64 -d 10s` (connections
     /// firing back to back) or `-R 10000` (requests per second, latency from
     /// the intended start, as wrk2). Prints wrk's summary (Latency and Req/Sec
@@ -215,6 +223,7 @@ fn main() -> ExitCode {
         Some(Command::Origin(args)) => origin::run(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Report(args)) => report::run(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Compare(args)) => compare::run(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Runs(args)) => runs::run(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Bench(args)) => bench::run(&args),
         Some(Command::Sweep(args)) => sweep::run(&args),
         Some(Command::Search(args)) => search::search(&args),

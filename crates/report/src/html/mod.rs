@@ -63,6 +63,16 @@ pub fn compare(a: &Summary, b: &Summary) -> String {
     )
 }
 
+/// The comparison page of two sweeps (their `sweep.json`): throughput and
+/// p99 against concurrency, overlaid.
+pub fn compare_sweeps(a: &serde_json::Value, b: &serde_json::Value) -> String {
+    let target = |s: &serde_json::Value| s["target"].as_str().unwrap_or("?").to_owned();
+    page(
+        &format!("tank compare — sweep of {} vs {}", target(a), target(b)),
+        &json!({ "kind": "compare_sweeps", "a": a, "b": b }),
+    )
+}
+
 /// The page of a search, scan or sweep (`data` has `kind`: `search`, `scan`
 /// or `sweep`, and its probes or steps): a chart of rate and latency per probe.
 pub fn limit(title: &str, data: &serde_json::Value) -> String {

@@ -441,6 +441,34 @@
     });
   }
 
+  // Two sweeps: good throughput and p99 against concurrency, A over B (the wrk article's
+  // configurations compared as curves).
+  function compareSweeps(a, b) {
+    var title = "A: sweep of " + a.target + "  vs  B: sweep of " + b.target;
+    document.title = "tank compare — " + title;
+    document.getElementById("title").textContent = title;
+    var at = function (s) { var m = {}; s.steps.forEach(function (st) { m[st.concurrency] = st; }); return m; };
+    var ma = at(a), mb = at(b);
+    var n = Object.keys(ma).concat(Object.keys(mb)).map(Number)
+      .filter(function (c, i, all) { return all.indexOf(c) === i; }).sort(function (x, y) { return x - y; });
+    function pick(m, key) { return n.map(function (c) { return m[c] ? m[c][key] : null; }); }
+    var knee = function (s) { return s.knee_concurrency === null ? "none" : s.knee_concurrency + " connections"; };
+    table(section("Sweeps"), ["", "A", "B"], [["target", a.target, b.target], ["knee", knee(a), knee(b)],
+      ["steps", a.steps.length, b.steps.length]]);
+    lineChart(section("Throughput (good answers) by concurrency, overlaid"), n, [
+      { name: "A good rps", values: pick(ma, "achieved_rps"), color: COLORS[0] },
+      { name: "B good rps", values: pick(mb, "achieved_rps"), color: COLORS[1] }], "rps", "");
+    lineChart(section("p99 by concurrency, overlaid"), n, [
+      { name: "A p99", values: pick(ma, "p99_ms"), color: COLORS[0] },
+      { name: "B p99", values: pick(mb, "p99_ms"), color: COLORS[1] }], "ms", "", { log: true });
+    table(section("Steps"), ["connections", "A rps", "B rps", "Δ rps", "A p99 ms", "B p99 ms", "Δ p99", "A errors %", "B errors %"],
+      n.map(function (c) {
+        var sa = ma[c] || {}, sb = mb[c] || {};
+        return [c, sa.achieved_rps, sb.achieved_rps, delta(sa.achieved_rps, sb.achieved_rps)[0],
+                sa.p99_ms, sb.p99_ms, delta(sa.p99_ms, sb.p99_ms)[0], sa.error_pct, sb.error_pct];
+      }));
+  }
+
   // A search, scan or sweep: one point per probe or step, in order of rate or concurrency.
   function limit(d) {
     var byX = function (key) { return function (a, b) { return a[key] - b[key]; }; };
@@ -524,6 +552,7 @@
   try {
     var data = JSON.parse(document.getElementById("tank-data").textContent);
     if (data.kind === "compare") { compare(data.a, data.b); }
+    else if (data.kind === "compare_sweeps") { compareSweeps(data.a, data.b); }
     else if (data.kind === "limit") { limit(data.limit); }
     else { report(data.summary, data.names); }
   } catch (e) {
