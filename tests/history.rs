@@ -45,8 +45,6 @@ fn runs_lists_sweeps_and_compare_takes_their_ids() {
             ],
         );
         assert!(out.status.success(), "{}", text(&out.stderr));
-        // Sweep directories are named by the second they started in.
-        std::thread::sleep(std::time::Duration::from_millis(1100));
     }
     let out = run(dir.path(), &["runs"]);
     assert!(out.status.success(), "{}", text(&out.stderr));

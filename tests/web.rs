@@ -83,6 +83,63 @@ fn wait_for(addr: SocketAddr, what: &str, test: impl Fn(&Value) -> bool) -> Valu
     }
 }
 
+/// Start tank with `args` in `dir`; its dashboard's URL and address (the
+/// first line of stderr names it), and a thread draining the rest of stderr.
+fn start(
+    dir: &std::path::Path,
+    args: &[&str],
+) -> (Run, String, SocketAddr, std::thread::JoinHandle<String>) {
+    let mut run = Run(tank()
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tank"));
+    // "tank: dashboard: http://127.0.0.1:PORT/".
+    let mut stderr = BufReader::new(run.0.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("tank: dashboard: ") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "tank said no URL");
+    }
+    let url = line
+        .trim()
+        .strip_prefix("tank: dashboard: ")
+        .unwrap()
+        .to_owned();
+    let addr: SocketAddr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    // The rest of stderr is drained so tank never blocks on it.
+    let drain = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = stderr.read_to_string(&mut rest);
+        rest
+    });
+    (run, url, addr, drain)
+}
+
+/// Ctrl-C ends the linger at once: tank exits 0 soon after.
+fn interrupt(run: &mut Run, drain: std::thread::JoinHandle<String>) {
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(run.0.id() as i32, libc::SIGINT) }, 0);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = run.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the linger outlived a Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}: {}", drain.join().unwrap());
+}
+
 fn attr(dom: &str, name: &str) -> Option<String> {
     let at = dom.find(&format!("{name}=\""))? + name.len() + 2;
     Some(dom[at..at + dom[at..].find('"')?].to_owned())
@@ -217,4 +274,66 @@ fn the_live_page_draws_the_run_as_it_goes_and_keeps_it_after() {
         dom.contains("class=\"selection\""),
         "the range is shaded on the charts"
     );
+}
+
+#[test]
+fn a_sweep_shows_each_step_live_and_its_table_of_steps() {
+    let Some(browser) = chromium() else {
+        eprintln!("browser test SKIPPED: TANK_SKIP_BROWSER=1");
+        return;
+    };
+    let origin = crate::support::component::Component::start(
+        std::path::Path::new(env!("CARGO_BIN_EXE_tank")),
+        |port, dir| {
+            let file = dir.join("recipe.json");
+            std::fs::write(&file, r#"{"workers": 8, "stages": [{"latency": "10ms"}]}"#).unwrap();
+            vec![
+                "origin".into(),
+                "--listen".into(),
+                format!("127.0.0.1:{port}"),
+                "--recipe".into(),
+                file.display().to_string(),
+            ]
+        },
+    );
+    let url = format!("http://127.0.0.1:{}/", origin.port);
+    let dir = tempfile::tempdir().unwrap();
+    let (mut run, page, addr, drain) = start(
+        dir.path(),
+        &[
+            "sweep",
+            &url,
+            "-c",
+            "1,2",
+            "--step",
+            "1s",
+            "--warmup",
+            "0.5s",
+            "--web",
+            "127.0.0.1:0",
+            "--web-linger",
+            "5m",
+        ],
+    );
+    let end = wait_for(addr, "the sweep's end", |s| !s["over"].is_null());
+    assert_eq!(end["table"]["rows"].as_array().unwrap().len(), 2, "{end}");
+    assert_eq!(end["ended"][0]["label"], "step 1 of 2: 1 connections");
+    assert_eq!(end["run"]["label"], "step 2 of 2: 2 connections");
+    assert!(
+        end["over"]["text"].as_str().unwrap().contains("knee"),
+        "{end}"
+    );
+    let (dom, log) = render_url(&browser, &page, &["--virtual-time-budget=2000"]);
+    assert_eq!(
+        attr(&dom, "data-status").as_deref(),
+        Some("ok"),
+        "log:\n{log}"
+    );
+    assert!(dom.contains("Steps so far"), "{dom}");
+    assert!(dom.contains("Runs before this one"), "{dom}");
+    assert!(
+        dom.matches("<polyline").count() >= 3,
+        "the last step's charts"
+    );
+    interrupt(&mut run, drain);
 }

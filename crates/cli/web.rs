@@ -89,6 +89,18 @@ impl Web {
         })
     }
 
+    /// The observer-maker a probe of tank-limit takes: each probe's run
+    /// shown as `label`.
+    pub fn show(
+        web: Option<&Web>,
+        label: String,
+    ) -> impl Fn(Box<dyn Observer>) -> Box<dyn Observer> + '_ {
+        move |inner| match web {
+            Some(web) => web.observe(&label, inner),
+            None => inner,
+        }
+    }
+
     /// The command is over (`text`: what it concluded): tell the pages, and
     /// stay up for the linger (or until a Ctrl-C), then stop.
     pub fn finish(self, text: &str) {
@@ -99,9 +111,14 @@ impl Web {
                 self.dashboard.url(),
                 linger.as_secs()
             );
+            // A command that watches no signal of its own (bench, sweep, search)
+            // would die of a Ctrl-C instead of ending the linger.
+            let watching = crate::signals::watch(|_| {});
             let seen = crate::signals::received();
             let until = Instant::now() + linger;
-            while Instant::now() < until && crate::signals::received() == seen {
+            while Instant::now() < until
+                && (watching.is_err() || crate::signals::received() == seen)
+            {
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
