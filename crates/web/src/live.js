@@ -113,7 +113,7 @@
       }
     });
     if (run.end) {
-      var result = tableIn("end", "The run's end", [""], [], document.getElementById("now"));
+      var result = tableIn("end", "The run's end", [""], [], document.getElementById("tables"));
       el("pre", {}, result, run.end.text);
       if (!STATE.over) { setStatus("the run is over" + (run.end.exit_code !== null ? " (exit " + run.end.exit_code + ")" : ""), "over"); }
     }

@@ -14,7 +14,9 @@ header #facts, header #description { margin: 4px 0 0; color: #cfd8dc; }\n\
 #status.over { background: #e3f2fd; color: #0d47a1; }\n\
 #status.lost { background: #fff3e0; color: #e65100; }\n\
 #run { color: #90a4ae; margin-top: 4px; }\n\
-pre { white-space: pre-wrap; font-size: 12px; }\n";
+pre { white-space: pre-wrap; font-size: 12px; }\n\
+#now { display: flex; flex-wrap: wrap; gap: 0 16px; align-items: flex-start; }\n\
+#now section { flex: 1 1 300px; }\n";
 
 /// The page of a dashboard about `meta` (the data comes by events).
 pub(crate) fn html(meta: &PageMeta) -> String {
