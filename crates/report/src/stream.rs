@@ -19,6 +19,7 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use tank_stats::phout::{parse_line, ParseError};
+use tank_stats::window::Resolved;
 use tank_stats::{json, Aggregator, SecondStats};
 
 use crate::summary::{Meta, Summary};
@@ -143,10 +144,30 @@ impl Source {
     }
 }
 
+/// The earliest start of a shot in `paths`, ms since the Unix epoch (`None`:
+/// no row): where a window's offsets count from. One pass over every file.
+pub fn first_start_ms(paths: &[PathBuf]) -> Result<Option<u64>, ReportError> {
+    let mut first: Option<u64> = None;
+    let mut warnings = Vec::new();
+    for path in paths {
+        let mut source = Source::open(path)?;
+        source.advance(&mut warnings)?;
+        while source.key.is_some() {
+            if let Ok(record) = parse_line(&source.line) {
+                first = Some(first.map_or(record.send_ms, |f| f.min(record.send_ms)));
+            }
+            source.advance(&mut warnings)?;
+        }
+    }
+    Ok(first)
+}
+
 /// Read `paths` (merged by response time) into `aggregator`, calling `on_second` for every
-/// second it finishes, and finishing it at the end.
+/// second it finishes, and finishing it at the end. With a `window`, only the
+/// shots that started in it count.
 pub fn read_phouts(
     paths: &[PathBuf],
+    window: Option<Resolved>,
     aggregator: &mut Aggregator,
     mut on_second: impl FnMut(SecondStats) -> Result<(), ReportError>,
 ) -> Result<ReadStats, ReportError> {
@@ -166,8 +187,10 @@ pub fn read_phouts(
         let Some(source) = next else { break };
         // The line parsed when it was loaded: parsing again cannot fail.
         if let Ok(record) = parse_line(&source.line) {
-            aggregator.add_record(&record);
-            stats.lines += 1;
+            if window.is_none_or(|w| w.keeps(record.send_ms)) {
+                aggregator.add_record(&record);
+                stats.lines += 1;
+            }
         }
         source.advance(&mut stats.warnings)?;
         while let Some(second) = aggregator.pop_ready() {
@@ -189,7 +212,7 @@ pub fn summarize(
 ) -> Result<(Summary, ReadStats), ReportError> {
     let mut aggregator = Aggregator::new(buffered_seconds);
     let mut timeline = Timeline::default();
-    let stats = read_phouts(paths, &mut aggregator, |second| {
+    let stats = read_phouts(paths, None, &mut aggregator, |second| {
         timeline.push(&second);
         Ok(())
     })?;
@@ -197,9 +220,11 @@ pub fn summarize(
     Ok((summary, stats))
 }
 
-/// `tank report`: aggregate `paths` and write [`files`] into `out_dir` (created if missing).
+/// `tank report`: aggregate `paths` (only the shots started in `window`, if
+/// given) and write [`files`] into `out_dir` (created if missing).
 pub fn report(
     paths: &[PathBuf],
+    window: Option<Resolved>,
     out_dir: &Path,
     buffered_seconds: u32,
     meta: Meta,
@@ -217,7 +242,7 @@ pub fn report(
         BufWriter::with_capacity(1 << 16, File::create(&json_path).map_err(io(&json_path))?);
     let mut aggregator = Aggregator::new(buffered_seconds);
     let mut timeline = Timeline::default();
-    let stats = read_phouts(paths, &mut aggregator, |second| {
+    let stats = read_phouts(paths, window, &mut aggregator, |second| {
         json::write_second(&mut json_out, &second).map_err(io(&json_path))?;
         timeline.push(&second);
         Ok(())
@@ -259,7 +284,7 @@ mod tests {
         let b = write(dir.path(), "b", "11.0\tb\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200\n13.0\tb\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200\n");
         let mut agg = Aggregator::new(0);
         let mut seen = Vec::new();
-        let stats = read_phouts(&[a, b], &mut agg, |s| {
+        let stats = read_phouts(&[a, b], None, &mut agg, |s| {
             seen.push((s.ts, s.tagged.keys().cloned().collect::<Vec<_>>()));
             Ok(())
         })
@@ -276,7 +301,7 @@ mod tests {
     fn a_bad_line_names_file_line_and_field() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "phout", "10.0\ta\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200\n10.0\ta\t1000\t0\tX\t0\t0\t0\t0\t0\t0\t200\n");
-        let error = read_phouts(&[p], &mut Aggregator::new(2), |_| Ok(())).unwrap_err();
+        let error = read_phouts(&[p], None, &mut Aggregator::new(2), |_| Ok(())).unwrap_err();
         let text = error.to_string();
         assert!(
             text.ends_with("phout:2: phout field 5 (send_time): `X` is not a non-negative integer"),
@@ -292,7 +317,7 @@ mod tests {
             "phout",
             "10.0\ta\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200\n10.5\ta\t10",
         );
-        let stats = read_phouts(&[p], &mut Aggregator::new(2), |_| Ok(())).unwrap();
+        let stats = read_phouts(&[p], None, &mut Aggregator::new(2), |_| Ok(())).unwrap();
         assert_eq!(stats.lines, 1);
         assert_eq!(stats.warnings.len(), 1);
         assert!(
@@ -307,7 +332,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "phout", "10.0\ta\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200\n11.0\t\t3000\t0\t0\t0\t0\t0\t0\t0\t110\t0\n");
         let out = dir.path().join("out");
-        let (summary, _) = report(&[p], &out, 2, Meta::default()).unwrap();
+        let (summary, _) = report(&[p], None, &out, 2, Meta::default()).unwrap();
         assert_eq!(summary.shots.responses, 2);
         for name in [
             files::JSON_LINES,

@@ -19,6 +19,7 @@ pub mod json;
 pub mod phout;
 pub mod quantile;
 pub mod sample;
+pub mod window;
 
 pub use aggregate::{Aggregator, Quantiles, SecondStats, TotalStats};
 pub use buckets::Buckets;

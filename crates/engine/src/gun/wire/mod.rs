@@ -439,10 +439,7 @@ impl WireBarrel {
             let read = conn
                 .read(deadline, |data| {
                     if let Some(kept) = kept.as_deref_mut() {
-                        let room = kept
-                            .capacity()
-                            .saturating_sub(kept.len())
-                            .min(data.len());
+                        let room = kept.capacity().saturating_sub(kept.len()).min(data.len());
                         kept.extend_from_slice(&data[..room]);
                     }
                     (data.len(), reply.feed(data))
