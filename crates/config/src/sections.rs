@@ -29,6 +29,8 @@ pub(crate) enum SectionKind {
     Origin,
     /// `[memcached]`: tank's own, the memcached workload.
     Memcached,
+    /// `[grpc]`: tank's own, the schema of `tank_type = grpc` queues.
+    Grpc,
     /// Another yandex-tank plugin's section: accepted, not acted on.
     Ignored,
     /// `[telegraf]` / `[monitoring]`: the hosts to watch.
@@ -78,15 +80,16 @@ const PATTERNS: &[(&str, SectionKind)] = &[
     ("prometheus", SectionKind::Prometheus),
     ("memcached", SectionKind::Memcached),
     ("search", SectionKind::Search),
+    ("grpc", SectionKind::Grpc),
     ("web", SectionKind::Web),
 ];
 
 /// The known section names, for "unrecognized section" messages.
 pub(crate) const KNOWN: &str =
     "phantom, phantom-*, autostop, rcassert, console, origin, telegraf/monitoring, influx, \
-    prometheus, memcached, search, web, meta/overload/uploader (the job's name and description), \
-    tank/core (and, ignored: aggregator, android, appium, battery_historian, bfg, jmeter, rcheck, \
-    shellexec, shootexec, tips, json_report, pandora, opentsdb)";
+    prometheus, memcached, search, grpc, web, meta/overload/uploader (the job's name and \
+    description), tank/core (and, ignored: aggregator, android, appium, battery_historian, bfg, \
+    jmeter, rcheck, shellexec, shootexec, tips, json_report, pandora, opentsdb)";
 
 fn compiled() -> &'static [(Regex, SectionKind)] {
     static COMPILED: OnceLock<Vec<(Regex, SectionKind)>> = OnceLock::new();
@@ -151,6 +154,7 @@ pub(crate) fn classify(name: &str) -> Option<SectionKind> {
         SectionKind::Prometheus if name != "prometheus" => None,
         SectionKind::Memcached if name != "memcached" => None,
         SectionKind::Search if name != "search" => None,
+        SectionKind::Grpc if name != "grpc" => None,
         SectionKind::Web if name != "web" => None,
         kind => Some(kind),
     }

@@ -35,6 +35,17 @@ pub enum PlanError {
         /// What was wrong and what was expected.
         message: String,
     },
+    /// A malformed line of line-based ammo (`grpc/json`): names the file and
+    /// the line (1-based).
+    #[error("{}:{line}: {message}", path.display())]
+    AmmoLine {
+        /// The ammo file.
+        path: PathBuf,
+        /// The line.
+        line: u64,
+        /// What was wrong and what was expected.
+        message: String,
+    },
     /// An ammo or stpd file that cannot be opened or read.
     #[error("{}: {error}", path.display())]
     Io {
@@ -71,7 +82,7 @@ impl PlanError {
     pub fn located_in(self, places: &tank_config::Places, ammo_key: &str) -> Self {
         let located = match &self {
             PlanError::Located(_) => return self,
-            PlanError::Ammo { .. } | PlanError::Io { .. } => {
+            PlanError::Ammo { .. } | PlanError::AmmoLine { .. } | PlanError::Io { .. } => {
                 places.of(ammo_key).error(self.to_string())
             }
             PlanError::Schedule { key, .. } => places.of(key).error(self.to_string()),

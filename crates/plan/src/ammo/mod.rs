@@ -7,6 +7,7 @@
 mod access;
 #[cfg(test)]
 pub(crate) mod fuzzing;
+pub mod grpc;
 mod headers;
 pub mod memcached;
 mod passes;
@@ -74,6 +75,8 @@ pub enum AmmoReader {
     Uris(uris::UrisReader),
     /// The `[memcached]` workload.
     Memcached(Box<memcached::WorkloadReader>),
+    /// Pandora's grpc/json file.
+    Grpc(Box<grpc::GrpcReader>),
 }
 
 impl AmmoReader {
@@ -110,6 +113,7 @@ impl AmmoReader {
                 AmmoReader::UriPost(uripost::UriPostReader::new(file, header_map()?, http_ver))
             }
             AmmoType::Access => AmmoReader::Access(access::AccessReader::new(file, &queue.headers)),
+            AmmoType::GrpcJson => AmmoReader::Grpc(Box::new(grpc::GrpcReader::new(file, queue)?)),
             AmmoType::Sessions => {
                 return Err(PlanError::Config(
                     "a sessions file is replayed with its own timing (ammo_type = sessions \
@@ -129,6 +133,7 @@ impl AmmoReader {
             AmmoReader::Access(_) => "access",
             AmmoReader::Uris(_) => "uris",
             AmmoReader::Memcached(_) => "memcached",
+            AmmoReader::Grpc(_) => "grpc/json",
         }
     }
 
@@ -141,6 +146,7 @@ impl AmmoReader {
             AmmoReader::Access(r) => r.advance(st, slot),
             AmmoReader::Uris(r) => r.advance(st, slot),
             AmmoReader::Memcached(r) => r.advance(st, slot),
+            AmmoReader::Grpc(r) => r.advance(st, slot),
         }
     }
 }

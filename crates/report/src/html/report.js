@@ -41,11 +41,16 @@
     }
     table(sec, ["", "p50", "p90", "p99"], rows);
     var total = s.shots.responses, errors = errorCount(s);
-    table(sec, ["", ""], [
+    var codeRows = [
       ["errors (net errors, HTTP 4xx and 5xx)", fmt(errors) + " of " + fmt(total) + " (" +
         (100 * errors / Math.max(total, 1)).toFixed(2) + "%)"],
       ["HTTP codes", codesText(s.proto_codes, names.http, total)],
-      ["net codes", codesText(s.net_codes, names.net, total)]]);
+      ["net codes", codesText(s.net_codes, names.net, total)]];
+    // A gRPC run's statuses by name (the HTTP codes hold them by Pandora's table).
+    if (s.grpc_statuses && Object.keys(s.grpc_statuses).length) {
+      codeRows.push(["gRPC statuses", codesText(s.grpc_statuses, {}, total)]);
+    }
+    table(sec, ["", ""], codeRows);
     el("p", { "class": "note" }, sec, "Drag across any chart over time to select a range of seconds " +
        "(the steady part, say): its quantiles and codes then show below.");
   }
