@@ -378,6 +378,40 @@ mod tests {
     }
 
     #[test]
+    fn the_job_heads_the_screen_with_its_description_under_it() {
+        let (second, totals) = state();
+        let screen = render_screen(&LiveView {
+            title: "checkout — ver 1.2 (load.ini)",
+            subtitle: Some("hold 40 rps and look"),
+            ..LiveView {
+                title: "",
+                subtitle: None,
+                second: &second,
+                second_offset: Duration::ZERO,
+                totals: &totals,
+                elapsed: Duration::from_secs(1),
+                planned_duration: None,
+                instances_limit: 10,
+                autostop: &[],
+                monitoring: &[],
+            }
+        });
+        let head: Vec<&str> = screen.lines().take(2).collect();
+        assert_eq!(
+            head,
+            [
+                "tank — checkout — ver 1.2 (load.ini)",
+                "hold 40 rps and look"
+            ]
+        );
+        assert!(!plain_screen(&second, &totals)
+            .lines()
+            .nth(1)
+            .unwrap()
+            .contains("hold"));
+    }
+
+    #[test]
     fn screen_shows_progress_rates_quantiles_codes_tags_and_autostop() {
         let (second, totals) = state();
         let counting = vec!["HTTP codes 5xx ≥ 1 for 1/3 s".to_string()];
