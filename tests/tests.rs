@@ -14,6 +14,7 @@ mod monitoring;
 mod origin;
 mod pipes;
 mod prepare;
+mod processes;
 mod replay;
 mod report;
 mod run;

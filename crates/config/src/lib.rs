@@ -32,6 +32,7 @@
 use std::path::Path;
 
 pub mod arrivals;
+pub mod bounds;
 mod convert;
 pub mod duration;
 mod error;
@@ -39,7 +40,6 @@ mod export;
 mod grpc;
 mod ini;
 pub mod job;
-pub mod limits;
 pub mod memcached;
 pub mod model;
 mod monitoring;

@@ -25,6 +25,7 @@
 pub mod influx;
 pub mod line;
 pub mod prometheus;
+mod sinks;
 
 /// The group (`label` in InfluxDB, `tag` in Prometheus) of a queue's own
 /// points; the queue is in the `queue` tag (label).

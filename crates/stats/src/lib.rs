@@ -19,6 +19,7 @@ pub mod json;
 pub mod phout;
 pub mod quantile;
 pub mod sample;
+pub mod sessions;
 pub mod window;
 
 pub use aggregate::{Aggregator, Quantiles, SecondStats, TotalStats};
@@ -27,3 +28,4 @@ pub use columns::{Field, COLUMNS, FIELD_NAMES};
 pub use group::{CodeCounts, FieldStats, GroupStats};
 pub use quantile::QUANTILES;
 pub use sample::{case_of, micros, Measured, NetCode, QueueIndex, Sample, Tag};
+pub use sessions::SessionCounts;
