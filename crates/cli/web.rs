@@ -3,8 +3,9 @@
 //! Resolves where it listens (the flag, else `[web] listen`, else the
 //! default loopback port) and its token (`--web-token`, else
 //! TANK_WEB_TOKEN, else none on loopback and one made up beyond it), prints
-//! its URL on stderr, feeds it each run's seconds, and at the end keeps it up
-//! for `--web-linger` (or `[web] linger`) so a reader can finish looking.
+//! its URL on stderr, adds its feed to each run's results pipeline (a sink
+//! beside the console's), and at the end keeps it up for `--web-linger` (or
+//! `[web] linger`) so a reader can finish looking.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use anyhow::{anyhow, Context, Result};
 use tank_config::web::DEFAULT_WEB_LISTEN;
 use tank_config::{TestConfig, WebConfig};
 use tank_http1::access::Token;
+use tank_results::SecondSink;
 use tank_run::{LiveState, Notice, Observer, Started};
 use tank_stats::aggregate::SecondStats;
 use tank_web::{Dashboard, PageMeta, TOKEN_ENV};
@@ -142,14 +144,19 @@ impl Observer for Shown {
         self.inner.started(started);
     }
 
+    fn sinks(&mut self) -> Vec<Box<dyn SecondSink + Send>> {
+        let mut sinks = self.inner.sinks();
+        sinks.push(Box::new(self.dashboard.feed()));
+        sinks
+    }
+
     fn sample(&mut self, sample: &tank_stats::Sample) {
         self.inner.sample(sample);
     }
 
     fn seconds(&mut self, seconds: &[SecondStats], state: &LiveState<'_>) {
-        for second in seconds {
-            self.dashboard.second(second);
-        }
+        // The seconds reached the page through the feed; monitoring is not
+        // the results pipeline's.
         self.dashboard.monitoring(state.monitoring);
         self.inner.seconds(seconds, state);
     }

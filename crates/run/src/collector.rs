@@ -83,6 +83,8 @@ pub struct Live {
     pub exports: Exports,
     /// mcperf's lines, for a run with a memcached queue.
     pub mcperf: Option<McperfLines>,
+    /// The observer's own sinks ([`Observer::sinks`]: a live dashboard, say).
+    pub added: Vec<Box<dyn SecondSink + Send>>,
 }
 
 /// What [`Live::new`] builds the thread's state from.
@@ -123,6 +125,8 @@ impl Live {
                 error,
             }
         };
+        let mut observer = parts.observer;
+        let added = observer.sinks();
         let memcached = config
             .queues
             .iter()
@@ -147,11 +151,12 @@ impl Live {
             ),
             planned_whole: queues.iter().all(|q| q.planned().is_some()),
             start_unix_us,
-            observer: parts.observer,
+            observer,
             started: Instant::now(),
             watch: parts.watch,
             exports: parts.exports,
             mcperf: memcached.then(McperfLines::default),
+            added,
         })
     }
 }
@@ -233,6 +238,34 @@ impl SecondSink for ObserverSink {
     }
 }
 
+/// The sinks a caller added, as one sink (each is handed every second; the
+/// first failure of them is the one returned).
+struct Added(Vec<Box<dyn SecondSink + Send>>);
+
+impl SecondSink for Added {
+    fn second(&mut self, second: &SecondStats, so_far: SoFar<'_>) -> Result<(), SinkError> {
+        let mut result = Ok(());
+        for sink in &mut self.0 {
+            let done = sink.second(second, so_far);
+            if result.is_ok() {
+                result = done;
+            }
+        }
+        result
+    }
+
+    fn finish(&mut self, totals: &TotalStats) -> Result<(), SinkError> {
+        let mut result = Ok(());
+        for sink in &mut self.0 {
+            let done = sink.finish(totals);
+            if result.is_ok() {
+                result = done;
+            }
+        }
+        result
+    }
+}
+
 /// Every sink of the live run.
 struct Sinks {
     phout: PhoutFile,
@@ -242,6 +275,7 @@ struct Sinks {
     mcperf: Option<McperfLines>,
     influx: Option<tank_export::influx::Influx>,
     prometheus: Option<tank_export::prometheus::Endpoint>,
+    added: Added,
     observer: ObserverSink,
 }
 
@@ -253,7 +287,7 @@ impl Sinks {
 
     /// Every sink, in the order each second reaches them (the observer last:
     /// it shows what the others did, autostop's verdict included).
-    fn all(&mut self) -> [&mut dyn SecondSink; 8] {
+    fn all(&mut self) -> [&mut dyn SecondSink; 9] {
         [
             &mut self.phout,
             &mut self.json,
@@ -262,6 +296,7 @@ impl Sinks {
             &mut self.prometheus,
             &mut self.mcperf,
             &mut self.autostop,
+            &mut self.added,
             &mut self.observer,
         ]
     }
@@ -300,6 +335,7 @@ impl Collector {
                 mcperf: live.mcperf,
                 influx: live.exports.influx,
                 prometheus: live.exports.prometheus,
+                added: Added(live.added),
                 observer: ObserverSink {
                     observer: live.observer,
                     batch: Vec::new(),

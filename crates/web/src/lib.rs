@@ -2,11 +2,13 @@
 //!
 //! A run's results as a page that draws itself while the test goes: rates
 //! (planned, sent, answered), quantiles and lag, codes, tags, monitoring, the
-//! job's name, and a search's or sweep's steps. It is one more consumer of the
-//! finished seconds, beside the console and the exporters: [`Dashboard`]
-//! takes each second as it becomes final and hands it on to every page open,
-//! as a server-sent event; it never slows the shooting (see [`server`]'s notes
-//! on slow clients).
+//! job's name, and a search's or sweep's steps. It is one more sink of the
+//! results pipeline (tank-results' [`SecondSink`]), beside the console and the
+//! exporters: a run's [`Feed`] takes each second as it becomes final, with the
+//! pipeline's totals so far, and hands it on to every page open, as a
+//! server-sent event; it never slows the shooting (see [`server`]'s notes on
+//! slow clients). What is not a second of results (a run starting, monitoring,
+//! a sweep's table of steps) the command gives [`Dashboard`] directly.
 //!
 //! The page is self-contained (its CSS and scripts inline; no CDN, fonts or
 //! other network), draws with the same chart code as report.html, and keeps
@@ -23,12 +25,14 @@ mod state;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tank_config::Job;
 use tank_http1::access::{is_loopback, Access, Token};
 use tank_monitor::HostSecond;
-use tank_stats::SecondStats;
+use tank_results::{SecondSink, SinkError, SoFar};
+use tank_stats::{SecondStats, TotalStats};
 use tokio::sync::broadcast;
 
 use server::{Server, Shared};
@@ -42,6 +46,10 @@ pub const TOKEN_ENV: &str = "TANK_WEB_TOKEN";
 
 /// Events kept for streams that fall behind (then they get a fresh snapshot).
 const EVENTS: usize = 64;
+
+/// How often a feed asks the pipeline for the totals so far (each time is a
+/// pass over the run's groups, on the results thread): at most once a second.
+const TOTALS_EVERY: Duration = Duration::from_secs(1);
 
 /// What the page says on top.
 #[derive(Debug, Clone, Default)]
@@ -138,9 +146,13 @@ impl Dashboard {
             .publish(|state| Some(state.begin(label, start_unix_us, planned_s)));
     }
 
-    /// A second of the current run became final.
-    pub fn second(&self, second: &SecondStats) {
-        self.shared.publish(|state| state.second(second));
+    /// The current run's sink: give it to the run's results pipeline (the
+    /// observer's `sinks`) after [`Dashboard::begin_run`].
+    pub fn feed(&self) -> Feed {
+        Feed {
+            shared: self.shared.clone(),
+            totals_at: None,
+        }
     }
 
     /// Monitored hosts' latest seconds.
@@ -170,6 +182,37 @@ impl Dashboard {
     /// Stop serving, at once.
     pub fn stop(mut self) {
         self.server.stop();
+    }
+}
+
+/// One run's results on the dashboard: a sink of the results pipeline.
+///
+/// Each finished second goes to the pages as it is handed out, with the
+/// pipeline's totals so far (asked for at most every [`TOTALS_EVERY`]; the
+/// others carry the last ones), and at the end the run's final totals.
+/// Publishing never blocks and never fails: a page that falls behind gets a
+/// fresh snapshot instead.
+pub struct Feed {
+    shared: Arc<Shared>,
+    /// When the totals were last asked for.
+    totals_at: Option<Instant>,
+}
+
+impl SecondSink for Feed {
+    fn second(&mut self, second: &SecondStats, so_far: SoFar<'_>) -> Result<(), SinkError> {
+        let due = self.totals_at.is_none_or(|at| at.elapsed() >= TOTALS_EVERY);
+        let totals = due.then(|| {
+            self.totals_at = Some(Instant::now());
+            so_far.totals()
+        });
+        self.shared
+            .publish(|state| state.second(second, totals.as_ref()));
+        Ok(())
+    }
+
+    fn finish(&mut self, totals: &TotalStats) -> Result<(), SinkError> {
+        self.shared.publish(|state| state.totals(totals));
+        Ok(())
     }
 }
 
@@ -333,10 +376,19 @@ mod tests {
             assert!(n > 0, "closed before the snapshot: {seen}");
             seen.push_str(&String::from_utf8_lossy(&buf[..n]));
         }
-        dashboard.second(&SecondStats {
-            ts: 7,
-            ..SecondStats::default()
-        });
+        let mut pipeline = tank_results::Pipeline::new(tank_stats::Aggregator::new(0));
+        let mut feed = dashboard.feed();
+        feed.second(
+            &SecondStats {
+                ts: 7,
+                ..SecondStats::default()
+            },
+            pipeline.so_far(),
+        )
+        .unwrap();
+        let (totals, failures) = pipeline.finish(&mut [&mut feed]);
+        assert!(failures.is_empty());
+        assert_eq!(totals.sent, 0);
         dashboard.over("exit code 0");
         while !seen.contains("event: over") {
             let n = stream.read(&mut buf).unwrap();
@@ -344,7 +396,8 @@ mod tests {
             seen.push_str(&String::from_utf8_lossy(&buf[..n]));
         }
         let second = seen.find("event: second\ndata: {\"second\":{").unwrap();
-        assert!(second < seen.find("event: over").unwrap());
+        let totals = seen.find("event: totals\ndata: {").unwrap();
+        assert!(second < totals && totals < seen.find("event: over").unwrap());
         assert!(seen[second..].contains("\"ts\":7"), "{seen}");
     }
 }

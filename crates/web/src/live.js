@@ -192,6 +192,9 @@
       if (STATE.run.seconds.length > 3600) { STATE.run.seconds.shift(); STATE.run.dropped++; }
       STATE.run.totals = data.totals;
       drawRun();
+    } else if (name === "totals" && STATE.run) {
+      STATE.run.totals = data;
+      drawRun();
     } else if (name === "monitoring") {
       addMonitoring(data);
       drawRun();
@@ -215,7 +218,7 @@
     // The token, if the page was opened with one, goes along (the cookie carries it too).
     var m = /[?&]token=([^&]*)/.exec(location.search);
     source = new EventSource("events" + (m ? "?token=" + m[1] : ""));
-    ["snapshot", "run", "second", "monitoring", "end", "table", "over"].forEach(function (name) {
+    ["snapshot", "run", "second", "totals", "monitoring", "end", "table", "over"].forEach(function (name) {
       source.addEventListener(name, function (e) {
         try { handle(name, JSON.parse(e.data)); }
         catch (err) { document.body.setAttribute("data-status", "error: " + err); throw err; }

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde_json::{json, Map, Value};
 use tank_monitor::HostSecond;
-use tank_stats::{GroupStats, SecondStats};
+use tank_stats::{GroupStats, SecondStats, TotalStats};
 
 /// Seconds of the current run a page can be shown: an hour.
 pub const KEPT_SECONDS: usize = 3600;
@@ -46,7 +46,8 @@ struct Run {
     planned_s: Option<f64>,
     seconds: VecDeque<String>,
     dropped: u64,
-    totals: Totals,
+    /// The pipeline's totals as last given ([`totals_json`]).
+    totals: Value,
     /// Per monitored host: its comment, its last second's time and its
     /// last seconds (JSON text).
     monitoring: BTreeMap<String, Host>,
@@ -61,58 +62,32 @@ struct Host {
     seconds: VecDeque<String>,
 }
 
-/// Counts over the run so far (the page's totals line and tables).
-#[derive(Debug, Default)]
-struct Totals {
-    responses: u64,
-    planned: u64,
-    sent: u64,
-    errors: u64,
-    http: BTreeMap<u16, u64>,
-    net: BTreeMap<u16, u64>,
-    /// Per tag: responses and errors.
-    tags: BTreeMap<String, (u64, u64)>,
-    /// The run's cumulative quantiles, ms, as of the last second (`SHOWN`'s).
-    quantiles_ms: Vec<Option<f64>>,
-}
-
-impl Totals {
-    fn add(&mut self, second: &SecondStats) {
-        self.responses += second.overall.len();
-        self.planned += second.planned;
-        self.sent += second.sent;
-        self.errors += second.overall.errors();
-        for (code, n) in second.overall.proto_codes.iter() {
-            *self.http.entry(code).or_default() += n;
-        }
-        for (code, n) in second.overall.net_codes.iter() {
-            *self.net.entry(code).or_default() += n;
-        }
-        for (tag, group) in &second.tagged {
-            let counts = self.tags.entry(tag.clone()).or_default();
-            counts.0 += group.len();
-            counts.1 += group.errors();
-        }
-        if second.cumulative.count > 0 {
-            self.quantiles_ms = SHOWN
-                .iter()
-                .map(|q| second.cumulative.get(*q).map(|us| us / 1000.0))
-                .collect();
-        }
-    }
-
-    fn to_json(&self) -> Value {
-        json!({
-            "responses": self.responses,
-            "planned": self.planned,
-            "sent": self.sent,
-            "errors": self.errors,
-            "http": codes(self.http.iter().map(|(c, n)| (*c, *n))),
-            "net": codes(self.net.iter().map(|(c, n)| (*c, *n))),
-            "tags": self.tags.iter().map(|(t, (n, e))| json!([t, n, e])).collect::<Vec<_>>(),
-            "quantiles_ms": self.quantiles_ms,
-        })
-    }
+/// The run's totals as the page gets them (its totals line and tables):
+/// the results pipeline's own (`SoFar::totals`, and the final ones at the end).
+fn totals_json(totals: &TotalStats) -> Value {
+    let overall = &totals.overall;
+    let quantiles_ms: Vec<Option<f64>> = if overall.is_empty() {
+        Vec::new()
+    } else {
+        SHOWN
+            .iter()
+            .map(|q| overall.quantile_us(*q).map(ms))
+            .collect()
+    };
+    json!({
+        "responses": overall.len(),
+        "planned": totals.planned,
+        "sent": totals.sent,
+        "errors": overall.errors(),
+        "http": codes(overall.proto_codes.iter()),
+        "net": codes(overall.net_codes.iter()),
+        "tags": totals
+            .tagged
+            .iter()
+            .map(|(t, group)| json!([t, group.len(), group.errors()]))
+            .collect::<Vec<_>>(),
+        "quantiles_ms": quantiles_ms,
+    })
 }
 
 fn codes(counts: impl Iterator<Item = (u16, u64)>) -> Value {
@@ -223,7 +198,7 @@ impl State {
                 "planned_s": run.planned_s,
                 "seconds": array(&run.seconds),
                 "dropped": run.dropped,
-                "totals": run.totals.to_json(),
+                "totals": run.totals,
                 "monitoring": run.monitoring.iter()
                     .map(|(name, host)| json!({
                         "host": name, "comment": host.comment, "seconds": array(&host.seconds),
@@ -258,7 +233,7 @@ impl State {
             planned_s,
             seconds: VecDeque::new(),
             dropped: 0,
-            totals: Totals::default(),
+            totals: totals_json(&TotalStats::default()),
             monitoring: BTreeMap::new(),
             end: None,
         });
@@ -269,9 +244,15 @@ impl State {
     }
 
     /// A second of the current run became final.
-    pub(crate) fn second(&mut self, second: &SecondStats) -> Option<String> {
+    pub(crate) fn second(
+        &mut self,
+        second: &SecondStats,
+        totals: Option<&TotalStats>,
+    ) -> Option<String> {
         let run = self.current.as_mut()?;
-        run.totals.add(second);
+        if let Some(totals) = totals {
+            run.totals = totals_json(totals);
+        }
         let text = second_json(second, run.start_unix_us).to_string();
         if run.seconds.len() == KEPT_SECONDS {
             run.seconds.pop_front();
@@ -280,8 +261,15 @@ impl State {
         run.seconds.push_back(text.clone());
         Some(format!(
             "event: second\ndata: {{\"second\":{text},\"totals\":{}}}\n\n",
-            run.totals.to_json()
+            run.totals
         ))
+    }
+
+    /// The current run's final totals (its last second was given).
+    pub(crate) fn totals(&mut self, totals: &TotalStats) -> Option<String> {
+        let run = self.current.as_mut()?;
+        run.totals = totals_json(totals);
+        Some(event("totals", &run.totals))
     }
 
     /// Monitored hosts' latest seconds (one already shown is left out).
@@ -334,13 +322,14 @@ mod tests {
     use tank_stats::phout::parse_line;
     use tank_stats::Aggregator;
 
-    fn seconds(lines: &[&str]) -> Vec<SecondStats> {
+    fn seconds(lines: &[&str]) -> (Vec<SecondStats>, TotalStats) {
         let mut agg = Aggregator::new(0);
         for line in lines {
             agg.add_record(&parse_line(line.as_bytes()).unwrap());
         }
         agg.finish();
-        std::iter::from_fn(|| agg.pop_ready()).collect()
+        let seconds = std::iter::from_fn(|| agg.pop_ready()).collect();
+        (seconds, agg.totals())
     }
 
     fn data(event: &str) -> Value {
@@ -355,17 +344,21 @@ mod tests {
     fn a_late_page_gets_every_second_and_the_totals_in_its_snapshot() {
         let mut state = State::new(json!({ "title": "t" }));
         assert!(
-            state.second(&SecondStats::default()).is_none(),
+            state.second(&SecondStats::default(), None).is_none(),
             "no run yet"
         );
         state.begin("run", 100_000_000, Some(2.0));
-        for second in seconds(&[
+        let (seconds, totals) = seconds(&[
             "100.0\tsearch\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200",
             "101.5\tcart\t3000\t0\t0\t0\t0\t0\t0\t0\t0\t503",
-        ]) {
-            let sent = data(&state.second(&second).unwrap());
+        ]);
+        for second in &seconds {
+            let sent = data(&state.second(second, None).unwrap());
             assert_eq!(sent["second"]["ts"], second.ts);
+            assert_eq!(sent["totals"]["responses"], 0, "no totals given yet");
         }
+        let end_totals = data(&state.totals(&totals).unwrap());
+        assert_eq!(end_totals["responses"], 2);
         let snapshot = state.snapshot();
         assert!(snapshot.starts_with("event: snapshot\ndata: {"));
         assert!(snapshot.ends_with("}\n\n"));
@@ -395,7 +388,7 @@ mod tests {
         state.begin("run", 0, None);
         let second = SecondStats::default();
         for _ in 0..KEPT_SECONDS + 5 {
-            state.second(&second);
+            state.second(&second, None);
         }
         let snap = data(&state.snapshot());
         assert_eq!(
