@@ -57,13 +57,21 @@ fn runs_lists_sweeps_and_compare_takes_their_ids() {
     );
     let sweeps: Vec<&str> = lines
         .iter()
-        .filter(|l| l.starts_with("sweep_"))
+        .filter(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|id| id.ends_with("_sweep"))
+        })
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
     assert_eq!(sweeps.len(), 2, "{table}");
     assert!(
         lines[1].contains("2 steps, knee") || lines[1].contains("2 steps, no knee"),
         "{table}"
+    );
+    assert!(
+        !table.contains("interrupted or failed"),
+        "a step ended by its sweep is not a failure:\n{table}"
     );
     let index = std::fs::read_to_string(dir.path().join("logs/index.html")).unwrap();
     assert_eq!(

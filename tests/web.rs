@@ -225,6 +225,17 @@ fn the_live_page_draws_the_run_as_it_goes_and_keeps_it_after() {
         end["run"]["totals"]["responses"],
         end["run"]["totals"]["sent"]
     );
+    // The page's totals are the results pipeline's: summary.json's own.
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(crate::support::artifacts(dir.path()).join("summary.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        end["run"]["totals"]["responses"],
+        summary["shots"]["responses"]
+    );
+    assert_eq!(end["run"]["totals"]["sent"], summary["shots"]["sent"]);
     let (dom, log) = render_url(&browser, &url, &["--virtual-time-budget=2000"]);
     assert_eq!(
         attr(&dom, "data-status").as_deref(),

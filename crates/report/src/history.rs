@@ -62,13 +62,16 @@ fn errors(summary: &Summary) -> u64 {
 }
 
 /// How a run ended, in words: its exit code's meaning, or its first warning.
-fn verdict(summary: &Summary) -> String {
+/// A step's (or probe's) run is stopped by its command when its window ends,
+/// which its summary cannot tell from a Ctrl-C: exit 1 says both.
+fn verdict(summary: &Summary, kind: &str) -> String {
     if let Some(autostop) = &summary.autostop {
         return format!("autostop {} (exit {})", autostop.criterion, autostop.code);
     }
     match summary.exit_code {
         Some(0) | None if summary.warnings.is_empty() => "completed".into(),
         Some(0) | None => format!("completed, {} warnings", summary.warnings.len()),
+        Some(1) if kind == "step" => "stopped by its command, or a Ctrl-C (exit 1)".into(),
         Some(1) => "interrupted or failed (exit 1)".into(),
         Some(34) => "an artifact could not be written (exit 34)".into(),
         Some(35) => format!("warnings (exit 35): {}", summary.warnings.len()),
@@ -103,7 +106,7 @@ fn row_of(dir: &Path, summary: &Summary, kind: &'static str) -> RunRow {
             .map(|q| q.service_ms),
         errors: errors(summary),
         responses: summary.shots.responses,
-        verdict: verdict(summary),
+        verdict: verdict(summary, kind),
     }
 }
 
@@ -324,7 +327,7 @@ mod tests {
         std::fs::create_dir_all(&run).unwrap();
         std::fs::write(run.join(SUMMARY_JSON), summary.to_json()).unwrap();
         std::fs::write(run.join(HTML), "").unwrap();
-        let sweep = base.path().join("sweep_2026-11-26_17-00-00");
+        let sweep = base.path().join("2026-11-26_17-00-00_a1b2c3_sweep");
         std::fs::create_dir_all(sweep.join("01_1c")).unwrap();
         std::fs::write(
             sweep.join("01_1c").join(SUMMARY_JSON),
@@ -345,8 +348,8 @@ mod tests {
             kinds,
             [
                 ("test", "2026-11-26_16-00-36_0c9c4e"),
-                ("sweep", "sweep_2026-11-26_17-00-00"),
-                ("step", "sweep_2026-11-26_17-00-00/01_1c")
+                ("sweep", "2026-11-26_17-00-00_a1b2c3_sweep"),
+                ("step", "2026-11-26_17-00-00_a1b2c3_sweep/01_1c")
             ]
         );
         assert_eq!(rows[0].job, "checkout");
