@@ -236,6 +236,18 @@ fn the_live_page_draws_the_run_as_it_goes_and_keeps_it_after() {
         summary["shots"]["responses"]
     );
     assert_eq!(end["run"]["totals"]["sent"], summary["shots"]["sent"]);
+    // [meta] in summary.json and report.html as on the page.
+    assert_eq!(
+        summary["meta"]["job"]["job_name"], "checkout steady state",
+        "{summary}"
+    );
+    assert_eq!(summary["meta"]["job"]["job_dsc"], "hold 40 rps and look");
+    let html =
+        std::fs::read_to_string(crate::support::artifacts(dir.path()).join("report.html")).unwrap();
+    assert!(
+        html.contains("checkout steady state"),
+        "report.html names the job"
+    );
     let (dom, log) = render_url(&browser, &url, &["--virtual-time-budget=2000"]);
     assert_eq!(
         attr(&dom, "data-status").as_deref(),
