@@ -187,7 +187,7 @@ pub(crate) fn finish(
     spec: &Spec,
     facts: Facts,
     report: RunReport,
-    collected: Collected,
+    mut collected: Collected,
     stopped_early: bool,
     notes: Notes,
     artifacts: &Artifacts,
@@ -205,38 +205,9 @@ pub(crate) fn finish(
         instances: Some(facts.instances),
     };
     let first_shot = collected.totals.active_us.map(|(first, _)| first);
-    let mut summary = Summary::build(
-        facts.meta,
-        &collected.totals,
-        collected.timeline,
-        Some(&counts),
-        collected.stopped.as_ref(),
-        None,
-    );
-    for queue in &report.queues {
-        for (status, count) in &queue.grpc_statuses {
-            *summary.grpc_statuses.entry(status.name()).or_default() += count;
-        }
-    }
-    summary.replay = collected.sessions.map(|sessions| ReplayRow {
-        sessions,
-        pool: facts.replay_pool,
-    });
-    log_monitoring(&mut summary, collected.watched.as_ref(), artifacts);
-    add_exports_and_failures(
-        &mut summary,
-        collected.exported.influx.as_ref(),
-        collected.write_failed.as_ref(),
-        artifacts,
-    );
+    let mut summary = summarize(facts, &report, &mut collected, &counts, artifacts);
     let fail_on_warnings = spec.fail_on_warnings || config.core.fail_on_warnings;
-    let verdict = match (&collected.stopped, &collected.write_failed) {
-        (Some(reason), _) => Verdict::Autostop(reason.code),
-        (None, Some(_)) => Verdict::ArtifactWrite,
-        (None, None) if stop.is_some() => Verdict::Interrupted,
-        (None, None) if fail_on_warnings && !summary.warnings.is_empty() => Verdict::Warnings,
-        (None, None) => Verdict::Completed,
-    };
+    let verdict = verdict_of(&collected, stop.is_some(), fail_on_warnings, &summary);
     let remap = |verdict: Verdict| {
         rcassert(
             verdict.code(),
@@ -274,6 +245,58 @@ pub(crate) fn finish(
         artifacts: artifacts.dir().to_path_buf(),
         text,
         reports_failed: written.err().map(|e| format!("{e:#}")),
+    }
+}
+
+/// The summary of the run's results, with the replay, gRPC, monitoring and export rows.
+fn summarize(
+    facts: Facts,
+    report: &RunReport,
+    collected: &mut Collected,
+    counts: &RunCounts,
+    artifacts: &Artifacts,
+) -> Summary {
+    let mut summary = Summary::build(
+        facts.meta,
+        &collected.totals,
+        std::mem::take(&mut collected.timeline),
+        Some(counts),
+        collected.stopped.as_ref(),
+        None,
+    );
+    for queue in &report.queues {
+        for (status, count) in &queue.grpc_statuses {
+            *summary.grpc_statuses.entry(status.name()).or_default() += count;
+        }
+    }
+    summary.replay = collected.sessions.map(|sessions| ReplayRow {
+        sessions,
+        pool: facts.replay_pool,
+    });
+    log_monitoring(&mut summary, collected.watched.as_ref(), artifacts);
+    add_exports_and_failures(
+        &mut summary,
+        collected.exported.influx.as_ref(),
+        collected.write_failed.as_ref(),
+        artifacts,
+    );
+    summary
+}
+
+/// How the run ended, before the reports are written: an autostop, a failed artifact, an
+/// interruption, warnings the user asked to fail on, or a completed run.
+fn verdict_of(
+    collected: &Collected,
+    interrupted: bool,
+    fail_on_warnings: bool,
+    summary: &Summary,
+) -> Verdict {
+    match (&collected.stopped, &collected.write_failed) {
+        (Some(reason), _) => Verdict::Autostop(reason.code),
+        (None, Some(_)) => Verdict::ArtifactWrite,
+        (None, None) if interrupted => Verdict::Interrupted,
+        (None, None) if fail_on_warnings && !summary.warnings.is_empty() => Verdict::Warnings,
+        (None, None) => Verdict::Completed,
     }
 }
 

@@ -105,14 +105,7 @@ impl Prepared {
         let targets: Vec<_> = engine.queues().iter().map(|q| q.target()).collect();
         preload_workloads(config, &targets, &mut *observer, false)?;
         rlimit::raise_file_limit(engine.total_instances() as u64)?;
-        let io_threads_ask = short_slice.is_ok();
-        let io_threads = IoThreads::start(engine.io_threads().count, move || {
-            if io_threads_ask {
-                // Granted to this thread a moment ago: a refusal now changes nothing that matters.
-                let _ = priority::short_slice();
-            }
-        })
-        .map_err(io("starting the I/O threads"))?;
+        let io_threads = start_io_threads(engine.io_threads().count, short_slice.is_ok())?;
         let artifacts = Artifacts::create(config, &spec.overrides)?;
         log_setup(&artifacts, config, &engine, &short_slice);
         let cpus_awake = keep_cpus_awake(config, &artifacts);
@@ -155,6 +148,21 @@ impl Prepared {
             answers,
         })
     }
+}
+
+/// The I/O threads the instances run on; each asks for the short time slice when this
+/// thread was granted it.
+fn start_io_threads(
+    count: std::num::NonZeroUsize,
+    ask_short_slice: bool,
+) -> Result<IoThreads, RunError> {
+    IoThreads::start(count, move || {
+        if ask_short_slice {
+            // Granted to this thread a moment ago: a refusal now changes nothing that matters.
+            let _ = priority::short_slice();
+        }
+    })
+    .map_err(io("starting the I/O threads"))
 }
 
 impl Running {

@@ -25,7 +25,7 @@ use tank_config::{AmmoSource, AmmoType, QueueConfig};
 
 use crate::error::{PlanError, Result};
 use crate::marker::Marker;
-pub use passes::{Passes, ReadState};
+pub(crate) use passes::{Passes, ReadState};
 pub(crate) use pybytes::show;
 use source::AmmoFile;
 
@@ -45,7 +45,7 @@ impl Slot {
     }
 
     /// Give an untagged missile its computed marker (a file tag is kept as is).
-    pub fn mark_untagged(&mut self, marker: &mut Marker) -> Result<(), String> {
+    pub(crate) fn mark_untagged(&mut self, marker: &mut Marker) -> Result<(), String> {
         if !self.has_tag {
             marker.mark(&self.missile, &mut self.tag)?;
         }
@@ -62,7 +62,7 @@ impl Slot {
 }
 
 /// A reader of any supported ammo source.
-pub enum AmmoReader {
+pub(crate) enum AmmoReader {
     /// Request-style file.
     Phantom(phantom::PhantomReader),
     /// URI-per-line file.
@@ -82,7 +82,7 @@ pub enum AmmoReader {
 impl AmmoReader {
     /// Open the queue's ammo source. `ammo_type = phantom` files whose first
     /// line does not start with a digit are read as uri ammo, as the reference does.
-    pub fn open(queue: &QueueConfig, source: &AmmoSource) -> Result<Self> {
+    pub(crate) fn open(queue: &QueueConfig, source: &AmmoSource) -> Result<Self> {
         let http_ver = queue.header_http.as_str();
         let (path, ammo_type) = match source {
             AmmoSource::Uris(uris) => {
@@ -125,7 +125,7 @@ impl AmmoReader {
     }
 
     /// The format being read (after sniffing), for summaries.
-    pub fn format(&self) -> &'static str {
+    pub(crate) fn format(&self) -> &'static str {
         match self {
             AmmoReader::Phantom(_) => "phantom",
             AmmoReader::Uri(_) => "uri",
@@ -138,7 +138,7 @@ impl AmmoReader {
     }
 
     /// Read the next missile into `slot`; `false` when the source has ended.
-    pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
+    pub(crate) fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
         match self {
             AmmoReader::Phantom(r) => r.advance(st, slot),
             AmmoReader::Uri(r) => r.advance(st, slot),
