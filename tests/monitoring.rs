@@ -257,7 +257,7 @@ fn metric_criteria_without_monitoring_are_an_error_before_the_run() {
 }
 
 /// InfluxDB 1.x on a free port with its own data directory.
-fn influxd() -> Option<Component> {
+pub(crate) fn influxd() -> Option<Component> {
     let influxd = binary("influxd", "influxdb")?;
     Some(Component::start(&influxd, |port, dir| {
         let rpc = crate::support::component::free_port();
@@ -278,7 +278,7 @@ fn influxd() -> Option<Component> {
 }
 
 /// An InfluxQL statement's JSON answer.
-fn influxql(port: u16, q: &str) -> serde_json::Value {
+pub(crate) fn influxql(port: u16, q: &str) -> serde_json::Value {
     let mut encoded = String::new();
     for b in q.bytes() {
         if b.is_ascii_alphanumeric() {

@@ -277,6 +277,13 @@ pub(crate) fn chromium() -> Option<PathBuf> {
 
 /// Load `page` in headless Chromium; return the DOM after scripts ran and Chromium's log.
 pub(crate) fn render(browser: &Path, page: &Path) -> (String, String) {
+    render_url(browser, &format!("file://{}", page.display()), &[])
+}
+
+/// Load `url` in headless Chromium with `flags` besides the usual (a
+/// `--virtual-time-budget=MS` to let a live page take events, a
+/// `--screenshot=FILE`); return the DOM after scripts ran and Chromium's log.
+pub(crate) fn render_url(browser: &Path, url: &str, flags: &[&str]) -> (String, String) {
     let profile = tempfile::tempdir().unwrap();
     // Files, not pipes: the DOM is bigger than a pipe's buffer.
     let dom_path = profile.path().join("dom.html");
@@ -293,8 +300,9 @@ pub(crate) fn render(browser: &Path, page: &Path) -> (String, String) {
             "--v=0",
             "--dump-dom",
         ])
+        .args(flags)
         .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("file://{}", page.display()))
+        .arg(url)
         .stdout(std::fs::File::create(&dom_path).unwrap())
         .stderr(std::fs::File::create(&log_path).unwrap())
         .spawn()
@@ -387,8 +395,19 @@ fn html_report_and_comparison_render_in_headless_chromium() {
     }
     // The histogram spreads its bins over the data's own range (0.1 ms to 11 s here), not
     // yandex-tank's fixed bins, and every line has a legend item that toggles it.
-    let bars = dom.matches("class=\"bar\"").count();
+    let bars = section(&dom, "Response time distribution")
+        .matches("class=\"bar\"")
+        .count();
     assert_eq!(bars, 40, "log-spaced bins in the histogram");
+    // Each tag on its own: its quantile band over time and its distribution.
+    let tags = section(&dom, "Each tag on its own");
+    assert_eq!(
+        tags.matches("<details").count(),
+        4,
+        "search, cart, api/v1#x, (no tag)"
+    );
+    assert_eq!(tags.matches("class=\"bar\"").count(), 4 * 40);
+    assert!(dom.contains("Phases per second"), "the phases are charted");
     assert!(
         dom.contains("log scale, 40 bins"),
         "the histogram's axis says how it is binned"
@@ -687,5 +706,85 @@ fn report_never_overwrites_a_runs_own_reports_without_force() {
     assert_ne!(
         std::fs::read_to_string(dir.path().join("summary.json")).unwrap(),
         own
+    );
+}
+
+#[test]
+fn a_window_recomputes_every_figure_from_the_shots_started_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // 10 seconds of 10 shots: the first 3 seconds slow (100 ms, a 503 each), then fast (1 ms).
+    let mut phout = String::new();
+    for second in 0..10u64 {
+        for i in 0..10u64 {
+            let (real, code) = if second < 3 {
+                (100_000, 503)
+            } else {
+                (1_000, 200)
+            };
+            let _ = writeln!(
+                phout,
+                "{}.{:03}\t\t{real}\t0\t0\t{real}\t0\t{real}\t10\t10\t0\t{code}",
+                1_700_000_000 + second,
+                i * 100
+            );
+        }
+    }
+    let path = dir.path().join("phout.log");
+    std::fs::write(&path, phout).unwrap();
+    let run = |args: &[&str], out: &str| {
+        let out_dir = dir.path().join(out);
+        let mut all = vec![
+            "report",
+            path.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ];
+        all.extend_from_slice(args);
+        (tank(&all), out_dir)
+    };
+    let (out, steady) = run(&["--from", "3s", "--to", "8s"], "steady");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(steady.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["shots"]["responses"], 50);
+    assert_eq!(summary["proto_codes"], serde_json::json!({ "200": 50 }));
+    let max = summary["quantiles"].as_array().unwrap().last().unwrap()["service_ms"].as_f64();
+    assert_eq!(max, Some(1.0));
+    assert_eq!(summary["timeline"]["ts"].as_array().unwrap().len(), 5);
+    let facts = summary["meta"]["facts"].to_string();
+    assert!(
+        facts.contains("shots started from 3 s after the first shot to 8 s after the first shot"),
+        "{facts}"
+    );
+    // The same window in absolute times; and an open end.
+    let (out, absolute) = run(
+        &["--from", "@1700000003", "--to", "2023-11-14T22:13:28Z"],
+        "absolute",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let again: Value =
+        serde_json::from_str(&std::fs::read_to_string(absolute.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(again["shots"]["responses"], 50);
+    let (out, tail) = run(&["--from", "9s"], "tail");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tail: Value =
+        serde_json::from_str(&std::fs::read_to_string(tail.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(tail["shots"]["responses"], 10);
+    // An empty window, and a bound that is neither, are errors that say what was expected.
+    let (out, _) = run(&["--from", "8s", "--to", "3s"], "empty");
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("the window is empty"),
+        "{}",
+        text(&out.stderr)
+    );
+    let (out, _) = run(&["--from", "soon"], "bad");
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("expected an offset from the first shot"),
+        "{}",
+        text(&out.stderr)
     );
 }

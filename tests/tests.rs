@@ -1,9 +1,11 @@
 mod apiary;
 mod autostop;
 mod counts;
+mod dashboards;
 mod differential;
 mod framed;
 mod grpc;
+mod history;
 mod hostile;
 mod http2;
 mod import;
@@ -22,3 +24,4 @@ mod run;
 mod shards;
 mod shoot;
 mod support;
+mod web;

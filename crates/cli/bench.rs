@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use tank_config::ArrivalProcess;
-use tank_limit::{run_probe, Load, Measurement, Timing};
+use tank_limit::{run_probe_shown, Load, Measurement, Timing};
 
 use crate::target_args::{finish, parse_duration, probe_dir, TargetArgs};
 
@@ -92,8 +92,20 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         outln!("  {threads} threads and {} connections", args.connections);
     }
     let dir = probe_dir(&root, 0, "run");
-    let m = run_probe(&target, &load, &timing, &dir)?;
-    out!("{}", summary(&m, threads as u64, args.rate.is_some()));
+    let web = args.target.web.start(None, format!("tank bench {name}"))?;
+    let m = run_probe_shown(
+        &target,
+        &load,
+        &timing,
+        &dir,
+        &crate::web::Web::show(web.as_ref(), "bench".into()),
+    )?;
+    let text = summary(&m, threads as u64, args.rate.is_some());
+    out!("{text}");
+    if let Some(web) = web {
+        web.dashboard.end_run(&text, None);
+        web.finish(&format!("{} requests answered", m.answered));
+    }
     outln!(
         "artifacts: {} (report.html, summary.json, phout.log)",
         m.artifacts.display()

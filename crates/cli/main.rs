@@ -17,6 +17,7 @@ mod merge;
 mod origin;
 mod plan;
 mod report;
+mod runs;
 mod scale;
 mod search;
 mod shoot;
@@ -24,6 +25,7 @@ mod signals;
 mod sweep;
 mod target_args;
 mod walk;
+mod web;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -77,6 +79,9 @@ struct ShootArgs {
     /// How often --apiary's view is shown (default 15s, as Apiary's; at least 1s).
     #[arg(long, value_name = "DURATION", requires = "apiary", value_parser = parse_interval)]
     interval: Option<std::time::Duration>,
+    /// The live web dashboard: --web, --web-token, --web-linger.
+    #[command(flatten)]
+    web: web::WebArgs,
 }
 
 /// `--interval`: a duration (`15s`, `1m`, `500ms`) of at least a second.
@@ -119,10 +124,17 @@ enum Command {
     /// (test_data.log) and a self-contained report.html. Streams: memory does
     /// not grow with the file.
     Report(report::ReportArgs),
-    /// Compare two runs (artifacts directories with summary.json, or phout
-    /// files): cumulative quantiles with deltas, codes, per-tag deltas; with
-    /// --out, an HTML page with the runs' charts overlaid.
+    /// Compare two runs (artifacts directories with summary.json, run ids
+    /// from `tank runs`, or phout files): cumulative quantiles with deltas,
+    /// codes, per-tag deltas; with --out, an HTML page with the runs' charts
+    /// overlaid, each tag's too. Two sweeps overlay their throughput and p99
+    /// against concurrency.
     Compare(compare::CompareArgs),
+    /// List the runs under the artifacts base (logs/ by default): id, start,
+    /// duration, rps, p99, errors, the job's name and how each ended (sweeps
+    /// with their steps); and write an index.html there linking each run's
+    /// report. `tank compare` takes the ids.
+    Runs(runs::RunsArgs),
     /// A wrk-style one-liner: `tank bench URL -c 64 -d 10s` (connections
     /// firing back to back) or `-R 10000` (requests per second, latency from
     /// the intended start, as wrk2). Prints wrk's summary (Latency and Req/Sec
@@ -218,6 +230,7 @@ fn main() -> ExitCode {
                         args.interval
                             .unwrap_or(tank_report::apiary::DEFAULT_INTERVAL)
                     }),
+                    &args.web,
                 ),
                 None => {
                     errln!("tank: nothing to do: run a test with `tank -c load.ini`, or see `tank --help`");
@@ -235,6 +248,7 @@ fn main() -> ExitCode {
         Some(Command::Origin(args)) => origin::run(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Report(args)) => report::run(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Compare(args)) => compare::run(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Runs(args)) => runs::run(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Bench(args)) => bench::run(&args),
         Some(Command::Sweep(args)) => sweep::run(&args),
         Some(Command::Search(args)) => search::search(&args),

@@ -62,7 +62,7 @@ pub fn run(args: &OriginArgs) -> Result<()> {
     };
     let admin_token = match &args.admin_token {
         Some(token) => Some(token.clone()),
-        None => AdminToken::from_env().map_err(|e| anyhow!(e))?,
+        None => AdminToken::from_env(tank_origin::TOKEN_ENV).map_err(|e| anyhow!(e))?,
     };
     let options = Options {
         allow_fetch: args.allow_fetch,

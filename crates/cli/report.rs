@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use tank_report::stream;
 use tank_report::Meta;
 use tank_stats::aggregate::DEFAULT_BUFFERED_SECONDS;
+use tank_stats::window::{Bound, Window};
 
 /// Arguments of `tank report`.
 #[derive(Debug, clap::Args)]
@@ -26,6 +27,15 @@ pub struct ReportArgs {
     /// Seconds to wait for late responses before a second is final.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BUFFERED_SECONDS)]
     buffered_seconds: u32,
+    /// Count only the shots started from this moment: an offset from the
+    /// first shot (30s, 5m, 1h30m) or a time (2026-11-26T16:00:36Z, or
+    /// @UNIX_SECONDS). Every figure is recomputed for the window (the steady
+    /// part of a run, say).
+    #[arg(long, value_name = "WHEN", value_parser = Bound::parse)]
+    from: Option<Bound>,
+    /// Count only the shots started before this moment (as --from).
+    #[arg(long, value_name = "WHEN", value_parser = Bound::parse)]
+    to: Option<Bound>,
 }
 
 /// Run `tank report`.
@@ -47,14 +57,39 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         refuse_to_overwrite(&out_dir)?;
     }
     let names: Vec<String> = phouts.iter().map(|p| p.display().to_string()).collect();
+    let mut facts = vec![("buffered seconds".into(), buffered_seconds.to_string())];
+    let window = Window {
+        from: args.from,
+        to: args.to,
+    };
+    let resolved = if window.is_whole() {
+        None
+    } else {
+        let first = stream::first_start_ms(phouts).context("tank report")?;
+        let Some(first) = first else {
+            bail!("{}: no shot to place the window on", names.join(", "));
+        };
+        let resolved = window.resolve(first).map_err(anyhow::Error::msg)?;
+        facts.push((
+            "window".into(),
+            format!(
+                "shots started from {} to {} (the first shot: {})",
+                window.from.map_or("the start".into(), |b| b.to_string()),
+                window.to.map_or("the end".into(), |b| b.to_string()),
+                tank_stats::window::Bound::At(first)
+            ),
+        ));
+        Some(resolved)
+    };
     let meta = Meta {
         title: names.join(", "),
         sources: names,
         generator: concat!("tank ", env!("CARGO_PKG_VERSION")).to_string(),
-        facts: vec![("buffered seconds".into(), buffered_seconds.to_string())],
+        facts,
+        ..Meta::default()
     };
-    let (summary, read) =
-        stream::report(phouts, &out_dir, buffered_seconds, meta).context("tank report")?;
+    let (summary, read) = stream::report(phouts, resolved, &out_dir, buffered_seconds, meta)
+        .context("tank report")?;
     for warning in &read.warnings {
         errln!("tank: warning: {warning}");
     }

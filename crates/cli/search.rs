@@ -14,7 +14,7 @@ use tank_config::search::{parse_percent, parse_rates, parse_share};
 use tank_config::{ArrivalProcess, SearchConfig};
 use tank_limit::output::{write_json, write_page, SearchReport};
 use tank_limit::search::{self, bisect, scan_rates, Bound, Probe, Range, Verdict, TRIES};
-use tank_limit::{exit, run_probe, Load, Target, Timing};
+use tank_limit::{exit, run_probe_shown, Load, Target, Timing};
 
 use crate::target_args::{finish, parse_duration, probe_dir, TargetArgs};
 
@@ -140,7 +140,8 @@ pub fn search(args: &SearchArgs) -> Result<ExitCode> {
         .peak_connections
         .or(file.peak_connections)
         .unwrap_or(64);
-    let mut prober = Prober::new(&target, &settings, &root);
+    let web = p.target.web.start(None, format!("tank search {name}"))?;
+    let mut prober = Prober::new(&target, &settings, &root, web.as_ref());
     let to = match args.to.or(file.to) {
         Some(to) => to,
         None => {
@@ -148,7 +149,9 @@ pub fn search(args: &SearchArgs) -> Result<ExitCode> {
             let load = Load::Closed {
                 concurrency: peak_connections.max(1),
             };
-            let peak = run_probe(&target, &load, &settings.timing, &dir)?;
+            let label = format!("the peak: {peak_connections} connections back to back");
+            let show = crate::web::Web::show(web.as_ref(), label);
+            let peak = run_probe_shown(&target, &load, &settings.timing, &dir, &show)?;
             let good_rps = peak.per_second(peak.good());
             outln!(
                 "peak: {good_rps:.1} good rps with {peak_connections} connections ({} errors)",
@@ -166,7 +169,12 @@ pub fn search(args: &SearchArgs) -> Result<ExitCode> {
         precision: args.precision.or(file.precision).unwrap_or(0.02),
     };
     let (verdict, probes) = bisect(&range, |rate, attempt| prober.probe(rate, attempt))?;
-    finish_search(prober.report("search", name, verdict, probes), p, &root)
+    finish_search(
+        prober.report("search", name, verdict, probes),
+        p,
+        &root,
+        web,
+    )
 }
 
 /// Run `tank scan`.
@@ -178,11 +186,12 @@ pub fn scan(args: &ScanArgs) -> Result<ExitCode> {
     let Some((from, to, step)) = args.rate.or(file.rate) else {
         bail!("no rates: expected --rate lo:hi:step (or `rate` in the config's [search])");
     };
-    let mut prober = Prober::new(&target, &settings, &root);
+    let web = p.target.web.start(None, format!("tank scan {name}"))?;
+    let mut prober = Prober::new(&target, &settings, &root, web.as_ref());
     let (verdict, probes) = search::scan(&scan_rates(from, to, step), |rate, attempt| {
         prober.probe(rate, attempt)
     })?;
-    finish_search(prober.report("scan", name, verdict, probes), p, &root)
+    finish_search(prober.report("scan", name, verdict, probes), p, &root, web)
 }
 
 /// Runs a command's probes, each in the next numbered directory under the
@@ -193,16 +202,26 @@ struct Prober<'a> {
     root: &'a Path,
     index: usize,
     warnings: Vec<String>,
+    /// The live dashboard, if asked for, and the probes' rows shown on it.
+    web: Option<&'a crate::web::Web>,
+    rows: Vec<Vec<String>>,
 }
 
 impl<'a> Prober<'a> {
-    fn new(target: &'a Target, settings: &'a Settings, root: &'a Path) -> Prober<'a> {
+    fn new(
+        target: &'a Target,
+        settings: &'a Settings,
+        root: &'a Path,
+        web: Option<&'a crate::web::Web>,
+    ) -> Prober<'a> {
         Prober {
             target,
             settings,
             root,
             index: 0,
             warnings: Vec::new(),
+            web,
+            rows: Vec::new(),
         }
     }
 
@@ -245,7 +264,12 @@ impl<'a> Prober<'a> {
             format!("{rate}rps")
         };
         let dir = self.next_dir(&label);
-        let measured = run_probe(self.target, &load, timing, &dir)?;
+        let shown = format!(
+            "probe {}: {rate} rps (try {attempt} of {TRIES})",
+            self.index
+        );
+        let show = crate::web::Web::show(self.web, shown);
+        let measured = run_probe_shown(self.target, &load, timing, &dir, &show)?;
         if measured.good() == 0 {
             self.warnings.push(format!(
                 "no request succeeded at {rate} rps: {}",
@@ -271,6 +295,21 @@ impl<'a> Prober<'a> {
             bound.quantile,
             probe.quantile_ms,
         );
+        if let Some(web) = self.web {
+            self.rows.push(vec![
+                rate.to_string(),
+                attempt.to_string(),
+                format!("{:.1}", probe.achieved_rps),
+                format!("{:.2}", probe.quantile_ms),
+                verdict,
+            ]);
+            let quantile = format!("p{} ms", bound.quantile);
+            web.dashboard.table(
+                "Probes so far",
+                &["rate", "try", "achieved rps", &quantile, "verdict"],
+                &self.rows,
+            );
+        }
         Ok(probe)
     }
 }
@@ -278,7 +317,12 @@ impl<'a> Prober<'a> {
 /// Prints and writes `report`; the exit code: 0 with a limit, 3 when no rate
 /// meets the bound, 4 when the limit is unresolved (or 35 for warnings under
 /// --fail-on-warnings instead of 0).
-fn finish_search(report: SearchReport, p: &ProbeArgs, root: &Path) -> Result<ExitCode> {
+fn finish_search(
+    report: SearchReport,
+    p: &ProbeArgs,
+    root: &Path,
+    web: Option<crate::web::Web>,
+) -> Result<ExitCode> {
     out!("{}", report.table());
     if let Some(path) = &p.json {
         write_json(path, &report)?;
@@ -300,5 +344,8 @@ fn finish_search(report: SearchReport, p: &ProbeArgs, root: &Path) -> Result<Exi
         (true, Some(_)) => 0,
         (true, None) => exit::NONE_MEETS,
     };
+    if let Some(web) = web {
+        web.finish(&report.verdict_line());
+    }
     Ok(finish(code, &report.warnings, p.target.fail_on_warnings))
 }

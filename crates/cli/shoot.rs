@@ -18,6 +18,7 @@ use tank_config::Override;
 use tank_run::{Handle, Spec};
 
 use crate::scale::ScaleArgs;
+use crate::web::WebArgs;
 use console::Console;
 
 /// Run the test in `config_path`.
@@ -28,6 +29,7 @@ pub fn run(
     fail_on_warnings: bool,
     scale: &ScaleArgs,
     apiary: Option<std::time::Duration>,
+    web: &WebArgs,
 ) -> Result<ExitCode> {
     let start_at = scale.start_at()?;
     if let Some(processes) = scale.processes {
@@ -36,6 +38,9 @@ pub fn run(
                 "--apiary shows one run's view: with --processes, each process is a run of its \
                  own (run them with --shard and --apiary instead)"
             );
+        }
+        if web.web.is_some() {
+            bail!("--web with --processes: the dashboard is not yet fed by the merged shards; run one process, or read each shard's report.html");
         }
         return run_processes(
             config_path,
@@ -58,7 +63,8 @@ pub fn run(
     }
     let console = Console::choose(
         quiet || config.console.short_only,
-        config.path.display().to_string(),
+        &config.path,
+        &config.job,
     );
     let spec = Spec {
         config,
@@ -68,10 +74,35 @@ pub fn run(
         start_at,
         apiary,
     };
+    let web = web.start(
+        Some(&spec.config),
+        format!("tank -c {}", spec.config.path.display()),
+    )?;
+    let observer: Box<dyn tank_run::Observer> = match &web {
+        Some(web) => web.observe("run", Box::new(console)),
+        None => Box::new(console),
+    };
     let handle = Handle::default();
     watch_signals(handle.clone()).context("watching for Ctrl-C")?;
-    let outcome = tank_run::run(&spec, Box::new(console), &handle)?;
-    out!("{}", outcome.text);
+    let outcome = tank_run::run(&spec, observer, &handle);
+    let outcome = match (outcome, web) {
+        (Ok(outcome), Some(web)) => {
+            web.dashboard
+                .end_run(&outcome.text, Some(outcome.exit_code));
+            out!("{}", outcome.text);
+            web.finish(&format!("exit code {}", outcome.exit_code));
+            outcome
+        }
+        (Ok(outcome), None) => {
+            out!("{}", outcome.text);
+            outcome
+        }
+        (Err(error), Some(web)) => {
+            web.finish(&format!("the run failed: {error}"));
+            return Err(error.into());
+        }
+        (Err(error), None) => return Err(error.into()),
+    };
     if let Some(why) = &outcome.reports_failed {
         errln!(
             "tank: error: writing the reports into {}: {why}",

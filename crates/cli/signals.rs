@@ -1,6 +1,16 @@
 //! SIGINT (Ctrl-C) and SIGTERM, watched on a thread of their own for the rest
 //! of the process: `tank -c` and `--processes` each decide what the n-th one means.
 
+/// SIGINTs and SIGTERMs seen so far by [`watch`]ers (each watcher counts
+/// each signal: the count only ever grows).
+static RECEIVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A count that grows with each SIGINT or SIGTERM a [`watch`] sees: a wait
+/// that a Ctrl-C should end (the dashboard's linger) watches it grow.
+pub fn received() -> usize {
+    RECEIVED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Call `on_signal(n)` for the n-th SIGINT or SIGTERM (from 1). The handlers
 /// are registered before this returns, so no signal sent after it is missed.
 pub fn watch(mut on_signal: impl FnMut(usize) + Send + 'static) -> std::io::Result<()> {
@@ -29,6 +39,7 @@ pub fn watch(mut on_signal: impl FnMut(usize) + Send + 'static) -> std::io::Resu
                 let _ = ready.send(Ok(()));
                 for n in 1.. {
                     signals.next().await;
+                    RECEIVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     on_signal(n);
                 }
             });

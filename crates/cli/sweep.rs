@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 use tank_limit::output::{write_json, write_page, SweepReport};
 use tank_limit::sweep::{parse_steps, Step};
-use tank_limit::{run_probe, Load, Timing};
+use tank_limit::{run_probe_shown, Load, Timing};
 
 use crate::target_args::{finish, parse_duration, probe_dir, TargetArgs};
 
@@ -48,11 +48,15 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         measure: args.step,
         quantile: 99.0,
     };
-    let mut steps = Vec::new();
+    let mut steps: Vec<Step> = Vec::new();
     let mut warnings = Vec::new();
+    let web = args.target.web.start(None, format!("tank sweep {name}"))?;
+    let count = args.steps.0.len();
     for (index, &concurrency) in args.steps.0.iter().enumerate() {
         let dir = probe_dir(&root, index, &format!("{concurrency}c"));
-        let m = run_probe(&target, &Load::Closed { concurrency }, &timing, &dir)?;
+        let label = format!("step {} of {count}: {concurrency} connections", index + 1);
+        let show = crate::web::Web::show(web.as_ref(), label);
+        let m = run_probe_shown(&target, &Load::Closed { concurrency }, &timing, &dir, &show)?;
         let step = Step::of(concurrency, &m);
         errln!(
             "step {concurrency} connections: {:.1} good rps, {} errors ({:.2}%), p99 {:.2} ms",
@@ -68,6 +72,25 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
             ));
         }
         steps.push(step);
+        if let Some(web) = &web {
+            let rows: Vec<Vec<String>> = steps
+                .iter()
+                .map(|s| {
+                    vec![
+                        s.concurrency.to_string(),
+                        format!("{:.1}", s.achieved_rps),
+                        format!("{} ({:.2}%)", s.errors, s.error_pct),
+                        format!("{:.2}", s.p50_ms),
+                        format!("{:.2}", s.p99_ms),
+                    ]
+                })
+                .collect();
+            web.dashboard.table(
+                "Steps so far",
+                &["connections", "good rps", "errors", "p50 ms", "p99 ms"],
+                &rows,
+            );
+        }
     }
     let report = SweepReport::new(name, steps, warnings);
     out!("{}", report.table());
@@ -84,5 +107,8 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         "artifacts: {} (report.html, sweep.json, one directory per step)",
         root.display()
     );
+    if let Some(web) = web {
+        web.finish(&report.table());
+    }
     Ok(finish(0, &report.warnings, args.target.fail_on_warnings))
 }

@@ -53,6 +53,10 @@ pub struct TargetArgs {
     /// probe where no request succeeded, say), as `tank -c` does.
     #[arg(long)]
     pub fail_on_warnings: bool,
+    /// The live web dashboard of every run the command makes: --web,
+    /// --web-token, --web-linger.
+    #[command(flatten)]
+    pub web: crate::web::WebArgs,
 }
 
 impl TargetArgs {

@@ -257,6 +257,6 @@ fn the_tank_origin_command_refuses_an_empty_token() {
     assert!(!output.status.success());
     assert_eq!(
         String::from_utf8_lossy(&output.stderr).trim(),
-        "tank: error: TANK_ORIGIN_TOKEN: an empty admin token would let anyone in"
+        "tank: error: TANK_ORIGIN_TOKEN: an empty token would let anyone in"
     );
 }

@@ -30,8 +30,10 @@ pub struct Console {
 enum View {
     /// The full screen, redrawn each second.
     Screen {
-        /// The config file.
+        /// The job's headline and the config file.
         title: String,
+        /// The job's description, if any.
+        subtitle: Option<String>,
         /// The run's instances (known once it is set up).
         instances_limit: u64,
         /// The longest schedule (likewise).
@@ -48,11 +50,16 @@ enum View {
 }
 
 impl Console {
-    /// The screen when stdout is a terminal and lines were not asked for.
-    pub fn choose(lines: bool, title: String) -> Self {
+    /// The screen when stdout is a terminal and lines were not asked for;
+    /// its header names `config` and the `job`.
+    pub fn choose(lines: bool, config: &std::path::Path, job: &tank_config::Job) -> Self {
         let view = if !lines && std::io::stdout().is_terminal() {
             View::Screen {
-                title,
+                title: match job.headline() {
+                    Some(headline) => format!("{headline} ({})", config.display()),
+                    None => config.display().to_string(),
+                },
+                subtitle: job.job_dsc.clone().filter(|d| !d.trim().is_empty()),
                 instances_limit: 0,
                 planned_duration: None,
                 start_unix_us: 0,
@@ -128,6 +135,7 @@ impl Observer for Console {
             View::Screen { .. } if state.last => {}
             View::Screen {
                 title,
+                subtitle,
                 instances_limit,
                 planned_duration,
                 start_unix_us,
@@ -139,6 +147,7 @@ impl Observer for Console {
                 let counting = state.autostop.counting();
                 let view = LiveView {
                     title,
+                    subtitle: subtitle.as_deref(),
                     second,
                     second_offset: console::second_offset(second.ts, *start_unix_us),
                     totals: &totals,

@@ -39,6 +39,7 @@ mod error;
 mod export;
 mod grpc;
 mod ini;
+pub mod job;
 pub mod memcached;
 pub mod model;
 mod monitoring;
@@ -56,13 +57,16 @@ mod seed;
 mod toml;
 pub mod units;
 mod validate;
+pub mod web;
 mod yaml;
 
 pub use arrivals::{ArrivalProcess, Arrivals};
 pub use error::{ConfigError, OptionPlace, Place};
+pub use job::Job;
 pub use model::*;
 pub use overrides::{Override, OverrideParseError};
 pub use search::SearchConfig;
+pub use web::WebConfig;
 
 /// Reads the config at `path`, applies `overrides` in order, and validates it.
 ///

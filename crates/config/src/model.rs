@@ -60,6 +60,10 @@ pub struct TestConfig {
     pub influx: Option<InfluxConfig>,
     /// `[prometheus]`: serve `/metrics` while the test runs.
     pub prometheus: Option<PrometheusConfig>,
+    /// `[web]`: serve the live dashboard while the test runs.
+    pub web: Option<crate::web::WebConfig>,
+    /// `[meta]` (`[overload]`, `uploader:`): the job's name and description.
+    pub job: crate::job::Job,
     /// The options written in `[phantom]` that hold for the whole run.
     pub run: RunOptions,
 }

@@ -286,6 +286,13 @@ pub(crate) const INFLUX: &[(&str, Kind)] = &[
     ("username", Kind::Str),
 ];
 
+/// `[web]` options (tank's own section: the live dashboard).
+pub(crate) const WEB: &[(&str, Kind)] = &[
+    ("enabled", Kind::Bool),
+    ("linger", Kind::Str),
+    ("listen", Kind::Str),
+];
+
 /// `[prometheus]` options (tank's own section).
 pub(crate) const PROMETHEUS: &[(&str, Kind)] = &[("enabled", Kind::Bool), ("listen", Kind::Str)];
 

@@ -43,6 +43,11 @@ pub(crate) enum SectionKind {
     Prometheus,
     /// `[search]`: tank's own, the settings of `tank search` and `tank scan`.
     Search,
+    /// `[meta]` (`[overload]`, `uploader:`, DataUploader): yandex-tank's
+    /// uploader, whose job name and description tank shows (it uploads nowhere).
+    Meta,
+    /// `[web]`: tank's own, the live web dashboard.
+    Web,
 }
 
 /// yandex-tank's plugin patterns, in its order (the first match wins), with what tank does.
@@ -59,7 +64,7 @@ const PATTERNS: &[(&str, SectionKind)] = &[
         SectionKind::Ignored,
     ),
     ("phantom", SectionKind::ExtraQueue),
-    ("meta|overload|uploader|datauploader", SectionKind::Ignored),
+    ("meta|overload|uploader|datauploader", SectionKind::Meta),
     ("telegraf|monitoring", SectionKind::Monitoring),
     ("jmeter", SectionKind::Ignored),
     ("rcheck", SectionKind::Ignored),
@@ -79,14 +84,15 @@ const PATTERNS: &[(&str, SectionKind)] = &[
     ("mysql", SectionKind::Mysql),
     ("search", SectionKind::Search),
     ("grpc", SectionKind::Grpc),
+    ("web", SectionKind::Web),
 ];
 
 /// The known section names, for "unrecognized section" messages.
 pub(crate) const KNOWN: &str =
     "phantom, phantom-*, autostop, rcassert, console, origin, telegraf/monitoring, influx, \
-    prometheus, memcached, mysql, search, grpc, tank/core (and, ignored: aggregator, android, appium, \
-    battery_historian, bfg, meta, overload, uploader, datauploader, jmeter, rcheck, shellexec, \
-    shootexec, tips, json_report, pandora, opentsdb)";
+    prometheus, memcached, mysql, search, grpc, web, meta/overload/uploader (the job's name and \
+    description), tank/core (and, ignored: aggregator, android, appium, battery_historian, bfg, \
+    jmeter, rcheck, shellexec, shootexec, tips, json_report, pandora, opentsdb)";
 
 fn compiled() -> &'static [(Regex, SectionKind)] {
     static COMPILED: OnceLock<Vec<(Regex, SectionKind)>> = OnceLock::new();
@@ -104,7 +110,7 @@ fn compiled() -> &'static [(Regex, SectionKind)] {
 /// The yandex-tank plugin a section of kind [`SectionKind::Ignored`] belongs to,
 /// when tank does not do what that plugin does (so the section deserves a
 /// warning); `None` for the plugins whose work tank does itself (aggregator,
-/// json_report: test_data.log; tips, meta: nothing to do).
+/// json_report: test_data.log; tips: nothing to do).
 pub(crate) fn unimplemented_plugin(name: &str) -> Option<&'static str> {
     const UNIMPLEMENTED: &[(&str, &str)] = &[
         ("lunaport", "Lunaport uploader"),
@@ -115,7 +121,6 @@ pub(crate) fn unimplemented_plugin(name: &str) -> Option<&'static str> {
             "bfg|ultimate_gun|http_gun|custom_gun|scenario_gun",
             "BFG gun",
         ),
-        ("overload|uploader|datauploader", "Overload uploader"),
         ("jmeter", "JMeter"),
         ("rcheck", "resource check"),
         ("shell_?exec", "ShellExec"),
@@ -154,6 +159,7 @@ pub(crate) fn classify(name: &str) -> Option<SectionKind> {
         SectionKind::Mysql if name != "mysql" => None,
         SectionKind::Search if name != "search" => None,
         SectionKind::Grpc if name != "grpc" => None,
+        SectionKind::Web if name != "web" => None,
         kind => Some(kind),
     }
 }
@@ -179,8 +185,6 @@ mod tests {
     #[test]
     fn other_plugins_are_ignored_and_unknown_names_are_not_recognized() {
         for name in [
-            "overload",
-            "meta",
             "shellexec",
             "shell_exec",
             "jsonreport",
@@ -208,5 +212,10 @@ mod tests {
         assert_eq!(classify("prometheus"), Some(SectionKind::Prometheus));
         assert_eq!(classify("search"), Some(SectionKind::Search));
         assert_eq!(classify("search2"), None);
+        for name in ["meta", "overload", "uploader", "datauploader"] {
+            assert_eq!(classify(name), Some(SectionKind::Meta), "{name}");
+        }
+        assert_eq!(classify("web"), Some(SectionKind::Web));
+        assert_eq!(classify("webs"), None);
     }
 }

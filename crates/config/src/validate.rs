@@ -10,6 +10,7 @@ use crate::convert;
 use crate::error::ConfigError;
 use crate::export;
 use crate::grpc;
+use crate::job;
 use crate::memcached;
 use crate::model::{
     AutostopConfig, ConfigFormat, ConsoleConfig, CoreConfig, RcAssertConfig, RunOptions, TestConfig,
@@ -22,6 +23,7 @@ use crate::queue::{self, entry_error, Layered};
 use crate::raw::{RawConfig, RawEntry, RawSection, RawValue};
 use crate::search;
 use crate::sections::{self, SectionKind};
+use crate::web;
 
 /// Validates `raw` (read from `path` in `format`) into a [`TestConfig`].
 pub(crate) fn validate(
@@ -81,6 +83,8 @@ pub(crate) fn validate(
         monitoring: None,
         influx: None,
         prometheus: None,
+        web: None,
+        job: crate::job::Job::default(),
         run: RunOptions::default(),
     };
     for (section, kind) in raw.sections.iter().zip(&kinds) {
@@ -140,6 +144,8 @@ pub(crate) fn validate(
             SectionKind::Search if enabled(section)? => {
                 config.search = search::read(section)?;
             }
+            SectionKind::Meta if enabled(section)? => job::read(section, &mut config.job)?,
+            SectionKind::Web if enabled(section)? => config.web = Some(web::read(section)?),
             _ => {}
         }
     }
@@ -235,6 +241,8 @@ fn kind_from_package(section: &RawSection) -> Result<Option<SectionKind>, Config
         "Autostop" => "autostop",
         "RCAssert" => "rcassert",
         "Console" => "console",
+        // Whatever its name, the uploader's section holds the job's facts.
+        "DataUploader" => return Ok(Some(SectionKind::Meta)),
         _ => return Ok(Some(SectionKind::Ignored)),
     };
     let message = format!("tank reads the {plugin} plugin only from the section named {own_name}");
@@ -249,19 +257,24 @@ fn check_keys(
     kind: SectionKind,
     warnings: &mut Vec<ConfigError>,
 ) -> Result<(), ConfigError> {
-    let not_acted_on = match kind {
-        SectionKind::Phantom | SectionKind::ExtraQueue => options::PHANTOM_NOT_ACTED_ON,
-        SectionKind::Core => options::CORE_NOT_ACTED_ON,
-        _ => &[],
+    let (not_acted_on, why) = match kind {
+        SectionKind::Phantom | SectionKind::ExtraQueue => (
+            options::PHANTOM_NOT_ACTED_ON,
+            "an option tank does not act on (phantom's own, or yandex-tank's): it is ignored",
+        ),
+        SectionKind::Core => (
+            options::CORE_NOT_ACTED_ON,
+            "an option tank does not act on (phantom's own, or yandex-tank's): it is ignored",
+        ),
+        _ => (&[][..], ""),
     };
     for entry in &section.entries {
         if not_acted_on.contains(&entry.key.as_str()) {
-            warnings.push(entry_error(
-                &section.name,
-                entry,
-                "an option tank does not act on (phantom's own, or yandex-tank's): it is ignored",
-            ));
+            warnings.push(entry_error(&section.name, entry, why));
         }
+    }
+    if kind == SectionKind::Meta {
+        return job::check_keys(section, warnings);
     }
     let table = match kind {
         SectionKind::Phantom | SectionKind::ExtraQueue => options::PHANTOM,
@@ -276,6 +289,8 @@ fn check_keys(
         SectionKind::Memcached => options::MEMCACHED,
         SectionKind::Mysql => options::MYSQL,
         SectionKind::Search => options::SEARCH,
+        SectionKind::Meta => return Ok(()),
+        SectionKind::Web => options::WEB,
         SectionKind::Grpc => options::GRPC,
         SectionKind::Ignored => return Ok(()),
     };

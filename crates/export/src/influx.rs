@@ -58,12 +58,19 @@ pub struct Influx {
 }
 
 impl Influx {
-    /// Starts the writer thread; `uuid` tags this run's points.
-    pub fn start(config: &InfluxConfig, uuid: &str) -> std::io::Result<Influx> {
+    /// Starts the writer thread; `uuid` tags this run's points, and so do
+    /// `run`'s shard and job facts (before the custom tags, which win).
+    pub fn start(
+        config: &InfluxConfig,
+        uuid: &str,
+        run: &crate::RunTags,
+    ) -> std::io::Result<Influx> {
         let mut tags = vec![
             ("tank".to_string(), config.tank_tag.clone()),
             ("uuid".to_string(), uuid.to_string()),
+            ("shard".to_string(), run.shard.clone()),
         ];
+        tags.extend(run.job.iter().cloned());
         tags.extend(config.custom_tags.iter().cloned());
         let schema = Schema {
             tags,
@@ -358,7 +365,8 @@ mod tests {
         // Accepts, reads nothing, never answers: every write times out.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let influx = Influx::start(&config("127.0.0.1", port), "u").unwrap();
+        let influx =
+            Influx::start(&config("127.0.0.1", port), "u", &crate::RunTags::default()).unwrap();
         // Thirty seconds of points, each its own batch (chunk_size 100).
         for ts in 0..30 {
             influx.monitoring(&[host_second(ts)]);

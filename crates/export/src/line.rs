@@ -116,9 +116,17 @@ impl Schema {
         let _ = writeln!(out, " {ts}");
     }
 
-    fn label(&self, out: &mut String, second: &SecondStats, group: &GroupStats, label: &str) {
+    fn label(
+        &self,
+        out: &mut String,
+        second: &SecondStats,
+        group: &GroupStats,
+        label: &str,
+        queue: Option<&str>,
+    ) {
         let ts = second.ts;
-        let tag = [("label", label)];
+        let with_queue = [("label", label), ("queue", queue.unwrap_or_default())];
+        let tag = &with_queue[..];
         let p = &self.prefix;
         let quantiles: Vec<(String, Value)> = QUANTILES
             .iter()
@@ -127,7 +135,7 @@ impl Schema {
                 Some((name.to_string(), Value::Float(us / 1000.0)))
             })
             .collect();
-        self.point(out, &format!("{p}overall_quantiles"), &tag, &quantiles, ts);
+        self.point(out, &format!("{p}overall_quantiles"), tag, &quantiles, ts);
         let meta = [
             ("active_threads".to_string(), Value::Int(second.instances)),
             ("RPS".to_string(), Value::Int(group.len())),
@@ -136,7 +144,7 @@ impl Schema {
                 Value::Float(second.planned as f64),
             ),
         ];
-        self.point(out, &format!("{p}overall_meta"), &tag, &meta, ts);
+        self.point(out, &format!("{p}overall_meta"), tag, &meta, ts);
         let codes = |counts: &tank_stats::CodeCounts| -> Vec<(String, Value)> {
             counts
                 .iter()
@@ -146,14 +154,14 @@ impl Schema {
         self.point(
             out,
             &format!("{p}net_codes"),
-            &tag,
+            tag,
             &codes(&group.net_codes),
             ts,
         );
         self.point(
             out,
             &format!("{p}proto_codes"),
-            &tag,
+            tag,
             &codes(&group.proto_codes),
             ts,
         );
@@ -163,18 +171,22 @@ impl Schema {
                     ("bin".to_string(), Value::Int(*bin)),
                     ("count".to_string(), Value::Int(*count)),
                 ];
-                self.point(out, &format!("{p}histograms"), &tag, &fields, ts);
+                self.point(out, &format!("{p}histograms"), tag, &fields, ts);
             }
         }
     }
 
-    /// The points of one finished second.
+    /// The points of one finished second: the whole test's, each tag's
+    /// (`labeled`), and each queue's when there are several.
     pub fn second(&self, out: &mut String, second: &SecondStats) {
-        self.label(out, second, &second.overall, OVERALL);
+        self.label(out, second, &second.overall, OVERALL, None);
         if self.labeled {
             for (tag, group) in &second.tagged {
-                self.label(out, second, group, tag);
+                self.label(out, second, group, tag, None);
             }
+        }
+        for (queue, group) in &second.queues {
+            self.label(out, second, group, crate::QUEUE_GROUP, Some(queue));
         }
     }
 
@@ -240,6 +252,49 @@ mod tests {
         assert!(lines[3].contains(" 0=1i,200=1i 1"), "{out}");
         assert!(
             lines[4].starts_with("overall_quantiles,label=main,"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn each_queue_gets_its_own_points_apart_from_the_whole_tests() {
+        let mut agg = Aggregator::new(0).with_queues(vec!["phantom".into(), "phantom-1".into()]);
+        for (queue, real) in [(0, 1000), (1, 3000)] {
+            agg.add_sample(&tank_stats::Sample {
+                start_unix_us: 1_000_000,
+                lag_us: 0,
+                tag: b"".as_slice().into(),
+                measured: tank_stats::Measured {
+                    interval_real_us: real,
+                    proto_code: 200,
+                    queue,
+                    ..tank_stats::Measured::default()
+                },
+            });
+        }
+        agg.finish();
+        let second = agg.pop_ready().unwrap();
+        let mut out = String::new();
+        schema().second(&mut out, &second);
+        let metas: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("overall_meta,"))
+            .collect();
+        assert_eq!(
+            metas.len(),
+            2 + 2,
+            "overall, the untagged tag, two queues: {out}"
+        );
+        assert!(
+            metas[0].starts_with("overall_meta,label=__OVERALL__,tank="),
+            "{out}"
+        );
+        assert!(
+            metas[2].starts_with("overall_meta,label=__QUEUE__,queue=phantom,tank="),
+            "{out}"
+        );
+        assert!(
+            metas[3].contains("queue=phantom-1,") && metas[3].contains("RPS=1i"),
             "{out}"
         );
     }

@@ -35,7 +35,9 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Clients served at once; more are closed as they come.
 pub const MAX_CLIENTS: usize = 256;
 
-/// Counters kept across seconds, per tag (`__OVERALL__` is the whole test, `""` untagged shots).
+/// Counters kept across seconds, per group: `tag="__OVERALL__"` the whole
+/// test, `tag=""` untagged shots, `tag="__QUEUE__",queue="NAME"` a queue of
+/// several (the group's labels, as written on the page).
 #[derive(Debug, Default)]
 struct Totals {
     responses: BTreeMap<String, u64>,
@@ -52,11 +54,16 @@ pub struct Endpoint {
     thread: Option<JoinHandle<()>>,
     addr: SocketAddr,
     totals: Totals,
+    /// `,shard="I/N"`: on every series.
+    shard: String,
+    /// `tank_info`'s line: the job's facts as labels.
+    info: String,
 }
 
 impl Endpoint {
-    /// Binds `listen` (here, so that a port in use is an error now) and starts answering.
-    pub fn start(listen: SocketAddr) -> std::io::Result<Endpoint> {
+    /// Binds `listen` (here, so that a port in use is an error now) and starts
+    /// answering; every series carries `run`'s shard, and `tank_info` its job.
+    pub fn start(listen: SocketAddr, run: &crate::RunTags) -> std::io::Result<Endpoint> {
         let listener = std::net::TcpListener::bind(listen)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -80,6 +87,12 @@ impl Endpoint {
             thread: Some(thread),
             addr,
             totals: Totals::default(),
+            shard: format!(",shard=\"{}\"", label(&run.shard)),
+            info: std::iter::once(("shard".to_owned(), run.shard.clone()))
+                .chain(run.job.iter().cloned())
+                .map(|(k, v)| format!("{}=\"{}\"", label_name(&k), label(&v)))
+                .collect::<Vec<_>>()
+                .join(","),
         })
     }
 
@@ -91,28 +104,47 @@ impl Endpoint {
     /// Renders the page after a finished second.
     pub fn second(&mut self, second: &SecondStats) {
         let t = &mut self.totals;
+        let shard = &self.shard;
         t.sent += second.sent;
-        let groups = std::iter::once((crate::line::OVERALL, &second.overall))
-            .chain(second.tagged.iter().map(|(k, g)| (k.as_str(), g)));
+        // Each group as its labels: the whole test, each tag, each queue of several.
+        let groups =
+            std::iter::once((format!("tag=\"{}\"", crate::line::OVERALL), &second.overall))
+                .chain(
+                    second
+                        .tagged
+                        .iter()
+                        .map(|(k, g)| (format!("tag=\"{}\"", label(k)), g)),
+                )
+                .chain(second.queues.iter().map(|(queue, g)| {
+                    (
+                        format!("tag=\"{}\",queue=\"{}\"", crate::QUEUE_GROUP, label(queue)),
+                        g,
+                    )
+                }));
         let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# HELP tank_info The run: its shard and job ([meta]); always 1."
+        );
+        let _ = writeln!(out, "# TYPE tank_info gauge");
+        let _ = writeln!(out, "tank_info{{{}}} 1", self.info);
         let _ = writeln!(
             out,
             "# HELP tank_responses_per_second Responses in the last finished second."
         );
         let _ = writeln!(out, "# TYPE tank_responses_per_second gauge");
         let mut quantiles = String::new();
-        for (tag, group) in groups {
-            *t.responses.entry(tag.to_owned()).or_default() += group.len();
+        for (labels, group) in groups {
+            *t.responses.entry(labels.clone()).or_default() += group.len();
             for (code, n) in group.proto_codes.iter() {
-                *t.proto.entry((tag.to_owned(), code)).or_default() += n;
+                *t.proto.entry((labels.clone(), code)).or_default() += n;
             }
             for (code, n) in group.net_codes.iter() {
-                *t.net.entry((tag.to_owned(), code)).or_default() += n;
+                *t.net.entry((labels.clone(), code)).or_default() += n;
             }
             let _ = writeln!(
                 out,
-                "tank_responses_per_second{{tag=\"{}\"}} {}",
-                label(tag),
+                "tank_responses_per_second{{{labels}{shard}}} {}",
                 group.len()
             );
             for (per_mille, q) in [
@@ -125,8 +157,7 @@ impl Endpoint {
                 if let Some(us) = group.quantile_us(per_mille) {
                     let _ = writeln!(
                         quantiles,
-                        "tank_response_time_seconds{{tag=\"{}\",quantile=\"{q}\"}} {}",
-                        label(tag),
+                        "tank_response_time_seconds{{{labels},quantile=\"{q}\"{shard}}} {}",
                         seconds(us)
                     );
                 }
@@ -137,19 +168,18 @@ impl Endpoint {
         out.push_str(&quantiles);
         let _ = writeln!(out, "# HELP tank_responses_total Responses so far.");
         let _ = writeln!(out, "# TYPE tank_responses_total counter");
-        for (tag, n) in &t.responses {
-            let _ = writeln!(out, "tank_responses_total{{tag=\"{}\"}} {n}", label(tag));
+        for (labels, n) in &t.responses {
+            let _ = writeln!(out, "tank_responses_total{{{labels}{shard}}} {n}");
         }
         let _ = writeln!(
             out,
             "# HELP tank_http_codes_total Responses by HTTP code so far."
         );
         let _ = writeln!(out, "# TYPE tank_http_codes_total counter");
-        for ((tag, code), n) in &t.proto {
+        for ((labels, code), n) in &t.proto {
             let _ = writeln!(
                 out,
-                "tank_http_codes_total{{tag=\"{}\",code=\"{code}\"}} {n}",
-                label(tag)
+                "tank_http_codes_total{{{labels},code=\"{code}\"{shard}}} {n}"
             );
         }
         let _ = writeln!(
@@ -157,33 +187,46 @@ impl Endpoint {
             "# HELP tank_net_codes_total Responses by net code (0 is success) so far."
         );
         let _ = writeln!(out, "# TYPE tank_net_codes_total counter");
-        for ((tag, code), n) in &t.net {
+        for ((labels, code), n) in &t.net {
             let _ = writeln!(
                 out,
-                "tank_net_codes_total{{tag=\"{}\",code=\"{code}\"}} {n}",
-                label(tag)
+                "tank_net_codes_total{{{labels},code=\"{code}\"{shard}}} {n}"
             );
         }
         let _ = writeln!(out, "# HELP tank_shots_sent_total Shots fired so far.");
         let _ = writeln!(out, "# TYPE tank_shots_sent_total counter");
-        let _ = writeln!(out, "tank_shots_sent_total {}", t.sent);
+        let _ = writeln!(out, "tank_shots_sent_total{{{}}} {}", &shard[1..], t.sent);
         let _ = writeln!(
             out,
             "# HELP tank_planned_per_second Shots planned in the last finished second."
         );
         let _ = writeln!(out, "# TYPE tank_planned_per_second gauge");
-        let _ = writeln!(out, "tank_planned_per_second {}", second.planned);
+        let _ = writeln!(
+            out,
+            "tank_planned_per_second{{{}}} {}",
+            &shard[1..],
+            second.planned
+        );
         let _ = writeln!(
             out,
             "# HELP tank_instances Instances busy in the last finished second (peak)."
         );
         let _ = writeln!(out, "# TYPE tank_instances gauge");
-        let _ = writeln!(out, "tank_instances {}", second.instances);
+        let _ = writeln!(
+            out,
+            "tank_instances{{{}}} {}",
+            &shard[1..],
+            second.instances
+        );
         let _ = writeln!(out, "# HELP tank_lag_seconds How late shots started, quantiles of the last finished second.");
         let _ = writeln!(out, "# TYPE tank_lag_seconds gauge");
         for (per_mille, q) in [(500, "0.5"), (990, "0.99"), (1000, "1")] {
             if let Some(us) = second.lag.get(per_mille) {
-                let _ = writeln!(out, "tank_lag_seconds{{quantile=\"{q}\"}} {}", seconds(us));
+                let _ = writeln!(
+                    out,
+                    "tank_lag_seconds{{quantile=\"{q}\"{shard}}} {}",
+                    seconds(us)
+                );
             }
         }
         let _ = writeln!(
@@ -191,7 +234,7 @@ impl Endpoint {
             "# HELP tank_second The unix second these gauges describe."
         );
         let _ = writeln!(out, "# TYPE tank_second gauge");
-        let _ = writeln!(out, "tank_second {}", second.ts);
+        let _ = writeln!(out, "tank_second{{{}}} {}", &shard[1..], second.ts);
         if let Ok(mut page) = self.page.lock() {
             *page = out;
         }
@@ -232,6 +275,18 @@ fn seconds(us: f64) -> String {
     } else {
         format!("{}.{fraction}", ns / 1_000_000_000)
     }
+}
+
+/// A label name: letters, digits and `_` (others become `_`; a leading digit gets one before it).
+fn label_name(text: &str) -> String {
+    let mut name: String = text
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if name.starts_with(|c: char| c.is_ascii_digit()) || name.is_empty() {
+        name.insert(0, '_');
+    }
+    name
 }
 
 /// A label value escaped for the text format.
@@ -330,7 +385,14 @@ mod tests {
         }
         agg.finish();
         let second = agg.pop_ready().unwrap();
-        let mut endpoint = Endpoint::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let run = crate::RunTags {
+            shard: "1/2".into(),
+            job: vec![
+                ("job_name".into(), "check \"out\"".into()),
+                ("meta.build".into(), "7".into()),
+            ],
+        };
+        let mut endpoint = Endpoint::start("127.0.0.1:0".parse().unwrap(), &run).unwrap();
         endpoint.second(&second);
         endpoint.second(&second);
         let url = http_url(&format!("http://{}/metrics", endpoint.local_addr())).unwrap();
@@ -350,6 +412,14 @@ mod tests {
         assert_eq!(find("tank_responses_total", ""), Some(2.0));
         assert_eq!(find("tank_responses_per_second", "__OVERALL__"), Some(2.0));
         assert!(page.is_counter("tank_http_codes_total"));
+        let info = page.samples.iter().find(|s| s.name == "tank_info").unwrap();
+        assert_eq!(info.label("job_name").as_deref(), Some("check \"out\""));
+        assert_eq!(info.label("meta_build").as_deref(), Some("7"));
+        assert!(page
+            .samples
+            .iter()
+            .filter(|s| s.name.starts_with("tank_"))
+            .all(|s| s.label("shard").as_deref() == Some("1/2")));
         let other = http_url(&format!("http://{}/", endpoint.local_addr())).unwrap();
         assert_eq!(
             client
@@ -384,7 +454,8 @@ mod tests {
 
     #[test]
     fn a_slow_client_holds_up_no_scrape_and_not_the_end() {
-        let endpoint = Endpoint::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let endpoint =
+            Endpoint::start("127.0.0.1:0".parse().unwrap(), &crate::RunTags::default()).unwrap();
         let addr = endpoint.local_addr();
         let slow = std::thread::spawn(move || slowloris(addr, 120));
         let idle: Vec<std::net::TcpStream> = (0..50)

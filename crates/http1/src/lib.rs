@@ -17,9 +17,11 @@
 //! * [`Url`]: an `http://` or `https://` URL, on the `http` crate's `Uri`,
 //!   for every place tank is given one (probe targets, monitoring sources,
 //!   InfluxDB, origin pages).
+//! * [`access`]: who may use a server tank runs (loopback, or a token).
 
 #![warn(missing_docs)]
 
+pub mod access;
 mod body;
 mod head;
 mod limits;

@@ -23,7 +23,7 @@ pub mod target;
 pub mod usl;
 
 pub use measure::{LatencySummary, Measurement, SocketErrors};
-pub use probe::{run_probe, Timing};
+pub use probe::{run_probe, run_probe_shown, Timing};
 pub use target::{Load, Options, Request, Target};
 
 /// The exit codes of `bench`, `sweep`, `search` and `scan` beyond 0 (done)

@@ -38,6 +38,18 @@ pub fn run_probe(
     timing: &Timing,
     dir: &Path,
 ) -> Result<Measurement, LimitError> {
+    run_probe_shown(target, load, timing, dir, &|window| window)
+}
+
+/// [`run_probe`], the run also shown by the observer `show` makes around the
+/// probe's own (a live dashboard, say).
+pub fn run_probe_shown(
+    target: &Target,
+    load: &Load,
+    timing: &Timing,
+    dir: &Path,
+    show: &dyn Fn(Box<dyn tank_run::Observer>) -> Box<dyn tank_run::Observer>,
+) -> Result<Measurement, LimitError> {
     let total = timing.warmup + timing.measure;
     let load = match *load {
         Load::Open {
@@ -69,7 +81,7 @@ pub fn run_probe(
     let stop = (!open).then(|| (handle.clone(), total));
     let window = Window::new(timing, open, pool, stop);
     let shared = Arc::clone(&window.shared);
-    let outcome = tank_run::run(&spec, Box::new(window), &handle);
+    let outcome = tank_run::run(&spec, show(Box::new(window)), &handle);
     let outcome = outcome?;
     let errors = outcome.queue_errors();
     if !errors.is_empty() {

@@ -43,6 +43,7 @@ pub fn load_run(path: &Path, buffered_seconds: u32) -> Result<Summary, LoadError
         sources: vec![path.display().to_string()],
         generator: concat!("tank ", env!("CARGO_PKG_VERSION")).to_string(),
         facts: Vec::new(),
+        ..Meta::default()
     };
     Ok(summarize(&[path.to_path_buf()], buffered_seconds, meta)?.0)
 }
@@ -59,7 +60,14 @@ fn delta(a: f64, b: f64) -> String {
 /// The comparison as text: A is the baseline, deltas are B − A.
 pub fn text(a: &Summary, b: &Summary) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "A: {}\nB: {}\n", a.meta.title, b.meta.title);
+    let name = |s: &Summary| {
+        s.meta
+            .job
+            .job_name
+            .clone()
+            .unwrap_or_else(|| s.meta.title.clone())
+    };
+    let _ = writeln!(out, "A: {}\nB: {}\n", name(a), name(b));
     let _ = writeln!(
         out,
         "responses: A {}  B {}   rps: A {:.1}  B {:.1}   duration: A {:.1} s  B {:.1} s",
@@ -168,6 +176,61 @@ pub fn text(a: &Summary, b: &Summary) -> String {
                 avg(tb)
             );
         }
+    }
+    out
+}
+
+/// Two sweeps (their `sweep.json`) side by side: good throughput and p99 at
+/// each concurrency either measured, with B − A where both did.
+pub fn sweeps_text(a: &serde_json::Value, b: &serde_json::Value) -> String {
+    let steps = |s: &serde_json::Value| -> std::collections::BTreeMap<u64, (f64, f64)> {
+        s["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|step| {
+                Some((
+                    step["concurrency"].as_u64()?,
+                    (step["achieved_rps"].as_f64()?, step["p99_ms"].as_f64()?),
+                ))
+            })
+            .collect()
+    };
+    let (sa, sb) = (steps(a), steps(b));
+    let mut out = String::new();
+    let target = |s: &serde_json::Value| s["target"].as_str().unwrap_or("?").to_owned();
+    let knee = |s: &serde_json::Value| {
+        s["knee_concurrency"]
+            .as_u64()
+            .map_or("none".to_owned(), |k| format!("{k} connections"))
+    };
+    let _ = writeln!(out, "A: sweep of {} (knee {})", target(a), knee(a));
+    let _ = writeln!(out, "B: sweep of {} (knee {})\n", target(b), knee(b));
+    let _ = writeln!(
+        out,
+        "{:>6}  {:>10}  {:>10}  {:>18}  {:>10}  {:>10}  B − A p99 ms",
+        "conns", "A rps", "B rps", "B − A rps", "A p99 ms", "B p99 ms"
+    );
+    let concurrencies: std::collections::BTreeSet<u64> =
+        sa.keys().chain(sb.keys()).copied().collect();
+    let cell = |v: Option<f64>| v.map_or("–".to_owned(), |v| format!("{v:.2}"));
+    for c in concurrencies {
+        let (ra, pa) = (sa.get(&c).map(|s| s.0), sa.get(&c).map(|s| s.1));
+        let (rb, pb) = (sb.get(&c).map(|s| s.0), sb.get(&c).map(|s| s.1));
+        let d = |x: Option<f64>, y: Option<f64>| match (x, y) {
+            (Some(x), Some(y)) => delta(x, y),
+            _ => "–".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "{c:>6}  {:>10}  {:>10}  {:>18}  {:>10}  {:>10}  {}",
+            cell(ra),
+            cell(rb),
+            d(ra, rb),
+            cell(pa),
+            cell(pb),
+            d(pa, pb)
+        );
     }
     out
 }

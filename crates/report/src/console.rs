@@ -19,8 +19,10 @@ use crate::names::{http_reason, net_reason};
 /// Everything the full screen shows.
 #[derive(Debug, Clone, Copy)]
 pub struct LiveView<'a> {
-    /// A title (the config file).
+    /// A title (the job's headline and the config file).
     pub title: &'a str,
+    /// A line under it (the job's description), if any.
+    pub subtitle: Option<&'a str>,
     /// The last finished second.
     pub second: &'a SecondStats,
     /// Its offset from the run's start ([`second_offset`]).
@@ -63,6 +65,9 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
     let t = view.totals;
     let mut out = String::new();
     let _ = writeln!(out, "tank — {}", view.title);
+    if let Some(subtitle) = view.subtitle {
+        let _ = writeln!(out, "{subtitle}");
+    }
     // Progress and ETA.
     match view.planned_duration {
         Some(total) if !total.is_zero() => {
@@ -360,6 +365,7 @@ mod tests {
     fn plain_screen(second: &SecondStats, totals: &TotalStats) -> String {
         render_screen(&LiveView {
             title: "load.ini",
+            subtitle: None,
             second,
             second_offset: Duration::ZERO,
             totals,
@@ -372,12 +378,47 @@ mod tests {
     }
 
     #[test]
+    fn the_job_heads_the_screen_with_its_description_under_it() {
+        let (second, totals) = state();
+        let screen = render_screen(&LiveView {
+            title: "checkout — ver 1.2 (load.ini)",
+            subtitle: Some("hold 40 rps and look"),
+            ..LiveView {
+                title: "",
+                subtitle: None,
+                second: &second,
+                second_offset: Duration::ZERO,
+                totals: &totals,
+                elapsed: Duration::from_secs(1),
+                planned_duration: None,
+                instances_limit: 10,
+                autostop: &[],
+                monitoring: &[],
+            }
+        });
+        let head: Vec<&str> = screen.lines().take(2).collect();
+        assert_eq!(
+            head,
+            [
+                "tank — checkout — ver 1.2 (load.ini)",
+                "hold 40 rps and look"
+            ]
+        );
+        assert!(!plain_screen(&second, &totals)
+            .lines()
+            .nth(1)
+            .unwrap()
+            .contains("hold"));
+    }
+
+    #[test]
     fn screen_shows_progress_rates_quantiles_codes_tags_and_autostop() {
         let (second, totals) = state();
         let counting = vec!["HTTP codes 5xx ≥ 1 for 1/3 s".to_string()];
         assert!(!render_line(&second, Duration::ZERO).contains("retries"));
         let screen = render_screen(&LiveView {
             title: "load.ini",
+            subtitle: None,
             second: &second,
             second_offset: Duration::from_secs(29),
             totals: &totals,
@@ -552,6 +593,7 @@ mod tests {
         let view = |second: &SecondStats, totals: &TotalStats| {
             render_screen(&LiveView {
                 title: "load.ini",
+                subtitle: None,
                 second,
                 second_offset: Duration::from_secs(1),
                 totals,

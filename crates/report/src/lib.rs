@@ -6,6 +6,7 @@
 //! * [`html`]: the single-file HTML report and the comparison page;
 //! * [`stream`]: `tank report`'s streaming core (phout → all of the above);
 //! * [`compare`]: `tank compare` of two runs;
+//! * [`history`]: the runs under an artifacts base (`tank runs`, index.html);
 //! * [`monitoring`]: monitored hosts' metrics for the console and the report.
 //!
 //! The per-second JSON lines in yandex-tank's shape are written by `tank_stats::json`.
@@ -15,6 +16,7 @@
 pub mod apiary;
 pub mod compare;
 pub mod console;
+pub mod history;
 pub mod html;
 pub mod memcached;
 pub mod monitoring;

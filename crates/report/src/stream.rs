@@ -11,6 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use tank_results::{drive, DriveError, JsonLines, PhoutSource, Pipeline, Timeline};
+use tank_stats::window::Resolved;
 use tank_stats::Aggregator;
 
 use crate::summary::{Meta, Summary};
@@ -54,16 +55,23 @@ pub struct ReadStats {
     pub warnings: Vec<String>,
 }
 
-/// Read `paths` through the pipeline into a timeline (and `test_data.log`, when
-/// `json` is given): the summary.
+/// The earliest start of a shot in `paths`, ms since the Unix epoch (`None`:
+/// no row): where a window's offsets count from.
+pub fn first_start_ms(paths: &[PathBuf]) -> Result<Option<u64>, ReportError> {
+    Ok(tank_results::first_start_ms(paths).map_err(DriveError::from)?)
+}
+
+/// Read `paths` (only the shots started in `window`, if given) through the
+/// pipeline into a timeline (and `test_data.log`, when `json` is given): the summary.
 fn read(
     paths: &[PathBuf],
+    window: Option<Resolved>,
     buffered_seconds: u32,
     meta: Meta,
     mut json: Option<&mut JsonLines>,
 ) -> Result<(Summary, ReadStats), ReportError> {
     let mut timeline = Timeline::default();
-    let source = PhoutSource::open(paths).map_err(DriveError::from)?;
+    let source = PhoutSource::open_window(paths, window).map_err(DriveError::from)?;
     let pipeline = Pipeline::new(Aggregator::new(buffered_seconds));
     let driven = drive(source, pipeline, None, &mut [&mut timeline, &mut json])?;
     let summary = Summary::build(meta, &driven.totals, timeline, None, None, None);
@@ -80,12 +88,14 @@ pub fn summarize(
     buffered_seconds: u32,
     meta: Meta,
 ) -> Result<(Summary, ReadStats), ReportError> {
-    read(paths, buffered_seconds, meta, None)
+    read(paths, None, buffered_seconds, meta, None)
 }
 
-/// `tank report`: aggregate `paths` and write [`files`] into `out_dir` (created if missing).
+/// `tank report`: aggregate `paths` (only the shots started in `window`, if
+/// given) and write [`files`] into `out_dir` (created if missing).
 pub fn report(
     paths: &[PathBuf],
+    window: Option<Resolved>,
     out_dir: &Path,
     buffered_seconds: u32,
     meta: Meta,
@@ -99,7 +109,7 @@ pub fn report(
         path: json_path,
         source,
     })?;
-    let (summary, stats) = read(paths, buffered_seconds, meta, Some(&mut json))?;
+    let (summary, stats) = read(paths, window, buffered_seconds, meta, Some(&mut json))?;
     write_outputs(&summary, out_dir)?;
     Ok((summary, stats))
 }
@@ -191,7 +201,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "phout", "10.0\ta\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200\n11.0\t\t3000\t0\t0\t0\t0\t0\t0\t0\t110\t0\n");
         let out = dir.path().join("out");
-        let (summary, _) = report(&[p], &out, 2, Meta::default()).unwrap();
+        let (summary, _) = report(&[p], None, &out, 2, Meta::default()).unwrap();
         assert_eq!(summary.shots.responses, 2);
         for name in [
             files::JSON_LINES,

@@ -33,5 +33,5 @@ pub use files::{JsonLines, PhoutFile};
 pub use pipeline::{drive, DriveError, Driven, Pipeline};
 pub use planned::Planned;
 pub use sink::{Response, SecondSink, SinkError, SoFar};
-pub use source::{PhoutSource, Row, SentCounts, SourceError};
+pub use source::{first_start_ms, PhoutSource, Row, SentCounts, SourceError};
 pub use timeline::{GroupSeries, Timeline, MAX_GROUP_SERIES};

@@ -261,6 +261,44 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
+        /// A window keeps exactly the shots that started in it: their starts
+        /// are the sent counts, and each of them is one response.
+        #[test]
+        fn a_window_keeps_the_shots_started_in_it(
+            rows in prop::collection::vec((0u64..20_000, 0u64..3_000_000), 1..200),
+            from in 0u64..20_000,
+            length in 1u64..20_000,
+        ) {
+            let mut rows = rows;
+            rows.sort_by_key(|(ms, us)| ms * 1000 + us);
+            let dir = tempfile::tempdir().unwrap();
+            let path = write(dir.path(), "phout", &rows);
+            let window = tank_stats::window::Resolved { from, to: from + length };
+            let mut timeline = Timeline::default();
+            let source = PhoutSource::open_window(&[path], Some(window)).unwrap();
+            let driven = drive(source, Pipeline::new(Aggregator::new(1)), None, &mut [&mut timeline]).unwrap();
+            let kept: Vec<_> = rows.iter().filter(|(ms, _)| window.keeps(*ms)).collect();
+            let mut expected = BTreeMap::<u64, u64>::new();
+            for (ms, _) in &kept {
+                *expected.entry(ms / 1000).or_default() += 1;
+            }
+            let got: BTreeMap<u64, u64> = timeline
+                .ts
+                .iter()
+                .copied()
+                .zip(timeline.sent.iter().copied())
+                .filter(|(_, n)| *n > 0)
+                .collect();
+            prop_assert_eq!(got, expected);
+            prop_assert_eq!(driven.rows, kept.len() as u64);
+            prop_assert_eq!(
+                timeline.responses.iter().sum::<u64>() + driven.totals.late,
+                kept.len() as u64
+            );
+            let first = crate::first_start_ms(&[dir.path().join("phout")]).unwrap();
+            prop_assert_eq!(first, rows.iter().map(|(ms, _)| *ms).min());
+        }
+
         /// Whatever the reply times, each second's sent count is its rows'
         /// starts, and every row is a response in exactly one second.
         #[test]

@@ -21,6 +21,10 @@
 //! a shot answered after its second was final would miss it. So [`PhoutSource::open`]
 //! first counts each second's starts in a quick pass that reads only the first
 //! field ([`PhoutSource::take_sent_counts`]).
+//!
+//! A window (`tank report --from --to`) is applied here, at the source, so
+//! that every sink after it sees only the shots that started in it, and the
+//! sent counts are those shots' too: every figure is the window's.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -29,7 +33,8 @@ use std::io::{BufRead, BufReader};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use tank_stats::phout::{parse_line, send_second, ParseError, Record};
+use tank_stats::phout::{parse_line, send_ms, ParseError, Record};
+use tank_stats::window::Resolved;
 use tank_stats::Measured;
 
 /// Distinct seconds the pre-count keeps (40 days of a busy run): a phout whose
@@ -155,6 +160,8 @@ pub struct PhoutSource {
     /// The file whose line was handed out last: advanced on the next call.
     taken: Option<usize>,
     sent: Option<SentCounts>,
+    /// Only the shots started in it are handed out (`None`: every shot).
+    window: Option<Resolved>,
     /// Skipped unfinished last lines and other notes, for people.
     pub warnings: Vec<String>,
 }
@@ -162,14 +169,24 @@ pub struct PhoutSource {
 impl PhoutSource {
     /// Open `paths`, count each second's starts in them, and load each one's first line.
     pub fn open(paths: &[PathBuf]) -> Result<PhoutSource, SourceError> {
+        PhoutSource::open_window(paths, None)
+    }
+
+    /// As [`PhoutSource::open`], handing out only the rows of the shots that
+    /// started in `window` (and counting only their starts).
+    pub fn open_window(
+        paths: &[PathBuf],
+        window: Option<Resolved>,
+    ) -> Result<PhoutSource, SourceError> {
         let readers = paths
             .iter()
             .map(|path| Ok((path.as_path(), reader(path)?)))
             .collect::<Result<Vec<_>, SourceError>>()?;
         let mut source = PhoutSource::from_readers(readers)?;
+        source.window = window;
         let mut counts = BTreeMap::new();
         for path in paths {
-            if !count_sent(path, &mut counts)? {
+            if !count_sent(path, window, &mut counts)? {
                 source.warnings.push(format!(
                     "{}: rows over more than {MAX_SENT_SECONDS} distinct seconds: the shots sent \
                      per second are counted as rows arrive, so a second may miss those answered \
@@ -193,6 +210,7 @@ impl PhoutSource {
             heap: BinaryHeap::with_capacity(readers.len()),
             taken: None,
             sent: None,
+            window: None,
             warnings: Vec::new(),
         };
         for (index, (path, reader)) in readers.into_iter().enumerate() {
@@ -213,15 +231,22 @@ impl PhoutSource {
 
     /// The next row, or `None` at the end of every file.
     pub fn next_row(&mut self) -> Result<Option<Row<'_>>, SourceError> {
-        if let Some(index) = self.taken.take() {
-            if let Some(key) = self.inputs[index].advance(&mut self.warnings)? {
-                self.heap.push(Reverse((key, index)));
+        let index = loop {
+            if let Some(index) = self.taken.take() {
+                if let Some(key) = self.inputs[index].advance(&mut self.warnings)? {
+                    self.heap.push(Reverse((key, index)));
+                }
             }
-        }
-        let Some(Reverse((_, index))) = self.heap.pop() else {
-            return Ok(None);
+            let Some(Reverse((_, index))) = self.heap.pop() else {
+                return Ok(None);
+            };
+            self.taken = Some(index);
+            let started = self.inputs[index].parsed.as_ref().map(|p| p.send_ms);
+            match (self.window, started) {
+                (Some(window), Some(start_ms)) if !window.keeps(start_ms) => continue,
+                _ => break index,
+            }
         };
-        self.taken = Some(index);
         let input = &self.inputs[index];
         // Loaded with the line it was parsed from: present while the line is.
         let Some(parsed) = &input.parsed else {
@@ -258,10 +283,40 @@ fn reader(path: &Path) -> Result<Box<dyn BufRead>, SourceError> {
     Ok(Box::new(BufReader::with_capacity(1 << 20, file)))
 }
 
-/// Add `path`'s starts per second to `counts`, reading only each whole line's
-/// first field (lines that do not read are the merge's to report). `false`
-/// when the rows spread over more than [`MAX_SENT_SECONDS`] seconds.
-fn count_sent(path: &Path, counts: &mut BTreeMap<u64, u64>) -> Result<bool, SourceError> {
+/// The earliest start among `paths`' rows, ms since the Unix epoch (`None`:
+/// no row): where a window's offsets count from. A quick pass reading only each
+/// whole line's first field.
+pub fn first_start_ms(paths: &[PathBuf]) -> Result<Option<u64>, SourceError> {
+    let mut first: Option<u64> = None;
+    for path in paths {
+        each_start_ms(path, |start_ms| {
+            first = Some(first.map_or(start_ms, |f| f.min(start_ms)));
+            true
+        })?;
+    }
+    Ok(first)
+}
+
+/// Add `path`'s starts per second (those in `window`, if given) to `counts`,
+/// reading only each whole line's first field (lines that do not read are the
+/// merge's to report). `false` when the rows spread over more than
+/// [`MAX_SENT_SECONDS`] seconds.
+fn count_sent(
+    path: &Path,
+    window: Option<Resolved>,
+    counts: &mut BTreeMap<u64, u64>,
+) -> Result<bool, SourceError> {
+    each_start_ms(path, |start_ms| {
+        if window.is_none_or(|w| w.keeps(start_ms)) {
+            *counts.entry(start_ms / 1000).or_default() += 1;
+        }
+        counts.len() <= MAX_SENT_SECONDS
+    })
+}
+
+/// Call `on_start` with the start (ms) of each whole line of `path` whose
+/// first field reads, until it returns `false`; whether it never did.
+fn each_start_ms(path: &Path, mut on_start: impl FnMut(u64) -> bool) -> Result<bool, SourceError> {
     let mut reader = reader(path)?;
     let mut line = Vec::with_capacity(256);
     loop {
@@ -275,9 +330,8 @@ fn count_sent(path: &Path, counts: &mut BTreeMap<u64, u64>) -> Result<bool, Sour
         if read == 0 || line.last() != Some(&b'\n') {
             return Ok(true);
         }
-        if let Some(second) = send_second(&line) {
-            *counts.entry(second).or_default() += 1;
-            if counts.len() > MAX_SENT_SECONDS {
+        if let Some(start_ms) = send_ms(&line) {
+            if !on_start(start_ms) {
                 return Ok(false);
             }
         }

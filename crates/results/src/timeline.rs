@@ -41,6 +41,29 @@ pub struct Timeline {
     /// Per queue, by its section name (empty unless the run has more than one queue).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub queues: BTreeMap<String, GroupSeries>,
+    /// Average phase times per second, ms: where a response's time went.
+    #[serde(default)]
+    pub phases_ms: Phases,
+    /// Each second's response times in fixed log buckets
+    /// (`tank_stats::Buckets::to_gaps`), so that the report can give the
+    /// quantiles of any range of seconds a reader selects. Empty for a second
+    /// read back without its distribution.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buckets: Vec<Vec<u64>>,
+}
+
+/// Average phase times per second, ms (phantom's columns): connect, send,
+/// latency (from the request sent to the first byte back) and receive.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    /// connect_time.
+    pub connect: Vec<f64>,
+    /// send_time.
+    pub send: Vec<f64>,
+    /// latency.
+    pub latency: Vec<f64>,
+    /// receive_time.
+    pub receive: Vec<f64>,
 }
 
 /// Tags (and queues) with series of their own: a run with thousands of distinct tags
@@ -56,8 +79,17 @@ pub struct GroupSeries {
     pub errors: Vec<u64>,
     /// Median response time, ms.
     pub p50_ms: Vec<Option<f64>>,
+    /// 90% response time, ms.
+    #[serde(default)]
+    pub p90_ms: Vec<Option<f64>>,
+    /// 95% response time, ms.
+    #[serde(default)]
+    pub p95_ms: Vec<Option<f64>>,
     /// 99% response time, ms.
     pub p99_ms: Vec<Option<f64>>,
+    /// The slowest response, ms.
+    #[serde(default)]
+    pub max_ms: Vec<Option<f64>>,
 }
 
 impl GroupSeries {
@@ -65,14 +97,28 @@ impl GroupSeries {
     fn push(&mut self, at: usize, group: Option<&GroupStats>) {
         self.responses.resize(at, 0);
         self.errors.resize(at, 0);
-        self.p50_ms.resize(at, None);
-        self.p99_ms.resize(at, None);
+        for column in [
+            &mut self.p50_ms,
+            &mut self.p90_ms,
+            &mut self.p95_ms,
+            &mut self.p99_ms,
+            &mut self.max_ms,
+        ] {
+            column.resize(at, None);
+        }
         let group = group.filter(|g| !g.is_empty());
         self.responses.push(group.map_or(0, |g| g.len()));
         self.errors.push(group.map_or(0, |g| g.errors()));
-        let ms = |i: usize| group.map(|g| g.quantiles_us[i] / 1000.0);
-        self.p50_ms.push(ms(0));
-        self.p99_ms.push(ms(7));
+        let ms = |per_mille: u16| {
+            group
+                .and_then(|g| g.quantile_us(per_mille))
+                .map(|us| us / 1000.0)
+        };
+        self.p50_ms.push(ms(500));
+        self.p90_ms.push(ms(900));
+        self.p95_ms.push(ms(950));
+        self.p99_ms.push(ms(990));
+        self.max_ms.push(ms(1000));
     }
 }
 
@@ -110,8 +156,17 @@ impl Timeline {
         {
             column.push(us / 1000.0);
         }
-        self.avg_ms
-            .push(second.overall.field(Field::IntervalReal).mean() / 1000.0);
+        let mean_ms = |field: Field| second.overall.field(field).mean() / 1000.0;
+        self.avg_ms.push(mean_ms(Field::IntervalReal));
+        self.phases_ms.connect.push(mean_ms(Field::Connect));
+        self.phases_ms.send.push(mean_ms(Field::Send));
+        self.phases_ms.latency.push(mean_ms(Field::Latency));
+        self.phases_ms.receive.push(mean_ms(Field::Receive));
+        // Seconds before the first with a distribution stay empty lists.
+        if !second.buckets.is_empty() || !self.buckets.is_empty() {
+            self.buckets.resize(at, Vec::new());
+            self.buckets.push(second.buckets.to_gaps());
+        }
         let p99 = |q: &tank_stats::Quantiles| q.get(990).unwrap_or(0.0) / 1000.0;
         self.intended_p99_ms.push(p99(&second.intended));
         self.lag_p99_ms.push(p99(&second.lag));
@@ -187,6 +242,9 @@ mod tests {
         assert_eq!(timeline.proto_codes["500"], vec![0, 1]);
         assert_eq!(timeline.quantiles_ms[9], vec![1.0, 3.0]);
         assert_eq!(timeline.avg_ms, vec![1.0, 2.0]);
+        assert_eq!(timeline.phases_ms.latency.len(), 2);
+        // 1 ms, then 3 ms and 1 ms: the buckets of 10^3.00 µs and 10^3.47 µs.
+        assert_eq!(timeline.buckets, vec![vec![300, 1], vec![300, 1, 47, 1]]);
         let untagged = &timeline.tags[""];
         assert_eq!(untagged.responses, vec![1, 2]);
         assert_eq!(untagged.errors, vec![0, 1]);

@@ -86,6 +86,8 @@ pub struct Live {
     pub mcperf: Option<McperfLines>,
     /// Apiary's statistics view, when asked for (`--apiary`).
     pub apiary: Option<ApiaryView>,
+    /// The observer's own sinks ([`Observer::sinks`]: a live dashboard, say).
+    pub added: Vec<Box<dyn SecondSink + Send>>,
 }
 
 /// What [`Live::new`] builds the thread's state from.
@@ -127,6 +129,8 @@ impl Live {
                 error,
             }
         };
+        let mut observer = parts.observer;
+        let added = observer.sinks();
         let memcached = config
             .queues
             .iter()
@@ -151,12 +155,13 @@ impl Live {
             ),
             planned_whole: queues.iter().all(|q| q.planned().is_some()),
             start_unix_us,
-            observer: parts.observer,
+            observer,
             started: Instant::now(),
             watch: parts.watch,
             exports: parts.exports,
             mcperf: memcached.then(McperfLines::default),
             apiary: parts.apiary,
+            added,
         })
     }
 }
@@ -259,6 +264,34 @@ impl SecondSink for ApiarySink {
     }
 }
 
+/// The sinks a caller added, as one sink (each is handed every second; the
+/// first failure of them is the one returned).
+struct Added(Vec<Box<dyn SecondSink + Send>>);
+
+impl SecondSink for Added {
+    fn second(&mut self, second: &SecondStats, so_far: SoFar<'_>) -> Result<(), SinkError> {
+        let mut result = Ok(());
+        for sink in &mut self.0 {
+            let done = sink.second(second, so_far);
+            if result.is_ok() {
+                result = done;
+            }
+        }
+        result
+    }
+
+    fn finish(&mut self, totals: &TotalStats) -> Result<(), SinkError> {
+        let mut result = Ok(());
+        for sink in &mut self.0 {
+            let done = sink.finish(totals);
+            if result.is_ok() {
+                result = done;
+            }
+        }
+        result
+    }
+}
+
 /// Every sink of the live run.
 struct Sinks {
     phout: PhoutFile,
@@ -269,6 +302,7 @@ struct Sinks {
     influx: Option<tank_export::influx::Influx>,
     prometheus: Option<tank_export::prometheus::Endpoint>,
     apiary: Option<ApiarySink>,
+    added: Added,
     observer: ObserverSink,
 }
 
@@ -285,7 +319,7 @@ impl Sinks {
 
     /// Every sink, in the order each second reaches them (the observer last:
     /// it shows what the others did, autostop's verdict included).
-    fn all(&mut self) -> [&mut dyn SecondSink; 9] {
+    fn all(&mut self) -> [&mut dyn SecondSink; 10] {
         [
             &mut self.phout,
             &mut self.json,
@@ -295,6 +329,7 @@ impl Sinks {
             &mut self.mcperf,
             &mut self.apiary,
             &mut self.autostop,
+            &mut self.added,
             &mut self.observer,
         ]
     }
@@ -337,6 +372,7 @@ impl Collector {
                     view,
                     sessions: None,
                 }),
+                added: Added(live.added),
                 observer: ObserverSink {
                     observer: live.observer,
                     batch: Vec::new(),

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use tank_results::SoFar;
+use tank_results::{SecondSink, SoFar};
 use tank_stats::aggregate::SecondStats;
 use tank_stats::autostop::{Autostop, StopReason};
 use tank_stats::{Sample, SessionCounts};
@@ -71,6 +71,14 @@ pub trait Observer: Send {
     /// The run is set up and about to fire (called once, before any second).
     fn started(&mut self, started: &Started<'_>) {
         let _ = started;
+    }
+
+    /// More consumers of the run's results (a live web dashboard, say): sinks
+    /// the run's results pipeline hands every finished second to, with its
+    /// own sinks and before this observer's [`Observer::seconds`]. Asked once,
+    /// after [`Observer::started`]; the default adds none.
+    fn sinks(&mut self) -> Vec<Box<dyn SecondSink + Send>> {
+        Vec::new()
     }
 
     /// One shot's sample, as it reaches the results thread (in completion

@@ -141,6 +141,7 @@ impl Facts {
                 sources: vec![config.path.display().to_string(), "phout.log".into()],
                 generator: format!("tank {}", env!("CARGO_PKG_VERSION")),
                 facts,
+                job: config.job.clone(),
             },
             // A replay's span is its schedule's length: the planned rate is the capture's.
             longest_schedule: engine

@@ -352,7 +352,7 @@ fn start_results(
         autostop,
         control,
         watch: start_watch(config, artifacts, &mut *observer)?,
-        exports: start_exports(config, artifacts)?,
+        exports: start_exports(config, artifacts, spec.shard)?,
         observer,
         apiary,
     })?;
@@ -389,12 +389,30 @@ fn start_watch(
 fn start_exports(
     config: &TestConfig,
     artifacts: &Artifacts,
+    shard: tank_plan::Shard,
 ) -> Result<collector::Exports, RunError> {
     let mut exports = collector::Exports::default();
+    let run = tank_export::RunTags {
+        shard: shard.to_string(),
+        job: config
+            .job
+            .fields()
+            .filter(|(key, _)| *key != "job_dsc")
+            .map(|(key, value)| {
+                let known = tank_config::job::JOB_KEYS.contains(&key);
+                let name = if known {
+                    key.to_owned()
+                } else {
+                    format!("meta.{key}")
+                };
+                (name, value.to_owned())
+            })
+            .collect(),
+    };
     if let Some(influx) = &config.influx {
         let uuid = uuid::Uuid::new_v4().simple().to_string();
         exports.influx = Some(
-            tank_export::influx::Influx::start(influx, &uuid)
+            tank_export::influx::Influx::start(influx, &uuid, &run)
                 .map_err(io("starting the InfluxDB writer"))?,
         );
         artifacts.log(&format!(
@@ -404,7 +422,7 @@ fn start_exports(
     }
     if let Some(prometheus) = &config.prometheus {
         let endpoint =
-            tank_export::prometheus::Endpoint::start(prometheus.listen).map_err(|error| {
+            tank_export::prometheus::Endpoint::start(prometheus.listen, &run).map_err(|error| {
                 RunError::Io {
                     what: format!("[prometheus] listen {}", prometheus.listen),
                     error,

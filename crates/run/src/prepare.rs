@@ -225,7 +225,8 @@ fn check_origin(origin: &OriginConfig) -> Result<OriginSetup, RunError> {
         recipes,
         options: tank_origin::Options {
             allow_fetch: origin.allow_fetch,
-            admin_token: tank_origin::AdminToken::from_env().map_err(RunError::Origin)?,
+            admin_token: tank_origin::AdminToken::from_env(tank_origin::TOKEN_ENV)
+                .map_err(RunError::Origin)?,
             body_budget,
         },
     })

@@ -444,6 +444,7 @@ fn merged_meta(
                 max_skew_us.map_or("none fired".into(), |s| format!("{s} µs")),
             ),
         ],
+        ..Meta::default()
     }
 }
 

@@ -233,6 +233,11 @@ impl GroupAcc {
             .collect()
     }
 
+    /// The response times in the fixed log buckets any seconds add up in.
+    pub(crate) fn buckets(&self) -> crate::buckets::Buckets {
+        crate::buckets::Buckets::of(&self.times)
+    }
+
     pub(crate) fn stats(&self) -> GroupStats {
         GroupStats {
             fields: self.fields,

@@ -12,6 +12,7 @@
 
 pub mod aggregate;
 pub mod autostop;
+pub mod buckets;
 pub mod columns;
 pub mod group;
 pub mod json;
@@ -19,8 +20,10 @@ pub mod phout;
 pub mod quantile;
 pub mod sample;
 pub mod sessions;
+pub mod window;
 
 pub use aggregate::{Aggregator, Quantiles, SecondStats, TotalStats};
+pub use buckets::Buckets;
 pub use columns::{Field, COLUMNS, FIELD_NAMES};
 pub use group::{CodeCounts, FieldStats, GroupStats};
 pub use quantile::QUANTILES;

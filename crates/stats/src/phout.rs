@@ -135,11 +135,12 @@ pub fn parse_line(line: &[u8]) -> Result<Record<'_>, ParseError> {
     })
 }
 
-/// The second a line's shot was sent in, from its first field alone (without
-/// reading the rest: a quick pass over a file); `None` when that field does not read.
-pub fn send_second(line: &[u8]) -> Option<u64> {
+/// When a line's shot was sent, ms since the Unix epoch, from its first field
+/// alone (without reading the rest: a quick pass over a file); `None` when that
+/// field does not read.
+pub fn send_ms(line: &[u8]) -> Option<u64> {
     let end = line.iter().position(|b| *b == b'\t')?;
-    parse_seconds(&line[..end]).ok().map(|ms| ms / 1000)
+    parse_seconds(&line[..end]).ok()
 }
 
 fn parse_u64(text: &[u8]) -> Option<u64> {

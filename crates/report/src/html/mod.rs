@@ -11,8 +11,17 @@ use tank_stats::NetCode;
 use crate::names::http_reason;
 use crate::summary::Summary;
 
-const SCRIPT: &str = include_str!("report.js");
-const STYLE: &str = include_str!("report.css");
+/// The charts and tables every page draws with (the live dashboard's too).
+pub const CHART_SCRIPT: &str = include_str!("chart.js");
+/// The pages' look (the live dashboard's too).
+pub const STYLE: &str = include_str!("report.css");
+const REPORT_SCRIPT: &str = include_str!("report.js");
+
+/// `page_script` and the chart functions it uses, as one strict-mode function
+/// run at once: the names stay the page's own.
+pub fn script(page_script: &str) -> String {
+    format!("(function () {{\n\"use strict\";\n{CHART_SCRIPT}\n{page_script}\n}})();\n")
+}
 
 /// The report page of one run.
 pub fn report(summary: &Summary) -> String {
@@ -36,7 +45,13 @@ pub fn report(summary: &Summary) -> String {
         .collect();
     let data =
         json!({ "kind": "report", "summary": summary, "names": { "http": http, "net": net } });
-    page(&format!("tank report — {}", summary.meta.title), &data)
+    let title = summary
+        .meta
+        .job
+        .job_name
+        .as_deref()
+        .unwrap_or(&summary.meta.title);
+    page(&format!("tank report — {title}"), &data)
 }
 
 /// The comparison page of two runs: quantiles and codes side by side, overlaid charts.
@@ -45,6 +60,16 @@ pub fn compare(a: &Summary, b: &Summary) -> String {
     page(
         &format!("tank compare — {} vs {}", a.meta.title, b.meta.title),
         &data,
+    )
+}
+
+/// The comparison page of two sweeps (their `sweep.json`): throughput and
+/// p99 against concurrency, overlaid.
+pub fn compare_sweeps(a: &serde_json::Value, b: &serde_json::Value) -> String {
+    let target = |s: &serde_json::Value| s["target"].as_str().unwrap_or("?").to_owned();
+    page(
+        &format!("tank compare — sweep of {} vs {}", target(a), target(b)),
+        &json!({ "kind": "compare_sweeps", "a": a, "b": b }),
     )
 }
 
@@ -63,13 +88,14 @@ fn page(title: &str, data: &serde_json::Value) -> String {
          <title>{title}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n\
          <header><h1 id=\"title\">{title}</h1></header>\n<main id=\"content\"></main>\n\
          <script type=\"application/json\" id=\"tank-data\">{data}</script>\n\
-         <script>\n{SCRIPT}</script>\n</body>\n</html>\n",
+         <script>\n{script}</script>\n</body>\n</html>\n",
         title = escape(title),
+        script = script(REPORT_SCRIPT),
     )
 }
 
-/// Escape text for HTML.
-fn escape(text: &str) -> String {
+/// Escape text for HTML (element text and attribute values).
+pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -1,255 +1,5 @@
-// tank's report pages: draws SVG charts and tables from the JSON in #tank-data.
-// Self-contained on purpose: no libraries, no network, works from a file:// URL.
-(function () {
-  "use strict";
-  var SVG = "http://www.w3.org/2000/svg";
-  var COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-                "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
-
-  function el(tag, attrs, parent, text) {
-    var node = tag.indexOf("svg:") === 0
-      ? document.createElementNS(SVG, tag.slice(4))
-      : document.createElement(tag);
-    for (var k in attrs || {}) { node.setAttribute(k, attrs[k]); }
-    if (text !== undefined) { node.textContent = text; }
-    if (parent) { parent.appendChild(node); }
-    return node;
-  }
-
-  function fmt(v, digits) {
-    if (v === null || v === undefined) { return "–"; }
-    if (typeof v !== "number") { return String(v); }
-    if (Number.isInteger(v)) { return v.toLocaleString("en-US"); }
-    return v.toFixed(digits === undefined ? 2 : digits);
-  }
-
-  // Round tick values: steps of 1, 2 or 5 × 10^k, about `want` of them from 0 to past `max`.
-  function ticks(max, want) {
-    if (!(max > 0)) { max = 1; }
-    var raw = max / (want || 4), p = Math.pow(10, Math.floor(Math.log10(raw)));
-    var step = [1, 2, 5, 10].map(function (m) { return m * p; }).filter(function (v) { return v >= raw; })[0];
-    var out = [];
-    for (var v = 0; v <= max + step * 1e-9; v += step) { out.push(+v.toPrecision(12)); }
-    if (out[out.length - 1] < max) { out.push(+(out[out.length - 1] + step).toPrecision(12)); }
-    return out;
-  }
-
-  // Log-axis ticks: 1, 2, 5 × 10^k between lo and hi.
-  function logTicks(lo, hi) {
-    var out = [];
-    for (var e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
-      [1, 2, 5].forEach(function (m) { var v = m * Math.pow(10, e); if (v >= lo * 0.999 && v <= hi * 1.001) { out.push(+v.toPrecision(6)); } });
-    }
-    return out;
-  }
-
-  // A tick label short enough not to collide: 1.5k, 2M, 1.5 GiB, 2 s (ms ≥ 1000).
-  function short(v, unit) {
-    if (v === 0) { return "0"; }
-    var a = Math.abs(v);
-    if (unit === "bytes") {
-      var k = Math.min(Math.floor(Math.log(a) / Math.log(1024)), 4);
-      return k > 0 ? +(v / Math.pow(1024, k)).toPrecision(3) + " " + ["", "KiB", "MiB", "GiB", "TiB"][k] : String(+v.toPrecision(3));
-    }
-    if (unit === "ms" && a >= 1000) { return +(v / 1000).toPrecision(3) + " s"; }
-    if (a >= 1e9) { return +(v / 1e9).toPrecision(3) + "G"; }
-    if (a >= 1e6) { return +(v / 1e6).toPrecision(3) + "M"; }
-    if (a >= 1e4) { return +(v / 1e3).toPrecision(3) + "k"; }
-    return String(+v.toPrecision(3));
-  }
-
-  // Time-axis ticks in round steps (1, 2, 5, 10, 15, 30 s, 1, 2, 5, 10, 15, 30 min, 1 h ...).
-  function timeTicks(max) {
-    var steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400];
-    var step = steps.filter(function (s) { return max / s <= 8; })[0] || 86400;
-    var out = [];
-    for (var v = 0; v <= max; v += step) { out.push(v); }
-    return out;
-  }
-  function clock(v) {
-    if (v < 120) { return v + " s"; }
-    var h = Math.floor(v / 3600), m = Math.floor(v % 3600 / 60), sec = v % 60;
-    var mm = (h && m < 10 ? "0" : "") + m, ss = (sec < 10 ? "0" : "") + sec;
-    return h ? h + ":" + mm + ":" + ss : mm + ":" + ss;
-  }
-
-  // Every time chart registers here, so hovering one second shows it on all of them.
-  var HOVER = [];
-  var CURRENT_TS = [];
-  function hoverAll(n) { HOVER.forEach(function (show) { show(n); }); }
-
-  function section(title) {
-    var s = el("section", {}, document.getElementById("content"));
-    el("h2", {}, s, title);
-    return s;
-  }
-
-  // Lines that coincide must stay visible: each series has its own dash, and earlier ones are
-  // drawn wider under later ones.
-  var DASHES = ["", "7 3", "2 2", "10 3 2 3", "4 4"];
-
-  // series: [{name, values}], x: numbers (seconds from start, or a rate). Draws polylines with
-  // axes, a legend whose items toggle their series, and a hover read-out shared by all time
-  // charts. opts.log offers a log-scale switch (for quantiles).
-  function lineChart(parent, x, series, unit, xunit, opts) {
-    opts = opts || {};
-    var timeAxis = xunit === undefined;
-    xunit = timeAxis ? " s" : xunit;
-    var W = 960, H = 260, L = 64, R = 16, T = 22, B = 28;
-    var svg = el("svg:svg", { viewBox: "0 0 " + W + " " + H, "class": "chart", role: "img" }, parent);
-    var xmax = x.length ? Math.max(x[x.length - 1], 1) : 1;
-    var hidden = {}, log = false;
-    var cursor, sx, controls = el("div", { "class": "controls" }, parent);
-    function color(s, k) { return s.color || COLORS[k % COLORS.length]; }
-    function render() {
-      while (svg.firstChild) { svg.removeChild(svg.firstChild); }
-      var shown = series.filter(function (s) { return !hidden[s.name]; });
-      var ymax = 0, ymin = Infinity;
-      shown.forEach(function (s) { s.values.forEach(function (v) {
-        if (v !== null && v !== undefined) { if (v > ymax) { ymax = v; } if (v > 0 && v < ymin) { ymin = v; } } }); });
-      var yt, sy;
-      sx = function (v) { return L + (W - L - R) * v / xmax; };
-      if (log && ymax > 0) {
-        var lo = Math.pow(10, Math.floor(Math.log10(ymin))), hi = Math.pow(10, Math.ceil(Math.log10(ymax)));
-        if (hi <= lo) { hi = lo * 10; }
-        sy = function (v) { return H - B - (H - T - B) * (Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo)); };
-        yt = logTicks(lo, hi);
-      } else {
-        yt = ticks(ymax, 4);
-        var top = yt[yt.length - 1];
-        sy = function (v) { return H - B - (H - T - B) * v / top; };
-      }
-      yt.forEach(function (yv) {
-        el("svg:line", { x1: L, x2: W - R, y1: sy(yv), y2: sy(yv), "class": "grid" }, svg);
-        el("svg:text", { x: L - 6, y: sy(yv) + 4, "text-anchor": "end", "class": "tick" }, svg, short(yv, unit));
-      });
-      (timeAxis ? timeTicks(xmax) : ticks(xmax, 6)).forEach(function (xv) {
-        if (xv > xmax) { return; }
-        el("svg:text", { x: sx(xv), y: H - 8, "text-anchor": "middle", "class": "tick" }, svg,
-           timeAxis ? clock(xv) : short(xv) + xunit);
-      });
-      el("svg:text", { x: 4, y: 12, "class": "unit" }, svg, unit + (log ? " (log scale)" : ""));
-      series.forEach(function (s, k) {
-        if (hidden[s.name]) { return; }
-        // A missing value (a gap) breaks the line instead of drawing it at zero.
-        var runs = [[]];
-        s.values.forEach(function (v, n) {
-          if (v === null || v === undefined || n >= x.length) { if (runs[runs.length - 1].length) { runs.push([]); } return; }
-          runs[runs.length - 1].push(sx(x[n]).toFixed(1) + "," + sy(v).toFixed(1));
-        });
-        runs.filter(function (r) { return r.length; }).forEach(function (r) {
-          var attrs = { points: r.join(" "), fill: "none", stroke: color(s, k),
-                        "stroke-width": Math.max(1.25, 3 - 0.5 * k), "class": "series", "data-name": s.name };
-          if (DASHES[k % DASHES.length]) { attrs["stroke-dasharray"] = DASHES[k % DASHES.length]; }
-          el("svg:polyline", attrs, svg);
-        });
-      });
-      cursor = el("svg:line", { y1: T, y2: H - B, "class": "cursor", visibility: "hidden" }, svg);
-    }
-    render();
-    var legend = el("div", { "class": "legend" }, controls);
-    series.forEach(function (s, k) {
-      var item = el("span", { "class": "toggle", title: "show or hide" }, legend);
-      var sw = el("svg:svg", { width: 22, height: 10 }, item);
-      var line = { x1: 0, x2: 22, y1: 5, y2: 5, stroke: color(s, k), "stroke-width": 2.5 };
-      if (DASHES[k % DASHES.length]) { line["stroke-dasharray"] = DASHES[k % DASHES.length]; }
-      el("svg:line", line, sw);
-      item.appendChild(document.createTextNode(s.name));
-      item.addEventListener("click", function () {
-        hidden[s.name] = !hidden[s.name];
-        item.classList.toggle("off", !!hidden[s.name]);
-        render();
-      });
-    });
-    if (opts.log) {
-      var label = el("label", { "class": "log" }, controls);
-      var box = el("input", { type: "checkbox" }, label);
-      label.appendChild(document.createTextNode(" log scale"));
-      box.addEventListener("change", function () { log = box.checked; render(); });
-    }
-    var readout = el("div", { "class": "readout" }, parent, "\u00a0");
-    function show(n) {
-      if (n >= x.length) { return; }
-      cursor.setAttribute("x1", sx(x[n])); cursor.setAttribute("x2", sx(x[n]));
-      cursor.setAttribute("visibility", "visible");
-      readout.textContent = (timeAxis ? clock(x[n]) : x[n] + xunit) + ": " + series.map(function (s) {
-        return s.name + " " + fmt(s.values[n]);
-      }).join(" · ");
-    }
-    HOVER.push(show);
-    svg.addEventListener("mousemove", function (e) {
-      var box = svg.getBoundingClientRect();
-      var xv = ((e.clientX - box.left) * W / box.width - L) / (W - L - R) * xmax;
-      var n = 0;
-      while (n + 1 < x.length && Math.abs(x[n + 1] - xv) < Math.abs(x[n] - xv)) { n++; }
-      if (!x.length) { return; }
-      hoverAll(n);
-    });
-    return svg;
-  }
-
-  // The response-time histogram: bins log-spaced over the data's own range (summary.spread),
-  // drawn on a log time axis so equal-width bars are equal ratios; older summaries have only
-  // yandex-tank's fixed bins, drawn as before.
-  function histogram(parent, spread, fixed) {
-    var W = 960, H = 240, L = 64, R = 16, B = 44, T = 22;
-    var svg = el("svg:svg", { viewBox: "0 0 " + W + " " + H, "class": "chart", role: "img" }, parent);
-    var bins = spread.length ? spread : fixed.map(function (d, i) {
-      return { from_ms: i ? fixed[i - 1][0] : 0, to_ms: d[0], count: d[1] };
-    });
-    if (!bins.length) { return svg; }
-    var counts = bins.map(function (b) { return b.count; });
-    var yt = ticks(Math.max.apply(null, counts), 4), top = yt[yt.length - 1];
-    function sy(v) { return H - B - (H - T - B) * v / top; }
-    yt.forEach(function (v) {
-      el("svg:line", { x1: L, x2: W - R, y1: sy(v), y2: sy(v), "class": "grid" }, svg);
-      el("svg:text", { x: L - 6, y: sy(v) + 4, "text-anchor": "end", "class": "tick" }, svg, short(v));
-    });
-    el("svg:text", { x: 4, y: 12, "class": "unit" }, svg, "responses");
-    var bw = (W - L - R) / bins.length;
-    bins.forEach(function (b, i) {
-      var h = (H - T - B) * b.count / top;
-      var bar = el("svg:rect", { x: L + i * bw + 0.5, y: H - B - h, width: Math.max(bw - 1, 1), height: h,
-                                 fill: COLORS[0], "class": "bar" }, svg);
-      el("svg:title", {}, bar, fmt(b.from_ms, 3) + "–" + fmt(b.to_ms, 3) + " ms: " + fmt(b.count));
-    });
-    if (spread.length) {
-      // Round values placed on the log axis the bins share.
-      var lo = bins[0].from_ms, hi = bins[bins.length - 1].to_ms;
-      var span = Math.log(hi / lo) || 1, lastX = -Infinity;
-      logTicks(lo, hi).forEach(function (v) {
-        var xx = L + (W - L - R) * Math.log(v / lo) / span;
-        if (xx - lastX < 48) { return; }
-        lastX = xx;
-        el("svg:line", { x1: xx, x2: xx, y1: H - B, y2: H - B + 4, stroke: "#999" }, svg);
-        el("svg:text", { x: xx, y: H - B + 16, "text-anchor": "middle", "class": "tick" }, svg, short(v, "ms") + (v < 1000 ? " ms" : ""));
-      });
-      el("svg:text", { x: (W + L) / 2, y: H - 6, "text-anchor": "middle", "class": "unit" }, svg,
-         "response time (log scale, " + bins.length + " bins from the fastest to the slowest response)");
-    } else {
-      var every = Math.ceil(bins.length / 16);
-      bins.forEach(function (b, i) {
-        if (i % every === 0) {
-          el("svg:text", { x: L + i * bw + bw / 2, y: H - B + 16, "text-anchor": "middle", "class": "tick" }, svg, "≤" + short(b.to_ms, "ms"));
-        }
-      });
-      el("svg:text", { x: (W + L) / 2, y: H - 6, "text-anchor": "middle", "class": "unit" }, svg, "response time, ms (bin upper edge)");
-    }
-    return svg;
-  }
-
-  function table(parent, headers, rows) {
-    var t = el("table", {}, parent);
-    var tr = el("tr", {}, el("thead", {}, t));
-    headers.forEach(function (h) { el("th", {}, tr, h); });
-    var body = el("tbody", {}, t);
-    rows.forEach(function (r) {
-      var row = el("tr", {}, body);
-      r.forEach(function (c) { el("td", {}, row, typeof c === "number" ? fmt(c) : (c === null ? "–" : c)); });
-    });
-    return t;
-  }
-
+// tank's report pages (report.html, compare, limit): drawn from the JSON in #tank-data
+// with chart.js's functions.
   function offsets(ts) { return ts.map(function (t) { return t - (ts[0] || 0); }); }
 
   function codeSeries(columns) {
@@ -291,31 +41,157 @@
     }
     table(sec, ["", "p50", "p90", "p99"], rows);
     var total = s.shots.responses, errors = errorCount(s);
-    function codes(counts, meaning) {
-      var keys = Object.keys(counts);
-      if (!keys.length) { return "–"; }
-      return keys.map(function (c) {
-        return c + (meaning[c] ? " " + meaning[c] : "") + " × " + fmt(counts[c]) +
-          " (" + (100 * counts[c] / Math.max(total, 1)).toFixed(2) + "%)";
-      }).join(" · ");
-    }
-    var rows = [
+    var codeRows = [
       ["errors (net errors, HTTP 4xx and 5xx)", fmt(errors) + " of " + fmt(total) + " (" +
         (100 * errors / Math.max(total, 1)).toFixed(2) + "%)"],
-      ["HTTP codes", codes(s.proto_codes, names.http)],
-      ["net codes", codes(s.net_codes, names.net)]];
+      ["HTTP codes", codesText(s.proto_codes, names.http, total)],
+      ["net codes", codesText(s.net_codes, names.net, total)]];
     // A gRPC run's statuses by name (the HTTP codes hold them by Pandora's table).
     if (s.grpc_statuses && Object.keys(s.grpc_statuses).length) {
-      rows.push(["gRPC statuses", codes(s.grpc_statuses, {})]);
+      codeRows.push(["gRPC statuses", codesText(s.grpc_statuses, {}, total)]);
     }
-    table(sec, ["", ""], rows);
+    table(sec, ["", ""], codeRows);
+    el("p", { "class": "note" }, sec, "Drag across any chart over time to select a range of seconds " +
+       "(the steady part, say): its quantiles and codes then show below.");
+  }
+
+  // Codes with their meaning, count and share of `total`: "200 OK × 1,234 (98.70%) · ...".
+  function codesText(counts, meaning, total) {
+    var keys = Object.keys(counts).filter(function (c) { return counts[c] > 0; });
+    if (!keys.length) { return "–"; }
+    return keys.map(function (c) {
+      return c + (meaning[c] ? " " + meaning[c] : "") + " × " + fmt(counts[c]) +
+        " (" + (100 * counts[c] / Math.max(total, 1)).toFixed(2) + "%)";
+    }).join(" · ");
+  }
+
+  // The job ([meta]): its name titles the page; its facts lead the test's facts.
+  var JOB_LABELS = [["job_name", "job"], ["job_dsc", "description"], ["ver", "version"],
+                    ["component", "component"], ["task", "task"], ["operator", "operator"]];
+  function jobTitle(meta) { return meta.job && meta.job.job_name ? meta.job.job_name : meta.title; }
+  function jobFacts(meta) {
+    var job = meta.job || {}, out = [];
+    JOB_LABELS.forEach(function (k) { if (job[k[0]]) { out.push([k[1], job[k[0]]]); } });
+    Object.keys(job.extra || {}).sort().forEach(function (k) { out.push([k, job.extra[k]]); });
+    if (out.length) { out.push(["config", meta.title]); }
+    return out;
+  }
+  function showJob(meta, prefix) {
+    var title = jobTitle(meta);
+    document.title = prefix + title;
+    document.getElementById("title").textContent = title;
+    var dsc = meta.job && meta.job.job_dsc;
+    if (dsc) { el("p", { "class": "subtitle" }, document.querySelector("header"), dsc); }
+  }
+
+  // The quantiles (percent in `qs`) of seconds n0..n1 from their log buckets
+  // (timeline.buckets: [first bucket, count, gap, count, ...], 100 buckets a decade, µs),
+  // interpolated within the bucket where the quantile falls: within about 1.2%. ms, or null.
+  function bucketQuantiles(tl, n0, n1, qs) {
+    var counts = {}, total = 0;
+    for (var n = n0; n <= n1; n++) {
+      var g = (tl.buckets || [])[n] || [], k = 0;
+      for (var i = 0; i + 1 < g.length; i += 2) {
+        k += g[i];
+        counts[k] = (counts[k] || 0) + g[i + 1];
+        total += g[i + 1];
+      }
+    }
+    var keys = Object.keys(counts).map(Number).sort(function (a, b) { return a - b; });
+    return qs.map(function (q) {
+      if (!total) { return null; }
+      var want = q / 100 * total, seen = 0;
+      for (var j = 0; j < keys.length; j++) {
+        var c = counts[keys[j]];
+        if (seen + c >= want) {
+          return Math.pow(10, (keys[j] + (want - seen) / c) / 100) / 1000;
+        }
+        seen += c;
+      }
+      return Math.pow(10, (keys[keys.length - 1] + 1) / 100) / 1000;
+    });
+  }
+
+  function sumColumns(columns, n0, n1) {
+    var out = {};
+    Object.keys(columns).forEach(function (code) {
+      var sum = 0;
+      for (var n = n0; n <= n1; n++) { sum += columns[code][n] || 0; }
+      if (sum > 0) { out[code] = sum; }
+    });
+    return out;
+  }
+
+  // The selected range's figures, recomputed from the per-second data: responses, rates,
+  // quantiles (from the buckets; the slowest exactly), errors and codes, phase times.
+  function selection(s, names, x) {
+    var tl = s.timeline;
+    var sec = section("Selected range");
+    sec.setAttribute("id", "selection");
+    sec.setAttribute("hidden", "");
+    var body = el("div", {}, sec);
+    var clear = el("button", { type: "button" }, sec, "clear the selection");
+    clear.addEventListener("click", function () { setRange(null, null); });
+    function sum(values, n0, n1) { var t = 0; for (var n = n0; n <= n1; n++) { t += values[n] || 0; } return t; }
+    function weighted(values, n0, n1) {
+      var t = 0, w = 0;
+      for (var n = n0; n <= n1; n++) { t += (values[n] || 0) * tl.responses[n]; w += tl.responses[n]; }
+      return w ? t / w : null;
+    }
+    onRange(function (range) {
+      while (body.firstChild) { body.removeChild(body.firstChild); }
+      if (!range) {
+        sec.setAttribute("hidden", "");
+        if (window.history && history.replaceState) { history.replaceState(null, "", location.pathname + location.search); }
+        return;
+      }
+      sec.removeAttribute("hidden");
+      if (window.history && history.replaceState) {
+        history.replaceState(null, "", "#range=" + range.from + "-" + range.to);
+      }
+      var n0 = 0, n1 = x.length - 1;
+      while (n0 < x.length && x[n0] < range.from) { n0++; }
+      while (n1 >= 0 && x[n1] > range.to) { n1--; }
+      var seconds = range.to - range.from + 1, responses = sum(tl.responses, n0, n1);
+      var proto = sumColumns(tl.proto_codes, n0, n1), net = sumColumns(tl.net_codes, n0, n1);
+      var errors = errorCount({ proto_codes: proto, net_codes: net });
+      var planned = sum(tl.planned, n0, n1), sent = sum(tl.sent, n0, n1);
+      el("p", { "class": "range" }, body, "from " + clock(range.from) + " to " + clock(range.to) +
+         " (" + seconds + " s): " + fmt(responses) + " responses, " + fmt(responses / seconds, 1) +
+         " per second" + (planned || sent ? " (planned " + fmt(planned / seconds, 1) + ", sent " +
+         fmt(sent / seconds, 1) + ")" : ""));
+      var qs = [50, 75, 90, 95, 99, 99.9];
+      var values = bucketQuantiles(tl, n0, n1, qs);
+      var slowest = null;
+      for (var n = n0; n <= n1; n++) {
+        if (tl.responses[n] > 0 && (slowest === null || tl.quantiles_ms[9][n] > slowest)) { slowest = tl.quantiles_ms[9][n]; }
+      }
+      if (tl.buckets && tl.buckets.length) {
+        table(body, ["quantile", "service time ms"], qs.map(function (q, i) { return [q + "%", values[i]]; })
+          .concat([["100%", slowest]]));
+      } else {
+        el("p", { "class": "note" }, body, "This summary keeps no per-second distribution (it was " +
+           "merged from per-second lines): the range's quantiles cannot be given, only its slowest response, " +
+           fmt(slowest) + " ms.");
+      }
+      var phases = tl.phases_ms || {};
+      table(body, ["", ""], [
+        ["errors (net errors, HTTP 4xx and 5xx)", fmt(errors) + " of " + fmt(responses) + " (" +
+          (100 * errors / Math.max(responses, 1)).toFixed(2) + "%)"],
+        ["HTTP codes", codesText(proto, names.http, responses)],
+        ["net codes", codesText(net, names.net, responses)],
+        ["average ms: connect, send, latency, receive", ["connect", "send", "latency", "receive"].map(function (p) {
+          return fmt(weighted(phases[p] || [], n0, n1), 3); }).join(", ")]]);
+    });
+    // A range in the address (#range=30-300) is selected when the page opens.
+    var m = /^#range=(\d+)-(\d+)$/.exec(location.hash);
+    if (m) { setRange(+m[1], +m[2]); }
   }
 
   function report(s, names) {
     var tl = s.timeline, x = offsets(tl.ts);
     CURRENT_TS = tl.ts;
-    document.title = "tank report — " + s.meta.title;
-    document.getElementById("title").textContent = s.meta.title;
+    showJob(s.meta, "tank report — ");
     if (s.warnings && s.warnings.length) {
       var warn = section("Warnings");
       warn.setAttribute("class", "warnings");
@@ -323,12 +199,12 @@
       s.warnings.forEach(function (w) { el("li", {}, list, w); });
     }
     var meta = section("Test");
-    var facts = [["generator", s.meta.generator], ["sources", s.meta.sources.join(", ")],
+    var facts = jobFacts(s.meta).concat([["generator", s.meta.generator], ["sources", s.meta.sources.join(", ")],
                  ["start", s.start_unix_s === null ? "–" : new Date(s.start_unix_s * 1000).toISOString()],
                  ["duration", fmt(duration(s), 1) + " s"], ["responses", fmt(s.shots.responses)],
                  ["planned shots", fmt(s.shots.planned)], ["sent", fmt(s.shots.sent)],
                  ["unsent", fmt(s.shots.unsent)], ["rps (actual / planned / max)",
-                  fmt(s.rps.actual, 1) + " / " + fmt(s.rps.planned, 1) + " / " + fmt(s.rps.max)]];
+                  fmt(s.rps.actual, 1) + " / " + fmt(s.rps.planned, 1) + " / " + fmt(s.rps.max)]]);
     if (s.shots.retries !== undefined && s.shots.retries !== null) {
       facts.push(["retries (requests sent twice)", fmt(s.shots.retries)]);
     }
@@ -352,6 +228,7 @@
     if (s.exit_code !== null) { facts.push(["exit code", String(s.exit_code)]); }
     table(meta, ["", ""], facts);
     headline(s, names);
+    selection(s, names, x);
 
     lineChart(section("Response time quantiles per second"), x,
       PICK.slice().reverse().map(function (p) { return { name: p[1], values: answeredOnly(tl, tl.quantiles_ms[p[0]]) }; }),
@@ -370,6 +247,13 @@
         { name: "service time p99", values: answeredOnly(tl, tl.quantiles_ms[7]) }], "ms", undefined, { log: true });
     }
     (s.monitoring || []).forEach(function (h) { monitoringCharts(h, x); });
+    if (tl.phases_ms && anyNonZero(tl.phases_ms.latency)) {
+      var ph = tl.phases_ms;
+      lineChart(section("Phases per second: where the time went (averages)"), x, [
+        { name: "connect", values: answeredOnly(tl, ph.connect) }, { name: "send", values: answeredOnly(tl, ph.send) },
+        { name: "latency (to the first byte)", values: answeredOnly(tl, ph.latency) },
+        { name: "receive", values: answeredOnly(tl, ph.receive) }], "ms", undefined, { log: true });
+    }
     lineChart(section("HTTP codes per second"), x, codeSeries(tl.proto_codes), "responses");
     lineChart(section("Net codes per second"), x, codeSeries(tl.net_codes), "responses");
     histogram(section("Response time distribution"), s.spread || [], s.distribution);
@@ -390,6 +274,7 @@
         return [t.tag || "(no tag)", t.count, t.percent, t.errors, t.avg_ms,
                 t.quantiles_ms[0], t.quantiles_ms[5], t.quantiles_ms[7], t.quantiles_ms[9]];
       }));
+    tagViews(s, x);
     groupCharts("queue", tl.queues || {}, (s.queues || []).length);
     if (s.queues && s.queues.length) {
       table(section("Per queue"), ["queue", "count", "%", "errors", "avg ms", "p50 ms", "p95 ms", "p99 ms", "max ms"],
@@ -414,6 +299,31 @@
                   q.quantiles_ms[0], q.quantiles_ms[5], q.quantiles_ms[7], q.quantiles_ms[9]];
         }));
     }
+  }
+
+  // Each tag on its own, as the talk looks at each handler: its quantiles over time as a band
+  // (p50 to the slowest) and its latency distribution; one <details> per tag.
+  function tagViews(s, x) {
+    var tl = s.timeline, tags = Object.keys(tl.tags || {});
+    if (!tags.length || (tags.length === 1 && tags[0] === "")) { return; }
+    var sec = section("Each tag on its own");
+    var spreads = s.tag_spread || {};
+    tags.forEach(function (tag, i) {
+      var g = tl.tags[tag], row = s.tags.filter(function (t) { return t.tag === tag; })[0];
+      var details = el("details", { "class": "tag", "data-tag": tag }, sec);
+      if (i === 0) { details.setAttribute("open", ""); }
+      el("summary", {}, details, (tag || "(no tag)") + (row ? " — " + fmt(row.count) + " responses, p50 " +
+        fmt(row.quantiles_ms[0]) + " ms, p99 " + fmt(row.quantiles_ms[7]) + " ms, " + fmt(row.errors) + " errors" : ""));
+      var band = [["max", g.max_ms], ["p99", g.p99_ms], ["p95", g.p95_ms], ["p90", g.p90_ms], ["p50", g.p50_ms]]
+        .filter(function (p) { return p[1] && p[1].length; })
+        .map(function (p) { return { name: p[0], values: p[1] }; });
+      el("h3", {}, details, "Quantiles per second");
+      lineChart(details, x, band, "ms", undefined, { log: true });
+      if (spreads[tag] && spreads[tag].length) {
+        el("h3", {}, details, "Response time distribution");
+        histogram(details, spreads[tag], []);
+      }
+    });
   }
 
   // Per-tag or per-queue series over time: responses, p99 and errors, one line per group.
@@ -476,8 +386,8 @@
   }
 
   function compare(a, b) {
-    document.title = "tank compare — " + a.meta.title + " vs " + b.meta.title;
-    document.getElementById("title").textContent = "A: " + a.meta.title + "  vs  B: " + b.meta.title;
+    document.title = "tank compare — " + jobTitle(a.meta) + " vs " + jobTitle(b.meta);
+    document.getElementById("title").textContent = "A: " + jobTitle(a.meta) + "  vs  B: " + jobTitle(b.meta);
     table(section("Runs"), ["", "A", "B"], [
       ["duration s", fmt(duration(a), 1), fmt(duration(b), 1)], ["responses", a.shots.responses, b.shots.responses],
       ["rps", a.rps.actual, b.rps.actual], ["autostop", a.autostop ? a.autostop.criterion : "–",
@@ -525,6 +435,56 @@
         var pa = ta ? ta.quantiles_ms[7] : null, pb = tb ? tb.quantiles_ms[7] : null;
         return [k || "(no tag)", ta ? ta.count : null, tb ? tb.count : null, ta ? ta.avg_ms : null,
                 tb ? tb.avg_ms : null, delta(ta && ta.avg_ms, tb && tb.avg_ms)[0], pa, pb, delta(pa, pb)[0]];
+      }));
+    compareTags(a, b, x, pad);
+  }
+
+  // Each tag's quantiles over time, A against B (time from each run's start), one <details> each.
+  function compareTags(a, b, x, pad) {
+    var ta = a.timeline.tags || {}, tb = b.timeline.tags || {};
+    var tags = Object.keys(ta).filter(function (t) { return tb[t]; });
+    if (!tags.length || (tags.length === 1 && tags[0] === "")) { return; }
+    var sec = section("Each tag over time, overlaid");
+    tags.sort().forEach(function (tag, i) {
+      var details = el("details", { "class": "tag", "data-tag": tag }, sec);
+      if (i === 0) { details.setAttribute("open", ""); }
+      el("summary", {}, details, tag || "(no tag)");
+      lineChart(details, x, [
+        { name: "A p50", values: pad(ta[tag].p50_ms), color: COLORS[0] },
+        { name: "A p99", values: pad(ta[tag].p99_ms), color: COLORS[9] },
+        { name: "B p50", values: pad(tb[tag].p50_ms), color: COLORS[1] },
+        { name: "B p99", values: pad(tb[tag].p99_ms), color: COLORS[3] }], "ms", undefined, { log: true });
+      lineChart(details, x, [
+        { name: "A responses", values: pad(ta[tag].responses), color: COLORS[0] },
+        { name: "B responses", values: pad(tb[tag].responses), color: COLORS[1] }], "per second");
+    });
+  }
+
+  // Two sweeps: good throughput and p99 against concurrency, A over B (the wrk article's
+  // configurations compared as curves).
+  function compareSweeps(a, b) {
+    var title = "A: sweep of " + a.target + "  vs  B: sweep of " + b.target;
+    document.title = "tank compare — " + title;
+    document.getElementById("title").textContent = title;
+    var at = function (s) { var m = {}; s.steps.forEach(function (st) { m[st.concurrency] = st; }); return m; };
+    var ma = at(a), mb = at(b);
+    var n = Object.keys(ma).concat(Object.keys(mb)).map(Number)
+      .filter(function (c, i, all) { return all.indexOf(c) === i; }).sort(function (x, y) { return x - y; });
+    function pick(m, key) { return n.map(function (c) { return m[c] ? m[c][key] : null; }); }
+    var knee = function (s) { return s.knee_concurrency === null ? "none" : s.knee_concurrency + " connections"; };
+    table(section("Sweeps"), ["", "A", "B"], [["target", a.target, b.target], ["knee", knee(a), knee(b)],
+      ["steps", a.steps.length, b.steps.length]]);
+    lineChart(section("Throughput (good answers) by concurrency, overlaid"), n, [
+      { name: "A good rps", values: pick(ma, "achieved_rps"), color: COLORS[0] },
+      { name: "B good rps", values: pick(mb, "achieved_rps"), color: COLORS[1] }], "rps", "");
+    lineChart(section("p99 by concurrency, overlaid"), n, [
+      { name: "A p99", values: pick(ma, "p99_ms"), color: COLORS[0] },
+      { name: "B p99", values: pick(mb, "p99_ms"), color: COLORS[1] }], "ms", "", { log: true });
+    table(section("Steps"), ["connections", "A rps", "B rps", "Δ rps", "A p99 ms", "B p99 ms", "Δ p99", "A errors %", "B errors %"],
+      n.map(function (c) {
+        var sa = ma[c] || {}, sb = mb[c] || {};
+        return [c, sa.achieved_rps, sb.achieved_rps, delta(sa.achieved_rps, sb.achieved_rps)[0],
+                sa.p99_ms, sb.p99_ms, delta(sa.p99_ms, sb.p99_ms)[0], sa.error_pct, sb.error_pct];
       }));
   }
 
@@ -611,6 +571,7 @@
   try {
     var data = JSON.parse(document.getElementById("tank-data").textContent);
     if (data.kind === "compare") { compare(data.a, data.b); }
+    else if (data.kind === "compare_sweeps") { compareSweeps(data.a, data.b); }
     else if (data.kind === "limit") { limit(data.limit); }
     else { report(data.summary, data.names); }
   } catch (e) {
@@ -619,4 +580,3 @@
   } finally {
     document.body.setAttribute("data-status", status);
   }
-})();

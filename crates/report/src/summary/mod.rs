@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use tank_config::Job;
 use tank_stats::autostop::StopReason;
 use tank_stats::quantile::percent;
 use tank_stats::{Field, GroupStats, TotalStats, QUANTILES};
@@ -84,6 +85,10 @@ pub struct Summary {
     /// histogram; `distribution` keeps yandex-tank's fixed bins).
     #[serde(default)]
     pub spread: Vec<SpreadBin>,
+    /// The same per tag, for the tags with the most responses (up to
+    /// `tank_stats::aggregate::TAG_SPREADS`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tag_spread: BTreeMap<String, Vec<SpreadBin>>,
     /// Per-second series.
     pub timeline: Timeline,
     /// Monitored hosts' metrics on the timeline's seconds (`[telegraf]` / `[monitoring]`).
@@ -141,6 +146,9 @@ pub struct Meta {
     pub generator: String,
     /// Free-form facts worth showing (target, schedule, instances, ...), in order.
     pub facts: Vec<(String, String)>,
+    /// The job's name and description (`[meta]`), when the config gave them.
+    #[serde(default, skip_serializing_if = "Job::is_empty")]
+    pub job: Job,
 }
 
 /// Shot counts, defined once (docs/results.md) and computed once, by the engine.
@@ -470,14 +478,11 @@ impl Summary {
                 .iter()
                 .map(|(edge, n)| (ms(*edge as f64), *n))
                 .collect(),
-            spread: totals
-                .spread
+            spread: spread_bins(&totals.spread),
+            tag_spread: totals
+                .tag_spread
                 .iter()
-                .map(|&(from, to, count)| SpreadBin {
-                    from_ms: ms(from as f64),
-                    to_ms: ms(to as f64),
-                    count,
-                })
+                .map(|(tag, bins)| (tag.clone(), spread_bins(bins)))
                 .collect(),
             timeline,
             monitoring: Vec::new(),
@@ -505,6 +510,16 @@ impl Summary {
             self.duration_s as f64
         }
     }
+}
+
+fn spread_bins(bins: &[(u64, u64, u64)]) -> Vec<SpreadBin> {
+    bins.iter()
+        .map(|&(from, to, count)| SpreadBin {
+            from_ms: ms(from as f64),
+            to_ms: ms(to as f64),
+            count,
+        })
+        .collect()
 }
 
 fn tag_row(tag: &str, group: &GroupStats, all: u64) -> TagRow {

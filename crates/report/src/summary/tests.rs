@@ -63,6 +63,31 @@ fn summary_json_round_trips_and_text_names_codes() {
 }
 
 #[test]
+fn the_job_is_in_json_and_on_top_of_the_text_and_absent_when_not_given() {
+    let mut s = sample_summary();
+    let json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+    assert!(json["meta"].get("job").is_none(), "{json}");
+    s.meta.job = tank_config::Job {
+        job_name: Some("checkout".into()),
+        job_dsc: Some("the steady part".into()),
+        operator: Some("alice".into()),
+        ..Default::default()
+    };
+    let json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+    assert_eq!(json["meta"]["job"]["job_name"], "checkout");
+    assert_eq!(json["meta"]["job"]["operator"], "alice");
+    assert!(json["meta"]["job"].get("ver").is_none(), "{json}");
+    assert_eq!(Summary::from_json(&s.to_json()).unwrap(), s);
+    let text = s.to_text();
+    let lines: Vec<&str> = text.lines().take(3).collect();
+    assert_eq!(
+        lines,
+        ["t", "job: checkout — operator alice", "the steady part"],
+        "{text}"
+    );
+}
+
+#[test]
 fn a_summary_from_before_the_active_time_reads_with_whole_seconds() {
     let s = sample_summary();
     let mut json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();

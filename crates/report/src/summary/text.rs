@@ -11,6 +11,12 @@ impl Summary {
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "{}", self.meta.title);
+        if let Some(job) = self.meta.job.headline() {
+            let _ = writeln!(out, "job: {job}");
+        }
+        if let Some(description) = self.meta.job.job_dsc.as_deref().filter(|d| !d.is_empty()) {
+            let _ = writeln!(out, "{description}");
+        }
         let _ = write!(
             out,
             "duration {:.1} s, responses {}",

@@ -70,6 +70,22 @@ impl Groups {
             .collect()
     }
 
+    /// Log-spaced bins ([`GroupAcc::log_bins`]) of the `most` tags with the most responses.
+    pub fn tag_spreads(&self, most: usize, bins: usize) -> BTreeMap<String, Vec<(u64, u64, u64)>> {
+        let mut by_count: Vec<_> = self.tagged.iter().collect();
+        by_count.sort_by_key(|(_, group)| std::cmp::Reverse(group.len()));
+        by_count
+            .into_iter()
+            .take(most)
+            .map(|(tag, group)| {
+                (
+                    String::from_utf8_lossy(tag).into_owned(),
+                    group.log_bins(bins),
+                )
+            })
+            .collect()
+    }
+
     /// The finished queue groups, in queue order, each named from `names` (every
     /// queue named there is listed, also one without responses).
     pub fn queue_stats(&self, names: &[String]) -> Vec<(String, GroupStats)> {

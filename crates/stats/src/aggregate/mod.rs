@@ -26,7 +26,7 @@ use crate::group::{new_histogram, record, GroupAcc, GroupStats};
 use crate::phout::Record;
 use crate::sample::{case_of, Measured, QueueIndex, Sample};
 use groups::Groups;
-pub use seconds::{Quantiles, SecondStats, TotalStats};
+pub use seconds::{Quantiles, SecondStats, TotalStats, TAG_SPREADS};
 
 /// Bins of [`TotalStats::spread`]: enough for a shape, few enough to label.
 const SPREAD_BINS: usize = 40;
@@ -311,6 +311,7 @@ impl Aggregator {
             late: self.late,
             retries: self.retries,
             spread: self.total_overall.log_bins(SPREAD_BINS),
+            tag_spread: self.total_groups.tag_spreads(TAG_SPREADS, SPREAD_BINS),
         }
     }
 
@@ -364,6 +365,7 @@ impl Aggregator {
         SecondStats {
             ts,
             overall: overall.stats(),
+            buckets: overall.buckets(),
             tagged: open.groups.tag_stats(),
             queues,
             measuring,

@@ -43,6 +43,9 @@ pub struct SecondStats {
     pub ts: u64,
     /// All responses of the second.
     pub overall: GroupStats,
+    /// All responses' times in fixed log buckets (empty when the second was
+    /// read back from its JSON line, which keeps no distribution).
+    pub buckets: crate::buckets::Buckets,
     /// Per tag (cut at the last `#`; the empty tag is a tag too), in tag order.
     pub tagged: BTreeMap<String, GroupStats>,
     /// Per queue, in config order, named by its section; empty unless the run
@@ -102,7 +105,13 @@ pub struct TotalStats {
     pub retries: u64,
     /// All response times in log-spaced bins over their own range: (from µs, to µs, count).
     pub spread: Vec<(u64, u64, u64)>,
+    /// The same per tag, for the [`TAG_SPREADS`] tags with the most responses.
+    pub tag_spread: BTreeMap<String, Vec<(u64, u64, u64)>>,
 }
+
+/// Tags whose distribution [`TotalStats::tag_spread`] keeps: a run with
+/// thousands of tags would otherwise pay for each of them every second.
+pub const TAG_SPREADS: usize = 20;
 
 impl TotalStats {
     /// Seconds from the first to the last second, inclusive (0 for an empty run).
