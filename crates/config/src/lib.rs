@@ -55,6 +55,7 @@ mod toml;
 pub mod units;
 mod validate;
 mod yaml;
+pub mod yaml_tree;
 
 pub use arrivals::{ArrivalProcess, Arrivals};
 pub use error::{ConfigError, OptionPlace, Place};

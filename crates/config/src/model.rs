@@ -273,6 +273,10 @@ pub enum AmmoType {
     /// A sessions file (tank's own; see `docs/replay.md`): captured requests
     /// with their offsets and sessions, replayed with the capture's timing.
     Sessions,
+    /// A scenario file in Pandora's format (`.hcl`, `.yaml`, `.json`; see
+    /// `docs/scenarios.md`): each shot is one run of a scenario, its requests
+    /// built from templates, variables and sources as it goes.
+    Scenario,
 }
 
 /// `autocases`: how untagged missiles get a marker.

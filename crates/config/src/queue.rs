@@ -22,6 +22,7 @@ use crate::raw::{RawEntry, RawSection, RawValue};
 use crate::units;
 
 mod replay;
+mod scenario;
 
 /// The options one queue sees: its own entries over the ones it inherits.
 pub(crate) struct Layered<'a> {
@@ -161,6 +162,7 @@ pub(crate) fn build(
     };
     let open_loop = matches!(load_profile, LoadProfile::Rps(_));
     let tank_type = q.parsed("tank_type", TankType::Http, tank_type)?;
+    scenario::check(q, &load_profile, tank_type)?;
     // A memcached queue without ammo of its own generates the [memcached] workload.
     let workload = (tank_type == TankType::Memcached).then_some(memcached);
     let ammo = match load_profile {
@@ -390,8 +392,10 @@ fn ammo_type(text: &str) -> Result<AmmoType, String> {
         "uripost" => Ok(AmmoType::UriPost),
         "access" => Ok(AmmoType::Access),
         "sessions" => Ok(AmmoType::Sessions),
+        "scenario" => Ok(AmmoType::Scenario),
         other => Err(format!(
-            "expected one of `phantom`, `uri`, `uripost`, `access`, `sessions`, found `{other}`"
+            "expected one of `phantom`, `uri`, `uripost`, `access`, `sessions`, `scenario`, \
+             found `{other}`"
         )),
     }
 }
