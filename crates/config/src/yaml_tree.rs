@@ -155,50 +155,57 @@ impl Builder {
     }
 }
 
-/// Apply a mapping's merge keys: its own pairs first, then each merged
-/// mapping's pairs whose key it does not have yet. A merge key's value must be
-/// a mapping or a sequence of mappings.
+/// Apply a mapping's merge keys: each merged mapping's pairs go where its
+/// `<<` was written, except the keys the mapping sets itself (its own win)
+/// or an earlier merge already brought. A merge key's value must be a
+/// mapping or a sequence of mappings.
 fn merged(pairs: Vec<(Node, Node)>) -> Result<Vec<(Node, Node)>, YamlError> {
     let is_merge = |key: &Node| matches!(&key.kind, Kind::Scalar(Scalar::Str(s)) if s == MERGE_KEY);
     if !pairs.iter().any(|(key, _)| is_merge(key)) {
         return Ok(pairs);
     }
-    let (merges, mut own): (Vec<_>, Vec<_>) = pairs.into_iter().partition(|(key, _)| is_merge(key));
     let key_text = |key: &Node| match &key.kind {
         Kind::Scalar(scalar) => scalar.text(),
         _ => None,
     };
-    for (_, value) in merges {
+    let own: Vec<Option<String>> = pairs
+        .iter()
+        .filter(|(key, _)| !is_merge(key))
+        .map(|(key, _)| key_text(key))
+        .collect();
+    let not_a_mapping = |line| YamlError {
+        line,
+        message: "a merge key (`<<`) takes a mapping or a list of mappings".into(),
+    };
+    let mut out: Vec<(Node, Node)> = Vec::with_capacity(pairs.len());
+    let mut brought: Vec<Option<String>> = Vec::new();
+    for (key, value) in pairs {
+        if !is_merge(&key) {
+            out.push((key, value));
+            continue;
+        }
         let sources = match value.kind {
             Kind::Map(pairs) => vec![pairs],
             Kind::Seq(items) => items
                 .into_iter()
                 .map(|item| match item.kind {
                     Kind::Map(pairs) => Ok(pairs),
-                    _ => Err(item.line),
+                    _ => Err(not_a_mapping(item.line)),
                 })
-                .collect::<Result<Vec<_>, usize>>()
-                .map_err(|line| YamlError {
-                    line,
-                    message: "a merge key (`<<`) takes a mapping or a list of mappings".into(),
-                })?,
-            _ => {
-                return Err(YamlError {
-                    line: value.line,
-                    message: "a merge key (`<<`) takes a mapping or a list of mappings".into(),
-                })
-            }
+                .collect::<Result<Vec<_>, _>>()?,
+            _ => return Err(not_a_mapping(value.line)),
         };
         for pairs in sources {
             for (key, value) in pairs {
                 let text = key_text(&key);
-                if text.is_none() || !own.iter().any(|(k, _)| key_text(k) == text) {
-                    own.push((key, value));
+                if text.is_none() || (!own.contains(&text) && !brought.contains(&text)) {
+                    brought.push(text);
+                    out.push((key, value));
                 }
             }
         }
     }
-    Ok(own)
+    Ok(out)
 }
 
 impl MarkedEventReceiver for Builder {
@@ -318,7 +325,7 @@ mod tests {
     }
 
     #[test]
-    fn merge_keys_bring_in_the_anchored_pairs_and_own_keys_win() {
+    fn merge_keys_bring_in_the_anchored_pairs_where_written_and_own_keys_win() {
         let root = parse("base: &b\n  a: 1\n  b: 2\nuse:\n  <<: *b\n  b: 3\n  c: 4\n")
             .unwrap()
             .unwrap();
@@ -334,9 +341,9 @@ mod tests {
         assert_eq!(
             pairs,
             vec![
+                ("a".into(), Scalar::Int(1)),
                 ("b".into(), Scalar::Int(3)),
                 ("c".into(), Scalar::Int(4)),
-                ("a".into(), Scalar::Int(1)),
             ]
         );
     }
