@@ -34,4 +34,4 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 apt-get update -q
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -3,13 +3,13 @@
 //! defines them. Against scripted servers on 127.0.0.1 that record every request.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
 use crate::support::server::{Behaviour, Server};
-use crate::support::{artifacts, phout, shoot, tank};
+use crate::support::{artifacts, interrupted, phout, shoot, tank};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -170,30 +170,6 @@ fn every_count_agrees_when_the_run_starts_at_an_odd_fraction_of_a_second() {
     );
 }
 
-/// Start tank on `config` in `dir` (extra `args`), let it run `after`, send `signals`
-/// 300 ms apart; its output and how long it took to exit after the last one.
-fn interrupted(dir: &Path, config: &str, after: Duration, signals: &[i32]) -> (Output, Duration) {
-    std::fs::write(dir.join("load.ini"), config).unwrap();
-    let child = tank()
-        .args(["-c", "load.ini", "-q"])
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(after);
-    for (i, signal) in signals.iter().enumerate() {
-        if i > 0 {
-            std::thread::sleep(Duration::from_millis(300));
-        }
-        // SAFETY: signalling our own child process.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, *signal) }, 0);
-    }
-    let signalled = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    (out, signalled.elapsed())
-}
-
 #[test]
 fn after_ctrl_c_planned_sent_and_unsent_are_the_plans_and_agree() {
     let server = Server::start(Behaviour::KeepAlive);
@@ -205,7 +181,7 @@ fn after_ctrl_c_planned_sent_and_unsent_are_the_plans_and_agree() {
     let (out, _) = interrupted(
         dir.path(),
         &cfg,
-        Duration::from_millis(1500),
+        || server.requests().len() >= 20,
         &[libc::SIGINT],
     );
     assert_eq!(out.status.code(), Some(1));
@@ -259,7 +235,7 @@ fn a_closed_model_counts_its_plan_only_when_it_reaches_the_end() {
     let (out, _) = interrupted(
         dir.path(),
         &cfg,
-        Duration::from_millis(1500),
+        || server.requests().len() >= 20,
         &[libc::SIGINT],
     );
     assert_eq!(out.status.code(), Some(1));
@@ -284,7 +260,7 @@ fn a_second_ctrl_c_writes_a_row_for_every_shot_it_abandons() {
     let (out, took) = interrupted(
         dir.path(),
         &cfg,
-        Duration::from_millis(1500),
+        || server.requests().len() >= 20,
         &[libc::SIGINT, libc::SIGINT],
     );
     assert!(took < Duration::from_secs(5), "tank took {took:?} to stop");

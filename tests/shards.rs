@@ -103,14 +103,6 @@ impl Drop for Killed {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Start the origin simulator with the steady recipe and wait for its "listening" line.
 fn origin(command: Command, listen: &str) -> Killed {
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/origin/steady.json");
@@ -166,7 +158,7 @@ fn three_shards_with_a_common_start_merge_into_the_unsharded_plan() {
             (listen, server)
         }
         None => {
-            let listen = format!("127.0.0.1:{}", free_port());
+            let listen = format!("127.0.0.1:{}", crate::support::component::free_port());
             let server = origin(tank(), &listen);
             (listen, server)
         }
@@ -433,7 +425,7 @@ fn three_processes_hold_fifty_thousand_connections_open() {
     let mut ini = String::new();
     let mut targets = Vec::new();
     for i in 0..3u64 {
-        let listen = format!("127.0.0.1:{}", free_port());
+        let listen = format!("127.0.0.1:{}", crate::support::component::free_port());
         targets.push(origin_with(tank(), &listen, &recipe));
         let share = HELD / 3 + u64::from(i < HELD % 3);
         let section = if i == 0 {

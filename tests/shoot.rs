@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::server::{Behaviour, Server};
-use crate::support::{artifacts, assert_ran, phout, shoot, tank, Row};
+use crate::support::{artifacts, assert_ran, interrupted, phout, shoot, tank, Row};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -600,41 +600,18 @@ fn bad_ammo_past_the_first_request_stops_the_test_before_its_first_shot() {
     assert!(server.requests().is_empty(), "no shot fired");
 }
 
-/// Run tank on `config` in `dir`, let it fire for 1.5 s, send `signals` 300 ms
-/// apart, and wait: its output, and how long it took to exit after the last signal.
-#[cfg(unix)]
-fn interrupted(
-    dir: &std::path::Path,
-    config: &str,
-    signals: &[i32],
-) -> (std::process::Output, Duration) {
-    std::fs::write(dir.join("load.ini"), config).unwrap();
-    let child = tank()
-        .args(["-c", "load.ini", "-q"])
-        .current_dir(dir)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    for (i, signal) in signals.iter().enumerate() {
-        if i > 0 {
-            std::thread::sleep(Duration::from_millis(300));
-        }
-        // SAFETY: signalling our own child process.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, *signal) }, 0);
-    }
-    let signalled = std::time::Instant::now();
-    let out = child.wait_with_output().unwrap();
-    (out, signalled.elapsed())
-}
-
 #[cfg(unix)]
 #[test]
 fn sigterm_stops_like_ctrl_c_and_still_writes_the_summary() {
     let server = Server::start(Behaviour::KeepAlive);
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(server.addr(), "rps_schedule = const(50,60s)\nuris = /");
-    let (out, _) = interrupted(dir.path(), &cfg, &[libc::SIGTERM]);
+    let (out, _) = interrupted(
+        dir.path(),
+        &cfg,
+        || server.requests().len() >= 20,
+        &[libc::SIGTERM],
+    );
     assert_eq!(out.status.code(), Some(1));
     let run = artifacts(dir.path());
     assert!(!phout(&run).is_empty());
@@ -647,7 +624,12 @@ fn ctrl_c_stops_firing_and_leaves_a_complete_phout() {
     let server = Server::start(Behaviour::KeepAlive);
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(server.addr(), "rps_schedule = const(50,60s)\nuris = /");
-    let (out, took) = interrupted(dir.path(), &cfg, &[libc::SIGINT]);
+    let (out, took) = interrupted(
+        dir.path(),
+        &cfg,
+        || server.requests().len() >= 20,
+        &[libc::SIGINT],
+    );
     assert!(took < Duration::from_secs(15), "tank took {took:?} to stop");
     assert_eq!(out.status.code(), Some(1));
     let rows = phout(&artifacts(dir.path()));

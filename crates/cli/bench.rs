@@ -57,7 +57,9 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         quantile: 99.0,
     };
     println!("Running {} test @ {name}", human_duration(args.duration));
-    let threads = target.base().queues[0]
+    let threads = target
+        .base()
+        .run
         .threads
         .map_or("default".to_owned(), |t| t.to_string());
     println!("  {threads} threads and {} connections", args.connections);

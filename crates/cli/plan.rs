@@ -13,7 +13,9 @@ use tank_plan::schedule::{self, RpsStep};
 use tank_plan::writer::OffThreadWriter;
 use tank_plan::{stpd, Plan, PlanTotals, Schedule};
 
-/// Run `tank plan`.
+/// Run `tank plan`: the run's prepare stage (every check `tank -c` makes
+/// before its first shot, with no network needed), then each selected
+/// queue's plan walked once.
 pub fn run(
     config_path: &Path,
     section: Option<&str>,
@@ -21,28 +23,19 @@ pub fn run(
     overrides: &[Override],
 ) -> Result<()> {
     let loaded = tank_config::load(config_path, overrides)?;
-    for warning in &loaded.warnings {
-        eprintln!("tank: warning: {warning}");
+    // A replay's capture becomes a sessions file here, as `tank -c` does it.
+    let mut prepared = tank_run::Prepared::new(&tank_run::Spec::new(loaded.clone()))?;
+    for note in prepared.notes() {
+        match note {
+            tank_run::Note::Warning(text) => eprintln!("tank: warning: {text}"),
+            tank_run::Note::Info(text) => eprintln!("tank: {text}"),
+        }
     }
-    // A replay's capture becomes a sessions file first, as `tank -c` does it.
-    let captures = tank_run::import_captures(&loaded, &mut |notice| match notice {
-        tank_run::Notice::Warning(text) => eprintln!("tank: warning: {text}"),
-        tank_run::Notice::Info(text) => eprintln!("tank: {text}"),
-        // An import tells nothing else.
-        _ => {}
-    })?;
-    let config = captures
-        .as_ref()
-        .map_or(&loaded, tank_run::Captures::config);
-    // Everything `tank -c` would reject before its first shot, rejected here too.
-    let instances = config.queues.iter().map(|q| u64::from(q.instances)).sum();
-    tank_run::autostop_for(config, instances)?;
-    for queue in &config.queues {
-        tank_engine::check_queue(queue, config.origin.is_some())?;
+    for unresolved in prepared.unresolved_targets() {
+        eprintln!("tank: warning: {unresolved} (here; `tank -c` looks it up again where it runs)");
     }
-    let queues = select_queues(config, section)?;
-    if stpd_out.is_some() && queues.len() > 1 {
-        let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
+    let names = select_queues(prepared.config(), section)?;
+    if stpd_out.is_some() && names.len() > 1 {
         bail!(
             "{}: --stpd writes one queue, and this config has {} ({}); choose one with --section",
             config_path.display(),
@@ -51,7 +44,10 @@ pub fn run(
         );
     }
     let mut report = String::new();
-    for queue in queues {
+    for (queue, plan) in prepared.plans_mut() {
+        if !names.contains(&queue.name) {
+            continue;
+        }
         if let LoadProfile::Rps(text) | LoadProfile::Instances(text) = &queue.load_profile {
             if schedule::is_blank(text) {
                 eprintln!(
@@ -64,7 +60,7 @@ pub fn run(
             }
         }
         // Its errors name the config file, line, section and option.
-        let summary = plan_queue(queue, stpd_out)?;
+        let summary = plan_queue(queue, plan, stpd_out)?;
         // Described as written: an imported capture by its own name.
         let written = loaded.queues.iter().find(|q| q.name == queue.name);
         describe(&mut report, written.unwrap_or(queue), &summary, stpd_out);
@@ -78,24 +74,20 @@ pub fn run(
     Ok(())
 }
 
-fn select_queues<'a>(
-    config: &'a TestConfig,
-    section: Option<&str>,
-) -> Result<Vec<&'a QueueConfig>> {
+/// The names of the queues `section` selects (all of them without one).
+fn select_queues(config: &TestConfig, section: Option<&str>) -> Result<Vec<String>> {
+    let names: Vec<String> = config.queues.iter().map(|q| q.name.clone()).collect();
     let Some(name) = section else {
-        return Ok(config.queues.iter().collect());
+        return Ok(names);
     };
-    match config.queues.iter().find(|q| q.name == name) {
-        Some(queue) => Ok(vec![queue]),
-        None => {
-            let names: Vec<&str> = config.queues.iter().map(|q| q.name.as_str()).collect();
-            bail!(
-                "{}: no queue `{name}`; the config has: {}",
-                config.path.display(),
-                names.join(", ")
-            )
-        }
+    if names.iter().any(|n| n == name) {
+        return Ok(vec![name.to_owned()]);
     }
+    bail!(
+        "{}: no queue `{name}`; the config has: {}",
+        config.path.display(),
+        names.join(", ")
+    )
 }
 
 struct QueueSummary {
@@ -107,8 +99,11 @@ struct QueueSummary {
     replay: Option<(CaptureStats, usize)>,
 }
 
-fn plan_queue(queue: &QueueConfig, stpd_out: Option<&Path>) -> Result<QueueSummary> {
-    let mut plan = Plan::new(queue)?;
+fn plan_queue(
+    queue: &QueueConfig,
+    plan: &mut Plan,
+    stpd_out: Option<&Path>,
+) -> Result<QueueSummary> {
     if stpd_out.is_some() && plan.capture().is_some() {
         eprintln!(
             "tank: warning: [{}] an stpd file has no sessions: it keeps each request's due \

@@ -23,10 +23,31 @@ impl Drop for Component {
     }
 }
 
-/// A port nobody listens on right now.
+/// A loopback port for a child process to listen on. A port the kernel
+/// hands out for `bind(0)` is an ephemeral one, which any outgoing connection
+/// of a test running beside this one (tank opens thousands) may take as its
+/// source port before the child binds it. So this picks ports below the
+/// kernel's ephemeral range, each free when picked and never handed out twice
+/// by this process.
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    let (low, high) = (10_000, ephemeral_low.max(10_001));
+    let span = high - low;
+    // Processes of one test run start apart in the range.
+    let offset = (std::process::id() * 7919) % span;
+    for _ in 0..span {
+        let port = low + (offset + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+        let port = u16::try_from(port).expect("below 65536");
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port from {low} to {high}");
 }
 
 /// The binary `name` from PATH or /usr/sbin, or `None` (after failing in CI) with why.

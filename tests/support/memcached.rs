@@ -2,7 +2,7 @@
 //! by a test and killed when it is dropped.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,11 +17,7 @@ impl Memcached {
     /// Start one; `None` (with the reason printed) when memcached is not
     /// installed outside CI. In CI (`CI=true`) a missing memcached fails the test.
     pub fn start() -> Option<Memcached> {
-        // A port the kernel just gave out is free for the moment it takes memcached to bind it.
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = super::component::free_port();
         let child = Command::new("memcached")
             .args([
                 "-l",

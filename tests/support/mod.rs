@@ -40,6 +40,49 @@ pub fn shoot(dir: &Path, config: &str, limit: Duration) -> Output {
     }
 }
 
+/// Start `tank -c load.ini -q` on `config` in `dir`, wait until `firing()`
+/// says it fires (a busy machine may take long to start a debug build, so no
+/// fixed sleep), then send `signals` 300 ms apart: its output, and how long it
+/// took to exit after the last signal.
+#[cfg(unix)]
+pub fn interrupted(
+    dir: &Path,
+    config: &str,
+    firing: impl Fn() -> bool,
+    signals: &[i32],
+) -> (Output, Duration) {
+    std::fs::write(dir.join("load.ini"), config).expect("write load.ini");
+    let mut child = tank()
+        .args(["-c", "load.ini", "-q"])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start tank");
+    let started = Instant::now();
+    while !firing() {
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("tank output");
+            panic!(
+                "tank did not fire within a minute\nstderr:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for (i, signal) in signals.iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        // SAFETY: signalling our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, *signal) }, 0);
+    }
+    let signalled = Instant::now();
+    let out = child.wait_with_output().expect("tank output");
+    (out, signalled.elapsed())
+}
+
 /// Fail with tank's stderr unless it exited 0.
 pub fn assert_ran(out: &Output) {
     assert!(

@@ -71,8 +71,6 @@ fn minimal_ini_gets_the_schema_defaults() {
             client_key: None,
             client_cipher_suites: vec![],
             ssl_verify: false,
-            buffered_seconds: 2,
-            threads: None,
             places: c.queues[0].places.clone(),
             depth: 1,
             measure: false,
@@ -173,7 +171,7 @@ threads = 4096
 "
     ));
     assert_eq!(at.queues[0].instances, crate::limits::MAX_INSTANCES);
-    assert_eq!(at.queues[0].threads, Some(crate::limits::MAX_THREADS));
+    assert_eq!(at.run.threads, Some(crate::limits::MAX_THREADS));
     let e = ini_err(&format!(
         "{MINIMAL}instances = 1000001
 "
@@ -459,13 +457,24 @@ fn ignored_phantom_options_are_accepted_but_type_checked() {
 }
 
 #[test]
-fn threads_is_a_positive_count_inherited_by_extra_queues() {
+fn threads_is_a_positive_count_for_the_whole_run_read_from_phantom() {
     let c = ini(&format!(
         "{MINIMAL}threads = 3\n[phantom-1]\nrps_schedule = const(1, 1s)\n"
     ));
-    assert_eq!(c.queues[0].threads, Some(3));
-    assert_eq!(c.queues[1].threads, Some(3));
-    assert_eq!(ini(MINIMAL).queues[0].threads, None);
+    assert_eq!(c.run.threads, Some(3));
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    assert_eq!(ini(MINIMAL).run.threads, None);
+    // An extra queue's own value is not used, and it is said so.
+    let c = ini(&format!(
+        "{MINIMAL}threads = 3\n[phantom-1]\nrps_schedule = const(1, 1s)\nthreads = 5\nbuffered_seconds = 4\n"
+    ));
+    assert_eq!((c.run.threads, c.run.buffered_seconds), (Some(3), 2));
+    assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+    assert!(
+        c.warnings[0].contains("[phantom-1] threads: `threads` holds for the whole run"),
+        "{:?}",
+        c.warnings
+    );
     for bad in ["all", "0", "-2"] {
         let e = ini_err(&format!("{MINIMAL}threads = {bad}\n"));
         assert_eq!(e.key(), Some("threads"), "{bad}");

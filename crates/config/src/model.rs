@@ -55,6 +55,31 @@ pub struct TestConfig {
     pub influx: Option<InfluxConfig>,
     /// `[prometheus]`: serve `/metrics` while the test runs.
     pub prometheus: Option<PrometheusConfig>,
+    /// The options written in `[phantom]` that hold for the whole run.
+    pub run: RunOptions,
+}
+
+/// Options written in `[phantom]` (as yandex-tank reads them there) that hold
+/// for the whole run, not for a queue: read from `[phantom]` only; an extra
+/// queue that writes its own gets a warning that it is not used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunOptions {
+    /// `threads`: how many I/O threads fire the test's shots, at most
+    /// [`crate::limits::MAX_THREADS`] (`None`: the default, as phantom's,
+    /// cores/2 + 1).
+    pub threads: Option<u32>,
+    /// `buffered_seconds`: how long a second waits for late replies before it
+    /// is final (yandex-tank's default: 2).
+    pub buffered_seconds: u32,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            threads: None,
+            buffered_seconds: 2,
+        }
+    }
 }
 
 /// One request queue: a `[phantom]`-style section.
@@ -112,13 +137,6 @@ pub struct QueueConfig {
     pub client_key: Option<PathBuf>,
     /// `client_cipher_suites`, split on `:` (empty: the TLS library's defaults).
     pub client_cipher_suites: Vec<String>,
-    /// `buffered_seconds`.
-    pub buffered_seconds: u32,
-    /// `threads`: how many I/O threads fire the test's shots, at most
-    /// [`crate::limits::MAX_THREADS`] (`None`: the
-    /// default, as phantom's, cores/2 + 1). Read from the first queue, as
-    /// yandex-tank reads it from `[phantom]` only.
-    pub threads: Option<u32>,
     /// Where each option the queue sees was written, for errors a later stage
     /// finds in a value (a certificate file that cannot be read, say).
     pub places: Places,

@@ -15,7 +15,7 @@ use crate::error::{ConfigError, OptionPlace, Place};
 use crate::limits::{grouped, MAX_DEPTH, MAX_INSTANCES, MAX_SHOTS, MAX_THREADS};
 use crate::model::{
     AmmoSource, AmmoType, Autocases, LoadProfile, MemcachedConfig, Places, QueueConfig,
-    ReplyLimits, TankType, WriteLog,
+    ReplyLimits, RunOptions, TankType, WriteLog,
 };
 use crate::options::SCHEDULE_KEYS;
 use crate::raw::{RawEntry, RawSection, RawValue};
@@ -212,19 +212,46 @@ pub(crate) fn build(
             .filter(|name| !name.is_empty())
             .map(str::to_owned)
             .collect(),
-        buffered_seconds: {
-            let n = q.get("buffered_seconds", convert::integer)?.unwrap_or(2);
-            non_negative(q, "buffered_seconds", n)?
-        },
-        threads: q
-            .get("threads", convert::integer)?
-            .map(|n| bounded_u32(q, "threads", n, MAX_THREADS))
-            .transpose()?,
         places: q.places(file),
         depth: depth(q, tank_type)?,
         measure: measure(q, open_loop)?,
         arrivals: arrivals(q, open_loop)?,
     })
+}
+
+/// The run-wide options `[phantom]` holds (see [`RunOptions`]).
+pub(crate) fn run_options(main: &Layered<'_>) -> Result<RunOptions, ConfigError> {
+    let defaults = RunOptions::default();
+    Ok(RunOptions {
+        threads: main
+            .get("threads", convert::integer)?
+            .map(|n| bounded_u32(main, "threads", n, MAX_THREADS))
+            .transpose()?,
+        buffered_seconds: match main.get("buffered_seconds", convert::integer)? {
+            Some(n) => non_negative(main, "buffered_seconds", n)?,
+            None => defaults.buffered_seconds,
+        },
+    })
+}
+
+/// Warnings for the run-wide options an extra queue writes in its own
+/// section: they are read from `[phantom]` only.
+pub(crate) fn unused_run_options(extra: &RawSection) -> Vec<ConfigError> {
+    ["threads", "buffered_seconds"]
+        .into_iter()
+        .filter_map(|key| extra.get(key))
+        .map(|entry| {
+            entry_error(
+                &extra.name,
+                entry,
+                format!(
+                    "`{}` holds for the whole run and is read from [phantom] only, as \
+                     yandex-tank reads it: this value is not used",
+                    entry.key
+                ),
+            )
+        })
+        .collect()
 }
 
 /// `arrivals` and `arrivals_seed`: drawn gaps space an rps schedule's shots only.

@@ -11,7 +11,7 @@ use crate::error::ConfigError;
 use crate::export;
 use crate::memcached;
 use crate::model::{
-    AutostopConfig, ConfigFormat, ConsoleConfig, CoreConfig, RcAssertConfig, TestConfig,
+    AutostopConfig, ConfigFormat, ConsoleConfig, CoreConfig, RcAssertConfig, RunOptions, TestConfig,
 };
 use crate::monitoring;
 use crate::options::{self, Kind, SCHEDULE_KEYS};
@@ -77,6 +77,7 @@ pub(crate) fn validate(
         monitoring: None,
         influx: None,
         prometheus: None,
+        run: RunOptions::default(),
     };
     for (section, kind) in raw.sections.iter().zip(&kinds) {
         match kind {
@@ -153,7 +154,13 @@ pub(crate) fn validate(
         path,
         config.memcached.as_ref(),
     )?);
+    config.run = queue::run_options(&Layered::main(main))?;
     for extra in extras {
+        config.warnings.extend(
+            queue::unused_run_options(extra)
+                .into_iter()
+                .map(|w| w.in_file(path).to_string()),
+        );
         config.queues.push(queue::build(
             &Layered::extra(main, extra),
             path,

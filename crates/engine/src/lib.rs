@@ -260,11 +260,26 @@ impl Engine {
         let queues = config
             .queues
             .iter()
-            .map(|queue| prepare_queue(queue, origin, shard))
+            .map(|queue| CheckedQueue::check(queue, origin.is_some(), shard))
+            .collect::<Result<_, _>>()?;
+        Engine::new(queues, origin, config.run.threads)
+    }
+
+    /// The engine for `queues`, checked before: each gun's target resolved
+    /// now (`origin` is the in-process simulator's address, for `address =
+    /// origin`), `threads` I/O threads (`None`: phantom's default).
+    pub fn new(
+        queues: Vec<CheckedQueue>,
+        origin: Option<SocketAddr>,
+        threads: Option<u32>,
+    ) -> Result<Engine, EngineError> {
+        let queues = queues
+            .into_iter()
+            .map(|checked| checked.prepare(origin))
             .collect::<Result<_, _>>()?;
         Ok(Engine {
             queues,
-            io_threads: IoThreadCount::choose(config.queues.first().and_then(|q| q.threads)),
+            io_threads: IoThreadCount::choose(threads),
         })
     }
 
@@ -410,36 +425,72 @@ impl Engine {
     }
 }
 
-fn prepare_queue(
-    queue: &QueueConfig,
-    origin: Option<SocketAddr>,
-    shard: Shard,
-) -> Result<PreparedQueue, EngineError> {
-    let plan = Plan::sharded(queue, shard).map_err(EngineError::Plan)?;
-    let gun = gun::Guns::build(queue, origin)?;
-    let sessions = matches!(plan.model(), tank_plan::Model::Sessions { .. }).then(Arc::default);
-    Ok(PreparedQueue {
-        name: queue.name.clone(),
-        pool: plan.model().instances(),
-        schedule_ms: plan
-            .model()
-            .deadline()
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-        planned: plan.planned_count().cloned(),
-        plan,
-        gun,
-        writelog: queue.writelog,
-        active: Arc::default(),
-        sessions,
-    })
+/// A queue whose input is checked — its plan opened, its gun's options read
+/// — with nothing resolved or connected yet: what `tank plan` checks, and
+/// what a run turns into a [`PreparedQueue`] once its target resolves.
+pub struct CheckedQueue {
+    name: String,
+    plan: Plan,
+    gun: gun::GunSpec,
+    writelog: WriteLog,
 }
 
-/// Check what the engine would reject in `queue` besides its plan (the
-/// target, TLS files and suites), without firing: what `tank plan` checks.
-/// `has_origin` says whether the config starts the origin simulator.
-pub fn check_queue(queue: &QueueConfig, has_origin: bool) -> Result<(), EngineError> {
-    let stand_in = has_origin.then(|| SocketAddr::from(([127, 0, 0, 1], 0)));
-    gun::Guns::build(queue, stand_in).map(drop)
+impl CheckedQueue {
+    /// Check `shard`'s slice of `queue`: its plan and gun options (see
+    /// [`gun::GunSpec::check`]); `has_origin` says whether the config starts
+    /// the origin simulator. No network.
+    pub fn check(
+        queue: &QueueConfig,
+        has_origin: bool,
+        shard: Shard,
+    ) -> Result<CheckedQueue, EngineError> {
+        Ok(CheckedQueue {
+            name: queue.name.clone(),
+            plan: Plan::sharded(queue, shard).map_err(EngineError::Plan)?,
+            gun: gun::GunSpec::check(queue, has_origin)?,
+            writelog: queue.writelog,
+        })
+    }
+
+    /// The section name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The plan, unwalked.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The plan, to walk (`tank plan`); a queue walked is not fired.
+    pub fn plan_mut(&mut self) -> &mut Plan {
+        &mut self.plan
+    }
+
+    /// The target as it resolves here and now (a host name is looked up); an
+    /// error names where `address` was written.
+    pub fn resolve_target(&self, origin: Option<SocketAddr>) -> Result<SocketAddr, EngineError> {
+        self.gun.target(origin).map(|target| target.addr)
+    }
+
+    fn prepare(self, origin: Option<SocketAddr>) -> Result<PreparedQueue, EngineError> {
+        let plan = self.plan;
+        let sessions = matches!(plan.model(), tank_plan::Model::Sessions { .. }).then(Arc::default);
+        Ok(PreparedQueue {
+            name: self.name,
+            pool: plan.model().instances(),
+            schedule_ms: plan
+                .model()
+                .deadline()
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            planned: plan.planned_count().cloned(),
+            plan,
+            gun: self.gun.resolve(origin)?,
+            writelog: self.writelog,
+            active: Arc::default(),
+            sessions,
+        })
+    }
 }
 
 /// The longest period of the I/O threads' timer anchors (see [`io_threads`]).

@@ -424,7 +424,7 @@ mod tests {
         let q = &open.config.queues[0];
         assert_eq!(q.load_profile, LoadProfile::Rps("const(800,2.500s)".into()));
         assert_eq!(
-            (q.instances, q.threads, q.timeout),
+            (q.instances, open.config.run.threads, q.timeout),
             (64, Some(1), Duration::from_millis(2000))
         );
         assert_eq!(open.config.core.artifacts_dir.as_deref(), Some("out/1"));

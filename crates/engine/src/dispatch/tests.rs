@@ -175,16 +175,17 @@ fn a_thread_that_cannot_run_leaves_its_shots_to_the_other() {
     let spawner = io.spawner();
     let start = Instant::now();
     let run = run(&io, start, 2, Discipline::Open);
-    // Shots due from 100 ms on, offered while both threads have idle instances.
-    let from = start.elapsed().as_millis() as u64 + 100;
+    // Shots due from 1 s on, offered while both threads have idle instances
+    // (a second leaves a busy machine time to block thread 0 before they are due).
+    let from = start.elapsed().as_millis() as u64 + 1000;
     run.offer_all((0..10).map(|i| shot(i, Some(from + 5 * i as u64))));
-    // Then thread 0 stops running for 500 ms, as a busy CPU or an unscheduled vCPU would.
+    // Then thread 0 stops running for 2 s, as a busy CPU or an unscheduled vCPU would.
     std::thread::sleep(Duration::from_millis(10));
     let (held, holding) = std::sync::mpsc::channel();
     let mut blocker = JoinSet::new();
     spawner.spawn(&mut blocker, spawner.thread_for(0), async move {
         held.send(start.elapsed()).unwrap();
-        std::thread::sleep(Duration::from_millis(500));
+        std::thread::sleep(Duration::from_millis(2000));
     });
     let blocked_at = holding.recv().unwrap();
     assert!(

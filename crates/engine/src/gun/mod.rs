@@ -1,6 +1,6 @@
 //! The guns: how a queue's instances talk to its target. A gun is a protocol,
 //! not a flag: each protocol is a module behind the two traits here, and
-//! `tank_type` becomes a gun in one place, [`Guns::build`].
+//! `tank_type` becomes a protocol in one place, [`GunSpec::check`].
 //!
 //! Above the guns, an instance (`queue.rs`) takes work from its dispatch —
 //! a shot, a replayed session's request — stamps its start and lag, fires it
@@ -52,7 +52,8 @@
 //!
 //! Members: [`wire`] (HTTP/1.x, plain TCP, memcached: replies come back in
 //! request order on the connection). A new protocol is a new module, a new
-//! variant of [`Guns`] and an arm in [`Guns::build`] and `queue::run`.
+//! variant of [`Guns`] and an arm in [`GunSpec::check`], [`GunSpec::resolve`] and
+//! `queue::run`.
 
 pub(crate) mod measure;
 pub mod wire;
@@ -108,41 +109,57 @@ pub(crate) trait Barrel: Send + 'static {
     fn hang_up(&mut self);
 }
 
-/// The gun a queue's `tank_type` asks for.
-pub(crate) enum Guns {
-    /// `http`, `none` and `memcached`: see [`wire`].
-    Wire(Arc<WireGun>),
+/// Where a queue's gun shoots, as written: resolved only by [`GunSpec::resolve`].
+#[derive(Debug, Clone)]
+enum Address {
+    /// `address = origin`: the in-process simulator, known once it listens.
+    Origin,
+    /// A host (a name or an IP) and the port to use.
+    Host { address: String, port: Option<u16> },
 }
 
-impl Guns {
-    /// The gun `queue` asks for, its target resolved and its TLS set up;
-    /// `origin` is the in-process simulator's address, for `address = origin`.
-    /// The one place where `tank_type` becomes a protocol.
-    pub(crate) fn build(
-        queue: &QueueConfig,
-        origin: Option<SocketAddr>,
-    ) -> Result<Guns, EngineError> {
+/// A queue's gun as its options ask for it: every option checked (the
+/// address's form, TLS files and suites, the protocol), nothing resolved or
+/// connected. [`GunSpec::resolve`] turns it into the gun that fires.
+pub struct GunSpec {
+    address: Address,
+    ssl: bool,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    protocol: Protocol,
+    timeout: Duration,
+    sources: Vec<std::net::IpAddr>,
+    depth: usize,
+    /// Where `address` was written, for resolution errors.
+    address_at: tank_config::OptionPlace,
+}
+
+impl GunSpec {
+    /// Check the gun options of `queue`; `has_origin` says whether the config
+    /// starts the origin simulator (`address = origin` needs it). The one
+    /// place where `tank_type` becomes a protocol. Pure: no network.
+    pub fn check(queue: &QueueConfig, has_origin: bool) -> Result<GunSpec, EngineError> {
         let at =
             |key: &str, message: String| EngineError::Option(queue.places.of(key).error(message));
-        let target = if queue.address.trim() == ORIGIN_ADDRESS {
-            let addr = origin.ok_or_else(|| {
-                at(
+        let address = if queue.address.trim() == ORIGIN_ADDRESS {
+            if !has_origin {
+                return Err(at(
                     "address",
                     "`origin` is the origin simulator: it needs an [origin] section".into(),
-                )
-            })?;
-            target::Target {
-                addr,
-                host: addr.ip().to_string(),
+                ));
             }
+            Address::Origin
         } else {
+            let (_, written_port) =
+                target::split_address(&queue.address).map_err(|m| at("address", m))?;
             // memcached's own port when the address names none.
             let port = queue.port.or_else(|| {
-                let bare =
-                    target::split_address(&queue.address).is_ok_and(|(_, port)| port.is_none());
-                (queue.tank_type == TankType::Memcached && bare).then_some(MEMCACHED_PORT)
+                (queue.tank_type == TankType::Memcached && written_port.is_none())
+                    .then_some(MEMCACHED_PORT)
             });
-            target::resolve(&queue.address, port, queue.ssl).map_err(|m| at("address", m))?
+            Address::Host {
+                address: queue.address.clone(),
+                port,
+            }
         };
         let tls = if queue.ssl {
             let options = tls::TlsOptions {
@@ -160,17 +177,60 @@ impl Guns {
             TankType::None => Protocol::Tcp,
             TankType::Memcached => Protocol::Memcached,
         };
-        let gun = WireGun::new(
-            target,
+        Ok(GunSpec {
+            address,
+            ssl: queue.ssl,
             tls,
             protocol,
-            queue.timeout,
-            queue.gatling_ip.clone(),
-        )
-        .with_depth(queue.depth as usize);
-        Ok(Guns::Wire(Arc::new(gun)))
+            timeout: queue.timeout,
+            sources: queue.gatling_ip.clone(),
+            depth: queue.depth as usize,
+            address_at: queue.places.of("address"),
+        })
     }
 
+    /// The target, resolved (a host name is looked up now); `origin` is the
+    /// in-process simulator's address, for `address = origin`.
+    pub fn target(&self, origin: Option<SocketAddr>) -> Result<target::Target, EngineError> {
+        match &self.address {
+            Address::Origin => {
+                let addr = origin.ok_or_else(|| {
+                    EngineError::Option(
+                        self.address_at
+                            .error("`origin` is the origin simulator, which is not running"),
+                    )
+                })?;
+                Ok(target::Target {
+                    addr,
+                    host: addr.ip().to_string(),
+                })
+            }
+            Address::Host { address, port } => target::resolve(address, *port, self.ssl)
+                .map_err(|m| EngineError::Option(self.address_at.error(m))),
+        }
+    }
+
+    /// The gun that fires: its target resolved (see [`GunSpec::target`]).
+    pub(crate) fn resolve(&self, origin: Option<SocketAddr>) -> Result<Guns, EngineError> {
+        let gun = WireGun::new(
+            self.target(origin)?,
+            self.tls.clone(),
+            self.protocol,
+            self.timeout,
+            self.sources.clone(),
+        )
+        .with_depth(self.depth);
+        Ok(Guns::Wire(Arc::new(gun)))
+    }
+}
+
+/// The gun a queue's `tank_type` asks for, ready to fire.
+pub(crate) enum Guns {
+    /// `http`, `none` and `memcached`: see [`wire`].
+    Wire(Arc<WireGun>),
+}
+
+impl Guns {
     /// The endpoint shot at (resolved address and port).
     pub(crate) fn endpoint(&self) -> SocketAddr {
         match self {
