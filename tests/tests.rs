@@ -12,6 +12,7 @@ mod prepare;
 mod replay;
 mod report;
 mod run;
+mod scenario;
 mod shards;
 mod shoot;
 mod support;

@@ -3,6 +3,7 @@
 pub mod component;
 pub mod memcached;
 pub mod server;
+pub mod shop;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -51,11 +51,13 @@ pub struct FeedReport {
 /// ready stpd file's (which may be either) as phantom does, at once and held
 /// until due, which is what makes an instance start at its start time; a
 /// replay's sessions go to instances of their own.
-/// A replay counts its sessions in `tally`.
+/// A replay counts its sessions in `tally`; a scenario queue's shots are
+/// runs its instances play through `play`.
 pub(crate) fn handoff(
     model: &Model,
     start: std::time::Instant,
     tally: &Arc<crate::tally::SessionTally>,
+    play: Option<Arc<crate::queue::scenario::Play>>,
 ) -> Handoff {
     let discipline = match model {
         Model::Open { .. } => Discipline::Open,
@@ -65,7 +67,11 @@ pub(crate) fn handoff(
             return Handoff::Sessions(Arc::new(sessions));
         }
     };
-    Handoff::Shots(Arc::new(Dispatch::new(start, discipline)))
+    let dispatch = Arc::new(Dispatch::new(start, discipline));
+    match play {
+        Some(play) => Handoff::Scenarios(dispatch, play),
+        None => Handoff::Shots(dispatch),
+    }
 }
 
 /// Hand `batch` over, waiting while the dispatch is full. It sleeps: the

@@ -41,6 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use active::Active;
 pub use io_threads::IoThreads;
+pub use queue::scenario::{FailureCount, ScenarioCounts, ScenarioReport, ScenarioTally};
 pub use sink::{Answer, AnswerSink, SampleSink};
 pub use tally::{SessionCounts, SessionTally};
 
@@ -123,6 +124,8 @@ pub struct PreparedQueue {
     active: Arc<Active>,
     /// A replay's sessions as they go (`None` for other models).
     sessions: Option<Arc<SessionTally>>,
+    /// A scenario queue's setup (`None` for other ammo).
+    scenario: Option<Arc<queue::scenario::Play>>,
 }
 
 impl PreparedQueue {
@@ -161,6 +164,11 @@ impl PreparedQueue {
     /// A replay's sessions running, started and completed (`None` for other models).
     pub fn sessions(&self) -> Option<Arc<SessionTally>> {
         self.sessions.clone()
+    }
+
+    /// A scenario queue's runs as they go (`None` for other ammo).
+    pub fn scenarios(&self) -> Option<Arc<ScenarioTally>> {
+        self.scenario.as_ref().map(|play| Arc::clone(play.tally()))
     }
 
     /// A replay's span: when its last request is due, from the start (`None`
@@ -220,6 +228,9 @@ pub struct QueueReport {
     pub fired: u64,
     /// A plan or ammo error met during the run (the queue stopped there).
     pub error: Option<EngineError>,
+    /// A scenario queue's runs (`None` for other ammo). Its `planned` and
+    /// `fired` count requests (rows); the runs are counted here.
+    pub scenario: Option<ScenarioReport>,
 }
 
 impl QueueReport {
@@ -319,14 +330,21 @@ impl Engine {
             let known = queue.planned.as_ref().map(PlannedCount::total);
             let count_rest = Arc::new(AtomicBool::new(false));
             let tally = queue.sessions.clone().unwrap_or_default();
-            let handoff = feed::handoff(queue.plan.model(), clock.start.into_std(), &tally);
+            let handoff = feed::handoff(
+                queue.plan.model(),
+                clock.start.into_std(),
+                &tally,
+                queue.scenario.clone(),
+            );
             let spawned = match &handoff {
-                queue::Handoff::Shots(dispatch) => feed::spawn(
-                    queue.plan,
-                    queue.name.clone(),
-                    Arc::clone(&count_rest),
-                    Arc::clone(dispatch),
-                ),
+                queue::Handoff::Shots(dispatch) | queue::Handoff::Scenarios(dispatch, _) => {
+                    feed::spawn(
+                        queue.plan,
+                        queue.name.clone(),
+                        Arc::clone(&count_rest),
+                        Arc::clone(dispatch),
+                    )
+                }
                 queue::Handoff::Sessions(sessions) => feed::spawn_replay(
                     queue.plan,
                     queue.name.clone(),
@@ -334,10 +352,18 @@ impl Engine {
                     Arc::clone(sessions),
                 ),
             };
+            let mut launched = Launched {
+                name: queue.name.clone(),
+                running: None,
+                start_error: None,
+                known,
+                scenario: queue.scenario.clone(),
+            };
             let feeder = match spawned {
                 Ok(started) => started,
                 Err(error) => {
-                    feeders.push((queue.name.clone(), None, Some(error.to_string()), None));
+                    launched.start_error = Some(error.to_string());
+                    feeders.push(launched);
                     continue;
                 }
             };
@@ -360,12 +386,8 @@ impl Engine {
                 fired: Default::default(),
                 count_rest: known.is_none().then_some(count_rest),
             });
-            feeders.push((
-                queue.name.clone(),
-                Some((feeder, Arc::clone(&shared))),
-                None,
-                known,
-            ));
+            launched.running = Some((feeder, Arc::clone(&shared)));
+            feeders.push(launched);
             // Queues continue each other's spread, so small queues share the threads too.
             tasks.spawn(queue::run(
                 shared,
@@ -381,46 +403,76 @@ impl Engine {
         let samples_dropped = samples.dropped();
         drop(samples);
         let mut reports = Vec::new();
-        for (name, running, start_error, known) in feeders {
-            let Some((feeder, shared)) = running else {
-                let message = start_error.unwrap_or_default();
-                reports.push(QueueReport {
-                    name: name.clone(),
-                    planned: None,
-                    fired: 0,
-                    error: Some(EngineError::Queue {
-                        queue: name,
-                        message,
-                    }),
-                });
-                continue;
-            };
-            // Halting lets a feeder waiting for room see the end.
-            shared.handoff.halt();
-            let fired = shared.fired.load(Ordering::Relaxed);
-            let feed = tokio::task::spawn_blocking(move || feeder.join()).await;
-            let (counted, error) = match feed {
-                Ok(Ok(Ok(report))) => (report.complete.then_some(report.planned), None),
-                Ok(Ok(Err(error))) => (None, Some(EngineError::Plan(error))),
-                _ => (
-                    None,
-                    Some(EngineError::Queue {
-                        queue: name.clone(),
-                        message: "the feeder thread failed".into(),
-                    }),
-                ),
-            };
-            reports.push(QueueReport {
-                name,
-                planned: known.or(counted),
-                fired,
-                error,
-            });
+        for launched in feeders {
+            reports.push(launched.report().await);
         }
         RunReport {
             queues: reports,
             elapsed,
             samples_dropped,
+        }
+    }
+}
+
+/// A queue as `Engine::run` started it, to report on once it ends.
+struct Launched {
+    name: String,
+    /// Its feeder and shared state; `None` when its feeder could not start.
+    running: Option<(feed::Feeder, Arc<queue::Shared>)>,
+    start_error: Option<String>,
+    /// The plan's count, when known without walking it.
+    known: Option<u64>,
+    scenario: Option<Arc<queue::scenario::Play>>,
+}
+
+impl Launched {
+    /// How the queue went: its feeder joined (it counts what the queue left).
+    async fn report(self) -> QueueReport {
+        let name = self.name;
+        let Some((feeder, shared)) = self.running else {
+            let message = self.start_error.unwrap_or_default();
+            return QueueReport {
+                name: name.clone(),
+                planned: None,
+                fired: 0,
+                error: Some(EngineError::Queue {
+                    queue: name,
+                    message,
+                }),
+                scenario: None,
+            };
+        };
+        // Halting lets a feeder waiting for room see the end.
+        shared.handoff.halt();
+        let fired = shared.fired.load(Ordering::Relaxed);
+        let feed = tokio::task::spawn_blocking(move || feeder.join()).await;
+        let (counted, error) = match feed {
+            Ok(Ok(Ok(report))) => (report.complete.then_some(report.planned), None),
+            Ok(Ok(Err(error))) => (None, Some(EngineError::Plan(error))),
+            _ => (
+                None,
+                Some(EngineError::Queue {
+                    queue: name.clone(),
+                    message: "the feeder thread failed".into(),
+                }),
+            ),
+        };
+        match self.scenario {
+            // The plan counts runs; the rows they made are `fired`.
+            Some(play) => QueueReport {
+                name,
+                planned: None,
+                fired,
+                error,
+                scenario: Some(play.report(counted)),
+            },
+            None => QueueReport {
+                name,
+                planned: self.known.or(counted),
+                fired,
+                error,
+                scenario: None,
+            },
         }
     }
 }
@@ -433,6 +485,8 @@ pub struct CheckedQueue {
     plan: Plan,
     gun: gun::GunSpec,
     writelog: WriteLog,
+    /// A scenario queue's setup (`None` for other ammo).
+    scenario: Option<Arc<queue::scenario::Play>>,
 }
 
 impl CheckedQueue {
@@ -444,11 +498,24 @@ impl CheckedQueue {
         has_origin: bool,
         shard: Shard,
     ) -> Result<CheckedQueue, EngineError> {
+        let plan = Plan::sharded(queue, shard).map_err(EngineError::Plan)?;
+        let gun = gun::GunSpec::check(queue, has_origin)?;
+        let scenario = match plan.scenarios() {
+            None => None,
+            Some(book) => {
+                let runs = plan.planned_count().map(PlannedCount::total);
+                let play =
+                    queue::scenario::Play::new(queue, Arc::clone(book), &gun.host(), shard, runs)
+                        .map_err(|m| EngineError::Option(queue.places.of("headers").error(m)))?;
+                Some(Arc::new(play))
+            }
+        };
         Ok(CheckedQueue {
             name: queue.name.clone(),
-            plan: Plan::sharded(queue, shard).map_err(EngineError::Plan)?,
-            gun: gun::GunSpec::check(queue, has_origin)?,
+            plan,
+            gun,
             writelog: queue.writelog,
+            scenario,
         })
     }
 
@@ -483,12 +550,17 @@ impl CheckedQueue {
                 .model()
                 .deadline()
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-            planned: plan.planned_count().cloned(),
+            // A scenario plan counts runs; the rows a run makes are not known ahead.
+            planned: plan
+                .planned_count()
+                .filter(|_| self.scenario.is_none())
+                .cloned(),
             plan,
             gun: self.gun.resolve(origin)?,
             writelog: self.writelog,
             active: Arc::default(),
             sessions,
+            scenario: self.scenario,
         })
     }
 }

@@ -35,6 +35,10 @@ pub enum PlanError {
         /// What was wrong and what was expected.
         message: String,
     },
+    /// A scenario file (or one of its sources) that cannot be used: names
+    /// the file and line.
+    #[error("{0}")]
+    Scenario(tank_scenario::ScenarioError),
     /// An ammo or stpd file that cannot be opened or read.
     #[error("{}: {error}", path.display())]
     Io {
@@ -71,7 +75,7 @@ impl PlanError {
     pub fn located_in(self, places: &tank_config::Places, ammo_key: &str) -> Self {
         let located = match &self {
             PlanError::Located(_) => return self,
-            PlanError::Ammo { .. } | PlanError::Io { .. } => {
+            PlanError::Ammo { .. } | PlanError::Io { .. } | PlanError::Scenario(_) => {
                 places.of(ammo_key).error(self.to_string())
             }
             PlanError::Schedule { key, .. } => places.of(key).error(self.to_string()),

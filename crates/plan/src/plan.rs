@@ -494,6 +494,16 @@ impl Plan {
         }
     }
 
+    /// A scenario file's compiled book (`ammo_type = scenario`; `None` for
+    /// other plans): each of this plan's shots is a run of one of its
+    /// scenarios, named by the shot's bytes.
+    pub fn scenarios(&self) -> Option<&std::sync::Arc<tank_scenario::Book>> {
+        match &self.source {
+            Source::Stepped(stepper) => stepper.scenarios(),
+            Source::Stpd(_) | Source::Sessions(_) => None,
+        }
+    }
+
     /// The ammo format being read (`stpd` for a ready stpd file).
     pub fn ammo_format(&self) -> &'static str {
         match &self.source {

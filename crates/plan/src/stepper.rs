@@ -136,6 +136,11 @@ impl Stepper {
         }
     }
 
+    /// A scenario file's compiled book (`None` for other ammo).
+    pub fn scenarios(&self) -> Option<&std::sync::Arc<tank_scenario::Book>> {
+        self.reader.scenarios()
+    }
+
     /// The ammo format being read (after the phantom/uri sniff).
     pub fn ammo_format(&self) -> &'static str {
         self.reader.format()

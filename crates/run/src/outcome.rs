@@ -11,6 +11,7 @@ use std::time::Duration;
 use tank_config::{LoadProfile, TestConfig};
 use tank_engine::{Engine, QueueReport, RunReport};
 use tank_report::stream::write_outputs;
+use tank_report::summary::{FailureRow, ScenarioRow};
 use tank_report::{Meta, RunCounts, Summary};
 use tank_stats::autostop::{codes, rcassert};
 
@@ -170,6 +171,42 @@ pub(crate) struct Notes {
     pub timer_fallback: Option<String>,
 }
 
+/// The scenario queues' runs, added up (`None` when no queue ran scenarios).
+fn scenario_row(report: &RunReport) -> Option<ScenarioRow> {
+    let mut total: Option<ScenarioRow> = None;
+    for queue in &report.queues {
+        let Some(scenario) = &queue.scenario else {
+            continue;
+        };
+        let counts = scenario.counts;
+        total
+            .get_or_insert_with(|| ScenarioRow {
+                runs_planned: Some(0),
+                ..ScenarioRow::default()
+            })
+            .add(ScenarioRow {
+                runs_planned: scenario.planned_runs,
+                runs_started: counts.started,
+                runs_completed: counts.completed,
+                runs_failed: counts.failed,
+                runs_broken: counts.broken,
+                runs_stopped: counts.stopped,
+                failures: scenario
+                    .failures
+                    .iter()
+                    .map(|f| FailureRow {
+                        queue: queue.name.clone(),
+                        request: f.request.clone(),
+                        code: f.code.0,
+                        reason: f.reason.clone(),
+                        count: f.count,
+                    })
+                    .collect(),
+            });
+    }
+    total
+}
+
 /// Build the summary, decide the exit code, write the reports and log the end.
 pub(crate) fn finish(
     spec: &Spec,
@@ -206,6 +243,9 @@ pub(crate) fn finish(
             peak_running: sessions.peak,
             pool,
         });
+    }
+    if let Some(row) = scenario_row(&report) {
+        summary.set_scenarios(row);
     }
     if let Some(watched) = &measured.watched {
         summary.monitoring = watched.recorder.align(&summary.timeline.ts);

@@ -189,6 +189,24 @@ impl GunSpec {
         })
     }
 
+    /// The host requests name (an HTTP `Host` header's default): the
+    /// address without its port, an IPv6 address in brackets; `localhost`
+    /// for the origin simulator. No lookup.
+    pub fn host(&self) -> String {
+        match &self.address {
+            Address::Origin => "localhost".to_owned(),
+            Address::Host { address, .. } => {
+                let host = target::split_address(address)
+                    .map_or_else(|_| address.trim().to_owned(), |(host, _)| host);
+                if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host
+                }
+            }
+        }
+    }
+
     /// The target, resolved (a host name is looked up now); `origin` is the
     /// in-process simulator's address, for `address = origin`.
     pub fn target(&self, origin: Option<SocketAddr>) -> Result<target::Target, EngineError> {

@@ -13,6 +13,7 @@ mod passes;
 mod phantom;
 mod pybytes;
 pub mod request;
+pub mod scenario;
 pub mod source;
 mod uri;
 mod uripost;
@@ -74,6 +75,8 @@ pub enum AmmoReader {
     Uris(uris::UrisReader),
     /// The `[memcached]` workload.
     Memcached(Box<memcached::WorkloadReader>),
+    /// A scenario file: each missile is a scenario run, by name.
+    Scenario(scenario::ScenarioReader),
 }
 
 impl AmmoReader {
@@ -117,6 +120,9 @@ impl AmmoReader {
                         .into(),
                 ))
             }
+            AmmoType::Scenario => {
+                AmmoReader::Scenario(scenario::ScenarioReader::open(path, queue.arrivals.seed)?)
+            }
         })
     }
 
@@ -129,6 +135,7 @@ impl AmmoReader {
             AmmoReader::Access(_) => "access",
             AmmoReader::Uris(_) => "uris",
             AmmoReader::Memcached(_) => "memcached",
+            AmmoReader::Scenario(_) => "scenario",
         }
     }
 
@@ -141,6 +148,15 @@ impl AmmoReader {
             AmmoReader::Access(r) => r.advance(st, slot),
             AmmoReader::Uris(r) => r.advance(st, slot),
             AmmoReader::Memcached(r) => r.advance(st, slot),
+            AmmoReader::Scenario(r) => r.advance(st, slot),
+        }
+    }
+
+    /// A scenario file's compiled book (`None` for other ammo).
+    pub fn scenarios(&self) -> Option<&std::sync::Arc<tank_scenario::Book>> {
+        match self {
+            AmmoReader::Scenario(r) => Some(r.book()),
+            _ => None,
         }
     }
 }

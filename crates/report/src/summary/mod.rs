@@ -14,9 +14,12 @@ use tank_stats::{Field, GroupStats, TotalStats, QUANTILES};
 use crate::monitoring::HostSeries;
 use crate::timeline::Timeline;
 
+mod scenario;
 #[cfg(test)]
 pub(crate) mod tests;
 mod text;
+
+pub use scenario::{FailureRow, ScenarioRow};
 
 /// `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,6 +61,9 @@ pub struct Summary {
     /// A replay's sessions (`ammo_type = sessions`), when the run was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayRow>,
+    /// Scenario runs (`ammo_type = scenario`), when the run had any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenarios: Option<ScenarioRow>,
     /// Why autostop stopped the run, if it did.
     pub autostop: Option<AutostopRow>,
     /// What makes the numbers untrustworthy, or says nothing worked (see [`crate::warnings`]).
@@ -321,6 +327,7 @@ impl Summary {
         Summary {
             meta,
             replay: None,
+            scenarios: None,
             duration_s,
             active_s,
             start_unix_s: totals.span.map(|(first, _)| first),
