@@ -370,6 +370,7 @@ fn html_report_and_comparison_render_in_headless_chromium() {
     );
     let (dom, log) = render(&browser, &report_page);
     assert_rendered("report.html", &dom, &log, 5);
+    assert_the_headline_comes_first(&dom, &out);
     for heading in [
         "Response time quantiles per second",
         "HTTP codes per second",
@@ -398,6 +399,213 @@ fn html_report_and_comparison_render_in_headless_chromium() {
     );
     let (dom, log) = render(&browser, &compare_page);
     assert_rendered("compare.html", &dom, &log, 2);
+    // The durations the text gives, to the same tenth of a second.
+    let stdout = text(&compared.stdout);
+    let a_duration = stdout
+        .split("duration: A ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .expect("the text's durations");
+    assert!(
+        dom.contains(&format!(
+            "<td>duration s</td><td>{a_duration}</td><td>{a_duration}</td>"
+        )),
+        "compare.html's durations are not the text's {a_duration} s"
+    );
+}
+
+/// The text from the `<h2>` that starts with `heading` to the end of its section.
+fn section<'a>(dom: &'a str, heading: &str) -> &'a str {
+    let Some(start) = dom.find(&format!("<h2>{heading}")) else {
+        panic!("no `{heading}` section in\n{dom}");
+    };
+    let rest = &dom[start..];
+    &rest[..rest.find("</section>").unwrap_or(rest.len())]
+}
+
+/// `n` as the page writes integers: 12,345.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// report.html's headline (`dom`, of the run in `run`) comes right after the test box,
+/// with the summary's error share and duration.
+fn assert_the_headline_comes_first(dom: &str, run: &Path) {
+    // The headline comes right after the test box, before any chart (and so
+    // before monitoring, whose sections are charts). Before, it was the
+    // last thing on the page.
+    let headline = dom.find("<h2>Results</h2>").expect("a Results section");
+    assert!(dom.find("<h2>Test</h2>").unwrap() < headline);
+    assert!(
+        headline < dom.find("<svg").unwrap(),
+        "the headline is not before the charts"
+    );
+    let results = section(dom, "Results");
+    for needle in [
+        "<th>p50</th>",
+        "<th>p90</th>",
+        "<th>p99</th>",
+        "service time ms",
+        "HTTP codes",
+        "404 Not Found",
+    ] {
+        assert!(
+            results.contains(needle),
+            "no `{needle}` in the headline:\n{results}"
+        );
+    }
+    // Its error share is the summary's: net errors and HTTP 4xx/5xx of all responses.
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let errors: u64 = summary["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["errors"].as_u64().unwrap())
+        .sum();
+    let responses = summary["shots"]["responses"].as_u64().unwrap();
+    let share = format!(
+        "{} of {} ({:.2}%)",
+        thousands(errors),
+        thousands(responses),
+        errors as f64 * 100.0 / responses as f64
+    );
+    assert!(results.contains(&share), "no `{share}` in\n{results}");
+    // One duration: summary.txt's (what the console prints) is the page's.
+    let summary_txt = std::fs::read_to_string(run.join("summary.txt")).unwrap();
+    let seconds = summary_txt
+        .lines()
+        .find_map(|l| l.strip_prefix("duration "))
+        .and_then(|l| l.split(" s,").next())
+        .expect("a duration line");
+    assert!(
+        section(dom, "Test").contains(&format!("<td>duration</td><td>{seconds} s</td>")),
+        "the test box's duration is not summary.txt's {seconds} s"
+    );
+}
+
+#[test]
+fn the_quantile_chart_leaves_a_gap_before_the_first_reply() {
+    let Some(browser) = chromium() else {
+        eprintln!("browser test SKIPPED: TANK_SKIP_BROWSER=1");
+        return;
+    };
+    // Replies take 2.5 s: the run's first seconds have shots but no replies.
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::support::shoot(
+        dir.path(),
+        "[phantom]\naddress = origin\nuris = /\nrps_schedule = const(4,3s)\ntimeout = 10s\n\
+         [origin]\nrecipe_json = {\"stages\": [{\"latency\": \"2500ms\"}]}\n",
+        Duration::from_secs(60),
+    );
+    crate::support::assert_ran(&out);
+    let run = crate::support::artifacts(dir.path());
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let responses: Vec<u64> = summary["timeline"]["responses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        responses.first(),
+        Some(&0),
+        "the first second has no reply: {responses:?}"
+    );
+    let (dom, log) = render(&browser, &run.join("report.html"));
+    assert_rendered("report.html", &dom, &log, 5);
+    let chart = section(&dom, "Response time quantiles per second");
+    let points: Vec<&str> = chart
+        .split("points=\"")
+        .skip(1)
+        .flat_map(|p| p[..p.find('"').unwrap()].split(' '))
+        .collect();
+    assert!(!points.is_empty(), "no lines drawn:\n{chart}");
+    // The chart is 260 high with a 28 px bottom margin: y 232.0 is 0 ms.
+    // Before, the seconds before the first reply were drawn there.
+    let zero: Vec<&&str> = points.iter().filter(|p| p.ends_with(",232.0")).collect();
+    assert!(
+        zero.is_empty(),
+        "seconds without replies drawn at 0 ms: {zero:?}"
+    );
+}
+
+#[test]
+fn an_unresolved_search_says_so_in_its_heading_and_its_chart_has_a_log_scale() {
+    use tank_limit::output::{write_page, SearchReport};
+    use tank_limit::search::{Bound, Outcome, Probe, Verdict};
+    let Some(browser) = chromium() else {
+        eprintln!("browser test SKIPPED: TANK_SKIP_BROWSER=1");
+        return;
+    };
+    let probe = |rate: u64, attempt: u32, valid: bool, passed: bool, p99: f64| Probe {
+        target_rps: rate,
+        attempt,
+        achieved_rps: rate as f64,
+        quantile_ms: p99,
+        latency_ms: vec![p99 / 2.0; 6],
+        error_pct: 0.0,
+        lag_p99_ms: if valid { 0.2 } else { 2.9 },
+        unsent: 0,
+        valid,
+        reasons: if valid {
+            Vec::new()
+        } else {
+            vec!["lag p99 2.90 ms (over 1 ms)".into()]
+        },
+        passed,
+        artifacts: String::new(),
+    };
+    let probes = vec![
+        probe(1550, 1, true, false, 7800.0),
+        probe(825, 1, false, false, 40.0),
+        probe(825, 2, false, false, 41.0),
+        probe(825, 3, false, false, 39.0),
+        probe(512, 1, true, true, 12.0),
+    ];
+    let verdict = Verdict::of(&[
+        (1550, Outcome::Fail),
+        (825, Outcome::Invalid),
+        (512, Outcome::Pass),
+    ]);
+    let bound = Bound {
+        quantile: 99.0,
+        under_ms: 50.0,
+        max_error_pct: 1.0,
+        max_lag_p99_ms: 1.0,
+    };
+    let report = SearchReport::new(
+        "search",
+        "http://x/".into(),
+        &bound,
+        verdict,
+        probes,
+        Vec::new(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    write_page(&page, "tank search — http://x/", &report).unwrap();
+    let (dom, log) = render(&browser, &page);
+    assert_rendered("search report.html", &dom, &log, 2);
+    let heading = "Probes (limit unresolved: between 512 and 1550 rps; 3 probes were invalid \
+                   (825 rps invalid in 3 tries each: tank, not the target, fell behind))";
+    assert!(
+        dom.contains(&format!("<h2>{heading}</h2>")),
+        "no `{heading}` in\n{dom}"
+    );
+    assert!(
+        section(&dom, "p99 by rate").contains("log scale"),
+        "no log toggle on p99 by rate"
+    );
 }
 
 #[test]

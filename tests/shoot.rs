@@ -727,10 +727,15 @@ fn console_draws_a_screen_on_a_terminal_and_lines_when_piped() {
         screen.matches("\x1b[H\x1b[2J").count() >= 2,
         "no screen redraws in:\n{screen}"
     );
-    assert!(
-        screen.contains("accuracy") && screen.contains("cumulative ms"),
-        "{screen}"
-    );
+    for needle in [
+        "accuracy",
+        "last second",
+        "whole run",
+        "intended ms",
+        "(in finished seconds, through second 00:00:",
+    ] {
+        assert!(screen.contains(needle), "no `{needle}` in\n{screen}");
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let piped = shoot(
@@ -743,10 +748,26 @@ fn console_draws_a_screen_on_a_terminal_and_lines_when_piped() {
         !lines.contains("\x1b[2J"),
         "piped output must not clear the screen"
     );
-    assert!(
-        lines.lines().filter(|l| l.contains(" rps=")).count() >= 4,
-        "{lines}"
-    );
+    // Each line is labelled with its second's own offset from the start: from
+    // 00:00:00, one second more per line, each once (before, the labels were
+    // the wall clock when the line was printed: from 00:00:02, and the last
+    // seconds, printed together, all read the same).
+    let seconds: Vec<(u64, u64)> = lines
+        .lines()
+        .filter(|l| l.contains(" rps="))
+        .map(|l| {
+            let (label, rest) = l.split_once(" ts=").expect("a label and a ts");
+            let ts: u64 = rest.split(' ').next().unwrap().parse().unwrap();
+            let parts: Vec<u64> = label.split(':').map(|p| p.parse().unwrap()).collect();
+            (parts[0] * 3600 + parts[1] * 60 + parts[2], ts)
+        })
+        .collect();
+    assert!(seconds.len() >= 6, "{lines}");
+    assert_eq!(seconds[0].0, 0, "{lines}");
+    for (offset, ts) in &seconds {
+        assert_eq!(offset, &(ts - seconds[0].1), "{lines}");
+    }
+    assert!(seconds.windows(2).all(|w| w[1].0 > w[0].0), "{lines}");
 }
 
 /// The `retries` of every line of a run's `test_data.log`, summed.

@@ -120,6 +120,36 @@ def steal_s():
         return 0.0
 
 
+def cpu_busy(window=1.0):
+    """The share of the machine's CPU time (all CPUs, /proc/stat) spent busy over `window` s."""
+    def sample():
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return sum(fields), idle
+    total0, idle0 = sample()
+    time.sleep(window)
+    total1, idle1 = sample()
+    return 1.0 - (idle1 - idle0) / max(1, total1 - total0)
+
+
+QUIET_BUSY = 0.10  # a machine more than 10% busy between runs is not quiet
+QUIET_WAIT = 120   # how long to wait for it to be, before a run goes ahead anyway
+
+
+def wait_quiet(name):
+    """Wait until the machine is quiet (under QUIET_BUSY busy over a second, the targets
+    idle between runs), at most QUIET_WAIT s; return the busy share seen last, which the
+    run records, so a result measured on a busy machine says so."""
+    waited = time.time()
+    busy = cpu_busy()
+    while busy > QUIET_BUSY and time.time() - waited < QUIET_WAIT:
+        log(f"   {name}: waiting for a quiet machine ({busy:.0%} busy, load {os.getloadavg()[0]:.1f})")
+        busy = cpu_busy(2.0)
+    if busy > QUIET_BUSY:
+        log(f"   {name}: NOT QUIET: {busy:.0%} busy after {QUIET_WAIT} s; measured anyway, and marked")
+    return busy
+
+
 def children(pid):
     try:
         return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
@@ -216,6 +246,8 @@ def ms(text):
 def tank_ini(target, sc, art):
     lines = ["[core]", f"artifacts_dir = {art}", "[phantom]", f"address = {target.addr}",
              "uris = /small", "header_http = 1.1", "headers = [Host: bench]", "timeout = 10s"]
+    if sc.get("threads"):
+        lines.append(f"threads = {sc['threads']}")
     if sc["model"] == "closed":
         # Instances fire back to back through the ammo; with uris, ammo_limit is
         # len(uris) x loop, so loop is huge and the autostop `limit` ends the run.
@@ -254,6 +286,8 @@ def run_tank_bench(tank, target, sc, work, name):
     """`tank bench URL`, the one-liner, with wrk's flags: -c, -d, and -R in the open model."""
     cmd = [tank, "bench", f"http://{target.addr}/small", "-c", str(sc["connections"]),
            "-d", f"{sc['seconds']}s", "--timeout", "10s", "--artifacts", str(work / name)]
+    if sc.get("threads"):
+        cmd += ["-t", str(sc["threads"])]
     if sc["model"] == "open":
         cmd += ["-R", str(sc["rate"])]
     rc, out, err, cpu, rss = timed(cmd, work, name, sc["seconds"] + 120)
@@ -291,7 +325,7 @@ def tank_results(art, sc, cpu, rss):
 
 
 def run_wrk(target, sc, work, name):
-    threads = str(min(2, sc["connections"]))  # wrk needs connections >= threads
+    threads = str(sc.get("threads") or min(2, sc["connections"]))  # wrk needs connections >= threads
     cmd = ["wrk", "-c", str(sc["connections"]), "-t", threads, "-d", f"{sc['seconds']}s",
            "--latency", "--timeout", "10s", f"http://{target.addr}/small"]
     rc, out, err, cpu, rss = timed(cmd, work, name, sc["seconds"] + 60)
@@ -365,6 +399,10 @@ def scenarios(quick, hard_nofile):
     return [
         dict(key="A", title=f"closed model, max throughput: 64 keep-alive connections, {s} s, GET /small",
              target="nginx", model="closed", connections=64, seconds=s,
+             tank_schedule=f"const(64, {s}s)"),
+        dict(key="A1", title=f"closed model, one thread: 64 keep-alive connections, {s} s, GET /small "
+                            "(tank threads = 1, wrk -t 1)",
+             target="nginx", model="closed", connections=64, seconds=s, threads=1,
              tank_schedule=f"const(64, {s}s)"),
         dict(key="B", title=f"open model: const(10000, {s}s), up to 256 connections",
              target="nginx", model="open", connections=256, seconds=s, rate=10000,
@@ -441,16 +479,32 @@ def table(sc, results, tools, skipped, target_name):
     ours = [t for t in ("tank", "tank-bench") if t in summary]
     peers = [t for t in summary if t not in ours]
     if ours and peers:
-        out += ["", "tank ÷ peer (rps above 1: tank faster; the others above 1: tank uses more or is slower):",
-                "", "| tank ÷ peer | rps | p50 | p99 | CPU µs/req | RSS |", "|---|---|---|---|---|---|"]
+        out += ["", "tank ÷ peer, per pair of runs made one after the other (run i of each tool), "
+                "as the median and the spread (min–max) of the pairs' ratios. rps and requests per "
+                "CPU-second above 1: tank does more; p99 above 1: tank's is higher.", "",
+                "| tank ÷ peer | pairs | rps | requests per CPU-s | p99 |", "|---|---|---|---|---|"]
         for me in ours:
-            t = summary[me]
             for p in peers:
-                q = summary[p]
-                ratio = lambda k: f"{t[k] / q[k]:.2f}" if t[k] and q[k] else "–"  # noqa: E731
-                out.append(f"| {me} ÷ {p} | {ratio('rps')} | {ratio('p50')} | {ratio('p99')} | "
-                           f"{ratio('cpu_per_req')} | {ratio('rss')} |")
+                pairs = list(zip(results.get(me, []), results.get(p, [])))
+                cells = [pair_ratio(pairs, k) for k in ("rps", "per_cpu_s", "p99")]
+                out.append(f"| {me} ÷ {p} | {len(pairs)} | " + " | ".join(cells) + " |")
+    busiest = max((r.get("busy_before", 0) for runs in results.values() for r in runs), default=0)
+    out += ["", f"Machine before each run: at most {busiest:.0%} busy "
+            f"({'quiet' if busiest <= QUIET_BUSY else 'NOT QUIET: these numbers are not comparable'})."]
     return "\n".join(out) + "\n", summary
+
+
+def per_cpu_s(run):
+    return run["requests"] / run["cpu"] if run.get("cpu") else None
+
+
+def pair_ratio(pairs, key):
+    """The median and spread of tank ÷ peer over pairs of runs, for `key`."""
+    get = (lambda r: per_cpu_s(r)) if key == "per_cpu_s" else (lambda r: r.get(key))  # noqa: E731
+    ratios = sorted(get(t) / get(q) for t, q in pairs if get(t) and get(q))
+    if not ratios:
+        return "–"
+    return f"{statistics.median(ratios):.2f} ({ratios[0]:.2f}–{ratios[-1]:.2f})"
 
 
 def run_scenario(sc, args, tools, targets, work, all_runs):
@@ -481,14 +535,16 @@ def run_scenario(sc, args, tools, targets, work, all_runs):
     for i in range(args.runs):
         for tool in runnable:
             name = f"{sc['key']}-{tool}-{i + 1}"
+            busy = wait_quiet(name)
             cpu0, steal0 = target.cpu_s(), steal_s()
             res = run_tool(tool, args, target, sc, work, name)
             res["target_cpu"] = target.cpu_s() - cpu0
             res["steal"] = steal_s() - steal0
             res["idle_rss"] = idle.get(tool)
+            res["busy_before"] = busy
             log(f"   {name}: {res['rps']:,.0f} rps, {res['requests']:,} requests, p50 {fmt(res['p50'], 2)} ms, "
                 f"p99 {fmt(res['p99'], 2)} ms, CPU {res['cpu']:.1f} s, RSS {res['rss']:.0f} MiB, "
-                f"errors {res['errors']}, steal {res['steal']:.2f} s")
+                f"errors {res['errors']}, steal {res['steal']:.2f} s, machine {busy:.0%} busy before")
             results[tool].append(res)
             all_runs.append(dict(scenario=sc["key"], tool=tool, run=i + 1, **res))
             # Let the kernel and the target settle: after E, the target still holds the

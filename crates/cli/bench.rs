@@ -2,6 +2,11 @@
 //! back (closed model, as wrk), or `-R RATE` shots per second go out on up to
 //! `-c` connections (open model, as wrk2); either way the run ends at `-d`
 //! and prints wrk's summary, with the usual artifacts beside it.
+//!
+//! Counted as wrk counts: a request is a shot that got a reply, whatever its
+//! status; a shot that got none is a socket error (connect, read, write or
+//! timeout) and no request, so a refused target has 0 requests/s, not a rate
+//! of refusals. Latency is of the replies, as wrk's.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -10,7 +15,7 @@ use anyhow::{bail, Result};
 use tank_config::ArrivalProcess;
 use tank_limit::{run_probe, Load, Measurement, Timing};
 
-use crate::target_args::{parse_duration, probe_dir, TargetArgs};
+use crate::target_args::{finish, parse_duration, probe_dir, TargetArgs};
 
 /// Arguments of `tank bench`.
 #[derive(Debug, clap::Args)]
@@ -56,61 +61,130 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         measure: args.duration,
         quantile: 99.0,
     };
+    let threads = target.io_threads();
     println!("Running {} test @ {name}", human_duration(args.duration));
-    let threads = target
-        .base()
-        .run
-        .threads
-        .map_or("default".to_owned(), |t| t.to_string());
     println!("  {threads} threads and {} connections", args.connections);
     let dir = probe_dir(&root, 0, "run");
     let m = run_probe(&target, &load, &timing, &dir)?;
-    print!("{}", summary(&m, args.rate.is_some()));
+    print!("{}", summary(&m, threads as u64, args.rate.is_some()));
     println!(
         "artifacts: {} (report.html, summary.json, phout.log)",
         m.artifacts.display()
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(finish(0, &warnings(&m), args.target.fail_on_warnings))
 }
 
-/// wrk's summary of `m`.
-fn summary(m: &Measurement, intended: bool) -> String {
+/// wrk's summary of `m`, its `Req/Sec` per thread of `threads`.
+fn summary(m: &Measurement, threads: u64, intended: bool) -> String {
     let mut out = String::new();
+    let latency = &m.answered_latency;
+    let rate = per_thread(&m.answered_by_second, threads);
     out.push_str("  Thread Stats   Avg      Stdev     Max   +/- Stdev\n");
     out.push_str(&format!(
         "    Latency {:>9} {:>9} {:>9} {:>8.2}%\n",
-        ms(m.mean_ms),
-        ms(m.stdev_ms),
-        ms(m.latency_ms[4]),
-        m.within_stdev_pct
+        ms(latency.mean_ms),
+        ms(latency.stdev_ms),
+        ms(latency.at(100.0)),
+        latency.within_stdev_pct
+    ));
+    out.push_str(&format!(
+        "    Req/Sec {:>9} {:>9} {:>9} {:>8.2}%\n",
+        metric(rate.mean),
+        metric(rate.stdev),
+        metric(rate.max),
+        rate.within_stdev_pct
     ));
     if intended {
         out.push_str("  Latency Distribution (from the intended start, corrected for coordinated omission)\n");
     } else {
         out.push_str("  Latency Distribution\n");
     }
-    for (q, v) in ["50%", "90%", "99%", "99.9%"].iter().zip(&m.latency_ms) {
-        out.push_str(&format!(" {q:>7} {:>9}\n", ms(*v)));
+    for (label, q) in [
+        ("50%", 50.0),
+        ("75%", 75.0),
+        ("90%", 90.0),
+        ("99%", 99.0),
+        ("99.9%", 99.9),
+    ] {
+        out.push_str(&format!(" {label:>7} {:>9}\n", ms(latency.at(q))));
     }
     out.push_str(&format!(
         "  {} requests in {:.2}s, {} read\n",
-        m.responses,
+        m.answered,
         m.seconds,
         bytes(m.bytes_in as f64)
     ));
-    if m.errors > 0 {
+    let e = &m.socket_errors;
+    if e.total() > 0 {
         out.push_str(&format!(
-            "  Errors (4xx, 5xx or network): {} ({:.2}%)\n",
-            m.errors,
-            m.error_pct()
+            "  Socket errors: connect {}, read {}, write {}, timeout {}\n",
+            e.connect, e.read, e.write, e.timeout
         ));
     }
-    out.push_str(&format!("Requests/sec: {:>10.2}\n", m.achieved_rps));
+    if m.non_2xx_3xx > 0 {
+        out.push_str(&format!("  Non-2xx or 3xx responses: {}\n", m.non_2xx_3xx));
+    }
+    out.push_str(&format!(
+        "Requests/sec: {:>10.2}\n",
+        m.per_second(m.answered)
+    ));
     out.push_str(&format!(
         "Transfer/sec: {:>10}\n",
         bytes(m.bytes_in as f64 / m.seconds)
     ));
     out
+}
+
+/// What the run's numbers cannot be trusted for, or that nothing worked:
+/// no request succeeded (the sockets' failures named), then the run's own warnings.
+fn warnings(m: &Measurement) -> Vec<String> {
+    let mut out = Vec::new();
+    if m.good() == 0 {
+        out.push(format!("no request succeeded: {}", m.failures()));
+    }
+    out.extend(m.warnings.iter().cloned());
+    out
+}
+
+/// wrk's `Req/Sec` statistics: of each whole second's replies divided among the threads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Rate {
+    mean: f64,
+    stdev: f64,
+    max: f64,
+    within_stdev_pct: f64,
+}
+
+/// The `Req/Sec` row of `by_second` (replies in each whole second) over `threads`.
+fn per_thread(by_second: &[u64], threads: u64) -> Rate {
+    let threads = threads.max(1) as f64;
+    let values: Vec<f64> = by_second.iter().map(|&n| n as f64 / threads).collect();
+    if values.is_empty() {
+        return Rate {
+            mean: 0.0,
+            stdev: 0.0,
+            max: 0.0,
+            within_stdev_pct: 0.0,
+        };
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    // The sample deviation, as wrk's.
+    let stdev = if values.len() > 1 {
+        (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    let within = values
+        .iter()
+        .filter(|&&v| (v - mean).abs() <= stdev)
+        .count();
+    Rate {
+        mean,
+        stdev,
+        max: values.iter().copied().fold(0.0, f64::max),
+        within_stdev_pct: within as f64 * 100.0 / n,
+    }
 }
 
 /// wrk's latency units: us, ms, s.
@@ -122,6 +196,18 @@ fn ms(value: f64) -> String {
     } else {
         format!("{:.2}s", value / 1000.0)
     }
+}
+
+/// wrk's metric units: none, k, M, G (of 1000).
+fn metric(value: f64) -> String {
+    let units = ["", "k", "M", "G"];
+    let mut v = value;
+    let mut unit = 0;
+    while v >= 1000.0 && unit + 1 < units.len() {
+        v /= 1000.0;
+        unit += 1;
+    }
+    format!("{v:.2}{}", units[unit])
 }
 
 /// wrk's byte units: B, KB, MB, GB (of 1024).
@@ -156,5 +242,19 @@ mod tests {
         assert_eq!(ms(1500.0), "1.50s");
         assert_eq!(bytes(911.0 * 1024.0 + 542.0), "911.53KB");
         assert_eq!(bytes(10.0), "10.00B");
+        assert_eq!(metric(512.0), "512.00");
+        assert_eq!(metric(23_456.0), "23.46k");
+    }
+
+    #[test]
+    fn req_per_sec_is_each_seconds_replies_per_thread() {
+        let rate = per_thread(&[2000, 2200, 1800, 2000], 2);
+        assert_eq!(rate.mean, 1000.0);
+        assert_eq!(rate.max, 1100.0);
+        // The sample deviation of 1000, 1100, 900, 1000: √(20000 / 3).
+        assert!((rate.stdev - (20_000.0f64 / 3.0).sqrt()).abs() < 1e-9);
+        assert_eq!(rate.within_stdev_pct, 50.0);
+        let none = per_thread(&[], 4);
+        assert_eq!((none.mean, none.max), (0.0, 0.0));
     }
 }

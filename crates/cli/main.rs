@@ -100,27 +100,37 @@ enum Command {
     Compare(compare::CompareArgs),
     /// A wrk-style one-liner: `tank bench URL -c 64 -d 10s` (connections
     /// firing back to back) or `-R 10000` (requests per second, latency from
-    /// the intended start, as wrk2). Prints wrk's summary (Latency,
-    /// Requests/sec, Transfer/sec) and leaves the usual artifacts.
+    /// the intended start, as wrk2). Prints wrk's summary (Latency and Req/Sec
+    /// per thread, the latency distribution, Requests/sec, Transfer/sec) and
+    /// counts as wrk: a request is a shot that got a reply; shots without one
+    /// are `Socket errors: connect, read, write, timeout`, replies of 400 and
+    /// up `Non-2xx or 3xx responses`. Leaves the usual artifacts. A run where
+    /// no request succeeded ends with a WARNING (exit 35 with --fail-on-warnings).
     Bench(bench::BenchArgs),
     /// Sweep concurrency (closed model): one run per step (`-c 1,2,4,8` or
-    /// `line(1,64,16)`), measured after a warm-up; per step rps, p50/p90/p99/
-    /// p99.9 and errors; the knee (p99 over twice the first step's, or errors
-    /// over 1%) and a Universal Scalability Law fit. Table, --json, report.html.
+    /// `line(1,64,16)`), measured after a warm-up; per step good answers per
+    /// second (no net error, status under 400), errors, p50/p90/p99/p99.9; the
+    /// knee (the last step before one that adds under 10% throughput per
+    /// doubling of connections while p99 grows, or before errors pass 1%) and a
+    /// Universal Scalability Law fit, withheld with the reason when steps had
+    /// errors or R² < 0.9. Table, --json, report.html.
     Sweep(sweep::SweepArgs),
     /// Find the highest rate whose latency quantile stays under a bound
     /// (`--quantile 99 --under 50ms`), bisecting open-model probes between
     /// --from and --to to --precision. A probe where the generator fell behind
     /// (achieved < 98% of the rate, or of the shots the plan had due in the
     /// window with drawn --arrivals; lag p99 > 1 ms; or unsent shots, while
-    /// connections were free) is invalid and never a pass. Exits 3 when no
-    /// rate meets the bound. With --config, the settings may come from the
-    /// config's [search] section; flags override it.
-    Search(search::SearchArgs),
-    /// Measure every rate of `--rate lo:hi:step` against a latency bound, as
-    /// search does; the limit is the highest rate passing with all below it.
+    /// connections were free) is invalid, never a pass nor a failure, and is
+    /// tried again (3 tries in all). Exits 0 with a limit, 3 when no rate meets
+    /// the bound, 4 when the limit is unresolved (a rate left invalid lies
+    /// between the highest pass and the lowest failure: the bracket is given).
     /// With --config, the settings may come from the config's [search]
     /// section; flags override it.
+    Search(search::SearchArgs),
+    /// Measure every rate of `--rate lo:hi:step` against a latency bound, as
+    /// search does (invalid probes tried again, exits 0, 3 or 4 alike); the
+    /// limit is the highest rate passing with all below it. With --config, the
+    /// settings may come from the config's [search] section; flags override it.
     Scan(search::ScanArgs),
     /// Merge the runs of a sharded test (`--shard I/N` on several machines or
     /// processes) into one: their phouts merged by time, per-second data with

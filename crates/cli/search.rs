@@ -1,9 +1,11 @@
 //! `tank search` and `tank scan`: the highest rate at which a latency
 //! quantile stays under a bound (mcperf's `--search 99:5000` and `--scan`),
-//! with open-model probes. The bisection, the validity rule and the reports
-//! are tank-limit's; this module parses flags and prints.
+//! with open-model probes. The bisection, the validity rule, the retries of
+//! invalid probes, the verdict and the reports are tank-limit's; this module
+//! parses flags, prints, and maps the verdict to the exit code (0 a limit,
+//! 3 none meets the bound, 4 unresolved).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -11,10 +13,10 @@ use anyhow::{bail, Result};
 use tank_config::search::{parse_percent, parse_rates, parse_share};
 use tank_config::{ArrivalProcess, SearchConfig};
 use tank_limit::output::{write_json, write_page, SearchReport};
-use tank_limit::search::{bisect, scan_limit, scan_rates, Bound, Probe, Range};
-use tank_limit::{run_probe, Load, Target, Timing};
+use tank_limit::search::{self, bisect, scan_rates, Bound, Probe, Range, Verdict, TRIES};
+use tank_limit::{exit, run_probe, Load, Target, Timing};
 
-use crate::target_args::{parse_duration, probe_dir, TargetArgs};
+use crate::target_args::{finish, parse_duration, probe_dir, TargetArgs};
 
 /// What both commands judge and how they probe. Each setting may also be
 /// in the `[search]` section of a `--config` file; a flag overrides it.
@@ -133,27 +135,26 @@ pub fn search(args: &SearchArgs) -> Result<ExitCode> {
     let (target, root, name) = p.target.target("search")?;
     let file = &target.base().search;
     let settings = Settings::resolve(p, file)?;
-    let timing = settings.timing;
     let from = args.from.or(file.from).unwrap_or(1);
     let peak_connections = args
         .peak_connections
         .or(file.peak_connections)
         .unwrap_or(64);
-    let mut index = 0;
+    let mut prober = Prober::new(&target, &settings, &root);
     let to = match args.to.or(file.to) {
         Some(to) => to,
         None => {
-            let dir = probe_dir(&root, index, &format!("peak_{peak_connections}c"));
-            index += 1;
+            let dir = prober.next_dir(&format!("peak_{peak_connections}c"));
             let load = Load::Closed {
                 concurrency: peak_connections.max(1),
             };
-            let peak = run_probe(&target, &load, &timing, &dir)?;
+            let peak = run_probe(&target, &load, &settings.timing, &dir)?;
+            let good_rps = peak.per_second(peak.good());
             println!(
-                "peak: {:.1} rps with {peak_connections} connections",
-                peak.achieved_rps
+                "peak: {good_rps:.1} good rps with {peak_connections} connections ({} errors)",
+                peak.errors
             );
-            peak.achieved_rps.floor() as u64
+            good_rps.floor() as u64
         }
     };
     if to <= from {
@@ -164,21 +165,8 @@ pub fn search(args: &SearchArgs) -> Result<ExitCode> {
         to,
         precision: args.precision.or(file.precision).unwrap_or(0.02),
     };
-    let (limit, probes) = bisect(&range, |rate| {
-        let probe = probe_at(
-            &target,
-            &settings,
-            rate,
-            &probe_dir(&root, index, &format!("{rate}rps")),
-        );
-        index += 1;
-        probe
-    })?;
-    finish(
-        SearchReport::new("search", name, &settings.bound, limit, probes),
-        p,
-        &root,
-    )
+    let (verdict, probes) = bisect(&range, |rate, attempt| prober.probe(rate, attempt))?;
+    finish_search(prober.report("search", name, verdict, probes), p, &root)
 }
 
 /// Run `tank scan`.
@@ -190,51 +178,105 @@ pub fn scan(args: &ScanArgs) -> Result<ExitCode> {
     let Some((from, to, step)) = args.rate.or(file.rate) else {
         bail!("no rates: expected --rate lo:hi:step (or `rate` in the config's [search])");
     };
-    let mut probes = Vec::new();
-    for (index, rate) in scan_rates(from, to, step).into_iter().enumerate() {
-        let dir = probe_dir(&root, index, &format!("{rate}rps"));
-        probes.push(probe_at(&target, &settings, rate, &dir)?);
-    }
-    let limit = scan_limit(&probes);
-    finish(
-        SearchReport::new("scan", name, &settings.bound, limit, probes),
-        p,
-        &root,
-    )
+    let mut prober = Prober::new(&target, &settings, &root);
+    let (verdict, probes) = search::scan(&scan_rates(from, to, step), |rate, attempt| {
+        prober.probe(rate, attempt)
+    })?;
+    finish_search(prober.report("scan", name, verdict, probes), p, &root)
 }
 
-fn probe_at(
-    target: &Target,
-    settings: &Settings,
-    rate: u64,
-    dir: &std::path::Path,
-) -> Result<Probe, tank_limit::LimitError> {
-    let (bound, timing) = (&settings.bound, &settings.timing);
-    let load = Load::Open {
-        rate,
-        duration: timing.warmup + timing.measure,
-        instances: settings.instances,
-        arrivals: settings.arrivals,
-    };
-    let measured = run_probe(target, &load, timing, dir)?;
-    let probe = Probe::judge(rate, &measured, bound);
-    eprintln!(
-        "probe {rate} rps: achieved {:.1}, p{} {:.2} ms: {}",
-        probe.achieved_rps,
-        bound.quantile,
-        probe.quantile_ms,
-        if probe.passed {
-            "pass"
-        } else if probe.valid {
-            "fail"
-        } else {
-            "INVALID"
+/// Runs a command's probes, each in the next numbered directory under the
+/// command's root, prints a line for each, and notes where nothing succeeded.
+struct Prober<'a> {
+    target: &'a Target,
+    settings: &'a Settings,
+    root: &'a Path,
+    index: usize,
+    warnings: Vec<String>,
+}
+
+impl<'a> Prober<'a> {
+    fn new(target: &'a Target, settings: &'a Settings, root: &'a Path) -> Prober<'a> {
+        Prober {
+            target,
+            settings,
+            root,
+            index: 0,
+            warnings: Vec::new(),
         }
-    );
-    Ok(probe)
+    }
+
+    /// The report of a `kind` command of `target` that ended in `verdict` after `probes`.
+    fn report(
+        self,
+        kind: &'static str,
+        target: String,
+        verdict: Verdict,
+        probes: Vec<Probe>,
+    ) -> SearchReport {
+        SearchReport::new(
+            kind,
+            target,
+            &self.settings.bound,
+            verdict,
+            probes,
+            self.warnings,
+        )
+    }
+
+    /// The next probe's directory: `NN_label` under the root.
+    fn next_dir(&mut self, label: &str) -> PathBuf {
+        self.index += 1;
+        probe_dir(self.root, self.index - 1, label)
+    }
+
+    /// Probes `rate` (try `attempt`) and judges it.
+    fn probe(&mut self, rate: u64, attempt: u32) -> Result<Probe, tank_limit::LimitError> {
+        let (bound, timing) = (&self.settings.bound, &self.settings.timing);
+        let load = Load::Open {
+            rate,
+            duration: timing.warmup + timing.measure,
+            instances: self.settings.instances,
+            arrivals: self.settings.arrivals,
+        };
+        let label = if attempt > 1 {
+            format!("{rate}rps_try{attempt}")
+        } else {
+            format!("{rate}rps")
+        };
+        let dir = self.next_dir(&label);
+        let measured = run_probe(self.target, &load, timing, &dir)?;
+        if measured.good() == 0 {
+            self.warnings.push(format!(
+                "no request succeeded at {rate} rps: {}",
+                measured.failures()
+            ));
+        }
+        let probe = Probe::judge(rate, &measured, bound);
+        let verdict = if probe.passed {
+            "pass".to_owned()
+        } else if probe.valid {
+            "fail".to_owned()
+        } else if attempt < TRIES {
+            format!("INVALID ({}): trying again", probe.reasons.join("; "))
+        } else {
+            format!(
+                "INVALID ({}): {TRIES} tries, none valid: this rate stays unjudged",
+                probe.reasons.join("; ")
+            )
+        };
+        eprintln!(
+            "probe {rate} rps (try {attempt} of {TRIES}): achieved {:.1}, p{} {:.2} ms: {verdict}",
+            probe.achieved_rps, bound.quantile, probe.quantile_ms,
+        );
+        Ok(probe)
+    }
 }
 
-fn finish(report: SearchReport, p: &ProbeArgs, root: &std::path::Path) -> Result<ExitCode> {
+/// Prints and writes `report`; the exit code: 0 with a limit, 3 when no rate
+/// meets the bound, 4 when the limit is unresolved (or 35 for warnings under
+/// --fail-on-warnings instead of 0).
+fn finish_search(report: SearchReport, p: &ProbeArgs, root: &Path) -> Result<ExitCode> {
     print!("{}", report.table());
     if let Some(path) = &p.json {
         write_json(path, &report)?;
@@ -251,9 +293,10 @@ fn finish(report: SearchReport, p: &ProbeArgs, root: &std::path::Path) -> Result
         root.display(),
         report.kind
     );
-    Ok(if report.limit_rps.is_some() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(3)
-    })
+    let code = match (report.resolved, report.limit_rps) {
+        (false, _) => exit::UNRESOLVED,
+        (true, Some(_)) => 0,
+        (true, None) => exit::NONE_MEETS,
+    };
+    Ok(finish(code, &report.warnings, p.target.fail_on_warnings))
 }

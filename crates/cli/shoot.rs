@@ -76,7 +76,7 @@ pub fn load_only(config_path: &Path, overrides: &[Override]) -> Result<ExitCode>
         overrides: overrides.to_vec(),
         ..Spec::new(config)
     };
-    let set = tank_run::load_only(&spec, Box::new(Console::Lines))?;
+    let set = tank_run::load_only(&spec, Box::new(Console::Lines { start_unix_us: 0 }))?;
     println!("tank: {set} records set");
     Ok(ExitCode::SUCCESS)
 }

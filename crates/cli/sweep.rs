@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use tank_limit::output::{write_json, write_page, SweepReport};
-use tank_limit::sweep::{self, parse_steps, Step};
+use tank_limit::sweep::{parse_steps, Step};
 use tank_limit::{run_probe, Load, Timing};
 
-use crate::target_args::{parse_duration, probe_dir, TargetArgs};
+use crate::target_args::{finish, parse_duration, probe_dir, TargetArgs};
 
 /// Arguments of `tank sweep`.
 #[derive(Debug, clap::Args)]
@@ -49,23 +49,24 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         quantile: 99.0,
     };
     let mut steps = Vec::new();
+    let mut warnings = Vec::new();
     for (index, &concurrency) in args.steps.0.iter().enumerate() {
         let dir = probe_dir(&root, index, &format!("{concurrency}c"));
         let m = run_probe(&target, &Load::Closed { concurrency }, &timing, &dir)?;
         let step = Step::of(concurrency, &m);
         eprintln!(
-            "step {concurrency} connections: {:.1} rps, p99 {:.2} ms, errors {:.2}%",
-            step.achieved_rps, step.p99_ms, step.error_pct
+            "step {concurrency} connections: {:.1} good rps, {} errors ({:.2}%), p99 {:.2} ms",
+            step.achieved_rps, step.errors, step.error_pct, step.p99_ms
         );
+        if m.good() == 0 {
+            warnings.push(format!(
+                "no request succeeded at {concurrency} connections: {}",
+                m.failures()
+            ));
+        }
         steps.push(step);
     }
-    let report = SweepReport {
-        kind: "sweep",
-        target: name,
-        knee_concurrency: sweep::knee(&steps),
-        usl: sweep::fit(&steps),
-        steps,
-    };
+    let report = SweepReport::new(name, steps, warnings);
     print!("{}", report.table());
     if let Some(path) = &args.json {
         write_json(path, &report)?;
@@ -80,5 +81,5 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         "artifacts: {} (report.html, sweep.json, one directory per step)",
         root.display()
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(finish(0, &report.warnings, args.target.fail_on_warnings))
 }

@@ -1,7 +1,9 @@
-//! The target flags `bench`, `sweep`, `search` and `scan` share: a URL with
-//! wrk's request flags, or `--config FILE` (its first queue's target and ammo).
+//! What `bench`, `sweep`, `search` and `scan` share: the target flags (a URL
+//! with wrk's request flags, or `--config FILE`: its first queue's target and
+//! ammo), `--fail-on-warnings`, and how their warnings end the command.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
@@ -42,10 +44,15 @@ pub struct TargetArgs {
     /// Where the runs' artifacts go (a new directory under it per command).
     #[arg(long, value_name = "DIR", default_value = "logs")]
     pub artifacts: PathBuf,
+    /// Exit 35 instead of 0 when the command ends with warnings (a run or a
+    /// probe where no request succeeded, say), as `tank -c` does.
+    #[arg(long)]
+    pub fail_on_warnings: bool,
 }
 
 impl TargetArgs {
-    /// The target, and a fresh directory for this command's artifacts.
+    /// The target, and a fresh directory for this command's artifacts (a URL
+    /// target's config and request are written there, and stay).
     pub fn target(&self, command: &str) -> Result<(Target, PathBuf, String)> {
         let root = self.artifacts.join(format!("{command}_{}", stamp()));
         std::fs::create_dir_all(&root)
@@ -93,7 +100,7 @@ impl TargetArgs {
             http10: self.http10,
         };
         Ok((
-            Target::from_url(url, &request, &options)?,
+            Target::from_url(url, &request, &options, &root)?,
             root,
             url.clone(),
         ))
@@ -114,4 +121,18 @@ fn stamp() -> String {
 /// `dir/NN_label`: one probe's artifacts.
 pub fn probe_dir(root: &Path, index: usize, label: &str) -> PathBuf {
     root.join(format!("{:02}_{label}", index + 1))
+}
+
+/// Ends a command whose result would exit with `code`: prints each warning
+/// as a `WARNING:` line, and exits 35 instead of 0 when there are warnings
+/// and `--fail-on-warnings` is set (as `tank -c` does; other codes stand).
+pub fn finish(code: u8, warnings: &[String], fail_on_warnings: bool) -> ExitCode {
+    for warning in warnings {
+        println!("WARNING: {warning}");
+    }
+    if code == 0 && fail_on_warnings && !warnings.is_empty() {
+        ExitCode::from(tank_limit::exit::WARNINGS)
+    } else {
+        ExitCode::from(code)
+    }
 }

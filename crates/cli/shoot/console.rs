@@ -19,9 +19,15 @@ pub enum Console {
         instances_limit: u64,
         /// The longest schedule (likewise).
         planned_duration: Option<Duration>,
+        /// When the schedules start, µs since the Unix epoch (likewise).
+        start_unix_us: u64,
     },
     /// One plain line per second.
-    Lines,
+    Lines {
+        /// When the schedules start, µs since the Unix epoch: each line is
+        /// labelled with its second's offset from it.
+        start_unix_us: u64,
+    },
 }
 
 impl Console {
@@ -32,9 +38,10 @@ impl Console {
                 title,
                 instances_limit: 0,
                 planned_duration: None,
+                start_unix_us: 0,
             }
         } else {
-            Console::Lines
+            Console::Lines { start_unix_us: 0 }
         }
     }
 }
@@ -53,22 +60,27 @@ fn sessions_line(sessions: &tank_run::Sessions) -> String {
 
 impl Observer for Console {
     fn started(&mut self, started: &Started<'_>) {
-        if let Console::Screen {
-            instances_limit,
-            planned_duration,
-            ..
-        } = self
-        {
-            *instances_limit = started.instances;
-            *planned_duration = started.longest_schedule;
+        match self {
+            Console::Screen {
+                instances_limit,
+                planned_duration,
+                start_unix_us,
+                ..
+            } => {
+                *instances_limit = started.instances;
+                *planned_duration = started.longest_schedule;
+                *start_unix_us = started.start_unix_us;
+            }
+            Console::Lines { start_unix_us } => *start_unix_us = started.start_unix_us,
         }
     }
 
     fn seconds(&mut self, seconds: &[SecondStats], state: &LiveState<'_>) {
         match self {
-            Console::Lines => {
+            Console::Lines { start_unix_us } => {
                 for second in seconds {
-                    println!("{}", console::render_line(second, state.elapsed));
+                    let offset = console::second_offset(second.ts, *start_unix_us);
+                    println!("{}", console::render_line(second, offset));
                 }
                 if let (Some(sessions), false) = (state.sessions, seconds.is_empty()) {
                     println!("{}", sessions_line(sessions));
@@ -80,6 +92,7 @@ impl Observer for Console {
                 title,
                 instances_limit,
                 planned_duration,
+                start_unix_us,
             } => {
                 let Some(second) = seconds.last() else {
                     return;
@@ -89,6 +102,7 @@ impl Observer for Console {
                 let view = LiveView {
                     title,
                     second,
+                    second_offset: console::second_offset(second.ts, *start_unix_us),
                     totals: &totals,
                     elapsed: state.elapsed,
                     planned_duration: *planned_duration,

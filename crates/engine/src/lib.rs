@@ -319,92 +319,36 @@ impl Engine {
         io: &IoThreads,
     ) -> RunReport {
         let mut tasks = tokio::task::JoinSet::new();
-        let mut feeders = Vec::new();
         let io_spawner = io.spawner();
         let shortest_timeout = self.queues.iter().map(|q| q.gun.timeout()).min();
         let _anchors = io_spawner
             .anchor_timers(shortest_timeout.map_or(TIMER_ANCHOR, |t| t.min(TIMER_ANCHOR)));
+        let mut feeding = Vec::new();
         let mut first = 0;
         for (index, queue) in self.queues.into_iter().enumerate() {
-            // A plan whose length is known is not walked to count what was left.
-            let known = queue.planned.as_ref().map(PlannedCount::total);
-            let count_rest = Arc::new(AtomicBool::new(false));
-            let tally = queue.sessions.clone().unwrap_or_default();
-            let handoff = feed::handoff(
-                queue.plan.model(),
-                clock.start.into_std(),
-                &tally,
-                queue.scenario.clone(),
-            );
-            let spawned = match &handoff {
-                queue::Handoff::Shots(dispatch) | queue::Handoff::Scenarios(dispatch, _) => {
-                    feed::spawn(
-                        queue.plan,
-                        queue.name.clone(),
-                        Arc::clone(&count_rest),
-                        Arc::clone(dispatch),
-                    )
-                }
-                queue::Handoff::Sessions(sessions) => feed::spawn_replay(
-                    queue.plan,
-                    queue.name.clone(),
-                    Arc::clone(&count_rest),
-                    Arc::clone(sessions),
-                ),
-            };
-            let mut launched = Launched {
-                name: queue.name.clone(),
-                running: None,
-                start_error: None,
-                known,
-                scenario: queue.scenario.clone(),
-            };
-            let feeder = match spawned {
-                Ok(started) => started,
-                Err(error) => {
-                    launched.start_error = Some(error.to_string());
-                    feeders.push(launched);
-                    continue;
-                }
-            };
-            let shared = Arc::new(queue::Shared {
+            let along = Along {
                 // Configs do not hold 65536 queues; were one to, the rest would share a group.
                 queue: QueueIndex::try_from(index).unwrap_or(QueueIndex::MAX),
                 clock,
-                handoff,
-                deadline: queue
-                    .schedule_ms
-                    .map(|ms| clock.start + Duration::from_millis(ms)),
-                samples: samples.clone(),
-                answers: answers
-                    .clone()
-                    .map(|sink| (sink, queue.writelog))
-                    .filter(|(_, level)| *level != WriteLog::Off),
-                stop: control.stop.clone(),
-                abort: control.abort.clone(),
-                active: queue.active,
-                fired: Default::default(),
-                count_rest: known.is_none().then_some(count_rest),
-            });
-            launched.running = Some((feeder, Arc::clone(&shared)));
-            feeders.push(launched);
-            // Queues continue each other's spread, so small queues share the threads too.
-            tasks.spawn(queue::run(
-                shared,
-                queue.gun,
-                first,
-                queue.pool,
-                io_spawner.clone(),
-            ));
-            first += queue.pool;
+                samples: &samples,
+                answers: answers.as_ref(),
+                control: &control,
+            };
+            let (started, instances) = queue.start(along);
+            if let Some((shared, gun, pool)) = instances {
+                // Queues continue each other's spread, so small queues share the threads too.
+                tasks.spawn(queue::run(shared, gun, first, pool, io_spawner.clone()));
+                first += pool;
+            }
+            feeding.push(started);
         }
         while tasks.join_next().await.is_some() {}
         let elapsed = clock.start.elapsed();
         let samples_dropped = samples.dropped();
         drop(samples);
         let mut reports = Vec::new();
-        for launched in feeders {
-            reports.push(launched.report().await);
+        for feed in feeding {
+            reports.push(feed.finish().await);
         }
         RunReport {
             queues: reports,
@@ -414,33 +358,129 @@ impl Engine {
     }
 }
 
-/// A queue as `Engine::run` started it, to report on once it ends.
-struct Launched {
-    name: String,
-    /// Its feeder and shared state; `None` when its feeder could not start.
-    running: Option<(feed::Feeder, Arc<queue::Shared>)>,
-    start_error: Option<String>,
-    /// The plan's count, when known without walking it.
-    known: Option<u64>,
-    scenario: Option<Arc<queue::scenario::Play>>,
+/// What every queue of a run is started with.
+struct Along<'a> {
+    queue: QueueIndex,
+    clock: Clock,
+    samples: &'a SampleSink,
+    answers: Option<&'a AnswerSink>,
+    control: &'a Control,
 }
 
-impl Launched {
-    /// How the queue went: its feeder joined (it counts what the queue left).
-    async fn report(self) -> QueueReport {
-        let name = self.name;
-        let Some((feeder, shared)) = self.running else {
-            let message = self.start_error.unwrap_or_default();
-            return QueueReport {
-                name: name.clone(),
-                planned: None,
-                fired: 0,
-                error: Some(EngineError::Queue {
-                    queue: name,
-                    message,
-                }),
-                scenario: None,
-            };
+/// A queue's instances, ready to spawn: what they share, their gun and their count.
+type Instances = (Arc<queue::Shared>, gun::Guns, usize);
+
+/// A queue's feeder as the run goes: running beside the queue's instances, or
+/// one that could not start (the queue then fires nothing).
+enum Feeding {
+    Running {
+        name: String,
+        feeder: feed::Feeder,
+        shared: Arc<queue::Shared>,
+        /// The planned count, when known without walking the plan.
+        known: Option<u64>,
+        /// A scenario queue's setup: its plan counts runs, not rows.
+        scenario: Option<Arc<queue::scenario::Play>>,
+    },
+    Failed {
+        name: String,
+        message: String,
+    },
+}
+
+impl PreparedQueue {
+    /// Start the queue's feeder; its instances, to spawn, unless the feeder failed to start.
+    fn start(self, along: Along<'_>) -> (Feeding, Option<Instances>) {
+        // A plan whose length is known is not walked to count what was left.
+        let known = self.planned.as_ref().map(PlannedCount::total);
+        let count_rest = Arc::new(AtomicBool::new(false));
+        let tally = self.sessions.clone().unwrap_or_default();
+        let handoff = feed::handoff(
+            self.plan.model(),
+            along.clock.start.into_std(),
+            &tally,
+            self.scenario.clone(),
+        );
+        let spawned = match &handoff {
+            queue::Handoff::Shots(dispatch) | queue::Handoff::Scenarios(dispatch, _) => {
+                feed::spawn(
+                    self.plan,
+                    self.name.clone(),
+                    Arc::clone(&count_rest),
+                    Arc::clone(dispatch),
+                )
+            }
+            queue::Handoff::Sessions(sessions) => feed::spawn_replay(
+                self.plan,
+                self.name.clone(),
+                Arc::clone(&count_rest),
+                Arc::clone(sessions),
+            ),
+        };
+        let feeder = match spawned {
+            Ok(started) => started,
+            Err(error) => {
+                let failed = Feeding::Failed {
+                    name: self.name,
+                    message: error.to_string(),
+                };
+                return (failed, None);
+            }
+        };
+        let shared = Arc::new(queue::Shared {
+            queue: along.queue,
+            clock: along.clock,
+            handoff,
+            deadline: self
+                .schedule_ms
+                .map(|ms| along.clock.start + Duration::from_millis(ms)),
+            samples: along.samples.clone(),
+            answers: along
+                .answers
+                .cloned()
+                .map(|sink| (sink, self.writelog))
+                .filter(|(_, level)| *level != WriteLog::Off),
+            stop: along.control.stop.clone(),
+            abort: along.control.abort.clone(),
+            active: self.active,
+            fired: Default::default(),
+            count_rest: known.is_none().then_some(count_rest),
+        });
+        let running = Feeding::Running {
+            name: self.name,
+            feeder,
+            shared: Arc::clone(&shared),
+            known,
+            scenario: self.scenario,
+        };
+        (running, Some((shared, self.gun, self.pool)))
+    }
+}
+
+impl Feeding {
+    /// The queue's report, once its instances have ended: its feeder halted
+    /// and joined, the plan's rest counted when the count was not known.
+    async fn finish(self) -> QueueReport {
+        let (name, feeder, shared, known, scenario) = match self {
+            Feeding::Failed { name, message } => {
+                return QueueReport {
+                    name: name.clone(),
+                    planned: None,
+                    fired: 0,
+                    error: Some(EngineError::Queue {
+                        queue: name,
+                        message,
+                    }),
+                    scenario: None,
+                }
+            }
+            Feeding::Running {
+                name,
+                feeder,
+                shared,
+                known,
+                scenario,
+            } => (name, feeder, shared, known, scenario),
         };
         // Halting lets a feeder waiting for room see the end.
         shared.handoff.halt();
@@ -457,7 +497,7 @@ impl Launched {
                 }),
             ),
         };
-        match self.scenario {
+        match scenario {
             // The plan counts runs; the rows they made are `fired`.
             Some(play) => QueueReport {
                 name,
@@ -468,7 +508,7 @@ impl Launched {
             },
             None => QueueReport {
                 name,
-                planned: self.known.or(counted),
+                planned: known.or(counted),
                 fired,
                 error,
                 scenario: None,

@@ -14,6 +14,7 @@
 
 #![warn(missing_docs)]
 
+pub mod measure;
 pub mod output;
 pub mod probe;
 pub mod search;
@@ -21,8 +22,21 @@ pub mod sweep;
 pub mod target;
 pub mod usl;
 
-pub use probe::{run_probe, Measurement, Timing};
+pub use measure::{LatencySummary, Measurement, SocketErrors};
+pub use probe::{run_probe, Timing};
 pub use target::{Load, Options, Request, Target};
+
+/// The exit codes of `bench`, `sweep`, `search` and `scan` beyond 0 (done)
+/// and 1 (could not be done); docs/results.md lists them.
+pub mod exit {
+    /// `search`, `scan`: no rate tried met the bound.
+    pub const NONE_MEETS: u8 = 3;
+    /// `search`, `scan`: the limit is unresolved, because a rate between the
+    /// highest pass and the lowest failure was invalid in every try.
+    pub const UNRESOLVED: u8 = 4;
+    /// Any of them, with `--fail-on-warnings`: it ended with warnings (a run's 35).
+    pub const WARNINGS: u8 = tank_stats::autostop::codes::WARNINGS as u8;
+}
 
 /// Why a search, scan, sweep or bench could not be done.
 #[derive(Debug, thiserror::Error)]

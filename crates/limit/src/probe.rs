@@ -14,62 +14,11 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use tank_run::{Handle, LiveState, Notice, Observer, Started};
 use tank_stats::aggregate::SecondStats;
-use tank_stats::Sample;
+use tank_stats::{NetCode, Sample};
 
+use crate::measure::{quantile_ms, LatencySummary, Measurement, SocketErrors};
 use crate::target::{Load, Target};
 use crate::LimitError;
-
-/// What a probe measured in its window.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Measurement {
-    /// Shots started in the window.
-    pub responses: u64,
-    /// Of them, failed: a net error, or an HTTP status of 400 and up.
-    pub errors: u64,
-    /// Responses per second over the window.
-    pub achieved_rps: f64,
-    /// Open model: the shots the plan has due in the window. With drawn
-    /// arrivals that is not the rate × the window, and the probe is judged
-    /// against it (see [`crate::search::Probe::judge`]).
-    pub planned: Option<u64>,
-    /// Latency quantiles, ms, at [`QUANTILES_PCT`]: from the intended start
-    /// (lag + service time) in the open model, the service time in the closed one.
-    pub latency_ms: Vec<f64>,
-    /// Latency mean, standard deviation and maximum, ms.
-    pub mean_ms: f64,
-    /// Standard deviation, ms.
-    pub stdev_ms: f64,
-    /// The share of latencies within one standard deviation of the mean, percent.
-    pub within_stdev_pct: f64,
-    /// Bytes received by the window's shots.
-    pub bytes_in: u64,
-    /// The window's length, s.
-    pub seconds: f64,
-    /// The latency at the judged quantile ([`Timing::quantile`]), ms.
-    pub quantile_ms: f64,
-    /// The generator's lag behind the plan, p99, ms (0 in the closed model).
-    pub lag_p99_ms: f64,
-    /// Shots the plan held that were never fired, over the whole run.
-    pub unsent: u64,
-    /// Every instance was busy at some second: the target held them all.
-    pub pool_exhausted: bool,
-    /// The probe's artifacts directory.
-    pub artifacts: std::path::PathBuf,
-}
-
-/// The latency quantiles a measurement keeps, percent.
-pub const QUANTILES_PCT: [f64; 5] = [50.0, 90.0, 99.0, 99.9, 100.0];
-
-impl Measurement {
-    /// Errors, percent of the window's responses.
-    pub fn error_pct(&self) -> f64 {
-        if self.responses == 0 {
-            0.0
-        } else {
-            self.errors as f64 * 100.0 / self.responses as f64
-        }
-    }
-}
 
 /// How long a probe runs, and which quantile it judges.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -78,7 +27,7 @@ pub struct Timing {
     pub warmup: Duration,
     /// Measured after the warm-up.
     pub measure: Duration,
-    /// The quantile a search judges, percent; kept beside [`QUANTILES_PCT`].
+    /// The quantile a search judges, percent.
     pub quantile: f64,
 }
 
@@ -128,31 +77,31 @@ pub fn run_probe(
     }
     let stats = shared.lock().unwrap_or_else(PoisonError::into_inner);
     let seconds = timing.measure.as_secs_f64();
-    let latency = if open {
-        &stats.intended
-    } else {
-        &stats.service
-    };
-    let ms = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q / 100.0) as f64 / 1000.0;
     Ok(Measurement {
         responses: stats.responses,
         errors: stats.errors,
-        achieved_rps: stats.responses as f64 / seconds,
+        answered: stats.answered,
+        non_2xx_3xx: stats.non_2xx_3xx,
+        socket_errors: stats.socket_errors,
         planned,
-        latency_ms: QUANTILES_PCT.iter().map(|&q| ms(latency, q)).collect(),
-        quantile_ms: ms(latency, timing.quantile),
-        mean_ms: latency.mean() / 1000.0,
-        stdev_ms: latency.stdev() / 1000.0,
-        within_stdev_pct: within_stdev(latency),
+        latency: LatencySummary::of(&stats.latency),
+        answered_latency: LatencySummary::of(&stats.answered_latency),
+        answered_by_second: stats.answered_by_second.clone(),
+        quantile_ms: quantile_ms(&stats.latency, timing.quantile),
         bytes_in: stats.bytes_in,
         seconds,
-        lag_p99_ms: if open { ms(&stats.lag, 99.0) } else { 0.0 },
+        lag_p99_ms: if open {
+            quantile_ms(&stats.lag, 99.0)
+        } else {
+            0.0
+        },
         unsent: if open {
             outcome.summary.shots.unsent.unwrap_or(0)
         } else {
             0
         },
         pool_exhausted: stats.pool_exhausted,
+        warnings: outcome.summary.warnings.clone(),
         artifacts: outcome.artifacts,
     })
 }
@@ -171,10 +120,17 @@ fn planned_in_window(spec: &tank_run::Spec, timing: &Timing) -> Option<u64> {
 struct Stats {
     responses: u64,
     errors: u64,
+    answered: u64,
+    non_2xx_3xx: u64,
+    socket_errors: SocketErrors,
     bytes_in: u64,
-    service: Histogram<u64>,
-    intended: Histogram<u64>,
+    /// Every shot's latency: from the intended start (open model) or the actual one (closed).
+    latency: Histogram<u64>,
+    /// The answered shots' latency, likewise.
+    answered_latency: Histogram<u64>,
     lag: Histogram<u64>,
+    /// Answered shots by the whole second of the window they ended in.
+    answered_by_second: Vec<u64>,
     pool_exhausted: bool,
 }
 
@@ -210,10 +166,15 @@ impl Window {
             shared: Arc::new(Mutex::new(Stats {
                 responses: 0,
                 errors: 0,
+                answered: 0,
+                non_2xx_3xx: 0,
+                socket_errors: SocketErrors::default(),
                 bytes_in: 0,
-                service: histogram(),
-                intended: histogram(),
+                latency: histogram(),
+                answered_latency: histogram(),
                 lag: histogram(),
+                // Whole seconds only: a partial last one would read as a slow second.
+                answered_by_second: vec![0; timing.measure.as_secs() as usize],
                 pool_exhausted: false,
             })),
             stop,
@@ -256,15 +217,33 @@ impl Observer for Window {
         let mut stats = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
         stats.responses += 1;
         stats.bytes_in += m.size_in;
-        if m.net_code.0 != 0 || m.proto_code >= 400 {
+        if m.net_code != NetCode::OK || m.proto_code >= 400 {
             stats.errors += 1;
         }
+        stats.socket_errors.add(m);
         // With auto-resize on, recording only fails past u64's range: clamp instead.
-        let _ = stats.service.record(m.interval_real_us);
-        let _ = stats
-            .intended
-            .record(m.interval_real_us.saturating_add(sample.lag_us));
+        let latency = if self.open {
+            m.interval_real_us.saturating_add(sample.lag_us)
+        } else {
+            m.interval_real_us
+        };
+        let _ = stats.latency.record(latency);
         let _ = stats.lag.record(sample.lag_us);
+        if m.net_code == NetCode::OK {
+            stats.answered += 1;
+            if m.proto_code >= 400 {
+                stats.non_2xx_3xx += 1;
+            }
+            let _ = stats.answered_latency.record(latency);
+            let end_us = sample.start_unix_us.saturating_add(m.interval_real_us);
+            let second = end_us.saturating_sub(self.from_us) / 1_000_000;
+            if let Some(count) = usize::try_from(second)
+                .ok()
+                .and_then(|s| stats.answered_by_second.get_mut(s))
+            {
+                *count += 1;
+            }
+        }
     }
 
     fn seconds(&mut self, seconds: &[SecondStats], _: &LiveState<'_>) {
@@ -284,53 +263,9 @@ impl Observer for Window {
     fn notice(&mut self, _: &Notice<'_>) {}
 }
 
-/// The share of values within one standard deviation of the mean, percent (wrk's `+/- Stdev`).
-fn within_stdev(h: &Histogram<u64>) -> f64 {
-    if h.is_empty() {
-        return 0.0;
-    }
-    let (mean, sd) = (h.mean(), h.stdev());
-    let low = (mean - sd).max(0.0) as u64;
-    let high = (mean + sd) as u64;
-    let within: u64 = h
-        .iter_recorded()
-        .filter(|v| (low..=high).contains(&v.value_iterated_to()))
-        .map(|v| v.count_at_value())
-        .sum();
-    within as f64 * 100.0 / h.len() as f64
-}
-
 /// Now, µs since the Unix epoch.
 fn unix_us() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_error_share_is_of_the_windows_responses() {
-        let m = Measurement {
-            planned: None,
-            responses: 10,
-            errors: 1,
-            achieved_rps: 5.0,
-            latency_ms: vec![1.0, 2.0, 3.0, 4.0, 5.0],
-            quantile_ms: 3.0,
-            mean_ms: 2.0,
-            stdev_ms: 1.0,
-            within_stdev_pct: 70.0,
-            bytes_in: 100,
-            seconds: 2.0,
-            lag_p99_ms: 0.0,
-            unsent: 0,
-            pool_exhausted: false,
-            artifacts: "x".into(),
-        };
-        assert_eq!(m.error_pct(), 10.0);
-        assert_eq!(Measurement { responses: 0, ..m }.error_pct(), 0.0);
-    }
 }

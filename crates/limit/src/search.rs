@@ -1,16 +1,20 @@
 //! The SLA search and the scan: the highest rate at which a latency quantile
 //! stays under a bound, with open-model probes.
 //!
-//! Bisection, as mutilate's `--search`, but a probe counts as a pass only if
-//! it is *valid*: the generator, not the target, must not have been the
+//! Bisection, as mutilate's `--search`, but a probe counts only if it is
+//! *valid*: the generator, not the target, must not have been the
 //! bottleneck. mutilate silently reports generator-bound points; here a
 //! probe whose shots went out late, too few or not at all, while instances
-//! were still free (so the target was not holding them), is reported as
-//! invalid and never counted as a pass.
+//! were still free (so the target was not holding them), is invalid. It is
+//! run again, up to [`TRIES`] times in all, because a busy machine spoils
+//! some probes and not others; a rate whose every try was invalid is never a
+//! pass nor a failure. If such a rate sits between the highest pass and the
+//! lowest failure, the limit is **unresolved** and the [`Verdict`] says so,
+//! with the bracket it has, instead of taking the invalid rate for a bound.
 
 use serde::Serialize;
 
-use crate::probe::Measurement;
+use crate::measure::Measurement;
 
 /// What makes a probe pass.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -30,17 +34,22 @@ pub struct Bound {
 pub const MIN_ACHIEVED: f64 = 0.98;
 /// The generator keeps up if its lag p99 is at most this, ms (the default).
 pub const MAX_LAG_P99_MS: f64 = 1.0;
+/// How many times a rate is probed while its probes are invalid: the first
+/// valid try decides it; after this many invalid ones it is left unjudged.
+pub const TRIES: u32 = 3;
 
 /// One probe of a search or a scan, as reported.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Probe {
     /// The rate asked for, shots per second.
     pub target_rps: u64,
-    /// Responses per second in the window (shots started in it).
+    /// Which try at this rate, from 1 (a rate is tried again while its probes are invalid).
+    pub attempt: u32,
+    /// Shots started per second in the window, whatever became of them.
     pub achieved_rps: f64,
     /// The judged quantile, ms (from the intended start).
     pub quantile_ms: f64,
-    /// p50, p90, p99, p99.9 and max, ms.
+    /// p50, p75, p90, p99, p99.9 and max, ms.
     pub latency_ms: Vec<f64>,
     /// Errors, percent.
     pub error_pct: f64,
@@ -66,7 +75,7 @@ impl Probe {
         // arrivals put more or fewer than rate × window there), else the rate.
         let achieved = match measured.planned {
             Some(planned) if planned > 0 => measured.responses as f64 / planned as f64,
-            _ => measured.achieved_rps / rate.max(1) as f64,
+            _ => measured.achieved_rps() / rate.max(1) as f64,
         };
         if achieved < MIN_ACHIEVED {
             generator.push(format!(
@@ -111,9 +120,10 @@ impl Probe {
         }
         Probe {
             target_rps: rate,
-            achieved_rps: measured.achieved_rps,
+            attempt: 1,
+            achieved_rps: measured.achieved_rps(),
             quantile_ms: measured.quantile_ms,
-            latency_ms: measured.latency_ms.clone(),
+            latency_ms: measured.latency.quantiles_ms.clone(),
             error_pct: measured.error_pct(),
             lag_p99_ms: measured.lag_p99_ms,
             unsent: measured.unsent,
@@ -122,6 +132,117 @@ impl Probe {
             reasons,
             artifacts: measured.artifacts.display().to_string(),
         }
+    }
+
+    /// What this probe says of its rate.
+    pub fn outcome(&self) -> Outcome {
+        match (self.valid, self.passed) {
+            (_, true) => Outcome::Pass,
+            (true, false) => Outcome::Fail,
+            (false, false) => Outcome::Invalid,
+        }
+    }
+}
+
+/// What a rate came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A valid probe met the bound.
+    Pass,
+    /// A valid probe did not.
+    Fail,
+    /// Every try was invalid: the generator, not the target, fell behind.
+    Invalid,
+}
+
+/// Where a search or a scan ended: the bracket it has around the limit.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Verdict {
+    /// The highest rate that passed, with every rate judged below it passing
+    /// (`None`: the lowest rate judged did not pass).
+    pub passed_rps: Option<u64>,
+    /// The lowest rate above it that failed on a valid probe (`None`: none did).
+    pub failed_rps: Option<u64>,
+    /// Rates from `passed_rps` up to `failed_rps` whose every try was
+    /// invalid: the limit may lie on either side of each.
+    pub invalid_rps: Vec<u64>,
+}
+
+impl Verdict {
+    /// The verdict of rates judged in any order (each rate once): the first
+    /// rate, going up, that did not pass ends the passes; if it failed, the
+    /// limit is the last pass below it (or none meets the bound); if it was
+    /// invalid, the limit is unresolved between that pass and the next
+    /// failure above.
+    pub fn of(judged: &[(u64, Outcome)]) -> Verdict {
+        let mut sorted = judged.to_vec();
+        sorted.sort_by_key(|&(rate, _)| rate);
+        let end = sorted
+            .iter()
+            .position(|&(_, o)| o != Outcome::Pass)
+            .unwrap_or(sorted.len());
+        let (passes, rest) = sorted.split_at(end);
+        Verdict {
+            passed_rps: passes.last().map(|&(rate, _)| rate),
+            failed_rps: rest
+                .iter()
+                .find(|&&(_, o)| o == Outcome::Fail)
+                .map(|&(rate, _)| rate),
+            invalid_rps: rest
+                .iter()
+                .take_while(|&&(_, o)| o != Outcome::Fail)
+                .filter(|&&(_, o)| o == Outcome::Invalid)
+                .map(|&(rate, _)| rate)
+                .collect(),
+        }
+    }
+
+    /// No invalid rate stands between the highest pass and the lowest failure.
+    pub fn resolved(&self) -> bool {
+        self.invalid_rps.is_empty() && (self.passed_rps.is_some() || self.failed_rps.is_some())
+    }
+
+    /// The limit: the highest passing rate, when resolved.
+    pub fn limit_rps(&self) -> Option<u64> {
+        self.passed_rps.filter(|_| self.resolved())
+    }
+}
+
+/// Probes rates, each up to [`TRIES`] times while its probes are invalid,
+/// and keeps every probe and each rate's outcome.
+struct Judge<F> {
+    probe: F,
+    probes: Vec<Probe>,
+    judged: Vec<(u64, Outcome)>,
+}
+
+impl<E, F: FnMut(u64, u32) -> Result<Probe, E>> Judge<F> {
+    fn new(probe: F) -> Judge<F> {
+        Judge {
+            probe,
+            probes: Vec::new(),
+            judged: Vec::new(),
+        }
+    }
+
+    /// The outcome of `rate`: its first valid try's, or invalid after [`TRIES`].
+    fn rate(&mut self, rate: u64) -> Result<Outcome, E> {
+        let mut outcome = Outcome::Invalid;
+        for attempt in 1..=TRIES {
+            let mut probe = (self.probe)(rate, attempt)?;
+            probe.attempt = attempt;
+            outcome = probe.outcome();
+            self.probes.push(probe);
+            if outcome != Outcome::Invalid {
+                break;
+            }
+        }
+        self.judged.push((rate, outcome));
+        Ok(outcome)
+    }
+
+    fn finish(self) -> (Verdict, Vec<Probe>) {
+        (Verdict::of(&self.judged), self.probes)
     }
 }
 
@@ -136,49 +257,40 @@ pub struct Range {
     pub precision: f64,
 }
 
-/// Bisects `range` with `probe` (a rate → its judged probe) and returns every
-/// probe in order and the limit: the highest passing rate, `None` when even
-/// `from` fails.
+/// Bisects `range` with `probe` (a rate and its try, from 1 → the judged
+/// probe) and returns the verdict and every probe in order.
 ///
 /// Only midpoints are probed while they bracket the limit; `from` is probed
-/// only if every midpoint failed, `to` only if every one passed. So a search
-/// takes at most ⌈log2((to − from) / (precision · limit))⌉ + 1 probes.
+/// only if no midpoint passed, `to` only if every one did. A midpoint that
+/// stays invalid is treated as the top of the bracket while searching (the
+/// passes below it still narrow the bracket from beneath), but never as a
+/// failure in the verdict. So a search judges at most
+/// ⌈log2((to − from) / (precision · limit))⌉ + 1 rates, each in up to [`TRIES`] probes.
 pub fn bisect<E>(
     range: &Range,
-    mut probe: impl FnMut(u64) -> Result<Probe, E>,
-) -> Result<(Option<u64>, Vec<Probe>), E> {
-    let mut probes = Vec::new();
+    probe: impl FnMut(u64, u32) -> Result<Probe, E>,
+) -> Result<(Verdict, Vec<Probe>), E> {
+    let mut judge = Judge::new(probe);
     let (mut low, mut high) = (range.from, range.to);
-    let (mut low_passed, mut high_failed) = (false, false);
+    let (mut low_passed, mut high_judged) = (false, false);
     while high > low + 1 && (high - low) as f64 > range.precision * low.max(1) as f64 {
         let mid = low + (high - low) / 2;
-        let result = probe(mid)?;
-        let passed = result.passed;
-        probes.push(result);
-        if passed {
+        if judge.rate(mid)? == Outcome::Pass {
             low = mid;
             low_passed = true;
         } else {
             high = mid;
-            high_failed = true;
+            high_judged = true;
         }
     }
-    if !high_failed {
-        // Every midpoint passed (or there were none): try the top.
-        let result = probe(range.to)?;
-        let passed = result.passed;
-        probes.push(result);
-        if passed {
-            return Ok((Some(range.to), probes));
-        }
+    if !high_judged && judge.rate(range.to)? == Outcome::Pass {
+        // Every midpoint passed (or there were none), and so did the top.
+        low_passed = true;
     }
     if !low_passed {
-        let result = probe(range.from)?;
-        let passed = result.passed;
-        probes.push(result);
-        return Ok((passed.then_some(range.from), probes));
+        judge.rate(range.from)?;
     }
-    Ok((Some(low), probes))
+    Ok(judge.finish())
 }
 
 /// The rates of a scan `lo:hi:step`, in order.
@@ -190,41 +302,28 @@ pub fn scan_rates(from: u64, to: u64, step: u64) -> Vec<u64> {
         .collect()
 }
 
-/// A scan's limit: the highest rate whose probe passed and every lower one too.
-pub fn scan_limit(probes: &[Probe]) -> Option<u64> {
-    probes
-        .iter()
-        .take_while(|p| p.passed)
-        .map(|p| p.target_rps)
-        .last()
+/// Probes every rate of `rates` in order (each up to [`TRIES`] times while
+/// invalid) and returns the verdict: the limit is the highest rate passing
+/// with every rate below it passing.
+pub fn scan<E>(
+    rates: &[u64],
+    probe: impl FnMut(u64, u32) -> Result<Probe, E>,
+) -> Result<(Verdict, Vec<Probe>), E> {
+    let mut judge = Judge::new(probe);
+    for &rate in rates {
+        judge.rate(rate)?;
+    }
+    Ok(judge.finish())
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::measure::tests::measured;
     use proptest::prelude::*;
 
-    fn measured(rate: f64, p99: f64) -> Measurement {
-        Measurement {
-            planned: None,
-            responses: 1000,
-            errors: 0,
-            achieved_rps: rate,
-            latency_ms: vec![p99 / 2.0, p99 / 1.5, p99, p99, p99],
-            quantile_ms: p99,
-            mean_ms: p99 / 2.0,
-            stdev_ms: 1.0,
-            within_stdev_pct: 70.0,
-            bytes_in: 0,
-            seconds: 1.0,
-            lag_p99_ms: 0.1,
-            unsent: 0,
-            pool_exhausted: false,
-            artifacts: "logs/x".into(),
-        }
-    }
-
-    const BOUND: Bound = Bound {
+    /// p99 under 50 ms, 1% errors, 1 ms of lag.
+    pub(crate) const BOUND: Bound = Bound {
         quantile: 99.0,
         under_ms: 50.0,
         max_error_pct: 1.0,
@@ -232,18 +331,40 @@ mod tests {
     };
 
     /// A target whose p99 is 20 ms up to `capacity` and explodes past it.
-    fn target(capacity: u64) -> impl FnMut(u64) -> Result<Probe, ()> {
-        move |rate| {
+    fn target(capacity: u64) -> impl FnMut(u64, u32) -> Result<Probe, ()> {
+        move |rate, _| {
             let p99 = if rate <= capacity { 20.0 } else { 500.0 };
             Ok(Probe::judge(rate, &measured(rate as f64, p99), &BOUND))
         }
     }
 
+    /// The same target, tested from a generator that lags past 1 ms at
+    /// `lagging` rates on their first `spoiled` tries.
+    fn busy(
+        capacity: u64,
+        lagging: impl Fn(u64) -> bool,
+        spoiled: u32,
+    ) -> impl FnMut(u64, u32) -> Result<Probe, ()> {
+        move |rate, attempt| {
+            let p99 = if rate <= capacity { 20.0 } else { 500.0 };
+            let mut m = measured(rate as f64, p99);
+            if lagging(rate) && attempt <= spoiled {
+                m.lag_p99_ms = 2.9;
+            }
+            Ok(Probe::judge(rate, &m, &BOUND))
+        }
+    }
+
+    const RANGE: Range = Range {
+        from: 100,
+        to: 3000,
+        precision: 0.02,
+    };
+
     #[test]
     fn drawn_arrivals_are_judged_against_the_shots_the_plan_had_due_in_the_window() {
         // Poisson arrivals put 44 shots in a 1 s window of a 50/s probe: all sent.
         let mut m = measured(44.0, 10.0);
-        m.responses = 44;
         m.planned = Some(44);
         assert!(Probe::judge(50, &m, &BOUND).valid);
         // 43 of the 44 due there is a generator that fell behind.
@@ -257,8 +378,9 @@ mod tests {
         let mut m = measured(900.0, 10.0);
         let p = Probe::judge(1000, &m, &BOUND);
         assert!(!p.valid && !p.passed, "{p:?}");
+        assert_eq!(p.outcome(), Outcome::Invalid);
         assert_eq!(p.reasons, ["achieved 90.0% of the rate (under 98%)"]);
-        m.achieved_rps = 1000.0;
+        m.responses = 1000;
         m.lag_p99_ms = 3.0;
         m.unsent = 5;
         let p = Probe::judge(1000, &m, &BOUND);
@@ -266,7 +388,7 @@ mod tests {
         assert!(!p.passed);
         m.lag_p99_ms = 0.2;
         m.unsent = 0;
-        assert!(Probe::judge(1000, &m, &BOUND).passed);
+        assert_eq!(Probe::judge(1000, &m, &BOUND).outcome(), Outcome::Pass);
     }
 
     #[test]
@@ -275,7 +397,7 @@ mod tests {
         m.lag_p99_ms = 400.0;
         m.pool_exhausted = true;
         let p = Probe::judge(1000, &m, &BOUND);
-        assert!(p.valid && !p.passed);
+        assert_eq!(p.outcome(), Outcome::Fail);
         assert_eq!(p.reasons[1], "p99 900.00 ms over 50 ms");
     }
 
@@ -284,23 +406,92 @@ mod tests {
         let mut m = measured(1000.0, 2.0);
         m.errors = 20;
         let p = Probe::judge(1000, &m, &BOUND);
-        assert!(p.valid && !p.passed);
+        assert_eq!(p.outcome(), Outcome::Fail);
         assert_eq!(p.reasons, ["2.00% errors (over 1%)"]);
     }
 
     #[test]
     fn no_rate_meeting_the_bound_gives_no_limit() {
-        let range = Range {
-            from: 100,
-            to: 3000,
-            precision: 0.02,
-        };
-        let (limit, probes) = bisect(&range, target(50)).unwrap();
-        assert_eq!(limit, None);
+        let (verdict, probes) = bisect(&RANGE, target(50)).unwrap();
+        assert!(verdict.resolved());
+        assert_eq!(verdict.limit_rps(), None);
+        assert_eq!(verdict.failed_rps, Some(100));
         assert_eq!(probes.last().unwrap().target_rps, 100);
-        let (limit, probes) = bisect(&range, target(5000)).unwrap();
-        assert_eq!(limit, Some(3000));
+        let (verdict, probes) = bisect(&RANGE, target(5000)).unwrap();
+        assert_eq!(verdict.limit_rps(), Some(3000));
         assert_eq!(probes.last().unwrap().target_rps, 3000);
+    }
+
+    #[test]
+    fn an_invalid_probe_is_tried_again_and_the_valid_try_decides() {
+        // Every rate's first try lags (a busy moment); the second is clean.
+        let (verdict, probes) = bisect(&RANGE, busy(800, |_| true, 1)).unwrap();
+        let limit = verdict.limit_rps().unwrap();
+        assert!((784..=800).contains(&limit), "{verdict:?}");
+        assert!(probes.chunks(2).all(|pair| pair[0].attempt == 1
+            && !pair[0].valid
+            && pair[1].attempt == 2
+            && pair[1].valid
+            && pair[0].target_rps == pair[1].target_rps));
+    }
+
+    #[test]
+    fn a_rate_invalid_in_every_try_is_never_a_bracket_and_leaves_the_limit_unresolved() {
+        // The generator cannot keep up from 700 rps: what the old search took
+        // for failures, and answered with a confident limit under 700.
+        let (verdict, probes) = bisect(&RANGE, busy(800, |r| r >= 700, TRIES)).unwrap();
+        assert!(!verdict.resolved(), "{verdict:?}");
+        assert_eq!(verdict.limit_rps(), None);
+        let passed = verdict.passed_rps.unwrap();
+        assert!((680..700).contains(&passed), "{verdict:?}");
+        // Every rate tried above it lagged, so none failed on a valid probe.
+        assert_eq!(verdict.failed_rps, None, "{verdict:?}");
+        assert!(verdict.invalid_rps.iter().all(|&r| r >= 700));
+        assert!(verdict.invalid_rps.contains(&1550));
+        // Each invalid rate was tried TRIES times, and said so.
+        for rate in &verdict.invalid_rps {
+            let tries: Vec<u32> = probes
+                .iter()
+                .filter(|p| p.target_rps == *rate)
+                .map(|p| p.attempt)
+                .collect();
+            assert_eq!(tries, [1, 2, 3]);
+        }
+        // A generator that lags only above the capacity does no harm: the
+        // failure below it is valid and the limit is resolved.
+        let (verdict, _) = bisect(&RANGE, busy(800, |r| r >= 1000, TRIES)).unwrap();
+        assert!(verdict.resolved(), "{verdict:?}");
+        assert!((784..=800).contains(&verdict.limit_rps().unwrap()));
+        assert!(verdict.invalid_rps.is_empty());
+    }
+
+    #[test]
+    fn verdicts_read_the_first_rate_that_did_not_pass() {
+        use Outcome::{Fail, Invalid, Pass};
+        let v = Verdict::of(&[(300, Fail), (100, Pass), (200, Pass)]);
+        assert_eq!((v.limit_rps(), v.failed_rps), (Some(200), Some(300)));
+        let v = Verdict::of(&[(100, Fail), (200, Pass)]);
+        assert!(v.resolved() && v.limit_rps().is_none());
+        let v = Verdict::of(&[
+            (100, Pass),
+            (200, Invalid),
+            (300, Pass),
+            (400, Invalid),
+            (500, Fail),
+        ]);
+        assert_eq!(
+            v,
+            Verdict {
+                passed_rps: Some(100),
+                failed_rps: Some(500),
+                invalid_rps: vec![200, 400],
+            }
+        );
+        assert!(!v.resolved());
+        // An invalid rate above a failure does not matter.
+        let v = Verdict::of(&[(100, Pass), (200, Fail), (300, Invalid)]);
+        assert!(v.resolved() && v.limit_rps() == Some(100));
+        assert!(!Verdict::of(&[]).resolved());
     }
 
     proptest! {
@@ -313,12 +504,35 @@ mod tests {
             let to = from + span;
             let capacity = from + (span as f64 * frac) as u64;
             let range = Range { from, to, precision: 0.02 };
-            let (limit, probes) = bisect(&range, target(capacity)).unwrap();
-            let limit = limit.unwrap();
+            let (verdict, probes) = bisect(&range, target(capacity)).unwrap();
+            let limit = verdict.limit_rps().unwrap();
             prop_assert!(limit <= capacity);
             prop_assert!((capacity - limit) as f64 <= 0.02 * limit as f64 + 1.0, "{limit} vs {capacity}");
             let bound = ((to - from) as f64 / (0.02 * limit as f64).max(1.0)).log2().max(0.0) + 3.0;
             prop_assert!(probes.len() as f64 <= bound, "{} probes, bound {bound}", probes.len());
+        }
+
+        /// Whatever rates a busy generator spoils, the search never states a
+        /// limit the target does not have: a resolved limit is within the
+        /// precision under the capacity, and an unresolved bracket holds it.
+        #[test]
+        fn a_spoiled_probe_never_gives_a_confident_wrong_limit(
+            capacity in 200u64..2900, spoiled in proptest::collection::vec(any::<bool>(), 64),
+            tries in 1u32..=TRIES,
+        ) {
+            let lagging = move |rate: u64| spoiled[(rate as usize * 7919) % 64];
+            let (verdict, _) = bisect(&RANGE, busy(capacity, lagging, tries)).unwrap();
+            match verdict.limit_rps() {
+                Some(limit) => prop_assert!(
+                    limit <= capacity && (capacity - limit) as f64 <= 0.02 * limit as f64 + 1.0,
+                    "{verdict:?} for {capacity}"
+                ),
+                None => {
+                    prop_assert!(!verdict.resolved(), "{verdict:?} for {capacity}");
+                    prop_assert!(verdict.passed_rps.is_none_or(|p| p <= capacity));
+                    prop_assert!(verdict.failed_rps.is_none_or(|f| f > capacity));
+                }
+            }
         }
     }
 
@@ -326,9 +540,21 @@ mod tests {
     fn scans_step_through_the_range_and_stop_at_the_first_failure() {
         assert_eq!(scan_rates(100, 500, 200), [100, 300, 500]);
         assert_eq!(scan_rates(100, 499, 200), [100, 300]);
-        let mut probe = target(350);
-        let probes: Vec<Probe> = [100, 300, 500].iter().map(|&r| probe(r).unwrap()).collect();
-        assert_eq!(scan_limit(&probes), Some(300));
-        assert_eq!(scan_limit(&probes[2..]), None);
+        let (verdict, probes) = scan(&[100, 300, 500], target(350)).unwrap();
+        assert_eq!(probes.len(), 3);
+        assert_eq!(verdict.limit_rps(), Some(300));
+        let (verdict, _) = scan(&[500], target(350)).unwrap();
+        assert!(verdict.resolved() && verdict.limit_rps().is_none());
+        // A row invalid in every try leaves the scan unresolved above the last pass.
+        let (verdict, probes) = scan(&[100, 300, 500], busy(350, |r| r == 300, TRIES)).unwrap();
+        assert_eq!(probes.len(), 5);
+        assert_eq!(
+            verdict,
+            Verdict {
+                passed_rps: Some(100),
+                failed_rps: Some(500),
+                invalid_rps: vec![300],
+            }
+        );
     }
 }

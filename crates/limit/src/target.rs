@@ -2,10 +2,11 @@
 //! queue of a config, turned into one [`TestConfig`] per probe.
 //!
 //! A URL's request is written once as phantom ammo (the exact bytes on the
-//! wire: method, path, `Host`, the `-H` headers, the body) into a temporary
-//! directory that lives as long as the [`Target`]; the config is then built
-//! from options (`tank_config::from_options`), so it is checked and given
-//! defaults exactly as a file's would be.
+//! wire: method, path, `Host`, the `-H` headers, the body) beside a
+//! `load.ini` in the command's own artifacts directory, where they stay: the
+//! runs' summaries name that config, and `tank -c` reruns it. The config is
+//! built from options (`tank_config::from_options`), so it is checked and
+//! given defaults exactly as a file's would be.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -83,22 +84,22 @@ pub struct Target {
     /// `--threads`, `--timeout`, `artifacts_base_dir`: added to every probe.
     common: Vec<Override>,
     base: TestConfig,
-    /// Keeps a URL target's config and ammo alive.
-    _dir: Option<tempfile::TempDir>,
 }
 
 impl Target {
     /// A target from `url` (`http://host[:port]/path`, or `https://`) and the
-    /// request to send. The request goes into a phantom ammo file and the
-    /// options into a `load.ini` beside it (copied into each probe's
-    /// artifacts, so a probe can be rerun with `tank -c`).
-    pub fn from_url(url: &str, request: &Request, options: &Options) -> Result<Target, LimitError> {
+    /// request to send. The request goes into a phantom ammo file `ammo.txt`
+    /// and the options into a `load.ini` beside it, both in `dir` (the
+    /// command's artifacts directory, which must exist): each probe's
+    /// summary names that config, and `tank -c` reruns it.
+    pub fn from_url(
+        url: &str,
+        request: &Request,
+        options: &Options,
+        dir: &Path,
+    ) -> Result<Target, LimitError> {
         let parsed = Url::parse(url)?;
-        let dir = tempfile::Builder::new()
-            .prefix("tank-target")
-            .tempdir()
-            .map_err(|e| LimitError::io("creating a directory for the request", e))?;
-        let ammo = dir.path().join("ammo.txt");
+        let ammo = dir.join("ammo.txt");
         std::fs::write(&ammo, phantom_ammo(&parsed, request))
             .map_err(|e| LimitError::io("writing the request", e))?;
         let mut set = vec![
@@ -114,26 +115,25 @@ impl Target {
             .iter()
             .map(|(key, value)| option("phantom", key, value))
             .collect();
-        let path = dir.path().join("load.ini");
+        let path = dir.join("load.ini");
         let mut ini = format!("# tank's config for {url}\n[phantom]\n");
         for (key, value) in &set {
             ini.push_str(&format!("{key} = {value}\n"));
         }
         std::fs::write(&path, ini).map_err(|e| LimitError::io("writing the config", e))?;
-        Target::new(path, url_options, options, Some(dir))
+        Target::new(path, url_options, options)
     }
 
     /// A target from a config file: its first queue (target, ammo, options)
     /// and its `[origin]`, if any; other queues are left out.
     pub fn from_config(path: &Path, options: &Options) -> Result<Target, LimitError> {
-        Target::new(path.to_owned(), Vec::new(), options, None)
+        Target::new(path.to_owned(), Vec::new(), options)
     }
 
     fn new(
         path: PathBuf,
         url_options: Vec<Override>,
         options: &Options,
-        dir: Option<tempfile::TempDir>,
     ) -> Result<Target, LimitError> {
         let mut common = vec![option(
             "tank",
@@ -167,7 +167,6 @@ impl Target {
             url_options,
             common,
             base,
-            _dir: dir,
         })
     }
 
@@ -221,6 +220,14 @@ impl Target {
     /// The config every probe starts from.
     pub fn base(&self) -> &TestConfig {
         &self.base
+    }
+
+    /// How many I/O threads its runs fire on: `threads` (`-t`), else the
+    /// engine's default (phantom's: half the cores plus one).
+    pub fn io_threads(&self) -> usize {
+        tank_engine::IoThreadCount::choose(self.base.run.threads)
+            .count
+            .get()
     }
 }
 
@@ -412,8 +419,14 @@ mod tests {
             timeout: Some(Duration::from_secs(2)),
             artifacts: "logs".into(),
         };
-        let target =
-            Target::from_url("http://127.0.0.1:9/", &Request::default(), &options).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let target = Target::from_url(
+            "http://127.0.0.1:9/",
+            &Request::default(),
+            &options,
+            dir.path(),
+        )
+        .unwrap();
         let load = Load::Open {
             rate: 800,
             duration: Duration::from_millis(2500),

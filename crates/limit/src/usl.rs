@@ -188,5 +188,19 @@ mod tests {
             prop_assert!((usl.kappa - kappa).abs() <= 0.05 * kappa, "κ {} vs {kappa}", usl.kappa);
             prop_assert!(usl.r_squared > 0.99);
         }
+
+        /// Whatever the points (a shedding server's included), σ and κ stay
+        /// at 0 or above and every number is finite.
+        #[test]
+        fn the_fit_is_constrained_for_any_points(
+            xs in proptest::collection::vec(0.001f64..1e6, 3..9),
+        ) {
+            let points: Vec<(f64, f64)> =
+                xs.iter().enumerate().map(|(i, &x)| (2f64.powi(i as i32), x)).collect();
+            let usl = fit(&points).unwrap();
+            prop_assert!(usl.sigma >= 0.0 && usl.kappa >= 0.0, "{usl:?}");
+            prop_assert!(usl.sigma.is_finite() && usl.kappa.is_finite() && usl.gamma.is_finite());
+            prop_assert!(usl.r_squared <= 1.0 + 1e-9);
+        }
     }
 }

@@ -72,7 +72,7 @@ pub fn text(a: &Summary, b: &Summary) -> String {
     );
     let _ = writeln!(
         out,
-        "\n{:>8}  {:>12}  {:>12}  B − A ms",
+        "\nservice time\n{:>8}  {:>12}  {:>12}  B − A ms",
         "quantile", "A ms", "B ms"
     );
     for (ra, rb) in a.quantiles.iter().zip(&b.quantiles) {
@@ -84,6 +84,29 @@ pub fn text(a: &Summary, b: &Summary) -> String {
             rb.service_ms,
             delta(ra.service_ms, rb.service_ms)
         );
+    }
+    // From the intended start (lag + service time), when either run knows its lag.
+    let known = |s: &Summary| s.quantiles.iter().any(|r| r.intended_ms.is_some());
+    if known(a) || known(b) {
+        let _ = writeln!(
+            out,
+            "\nfrom the intended start\n{:>8}  {:>12}  {:>12}  B − A ms",
+            "quantile", "A ms", "B ms"
+        );
+        let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"));
+        for (ra, rb) in a.quantiles.iter().zip(&b.quantiles) {
+            let change = match (ra.intended_ms, rb.intended_ms) {
+                (Some(x), Some(y)) => delta(x, y),
+                _ => "-".to_owned(),
+            };
+            let _ = writeln!(
+                out,
+                "{:>7}%  {:>12}  {:>12}  {change}",
+                ra.q,
+                ms(ra.intended_ms),
+                ms(rb.intended_ms)
+            );
+        }
     }
     for (label, ca, cb) in [
         ("HTTP code", &a.proto_codes, &b.proto_codes),
@@ -167,6 +190,25 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("search"), "{out}");
+    }
+
+    #[test]
+    fn text_compares_latency_from_the_intended_start_too() {
+        let a = sample_summary();
+        let mut b = sample_summary();
+        for (row, intended) in b.quantiles.iter_mut().zip(1..) {
+            row.intended_ms = Some(f64::from(intended));
+        }
+        let out = text(&a, &b);
+        let section = out
+            .split("from the intended start\n")
+            .nth(1)
+            .expect("an intended-start table");
+        let first = section.lines().nth(1).unwrap();
+        assert!(first.trim_start().starts_with("50%"), "{out}");
+        assert!(first.contains("1.000"), "{out}");
+        // Without lag on either side (phouts) there is nothing to compare.
+        assert!(!text(&a, &a).contains("from the intended start"));
     }
 
     #[test]

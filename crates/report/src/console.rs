@@ -1,6 +1,12 @@
 //! The live console, as pure functions of the run's state: the caller decides when and where
 //! to print (the full screen once a second on a TTY, after clearing it; one plain line per
 //! second otherwise, or with `--quiet` / `[console] short_only`).
+//!
+//! A second is shown once it is final, which is `buffered_seconds` after it ends (late
+//! replies still count in it until then). So every number is labelled with the second it is
+//! of, by its own offset from the start, never the wall clock: what the run has *sent* so far
+//! is ahead of what it has *answered* in finished seconds, and the screen says which is which
+//! rather than let the difference read as requests in flight.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -17,6 +23,8 @@ pub struct LiveView<'a> {
     pub title: &'a str,
     /// The last finished second.
     pub second: &'a SecondStats,
+    /// Its offset from the run's start ([`second_offset`]).
+    pub second_offset: Duration,
     /// The run so far.
     pub totals: &'a TotalStats,
     /// Wall time since the start.
@@ -41,6 +49,12 @@ fn ms(us: f64) -> f64 {
 fn clock(d: Duration) -> String {
     let s = d.as_secs();
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// The offset of the second `ts` (unix seconds) from the run's start second: 0 for the
+/// second the run started in, then one more for each second, whenever it is shown.
+pub fn second_offset(ts: u64, start_unix_us: u64) -> Duration {
+    Duration::from_secs(ts.saturating_sub(start_unix_us / 1_000_000))
 }
 
 /// The full screen: progress, rates, instances, lag, quantiles, codes, tags, autostop.
@@ -70,7 +84,7 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
             let _ = writeln!(out, "elapsed {}", clock(view.elapsed));
         }
     }
-    // Rates, instances, accuracy and lag.
+    // The last finished second: rates, instances, accuracy and lag.
     let accuracy = if s.planned > 0 {
         format!("{:.1}%", s.sent as f64 * 100.0 / s.planned as f64)
     } else {
@@ -78,7 +92,8 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
     };
     let _ = writeln!(
         out,
-        "rps: planned {}  sent {}  responses {}  accuracy {}",
+        "second {}: planned {}  sent {}  responses {}  accuracy {}",
+        clock(view.second_offset),
         s.planned,
         s.sent,
         s.overall.len(),
@@ -86,7 +101,7 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
     );
     let _ = writeln!(
         out,
-        "instances: {} of {}   lag: p50 {:.1} ms  p99 {:.1} ms  max {:.1} ms",
+        "instances: {} busy of {}   lag: p50 {:.1} ms  p99 {:.1} ms  max {:.1} ms",
         s.instances,
         view.instances_limit,
         ms(s.lag.get(500).unwrap_or(0.0)),
@@ -95,10 +110,11 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
     );
     let _ = writeln!(
         out,
-        "shots: planned {}  sent {}  responses {}",
+        "shots: planned {}  sent {} (so far)   responses {} (in finished seconds, through second {})",
         t.planned,
         t.sent,
-        t.overall.len()
+        t.overall.len(),
+        clock(view.second_offset)
     );
     if t.retries > 0 {
         let _ = writeln!(
@@ -107,30 +123,12 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
             s.retries, t.retries
         );
     }
-    // Quantiles: last second and cumulative.
-    let _ = writeln!(
-        out,
-        "\n  quantile   last s ms   cumulative ms   from intended start ms"
-    );
-    for (i, q) in QUANTILES.iter().enumerate().rev() {
-        let intended = if s.intended.count > 0 {
-            format!("{:>14.1}", ms(s.intended.values_us[i]))
-        } else {
-            format!("{:>14}", "-")
-        };
-        let _ = writeln!(
-            out,
-            "  {:>7}%  {:>10.1}  {:>14.1}  {intended}",
-            percent(*q),
-            ms(s.overall.quantiles_us[i]),
-            ms(s.cumulative.values_us[i]),
-        );
-    }
+    quantile_table(&mut out, s, t);
     // Times and sizes.
     let avg = |f: Field| ms(s.overall.field(f).mean());
     let _ = writeln!(
         out,
-        "\naverage ms: total {:.1}  connect {:.1}  send {:.1}  latency {:.1}  receive {:.1}",
+        "\naverage ms (last second): total {:.1}  connect {:.1}  send {:.1}  latency {:.1}  receive {:.1}",
         avg(Field::IntervalReal),
         avg(Field::Connect),
         avg(Field::Send),
@@ -139,7 +137,7 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
     );
     let _ = writeln!(
         out,
-        "average bytes: out {:.0}  in {:.0}",
+        "average bytes (last second): out {:.0}  in {:.0}",
         s.overall.field(Field::SizeOut).mean(),
         s.overall.field(Field::SizeIn).mean()
     );
@@ -234,13 +232,53 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
     out
 }
 
-/// One plain line for a finished second (non-TTY output, `--quiet`, `short_only`).
-pub fn render_line(second: &SecondStats, elapsed: Duration) -> String {
+/// The quantiles of the last second and of the whole run so far, each as service time and
+/// from the intended start (`-` where the lag is unknown).
+fn quantile_table(out: &mut String, s: &SecondStats, t: &TotalStats) {
+    let _ = writeln!(
+        out,
+        "\n{:>10}  {:^26}  {:^26}\n{:>10}  {:>12}  {:>12}  {:>12}  {:>12}",
+        "",
+        "last second",
+        "whole run",
+        "quantile",
+        "service ms",
+        "intended ms",
+        "service ms",
+        "intended ms"
+    );
+    let intended = |q: &tank_stats::Quantiles, i: usize| {
+        if q.count > 0 {
+            format!("{:>12.1}", ms(q.values_us[i]))
+        } else {
+            format!("{:>12}", "-")
+        }
+    };
+    for (i, q) in QUANTILES.iter().enumerate().rev() {
+        let _ = writeln!(
+            out,
+            "{:>9}%  {:>12.1}  {}  {:>12.1}  {}",
+            percent(*q),
+            ms(s.overall.quantiles_us[i]),
+            intended(&s.intended, i),
+            ms(s.cumulative.values_us[i]),
+            intended(&t.intended, i),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "(intended: from the intended start, lag + service time, as wrk2 measures)"
+    );
+}
+
+/// One plain line for a finished second (non-TTY output, `--quiet`, `short_only`), labelled
+/// with the second's own offset from the start ([`second_offset`]).
+pub fn render_line(second: &SecondStats, offset: Duration) -> String {
     let s = second;
     let errors = s.overall.errors();
     let mut line = format!(
         "{} ts={} rps={} planned={} sent={} instances={} p50={:.1}ms p99={:.1}ms max={:.1}ms errors={}",
-        clock(elapsed),
+        clock(offset),
         s.ts,
         s.overall.len(),
         s.planned,
@@ -317,6 +355,22 @@ mod tests {
         (agg.pop_ready().unwrap(), agg.totals())
     }
 
+    /// The screen of `second` in a run of `totals`, one second in, with no
+    /// progress bar, autostop or monitoring.
+    fn plain_screen(second: &SecondStats, totals: &TotalStats) -> String {
+        render_screen(&LiveView {
+            title: "load.ini",
+            second,
+            second_offset: Duration::ZERO,
+            totals,
+            elapsed: Duration::from_secs(1),
+            planned_duration: None,
+            instances_limit: 10,
+            autostop: &[],
+            monitoring: &[],
+        })
+    }
+
     #[test]
     fn screen_shows_progress_rates_quantiles_codes_tags_and_autostop() {
         let (second, totals) = state();
@@ -325,6 +379,7 @@ mod tests {
         let screen = render_screen(&LiveView {
             title: "load.ini",
             second: &second,
+            second_offset: Duration::from_secs(29),
             totals: &totals,
             elapsed: Duration::from_secs(30),
             planned_duration: Some(Duration::from_secs(120)),
@@ -335,8 +390,9 @@ mod tests {
         for needle in [
             "25%",
             "ETA 00:01:30",
-            "planned 2  sent 2  responses 2  accuracy 100.0%",
-            "instances: 4 of 1000",
+            "second 00:00:29: planned 2  sent 2  responses 2  accuracy 100.0%",
+            "instances: 4 busy of 1000",
+            "responses 2 (in finished seconds, through second 00:00:29)",
             "p99 1.5 ms",
             "99.5%",
             "110 timed out",
@@ -368,16 +424,7 @@ mod tests {
         }
         agg.finish();
         let (second, totals) = (agg.pop_ready().unwrap(), agg.totals());
-        let screen = render_screen(&LiveView {
-            title: "load.ini",
-            second: &second,
-            totals: &totals,
-            elapsed: Duration::from_secs(1),
-            planned_duration: None,
-            instances_limit: 10,
-            autostop: &[],
-            monitoring: &[],
-        });
+        let screen = plain_screen(&second, &totals);
         let rows: Vec<&str> = screen
             .lines()
             .skip_while(|line| !line.trim_start().starts_with("probe (measure = 1)"))
@@ -417,16 +464,7 @@ mod tests {
         }
         agg.finish();
         let (second, totals) = (agg.pop_ready().unwrap(), agg.totals());
-        let screen = render_screen(&LiveView {
-            title: "load.ini",
-            second: &second,
-            totals: &totals,
-            elapsed: Duration::from_secs(1),
-            planned_duration: None,
-            instances_limit: 10,
-            autostop: &[],
-            monitoring: &[],
-        });
+        let screen = plain_screen(&second, &totals);
         let rows: Vec<&str> = screen
             .lines()
             .skip_while(|line| !line.trim_start().starts_with("queue "))
@@ -441,17 +479,58 @@ mod tests {
         );
         // One queue: no queue table.
         let (second, totals) = state();
-        let one = render_screen(&LiveView {
-            title: "load.ini",
-            second: &second,
-            totals: &totals,
-            elapsed: Duration::from_secs(1),
-            planned_duration: None,
-            instances_limit: 10,
-            autostop: &[],
-            monitoring: &[],
-        });
+        let one = plain_screen(&second, &totals);
         assert!(!one.contains("  queue "), "{one}");
+    }
+
+    #[test]
+    fn quantile_columns_are_last_second_then_whole_run_each_service_then_intended() {
+        let (mut second, mut totals) = state();
+        // A second whose intended latency is known, in a run that knows it too.
+        second.intended = second.cumulative;
+        totals.intended = second.cumulative;
+        let screen = plain_screen(&second, &totals);
+        let lines: Vec<&str> = screen.lines().collect();
+        let header = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with("quantile"))
+            .expect("a quantile header");
+        let groups = lines[header - 1];
+        assert!(
+            groups.find("last second") < groups.find("whole run"),
+            "{screen}"
+        );
+        let columns: Vec<&str> = lines[header].split_whitespace().collect();
+        assert_eq!(
+            columns,
+            ["quantile", "service", "ms", "intended", "ms", "service", "ms", "intended", "ms"]
+        );
+        // The max row: this second's 2.5 ms in all four columns.
+        let max: Vec<&str> = lines[header + 1].split_whitespace().collect();
+        assert_eq!(max, ["100%", "2.5", "2.5", "2.5", "2.5"], "{screen}");
+        // Without lag, the intended columns say so.
+        let (second, totals) = state();
+        let screen = plain_screen(&second, &totals);
+        let max = screen
+            .lines()
+            .find(|l| l.trim_start().starts_with("100%"))
+            .unwrap();
+        assert_eq!(
+            max.split_whitespace().collect::<Vec<_>>(),
+            ["100%", "2.5", "-", "2.5", "-"]
+        );
+    }
+
+    #[test]
+    fn a_second_is_labelled_by_its_own_offset_from_the_start() {
+        // A run that started at 99.7 s: its seconds are 99, 100, 101 … shown
+        // two seconds late, and the last ones all at once at the end.
+        let start_us = 99_700_000;
+        assert_eq!(second_offset(99, start_us), Duration::ZERO);
+        assert_eq!(second_offset(101, start_us), Duration::from_secs(2));
+        let (second, _) = state();
+        let line = render_line(&second, second_offset(second.ts, start_us));
+        assert!(line.starts_with("00:00:01 ts=100 "), "{line}");
     }
 
     #[test]
@@ -474,6 +553,7 @@ mod tests {
             render_screen(&LiveView {
                 title: "load.ini",
                 second,
+                second_offset: Duration::from_secs(1),
                 totals,
                 elapsed: Duration::from_secs(3),
                 planned_duration: None,

@@ -55,9 +55,10 @@ mod seats;
 pub(crate) mod sessions;
 #[cfg(test)]
 mod tests;
+mod timer_task;
 
 use std::collections::VecDeque;
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
@@ -67,9 +68,9 @@ use tokio::task::JoinSet;
 
 use crate::feed::Shot;
 use crate::io_threads::{IoThread, Spawner};
-use crate::timer::Timer;
 
 use seats::{SeatState, ThreadState};
+use timer_task::Timed;
 
 /// Shots buffered ahead of the instances.
 pub(crate) const AHEAD: usize = 4096;
@@ -130,7 +131,7 @@ pub(crate) struct Dispatch {
     state: Mutex<State>,
 }
 
-struct State {
+pub(super) struct State {
     /// Shots not yet taken, in plan order.
     shots: VecDeque<Shot>,
     /// No more shots will come: instances end once these are taken.
@@ -192,24 +193,7 @@ impl Dispatch {
     /// Start the timer task of every thread that has seats, into the returned
     /// set; they end when the dispatch halts.
     pub fn start_timers(self: &Arc<Self>, io: &Spawner) -> JoinSet<()> {
-        let mut timers = JoinSet::new();
-        let seated: Vec<bool> = self
-            .lock()
-            .threads
-            .iter()
-            .map(|thread| !thread.seats.is_empty())
-            .collect();
-        for thread in io
-            .threads()
-            .filter(|t| seated.get(t.index()) == Some(&true))
-        {
-            io.spawn(
-                &mut timers,
-                thread,
-                run_timer(Arc::clone(self), thread.index(), io.clone()),
-            );
-        }
-        timers
+        timer_task::start_timers(self, io)
     }
 
     /// The next shot for the instance in `seat`, once it is due; `None` when
@@ -423,55 +407,40 @@ impl Future for Next<'_> {
     }
 }
 
-/// The timer task of one thread: arms the timer for the soonest due time its
-/// instances wait for, and wakes them when it comes (the open discipline's
-/// most recently idle instance, when a shot is due; the closed one's holders
-/// of due shots). Ends when the dispatch halts.
-async fn run_timer(dispatch: Arc<Dispatch>, thread: usize, io: Spawner) {
-    let (mut timer, fell_back) = Timer::new();
-    if let Some(why) = fell_back {
-        io.note_timer_fallback(&why);
+impl Timed for Dispatch {
+    type State = State;
+    /// The first shot's due time.
+    type Look = Option<Duration>;
+
+    fn start(&self) -> Instant {
+        self.start
     }
-    poll_fn(|cx| loop {
-        // A firing is taken first, so that one firing wakes one instance.
-        let fired = timer.poll_fired(cx).is_ready();
-        let now = dispatch.now();
-        let mut guard = dispatch.lock();
-        let state = &mut *guard;
-        if state.halted {
-            return Poll::Ready(());
-        }
-        let available = dispatch.discipline.available(&state.shots, now);
-        let first_due = state.shots.front().map(due);
-        let here = &mut state.threads[thread];
-        if fired {
-            here.armed = None;
-        }
-        // Holders of due shots (closed discipline), and the instance to take the first shot.
-        let mut wake = Vec::new();
-        closed::due_holders(here, now, &mut wake);
-        let top = if available { here.wake_top() } else { None };
-        let mut armed = false;
-        let wanted = dispatch.discipline.wanted(here, first_due, now);
-        if let Some(due) = wanted.filter(|due| here.armed != Some(*due)) {
-            timer.arm(dispatch.start + due);
-            here.armed = Some(due);
-            armed = true;
-        }
-        if !here
-            .timer_task
-            .as_ref()
-            .is_some_and(|waker| waker.will_wake(cx.waker()))
-        {
-            here.timer_task = Some(cx.waker().clone());
-        }
-        drop(guard);
-        wake.into_iter().chain(top).for_each(Waker::wake);
-        if !armed {
-            // The timer is watched (not fired), or disarmed until it is armed again here.
-            return Poll::Pending;
-        }
-        // Armed just now: poll it, to watch it (or see that the time has passed).
-    })
-    .await;
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        Dispatch::lock(self)
+    }
+
+    fn threads(state: &mut State) -> &mut [ThreadState] {
+        &mut state.threads
+    }
+
+    fn look(&self, state: &State, now: Option<Duration>) -> Option<(Self::Look, bool)> {
+        (!state.halted).then(|| {
+            (
+                state.shots.front().map(due),
+                self.discipline.available(&state.shots, now),
+            )
+        })
+    }
+
+    /// The open discipline's first due shot while an instance here is idle;
+    /// the closed one's soonest held shot.
+    fn wanted(
+        &self,
+        here: &ThreadState,
+        first_due: Option<Duration>,
+        now: Option<Duration>,
+    ) -> Option<Duration> {
+        self.discipline.wanted(here, first_due, now)
+    }
 }

@@ -44,7 +44,7 @@
 //! - The timer tasks ([`SessionDispatch::start_timers`]) end when the dispatch halts.
 
 use std::collections::{HashMap, VecDeque};
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
@@ -55,11 +55,11 @@ use tokio::task::JoinSet;
 use tank_plan::replay::SessionKey;
 
 use super::seats::{SeatState, ThreadState};
+use super::timer_task::Timed;
 use super::Seat;
 use crate::feed::Shot;
 use crate::io_threads::{IoThread, Spawner};
 use crate::tally::SessionTally;
-use crate::timer::Timer;
 
 /// One step of a replay as the feeder hands it over.
 #[derive(Debug)]
@@ -100,7 +100,7 @@ pub(crate) struct SessionDispatch {
     tally: Arc<SessionTally>,
 }
 
-struct State {
+pub(super) struct State {
     lanes: HashMap<SessionKey, Lane>,
     /// Sessions begun and not yet taken, in order, with their first due time.
     waiting: VecDeque<(SessionKey, Duration)>,
@@ -156,24 +156,7 @@ impl SessionDispatch {
     /// Start the timer task of every thread that has seats; they end when
     /// the dispatch halts.
     pub fn start_timers(self: &Arc<Self>, io: &Spawner) -> JoinSet<()> {
-        let mut timers = JoinSet::new();
-        let seated: Vec<bool> = self
-            .lock()
-            .threads
-            .iter()
-            .map(|thread| !thread.seats.is_empty())
-            .collect();
-        for thread in io
-            .threads()
-            .filter(|t| seated.get(t.index()) == Some(&true))
-        {
-            io.spawn(
-                &mut timers,
-                thread,
-                run_timer(Arc::clone(self), thread.index(), io.clone()),
-            );
-        }
-        timers
+        super::timer_task::start_timers(self, io)
     }
 
     /// What the instance in `seat` does next, once it is due; `None` when
@@ -454,57 +437,47 @@ impl Future for NextTurn<'_> {
     }
 }
 
-/// The timer task of one thread: arms the timer for the soonest due time its
-/// instances wait for (a held request, or the first waiting session while an
-/// instance here is idle), and wakes them when it comes. Ends at halt.
-async fn run_timer(dispatch: Arc<SessionDispatch>, thread: usize, io: Spawner) {
-    let (mut timer, fell_back) = Timer::new();
-    if let Some(why) = fell_back {
-        io.note_timer_fallback(&why);
+impl Timed for SessionDispatch {
+    type State = State;
+    /// The first waiting session's due time.
+    type Look = Option<Duration>;
+
+    fn start(&self) -> Instant {
+        self.start
     }
-    poll_fn(|cx| loop {
-        let fired = timer.poll_fired(cx).is_ready();
-        let now = dispatch.now();
-        let mut guard = dispatch.lock();
-        let state = &mut *guard;
-        if state.halted {
-            return Poll::Ready(());
-        }
-        let session_due = state.session_due(now);
-        let first_waiting = state.waiting.front().map(|(_, due)| *due);
-        let here = &mut state.threads[thread];
-        if fired {
-            here.armed = None;
-        }
-        let mut wake = Vec::new();
-        super::closed::due_holders(here, now, &mut wake);
-        let top = if session_due { here.wake_top() } else { None };
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        SessionDispatch::lock(self)
+    }
+
+    fn threads(state: &mut State) -> &mut [ThreadState] {
+        &mut state.threads
+    }
+
+    fn look(&self, state: &State, now: Option<Duration>) -> Option<(Self::Look, bool)> {
+        (!state.halted).then(|| {
+            (
+                state.waiting.front().map(|(_, due)| *due),
+                state.session_due(now),
+            )
+        })
+    }
+
+    /// The soonest held request here, or the first waiting session while an
+    /// instance here is idle.
+    fn wanted(
+        &self,
+        here: &ThreadState,
+        first_waiting: Option<Duration>,
+        now: Option<Duration>,
+    ) -> Option<Duration> {
         let holding = here.holding.peek().map(|std::cmp::Reverse((due, _))| *due);
         let session = super::open::wanted(here, first_waiting, now);
-        let wanted = match (holding, session) {
+        match (holding, session) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
-        };
-        let mut armed = false;
-        if let Some(due) = wanted.filter(|due| here.armed != Some(*due)) {
-            timer.arm(dispatch.start + due);
-            here.armed = Some(due);
-            armed = true;
         }
-        if !here
-            .timer_task
-            .as_ref()
-            .is_some_and(|waker| waker.will_wake(cx.waker()))
-        {
-            here.timer_task = Some(cx.waker().clone());
-        }
-        drop(guard);
-        wake.into_iter().chain(top).for_each(Waker::wake);
-        if !armed {
-            return Poll::Pending;
-        }
-    })
-    .await;
+    }
 }
 
 #[cfg(test)]

@@ -260,6 +260,52 @@
 
   var PICK = [[0, "50%"], [1, "75%"], [4, "90%"], [5, "95%"], [7, "99%"], [9, "100%"]];
 
+  // How long a run was, one definition everywhere (as summary.txt and the console
+  // say it): from the first shot's start to the last response's end, or the
+  // whole seconds for a summary written before tank recorded that.
+  function duration(s) { return s.active_s > 0 ? s.active_s : s.duration_s; }
+
+  // A second with no responses has no quantile: null (a gap), not 0 ms.
+  function answeredOnly(tl, values) {
+    return (values || []).map(function (v, n) { return tl.responses[n] > 0 ? v : null; });
+  }
+
+  // Errors as the summary's groups count them: net codes but 0, HTTP codes of 400 and up.
+  function errorCount(s) {
+    var net = Object.keys(s.net_codes).filter(function (c) { return c !== "0"; })
+      .reduce(function (sum, c) { return sum + s.net_codes[c]; }, 0);
+    var http = Object.keys(s.proto_codes).filter(function (c) { return +c >= 400; })
+      .reduce(function (sum, c) { return sum + s.proto_codes[c]; }, 0);
+    return net + http;
+  }
+
+  // The numbers a reader wants first: p50/p90/p99 of service time and from the
+  // intended start, the error share and the codes.
+  function headline(s, names) {
+    var sec = section("Results");
+    var at = function (q) { return s.quantiles.filter(function (r) { return r.q === q; })[0] || {}; };
+    var qs = [50, 90, 99];
+    var rows = [["service time ms"].concat(qs.map(function (q) { return at(q).service_ms; }))];
+    if (s.quantiles.some(function (r) { return r.intended_ms !== null && r.intended_ms !== undefined; })) {
+      rows.push(["from the intended start ms"].concat(qs.map(function (q) { return at(q).intended_ms; })));
+    }
+    table(sec, ["", "p50", "p90", "p99"], rows);
+    var total = s.shots.responses, errors = errorCount(s);
+    function codes(counts, meaning) {
+      var keys = Object.keys(counts);
+      if (!keys.length) { return "–"; }
+      return keys.map(function (c) {
+        return c + (meaning[c] ? " " + meaning[c] : "") + " × " + fmt(counts[c]) +
+          " (" + (100 * counts[c] / Math.max(total, 1)).toFixed(2) + "%)";
+      }).join(" · ");
+    }
+    table(sec, ["", ""], [
+      ["errors (net errors, HTTP 4xx and 5xx)", fmt(errors) + " of " + fmt(total) + " (" +
+        (100 * errors / Math.max(total, 1)).toFixed(2) + "%)"],
+      ["HTTP codes", codes(s.proto_codes, names.http)],
+      ["net codes", codes(s.net_codes, names.net)]]);
+  }
+
   function report(s, names) {
     var tl = s.timeline, x = offsets(tl.ts);
     CURRENT_TS = tl.ts;
@@ -274,7 +320,7 @@
     var meta = section("Test");
     var facts = [["generator", s.meta.generator], ["sources", s.meta.sources.join(", ")],
                  ["start", s.start_unix_s === null ? "–" : new Date(s.start_unix_s * 1000).toISOString()],
-                 ["duration", s.duration_s + " s"], ["responses", fmt(s.shots.responses)],
+                 ["duration", fmt(duration(s), 1) + " s"], ["responses", fmt(s.shots.responses)],
                  ["planned shots", fmt(s.shots.planned)], ["sent", fmt(s.shots.sent)],
                  ["unsent", fmt(s.shots.unsent)], ["rps (actual / planned / max)",
                   fmt(s.rps.actual, 1) + " / " + fmt(s.rps.planned, 1) + " / " + fmt(s.rps.max)]];
@@ -287,9 +333,10 @@
     }
     if (s.exit_code !== null) { facts.push(["exit code", String(s.exit_code)]); }
     table(meta, ["", ""], facts);
+    headline(s, names);
 
     lineChart(section("Response time quantiles per second"), x,
-      PICK.slice().reverse().map(function (p) { return { name: p[1], values: tl.quantiles_ms[p[0]] || [] }; }),
+      PICK.slice().reverse().map(function (p) { return { name: p[1], values: answeredOnly(tl, tl.quantiles_ms[p[0]]) }; }),
       "ms", undefined, { log: true });
     var rates = [{ name: "responses", values: tl.responses }];
     if (anyNonZero(tl.planned)) { rates.push({ name: "planned", values: tl.planned }); }
@@ -301,8 +348,8 @@
     if (anyNonZero(tl.lag_max_ms) || anyNonZero(tl.intended_p99_ms)) {
       lineChart(section("Lag behind the schedule, and latency from the intended start"), x, [
         { name: "lag p99", values: tl.lag_p99_ms }, { name: "lag max", values: tl.lag_max_ms },
-        { name: "from intended start p99", values: tl.intended_p99_ms },
-        { name: "service time p99", values: tl.quantiles_ms[7] || [] }], "ms", undefined, { log: true });
+        { name: "from intended start p99", values: answeredOnly(tl, tl.intended_p99_ms) },
+        { name: "service time p99", values: answeredOnly(tl, tl.quantiles_ms[7]) }], "ms", undefined, { log: true });
     }
     (s.monitoring || []).forEach(function (h) { monitoringCharts(h, x); });
     lineChart(section("HTTP codes per second"), x, codeSeries(tl.proto_codes), "responses");
@@ -413,22 +460,31 @@
     document.title = "tank compare — " + a.meta.title + " vs " + b.meta.title;
     document.getElementById("title").textContent = "A: " + a.meta.title + "  vs  B: " + b.meta.title;
     table(section("Runs"), ["", "A", "B"], [
-      ["duration s", a.duration_s, b.duration_s], ["responses", a.shots.responses, b.shots.responses],
+      ["duration s", fmt(duration(a), 1), fmt(duration(b), 1)], ["responses", a.shots.responses, b.shots.responses],
       ["rps", a.rps.actual, b.rps.actual], ["autostop", a.autostop ? a.autostop.criterion : "–",
        b.autostop ? b.autostop.criterion : "–"]]);
-    table(section("Cumulative quantiles, ms"), ["quantile", "A", "B", "Δ", "Δ %"],
+    table(section("Cumulative quantiles: service time, ms"), ["quantile", "A", "B", "Δ", "Δ %"],
       a.quantiles.map(function (r, i) {
         var rb = b.quantiles[i] || {};
         return [r.q + "%", r.service_ms, rb.service_ms].concat(delta(r.service_ms, rb.service_ms));
       }));
+    var intended = function (s) { return s.quantiles.some(function (r) { return r.intended_ms !== null && r.intended_ms !== undefined; }); };
+    if (intended(a) || intended(b)) {
+      table(section("Cumulative quantiles: from the intended start, ms"), ["quantile", "A", "B", "Δ", "Δ %"],
+        a.quantiles.map(function (r, i) {
+          var rb = b.quantiles[i] || {};
+          return [r.q + "%", r.intended_ms, rb.intended_ms].concat(delta(r.intended_ms, rb.intended_ms));
+        }));
+    }
     var xa = offsets(a.timeline.ts), xb = offsets(b.timeline.ts);
     var x = xa.length >= xb.length ? xa : xb;
-    function pad(v) { var out = v.slice(0, x.length); while (out.length < x.length) { out.push(0); } return out; }
+    // Past a run's end, and in its seconds without responses, it has no value: a gap.
+    function pad(v) { var out = v.slice(0, x.length); while (out.length < x.length) { out.push(null); } return out; }
     lineChart(section("Quantiles per second, overlaid (time from each run's start)"), x, [
-      { name: "A p50", values: pad(a.timeline.quantiles_ms[0] || []), color: COLORS[0] },
-      { name: "A p99", values: pad(a.timeline.quantiles_ms[7] || []), color: COLORS[9] },
-      { name: "B p50", values: pad(b.timeline.quantiles_ms[0] || []), color: COLORS[1] },
-      { name: "B p99", values: pad(b.timeline.quantiles_ms[7] || []), color: COLORS[3] }], "ms");
+      { name: "A p50", values: pad(answeredOnly(a.timeline, a.timeline.quantiles_ms[0])), color: COLORS[0] },
+      { name: "A p99", values: pad(answeredOnly(a.timeline, a.timeline.quantiles_ms[7])), color: COLORS[9] },
+      { name: "B p50", values: pad(answeredOnly(b.timeline, b.timeline.quantiles_ms[0])), color: COLORS[1] },
+      { name: "B p99", values: pad(answeredOnly(b.timeline, b.timeline.quantiles_ms[7])), color: COLORS[3] }], "ms");
     lineChart(section("Responses per second, overlaid"), x, [
       { name: "A", values: pad(a.timeline.responses), color: COLORS[0] },
       { name: "B", values: pad(b.timeline.responses), color: COLORS[1] }], "per second");
@@ -456,42 +512,78 @@
   // A search, scan or sweep: one point per probe or step, in order of rate or concurrency.
   function limit(d) {
     var byX = function (key) { return function (a, b) { return a[key] - b[key]; }; };
+    if (d.warnings && d.warnings.length) {
+      var warn = section("Warnings");
+      warn.setAttribute("class", "warnings");
+      var list = el("ul", {}, warn);
+      d.warnings.forEach(function (w) { el("li", {}, list, w); });
+    }
     if (d.kind === "sweep") {
       var steps = d.steps.slice().sort(byX("concurrency"));
       var n = steps.map(function (s) { return s.concurrency; });
-      var thr = [{ name: "achieved rps", values: steps.map(function (s) { return s.achieved_rps; }) }];
+      var thr = [{ name: "good rps", values: steps.map(function (s) { return s.achieved_rps; }) }];
       if (d.usl) {
         var u = d.usl;
         thr.push({ name: "USL fit", values: n.map(function (c) {
           return u.gamma * c / (1 + u.sigma * (c - 1) + u.kappa * c * (c - 1)); }) });
       }
-      lineChart(section("Throughput by concurrency"), n, thr, "rps", "");
-      lineChart(section("Latency by concurrency"), n, [
-        { name: "p50", values: steps.map(function (s) { return s.p50_ms; }) },
-        { name: "p99", values: steps.map(function (s) { return s.p99_ms; }) },
-        { name: "p99.9", values: steps.map(function (s) { return s.p999_ms; }) }], "ms", "");
-      var facts = [["knee", d.knee_concurrency === null ? "none" : d.knee_concurrency + " connections"]];
+      var facts = [["knee", (d.knee_concurrency === null ? "none" : d.knee_concurrency + " connections") +
+                    " (" + d.knee_why + ")"]];
       if (d.usl) {
         facts.push(["USL σ, κ, γ", fmt(d.usl.sigma, 5) + ", " + fmt(d.usl.kappa, 6) + ", " + fmt(d.usl.gamma)]);
         facts.push(["USL R²", fmt(d.usl.r_squared, 3)]);
+      } else {
+        facts.push(["USL", "withheld: " + d.usl_withheld]);
       }
-      table(section("Fit"), ["", ""], facts);
-      table(section("Steps"), ["connections", "rps", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "errors %"],
-        d.steps.map(function (s) { return [s.concurrency, s.achieved_rps, s.p50_ms, s.p90_ms, s.p99_ms, s.p999_ms, s.error_pct]; }));
+      table(section("Knee and fit"), ["", ""], facts);
+      lineChart(section("Throughput (good answers) by concurrency"), n, thr, "rps", "");
+      lineChart(section("Latency by concurrency"), n, [
+        { name: "p50", values: steps.map(function (s) { return s.p50_ms; }) },
+        { name: "p99", values: steps.map(function (s) { return s.p99_ms; }) },
+        { name: "p99.9", values: steps.map(function (s) { return s.p999_ms; }) }], "ms", "", { log: true });
+      if (steps.some(function (s) { return s.errors > 0; })) {
+        lineChart(section("Errors by concurrency"), n,
+          [{ name: "errors %", values: steps.map(function (s) { return s.error_pct; }) }], "%", "");
+      }
+      table(section("Steps"), ["connections", "good rps", "errors", "errors %", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms"],
+        d.steps.map(function (s) {
+          return [s.concurrency, s.achieved_rps, s.errors, s.error_pct, s.p50_ms, s.p90_ms, s.p99_ms, s.p999_ms];
+        }));
       return;
     }
-    var probes = d.probes.slice().sort(byX("target_rps"));
+    // The decisive try of each rate (its first valid one, else its last) for the charts.
+    var decisive = {};
+    d.probes.forEach(function (p) {
+      var seen = decisive[p.target_rps];
+      if (!seen || !seen.valid) { decisive[p.target_rps] = p; }
+    });
+    var probes = Object.keys(decisive).map(function (k) { return decisive[k]; }).sort(byX("target_rps"));
     var x = probes.map(function (p) { return p.target_rps; });
-    lineChart(section("p" + d.quantile + " by rate (bound " + d.under_ms + " ms)"), x, [
+    var invalidCount = d.probes.filter(function (p) { return !p.valid; }).length;
+    var verdict;
+    if (d.resolved === false) {
+      var low = d.passed_rps, high = d.failed_rps;
+      verdict = "limit unresolved" + (low !== null && high !== null ? ": between " + low + " and " + high + " rps"
+        : low !== null ? ": at least " + low + " rps" : high !== null ? ": below " + high + " rps" : "") +
+        "; " + invalidCount + " probes were invalid (" + d.invalid_rps.join(", ") + " rps invalid in " + d.tries +
+        " tries each: tank, not the target, fell behind)";
+    } else {
+      verdict = "limit: " + (d.limit_rps === null ? "none met the bound" : d.limit_rps + " rps") +
+        (invalidCount ? " (" + invalidCount + " invalid probes, tried again)" : "");
+    }
+    var head = section("Result");
+    if (d.resolved === false) { head.setAttribute("class", "warnings"); }
+    el("p", { "class": "verdict" }, head, verdict);
+    lineChart(section("p" + d.quantile + " by rate (bound " + d.under_ms + " ms; invalid rates drawn with their last try)"), x, [
       { name: "p" + d.quantile + " ms", values: probes.map(function (p) { return p.quantile_ms; }) },
-      { name: "bound", values: probes.map(function () { return d.under_ms; }) }], "ms", " rps");
+      { name: "bound", values: probes.map(function () { return d.under_ms; }) }], "ms", " rps", { log: true });
     lineChart(section("Achieved by rate"), x, [
       { name: "achieved rps", values: probes.map(function (p) { return p.achieved_rps; }) },
       { name: "target rps", values: x }], "rps", " rps");
-    table(section("Probes (limit: " + (d.limit_rps === null ? "none" : d.limit_rps + " rps") + ")"),
-      ["rate", "achieved", "p" + d.quantile + " ms", "errors %", "lag p99 ms", "valid", "passed", "why"],
+    table(section("Probes (" + verdict + ")"),
+      ["rate", "try", "achieved", "p" + d.quantile + " ms", "errors %", "lag p99 ms", "valid", "passed", "why"],
       d.probes.map(function (p) {
-        return [p.target_rps, p.achieved_rps, p.quantile_ms, p.error_pct, p.lag_p99_ms,
+        return [p.target_rps, p.attempt + " of " + d.tries, p.achieved_rps, p.quantile_ms, p.error_pct, p.lag_p99_ms,
                 p.valid ? "yes" : "NO", p.passed ? "yes" : "no", p.reasons.join("; ")];
       }));
   }
