@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::support::shop::Shop;
-use crate::support::{artifacts, assert_ran, phout, shoot, tank, Row};
+use crate::support::{artifacts, assert_ran, interrupted, phout, shoot, tank, Row};
 
 /// The repository's worked example: `ammo/scenario/`.
 fn example(name: &str) -> PathBuf {
@@ -343,4 +343,64 @@ fn tank_plan_shows_the_scenarios_and_refuses_a_mistake_at_its_line() {
         error.contains("load.ini:4"),
         "located at the ammofile option too: {error}"
     );
+}
+
+#[test]
+fn a_second_ctrl_c_leaves_exactly_one_row_per_step_sent() {
+    let shop = Shop::start();
+    let text = r#"
+variable_sources:
+  - {name: users, type: file/csv, file: ammo/scenario/users.csv, fields: [id, name], ignore_first_line: true}
+requests:
+  - name: login
+    method: POST
+    uri: /login
+    body: '{"user": "{{.request.login.preprocessor.user.name}}"}'
+    preprocessor: {mapping: {user: "source.users[next]"}}
+    postprocessors: [{type: var/jsonpath, mapping: {token: $.token}}]
+  - name: slow
+    uri: /slow
+    headers: {Authorization: "Bearer {{.request.login.postprocessor.token}}"}
+scenarios:
+  - {name: wait, requests: [login, slow, login]}
+"#;
+    let dir = workdir("slow.yaml", Some(text));
+    let slow_seen = || {
+        shop.ledger()
+            .requests
+            .iter()
+            .filter(|(_, path, _)| path == "/slow")
+            .count()
+    };
+    let (out, _) = interrupted(
+        dir.path(),
+        &config(&shop, "slow.yaml", 10),
+        || slow_seen() >= 3,
+        &[libc::SIGINT, libc::SIGINT],
+    );
+    let run = artifacts(dir.path());
+    let rows = phout(&run);
+    let logins = shop
+        .ledger()
+        .requests
+        .iter()
+        .filter(|(_, path, _)| path == "/login")
+        .count();
+    // Three instances, each in its run's slow step when stopped: every step sent has its row.
+    let tags = by_tag(&rows);
+    assert_eq!(tags.get("login"), Some(&logins), "{rows:?}");
+    assert_eq!(tags.get("slow"), Some(&slow_seen()), "{rows:?}");
+    assert_eq!(rows.len(), logins + slow_seen());
+    for row in &rows {
+        let expected = if row.tag == "slow" { 125 } else { 0 };
+        assert_eq!(row.net_code, expected, "{row:?}");
+    }
+    let scenarios = &summary(&run)["scenarios"];
+    assert_eq!(
+        scenarios["runs_started"],
+        3,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(scenarios["runs_completed"], 0);
 }

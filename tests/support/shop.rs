@@ -12,6 +12,8 @@
 //! - `GET /profile` with the token → an HTML page naming the user.
 //! - `POST /buy/<item>` with the token and `X-User: <name>` → 200 only for
 //!   an item issued to that token, by its user; 403/404/409 otherwise.
+//! - `GET /slow`: recorded, then answered only after a minute (a request a
+//!   test interrupts in flight).
 //!
 //! Stops when dropped.
 
@@ -48,7 +50,7 @@ pub struct Account {
 pub struct Ledger {
     /// Token → its account.
     pub accounts: HashMap<String, Account>,
-    /// Every request: method, path and the status answered.
+    /// Every request: method, path and the status answered (0 for one not answered yet).
     pub requests: Vec<(String, String, u16)>,
     next: u64,
 }
@@ -173,6 +175,15 @@ async fn answer(
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
+    if path == "/slow" {
+        ledger
+            .lock()
+            .expect("ledger")
+            .requests
+            .push((method, path, 0));
+        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        return Ok(reply(200, &[], String::new()));
+    }
     let mut ledger = ledger.lock().expect("ledger");
     let response = match (method.as_str(), path.as_str()) {
         ("POST", "/login") => login(&mut ledger, &body),
