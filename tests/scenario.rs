@@ -204,6 +204,21 @@ fn a_failed_assertion_ends_the_run_and_is_counted_by_request_and_reason() {
         "{text}"
     );
     assert!(!text.contains("failed at the network level"), "{text}");
+    // report.html shows the runs and the failures by reason.
+    if let Some(browser) = crate::report::chromium() {
+        let page = run.join("report.html");
+        let (dom, log) = crate::report::render(&browser, &page);
+        crate::report::assert_rendered("report.html", &dom, &log, 3);
+        assert!(dom.contains("Scenario runs"), "{dom}");
+        assert!(
+            dom.contains("assert/response: status_code 201"),
+            "no reason in the page"
+        );
+        assert!(
+            dom.contains("901 assertion failed"),
+            "no code's name in the page"
+        );
+    }
 }
 
 #[test]
