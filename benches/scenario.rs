@@ -131,9 +131,12 @@ fn steps(c: &mut Criterion) {
         "Content-Type: application/json\r\n",
         &format!("{{\"items\": [{}]}}", items.join(", ")),
     );
-    let mut page = String::from("<!DOCTYPE html><html><head><title>Profile</title></head><body><ul>");
+    let mut page =
+        String::from("<!DOCTYPE html><html><head><title>Profile</title></head><body><ul>");
     for i in 0..40 {
-        page.push_str(&format!("<li class=\"row\"><a href=\"/item/{i}\">item {i}</a></li>"));
+        page.push_str(&format!(
+            "<li class=\"row\"><a href=\"/item/{i}\">item {i}</a></li>"
+        ));
     }
     page.push_str("</ul><div class=\"user\">user1</div></body></html>");
     let profile_reply = reply("Content-Type: text/html\r\n", &page);
@@ -143,7 +146,11 @@ fn steps(c: &mut Criterion) {
     // cleared when it is built again, so each bench starts from here).
     let prime = |run: &mut Run<'_>, rng: &mut SmallRng, out: &mut Vec<u8>| {
         run.start();
-        for (request, answer) in [(login, &login_reply), (list, &list_reply), (profile, &profile_reply)] {
+        for (request, answer) in [
+            (login, &login_reply),
+            (list, &list_reply),
+            (profile, &profile_reply),
+        ] {
             run.request(request, &cursors, rng, out).expect("builds");
             run.reply(request, answer).expect("reads");
         }
@@ -151,7 +158,12 @@ fn steps(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("scenario_request");
     group.throughput(Throughput::Elements(1));
-    for (name, request) in [("static", static_), ("login", login), ("list", list), ("buy", buy)] {
+    for (name, request) in [
+        ("static", static_),
+        ("login", login),
+        ("list", list),
+        ("buy", buy),
+    ] {
         prime(&mut run, &mut rng, &mut out);
         group.bench_function(name, |b| {
             b.iter(|| {
@@ -174,7 +186,10 @@ fn steps(c: &mut Criterion) {
     ] {
         prime(&mut run, &mut rng, &mut out);
         group.bench_function(name, |b| {
-            b.iter(|| run.reply(black_box(request), black_box(answer)).expect("reads"))
+            b.iter(|| {
+                run.reply(black_box(request), black_box(answer))
+                    .expect("reads")
+            })
         });
     }
     group.finish();

@@ -107,27 +107,26 @@ fn serve(listener: TcpListener) {
                     }
                 }
                 let lower = head.to_ascii_lowercase();
-                if lower.contains("transfer-encoding: chunked") {
-                    loop {
-                        let mut size = String::new();
-                        reader.read_line(&mut size).unwrap();
-                        let size = usize::from_str_radix(size.trim(), 16).unwrap();
-                        let mut chunk = vec![0; size + 2];
-                        reader.read_exact(&mut chunk).unwrap();
-                        if size == 0 {
-                            break;
-                        }
+                // The body, framed as tank frames requests (tank-http1).
+                let mut framing = tank_http1::Framing::default();
+                for line in head.lines().skip(1) {
+                    if let Some((name, value)) = line.split_once(':') {
+                        framing
+                            .header(name.as_bytes(), value.as_bytes())
+                            .expect("framing headers");
                     }
-                } else if let Some(at) = lower.find("content-length:") {
-                    let length: usize = lower[at + 15..]
-                        .lines()
-                        .next()
-                        .unwrap()
-                        .trim()
-                        .parse()
-                        .unwrap();
-                    let mut body = vec![0; length];
-                    reader.read_exact(&mut body).unwrap();
+                }
+                let mut body = framing.request_body().expect("a framed body");
+                while !body.is_complete() {
+                    let Ok(data) = reader.fill_buf() else { return };
+                    if data.is_empty() {
+                        return;
+                    }
+                    let (used, done) = body.decode(data, 8192, u64::MAX).expect("a body");
+                    reader.consume(used);
+                    if done {
+                        break;
+                    }
                 }
                 let _ = writer.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
                 if lower.contains("connection: close") {
@@ -339,5 +338,186 @@ fn an_option_for_another_format_is_refused_by_name() {
     assert!(
         stderr.contains("--server-port applies to pcap and pcapng, not to har"),
         "{stderr}"
+    );
+}
+
+/// `tank import LOG` in `dir`: its exit status, stdout and stderr.
+fn import_log(dir: &Path, log: &str) -> (bool, String, String) {
+    std::fs::write(dir.join("access.log"), log).unwrap();
+    let output = tank()
+        .args(["import", "access.log", "--host", "h"])
+        .current_dir(dir)
+        .output()
+        .expect("run tank import");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_corrupt_clock_is_refused_where_it_is_read_and_never_reaches_a_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |time: &str, path: &str, msec: &str| {
+        format!("10.0.0.1 - - [{time} +0000] \"GET {path} HTTP/1.1\" 200 612 \"-\" \"curl/8.0\" {msec}\n")
+    };
+    // A `$msec` of 10²⁰ s beside its line's own [time]: that line, named, not the log.
+    for request_time in ["0.001", "0.000"] {
+        let log = line(
+            "14/Nov/2023:22:13:00",
+            "/huge",
+            &format!("99999999999999999999.000 {request_time}"),
+        ) + &line("14/Nov/2023:22:13:00", "/a", "1699999980.000 0.001")
+            + &line("14/Nov/2023:22:13:01", "/b", "1699999981.000 0.000");
+        let (ok, stdout, stderr) = import_log(dir.path(), &log);
+        assert!(ok, "{stderr}");
+        assert!(
+            stderr.contains("access.log:1: `$msec` 99999999999999999999.000 is 584488 years"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("1 warning;"), "{stderr}");
+        let records: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.starts_with(['S', 'R', 'E']))
+            .collect();
+        assert_eq!(
+            records,
+            [
+                "S 0 0 10.0.0.1",
+                "R 28 0 0 /a",
+                "R 28 1001000 0 /b",
+                "E 0 1001000"
+            ]
+        );
+    }
+    for bad in ["-1699999980.000", "1699999980..000"] {
+        let log = line("14/Nov/2023:22:13:00", "/a", "1699999980.000")
+            + &line("14/Nov/2023:22:13:00", "/b", bad);
+        let (ok, _, stderr) = import_log(dir.path(), &log);
+        assert!(ok, "{stderr}");
+        assert!(
+            stderr.contains(&format!("access.log:2: `{bad}` is not a time in seconds")),
+            "{stderr}"
+        );
+        assert!(stderr.contains("1 session, 1 request,"), "{stderr}");
+    }
+    // Lines whose clocks agree, years apart: an error naming both.
+    let log = line("14/Nov/2023:22:13:00", "/a", "1699999980.000")
+        + &line("14/Nov/2023:22:13:01", "/b", "1699999981.000")
+        + &line("14/Nov/9999:22:13:01", "/c", "253398233581.000");
+    let (ok, _, stderr) = import_log(dir.path(), &log);
+    assert!(!ok, "{stderr}");
+    assert!(
+        stderr.contains("access.log:3: its time is 7976 years after that of line 1"),
+        "{stderr}"
+    );
+    // A sessions file holding such an offset: refused where the record is, not an abort.
+    let request = "GET / HTTP/1.0\r\n\r\n";
+    let far = 18_000_000_000_000_000_000u64;
+    let sessions = format!(
+        "tank-sessions 1\nS 0 0 a\nR 18 0 0 /\n{request}\nR 18 {far} 0 /\n{request}\nE 0 {far}\n"
+    );
+    std::fs::write(dir.path().join("far.sessions"), sessions).unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        "[phantom]\naddress = 127.0.0.1:9\nammofile = far.sessions\nammo_type = sessions\n",
+    )
+    .unwrap();
+    for command in [&["plan", "-c", "load.ini"][..], &["-c", "load.ini", "-q"]] {
+        let output = tank()
+            .args(command)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("far.sessions: byte 54: offset 18000000000000000000 µs"),
+            "{stderr}"
+        );
+    }
+}
+
+/// `tank import FILE` in `dir` with `env`: its exit code and stderr.
+fn import_file(
+    dir: &Path,
+    file: &str,
+    bytes: &[u8],
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> (Option<i32>, String) {
+    std::fs::write(dir.join(file), bytes).unwrap();
+    let output = tank()
+        .args(["import", file, "-o", "out.sessions"])
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .output()
+        .expect("run tank import");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn what_is_not_a_capture_is_an_error_said_in_the_users_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let prose: String = (1..=150)
+        .map(|n| format!("Line {n} of a document, not a log.\n"))
+        .collect();
+    let pcap_magic: &[u8] = &[0xd4, 0xc3, 0xb2, 0xa1, 2, 0];
+    // pcapng: a section header, an interface, then a packet block whose two lengths differ.
+    let mut pcapng = Vec::new();
+    for word in [
+        0x0A0D0D0Au32,
+        28,
+        0x1A2B3C4D,
+        1,
+        0xffff_ffff,
+        0xffff_ffff,
+        28,
+    ] {
+        pcapng.extend_from_slice(&word.to_le_bytes());
+    }
+    for word in [1u32, 20, 1, 0, 20] {
+        pcapng.extend_from_slice(&word.to_le_bytes());
+    }
+    for word in [6u32, 36, 0, 0, 0, 4, 4, 0x6463_6261, 99] {
+        pcapng.extend_from_slice(&word.to_le_bytes());
+    }
+    let cases: [(&str, &[u8], &str); 4] = [
+        ("README.md", prose.as_bytes(), "README.md:1: no [time]; expected `ADDR - USER [TIME] \"METHOD URI HTTP/x.y\" STATUS BYTES ...`; none of its first 100 lines is an access-log line: expected a pcap, pcapng or HAR file, or an nginx/Apache access log"),
+        ("empty.log", b"", "empty.log: the file is empty; expected a pcap, pcapng or HAR file"),
+        ("cut.pcap", pcap_magic, "cut.pcap: byte 0: the file is cut short here; expected a pcap or pcapng file header"),
+        ("bad.pcapng", &pcapng, "bad.pcapng: byte 48: a block whose length, type or byte order does not fit together; expected a packet record"),
+    ];
+    for (file, bytes, expected) in cases {
+        let (code, stderr) = import_file(dir.path(), file, bytes, &[], &[]);
+        assert_eq!(code, Some(1), "{file}: {stderr}");
+        assert!(stderr.contains(expected), "{file}: {stderr}");
+        assert!(!stderr.contains("warning"), "{file}: {stderr}");
+    }
+    // A temporary file that cannot be made is named as what failed, not as the output.
+    let log = "10.0.0.1 - - [14/Nov/2023:22:13:00 +0000] \"GET /a HTTP/1.1\" 200 1\n".repeat(50);
+    let (code, stderr) = import_file(
+        dir.path(),
+        "access.log",
+        log.as_bytes(),
+        &[("TMPDIR", "/nonexistent/tank-test")],
+        &["--host", "h", "--memory", "0"],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "access.log: holding requests in a temporary file (in TMPDIR, past --memory): "
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("os error").count(),
+        1,
+        "the cause once: {stderr}"
     );
 }

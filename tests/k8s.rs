@@ -142,3 +142,49 @@ fn manifests_validate_and_the_pod_command_runs_a_shard() {
     let phout = std::fs::read_to_string(run.join("phout.log")).unwrap();
     assert_eq!(phout.lines().count(), 10);
 }
+
+#[test]
+fn a_loopback_target_is_warned_of_and_shards_and_start_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        "[phantom]\naddress = 127.0.0.1:8080\nuris = /\nrps_schedule = const(1,1s)\n\
+         [phantom-2]\naddress = web.load.svc:80\nuris = /\nrps_schedule = const(1,1s)\n",
+    )
+    .unwrap();
+    let k8s = |extra: &[&str]| {
+        let out = tank()
+            .args(["k8s", "-c", "load.ini", "--image", "tank:1"])
+            .args(extra)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = k8s(&[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "load.ini: [phantom] address 127.0.0.1:8080 is a loopback address: in a pod it is the pod itself"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("loopback").count(), 1, "{stderr}");
+    for (extra, expected) in [
+        (
+            ["--shards", "100000000"],
+            "--shards 100000000: expected 1 to 100000 (an Indexed Job's most completions)",
+        ),
+        (
+            ["--start-in", "99999999999s"],
+            "--start-in 99999999999s: expected a positive duration of at most 7 days",
+        ),
+    ] {
+        let (code, stderr) = k8s(&extra);
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+}

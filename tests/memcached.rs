@@ -255,6 +255,8 @@ fn loadonly_sets_every_record_and_fires_nothing() {
         stderr.contains("preload: 1000 of 1000 records set\n"),
         "{stderr}"
     );
+    // stderr is a pipe: progress comes as whole lines, never redrawn with `\r`.
+    assert!(!stderr.contains('\r'), "{stderr:?}");
     assert_eq!(server.stat("cmd_set"), 1000);
     assert_eq!(server.stat("curr_items"), 1000);
     assert_eq!(server.stat("cmd_get"), 0);
@@ -272,4 +274,43 @@ fn loadonly_sets_every_record_and_fires_nothing() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to load"));
+}
+
+#[test]
+fn a_stalled_server_fails_the_preload_after_the_queues_timeout_saying_so() {
+    // Accepts, reads, never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let held = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stream, &mut sink);
+    });
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        format!(
+            "[phantom]\naddress = {addr}\ntank_type = memcached\nrps_schedule = const(1,1s)\n\
+             timeout = 1s\n[memcached]\nrecords = 1000\n"
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = crate::support::tank()
+        .args(["-c", "load.ini", "--loadonly"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "[phantom] preload of {addr}: no reply: nothing within 1s (the queue's timeout)"
+        )),
+        "{stderr}"
+    );
+    // The old fixed wait was 30 s; 1 s with room for a busy machine.
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    drop(out);
+    drop(held);
 }

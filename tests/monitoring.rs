@@ -282,11 +282,14 @@ fn influxql(port: u16, q: &str) -> serde_json::Value {
             encoded.push_str(&format!("%{b:02X}"));
         }
     }
-    let url = tank_monitor::http::Url::parse(&format!(
+    let url = tank_monitor::http::http_url(&format!(
         "http://127.0.0.1:{port}/query?db=tank&q={encoded}"
     ))
     .unwrap();
-    let response = tank_monitor::http::post(&url, &[], b"", Duration::from_secs(10)).unwrap();
+    let client = tank_monitor::http::Client::new().unwrap();
+    let response = client
+        .post(&url, &[], Vec::new(), Duration::from_secs(10))
+        .unwrap();
     assert_eq!(
         response.status,
         200,
@@ -372,6 +375,60 @@ fn an_influxdb_that_is_down_costs_no_shot_and_drops_are_counted() {
 }
 
 #[test]
+fn a_source_and_an_influxdb_down_for_the_whole_run_are_warnings_that_can_fail_it() {
+    // Two closed ports: a node_exporter and an InfluxDB that never answer.
+    let node = crate::support::component::free_port();
+    let influx = crate::support::component::free_port();
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/origin/steady.json");
+    let config = format!(
+        "[phantom]\naddress = origin\nuris = /\nrps_schedule = const(50,2s)\n\
+         [origin]\nrecipe = {}\n[tank]\nartifacts_base_dir = logs\n\
+         [telegraf]\nconfig = <Monitoring><Host address=\"node\" \
+         metrics_url=\"http://127.0.0.1:{node}/metrics\"><System/></Host></Monitoring>\n\
+         [influx]\naddress = 127.0.0.1\nport = {influx}\n",
+        recipe.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("load.ini"), &config).unwrap();
+    let out = crate::support::tank()
+        .args(["-c", "load.ini", "-q", "--fail-on-warnings"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(35), "{stdout}");
+    let never = format!("monitoring node: http://127.0.0.1:{node}/metrics never answered");
+    let nothing = "influx: no point was written";
+    // The console's WARNINGS block, summary.txt, summary.json and report.html all say it.
+    let block = stdout.split("WARNINGS:").nth(1).unwrap_or_default();
+    assert!(
+        block.contains(&never) && block.contains(nothing),
+        "{stdout}"
+    );
+    let run = crate::support::artifacts(dir.path());
+    let text = std::fs::read_to_string(run.join("summary.txt")).unwrap();
+    assert!(text.contains(&never) && text.contains(nothing), "{text}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let warnings: Vec<&str> = summary["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .collect();
+    assert!(
+        warnings.iter().any(|w| w.starts_with(&never)),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings.iter().any(|w| w.starts_with(nothing)),
+        "{warnings:?}"
+    );
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("never answered during the run"));
+}
+
+#[test]
 fn prometheus_scrapes_tanks_metrics_during_the_run() {
     let Some(prometheus) = binary("prometheus", "prometheus") else {
         return;
@@ -398,12 +455,13 @@ fn prometheus_scrapes_tanks_metrics_during_the_run() {
     let spec = spec(dir.path(), "const(50,6s)", &extra);
     let outcome = tank_run::run(&spec, Box::new(Seen::default()), &Handle::default()).unwrap();
     assert_eq!(outcome.verdict, Verdict::Completed);
-    let url = tank_monitor::http::Url::parse(&format!(
+    let url = tank_monitor::http::http_url(&format!(
         "http://127.0.0.1:{}/api/v1/query?query=tank_responses_total%7Btag%3D%22__OVERALL__%22%7D%5B1m%5D",
         server.port
     ))
     .unwrap();
-    let response = tank_monitor::http::get(&url, Duration::from_secs(10), 1 << 20).unwrap();
+    let client = tank_monitor::http::Client::new().unwrap();
+    let response = client.get(&url, Duration::from_secs(10), 1 << 20).unwrap();
     let answer: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
     let values = answer["data"]["result"][0]["values"].as_array();
     assert!(

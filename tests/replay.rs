@@ -693,3 +693,53 @@ fn a_stopped_replay_counts_what_it_did_not_send() {
     assert_eq!(phout.lines().count() as u64, sent);
     assert_eq!(server.arrivals().len() as u64, sent);
 }
+
+#[test]
+fn a_replay_that_would_fire_nothing_is_an_error_naming_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.sessions");
+    std::fs::write(&empty, "tank-sessions 1\n# an import that found nothing\n").unwrap();
+    let two = dir.path().join("two.sessions");
+    std::fs::write(
+        &two,
+        "tank-sessions 1\nS 0 0 a\nR 3 0 0 /\nGET\nE 0 0\nS 1 5 b\nR 3 5 1 /\nGET\nE 1 5\n",
+    )
+    .unwrap();
+    let cases = [
+        (
+            &empty,
+            "",
+            "the sessions file has no request (0 sessions): nothing to replay",
+        ),
+        (
+            &two,
+            "replay_skip = 5\nreplay_offset = 3\n",
+            "replay_skip = 5, replay_offset = 3 select none of its 2 sessions: nothing to replay",
+        ),
+    ];
+    for (file, options, expected) in cases {
+        let path = dir.path().join("load.ini");
+        std::fs::write(
+            &path,
+            format!(
+                "[phantom]\naddress = 127.0.0.1:9\nammo_type = sessions\nammofile = {}\n{options}",
+                file.display()
+            ),
+        )
+        .unwrap();
+        for command in [&["-c", "load.ini", "-q"][..], &["plan", "-c", "load.ini"]] {
+            let out = crate::support::tank()
+                .args(command)
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{command:?}: {stderr}");
+            assert!(
+                stderr.contains("load.ini:4: [phantom] ammofile"),
+                "{stderr}"
+            );
+            assert!(stderr.contains(expected), "{command:?}: {stderr}");
+        }
+    }
+}

@@ -967,3 +967,76 @@ fn a_search_section_is_named_as_unused_by_a_plain_run() {
         "{said}"
     );
 }
+
+#[test]
+fn tank_plan_counts_agree_in_number() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("one.sessions"),
+        "tank-sessions 1\nS 0 0 a\nR 3 0 0 /\nGET\nE 0 0\n",
+    )
+    .unwrap();
+    let cases = [
+        (
+            "uris = /\nrps_schedule = const(1,1s)\n",
+            &["ammo           1 uri (uris), 1 full pass\n"][..],
+        ),
+        (
+            "uris = /a /b\nrps_schedule = const(5,1s)\n",
+            &["ammo           2 uris (uris), 2 full passes\n"][..],
+        ),
+        (
+            "ammofile = one.sessions\nammo_type = sessions\n",
+            &[
+                "capture        1 session, 1 request over 0ms",
+                "concurrency    at most 1 session open at once",
+                "(sessions), 1 full pass\n",
+            ][..],
+        ),
+    ];
+    for (options, expected) in cases {
+        std::fs::write(
+            dir.path().join("load.ini"),
+            format!("[phantom]\naddress = 127.0.0.1:9\n{options}"),
+        )
+        .unwrap();
+        let out = tank()
+            .args(["plan", "-c", "load.ini"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for line in expected {
+            assert!(stdout.contains(line), "`{line}` in\n{stdout}");
+        }
+    }
+}
+
+#[test]
+fn a_failed_write_of_the_config_copy_says_its_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        "[phantom]\naddress = 127.0.0.1:9\nuris = /\nrps_schedule = const(1,1s)\n",
+    )
+    .unwrap();
+    // The copy's path is taken by a directory: writing it fails.
+    std::fs::create_dir_all(dir.path().join("out/load.ini")).unwrap();
+    let out = tank()
+        .args(["-c", "load.ini", "-q", "-o", "tank.artifacts_dir=out"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("writing the config copy out/load.ini: Is a directory (os error 21)"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("os error 21").count(), 1, "{stderr}");
+}

@@ -8,6 +8,7 @@ mod limit;
 mod memcached;
 mod monitoring;
 mod origin;
+mod pipes;
 mod prepare;
 mod replay;
 mod report;

@@ -2,6 +2,7 @@
 # Instructions per request: tank's CPU cost in a unit the machine's noise does not move.
 #
 #   benches/profile/instructions.sh [REQUESTS]
+#   PEER=wrk benches/profile/instructions.sh    # wrk -t1 -c8 beside it, the same way
 #
 # Runs `tank -c` under `valgrind --tool=callgrind` twice against a local target (nginx with
 # one worker when installed, else `tank origin`), closed model with 8 instances and
@@ -10,6 +11,10 @@
 # request in tank's own threads (user space: the gun, the feeder, the results thread with
 # phout and aggregation; the kernel is not counted), start-up and exit cancelled out. Then
 # prints the functions that cost the most instructions in the larger run.
+#
+# With PEER=wrk, wrk (-t1 -c8, keep-alive, the same target and path) is measured the same
+# way: two runs of different lengths, the difference of its instructions over the
+# difference of its requests. Its requests are counted from its own output.
 #
 # Needs: valgrind (Debian: apt-get install -y valgrind); callgrind_annotate comes with it.
 # Takes about a minute.
@@ -52,6 +57,25 @@ echo "| shots | instructions | per request, marginal |"
 echo "|---|---|---|"
 printf '| %s | %s | |\n' "$base" "$small"
 printf '| %s | %s | **%s** |\n' $((base + requests)) "$large" $(( (large - small) / requests ))
+if [ "${PEER:-}" = wrk ]; then
+    command -v wrk > /dev/null || { echo "wrk not found (Debian: apt-get install -y wrk)"; exit 1; }
+    # wrk's instructions and requests over a run of $1 seconds.
+    wrk_run() {
+        valgrind --tool=callgrind --callgrind-out-file="$work/wrk-$1.out" \
+            wrk -t1 -c8 -d"$1"s -H 'Host: bench' "http://$addr/small" > "$work/wrk-$1.txt" 2> "$work/wrk-$1.err"
+        echo "$(grep -oE 'Collected : [0-9]+' "$work/wrk-$1.err" | grep -oE '[0-9]+$') \
+$(grep -oE '^ *[0-9]+ requests in' "$work/wrk-$1.txt" | grep -oE '[0-9]+')"
+    }
+    read -r wi1 wr1 <<< "$(wrk_run 5)"
+    read -r wi2 wr2 <<< "$(wrk_run 20)"
+    echo
+    echo "wrk -t1 -c8, the same target, under callgrind:"
+    echo
+    echo "| run | requests | instructions | per request, marginal |"
+    echo "|---|---|---|---|"
+    printf '| 5 s | %s | %s | |\n' "$wr1" "$wi1"
+    printf '| 20 s | %s | %s | **%s** |\n' "$wr2" "$wi2" $(( (wi2 - wi1) / (wr2 - wr1) ))
+fi
 echo
 echo "Functions with the most instructions (self cost) in the larger run:"
 echo

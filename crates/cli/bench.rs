@@ -62,12 +62,12 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         quantile: 99.0,
     };
     let threads = target.io_threads();
-    println!("Running {} test @ {name}", human_duration(args.duration));
-    println!("  {threads} threads and {} connections", args.connections);
+    outln!("Running {} test @ {name}", human_duration(args.duration));
+    outln!("  {threads} threads and {} connections", args.connections);
     let dir = probe_dir(&root, 0, "run");
     let m = run_probe(&target, &load, &timing, &dir)?;
-    print!("{}", summary(&m, threads as u64, args.rate.is_some()));
-    println!(
+    out!("{}", summary(&m, threads as u64, args.rate.is_some()));
+    outln!(
         "artifacts: {} (report.html, summary.json, phout.log)",
         m.artifacts.display()
     );

@@ -30,11 +30,11 @@ pub fn run(args: &CompareArgs) -> Result<()> {
             .with_context(|| format!("reading run {}", path.display()))
     };
     let (a, b) = (load(a)?, load(b)?);
-    print!("{}", compare::text(&a, &b));
+    out!("{}", compare::text(&a, &b));
     if let Some(out) = out {
         std::fs::write(out, tank_report::html::compare(&a, &b))
             .with_context(|| format!("writing {}", out.display()))?;
-        println!("\nwrote {}", out.display());
+        outln!("\nwrote {}", out.display());
     }
     Ok(())
 }

@@ -31,8 +31,10 @@ pub struct ImportArgs {
     /// received SYNs, else the lower port).
     #[arg(long, value_name = "PORT")]
     server_port: Option<u16>,
-    /// Bytes of requests held for reordering before spilling sorted runs to
-    /// temporary files (K, M, G, optional iB).
+    /// Memory for requests (K, M, G, optional iB): half for requests in
+    /// progress and connections that sent nothing yet (past it, bodies move
+    /// to a temporary file and such connections are forgotten), half for
+    /// reordering (past it, sorted runs spill to temporary files).
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_memory)]
     memory: u64,
     /// Tag requests with their URI's path (`path`) or not at all (`none`).
@@ -115,7 +117,7 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     let cr = if io::stderr().is_terminal() { "\r" } else { "" };
     let mut warnings = Warnings::new(
         SHOWN_WARNINGS,
-        Box::new(move |warning| eprintln!("{cr}tank import: warning: {warning}")),
+        Box::new(move |warning| errln!("{cr}tank import: warning: {warning}")),
     );
     let started = Instant::now();
     let summary = tank_import::import(input, &name, out, &options, &mut warnings)?;
@@ -123,7 +125,7 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     let read = total.map_or(String::new(), |t| {
         format!(" ({:.1} MB/s)", t as f64 / 1e6 / elapsed.max(1e-9))
     });
-    eprintln!("{cr}tank import: {summary}; {elapsed:.1} s{read}");
+    errln!("{cr}tank import: {summary}; {elapsed:.1} s{read}");
     Ok(())
 }
 
@@ -161,7 +163,7 @@ impl<R: Read> Read for Progress<R> {
                 let of = self
                     .total
                     .map_or(String::new(), |t| format!(" of {:.0} MB", t as f64 / 1e6));
-                eprint!(
+                err!(
                     "\rtank import: read {:.0} MB{of}   ",
                     self.read as f64 / 1e6
                 );

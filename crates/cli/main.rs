@@ -3,6 +3,12 @@
 //! This file is thin wiring: parse the command line, run the subcommand, and
 //! map any error to a message on stderr and a non-zero exit code, once.
 
+// Every print goes through `out` (`out!`, `outln!`, `err!`, `errln!`), which a
+// closed pipe cannot turn into a panic; its macros are in scope in every module below.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+#[macro_use]
+mod out;
+
 mod bench;
 mod compare;
 mod import;
@@ -18,6 +24,7 @@ mod shoot;
 mod signals;
 mod sweep;
 mod target_args;
+mod walk;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -195,7 +202,7 @@ fn main() -> ExitCode {
                     &args.scale,
                 ),
                 None => {
-                    eprintln!("tank: nothing to do: run a test with `tank -c load.ini`, or see `tank --help`");
+                    errln!("tank: nothing to do: run a test with `tank -c load.ini`, or see `tank --help`");
                     return ExitCode::from(2);
                 }
             }
@@ -221,7 +228,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("tank: error: {error:#}");
+            errln!("tank: error: {error:#}");
             ExitCode::FAILURE
         }
     }

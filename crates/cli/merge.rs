@@ -26,11 +26,11 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
     let merged = tank_shard::merge_runs(&args.runs, &args.out, args.buffered_seconds)
         .context("tank merge")?;
     for warning in &merged.warnings {
-        eprintln!("tank: warning: {warning}");
+        errln!("tank: warning: {warning}");
     }
-    print!("{}", merged.summary.to_text());
-    print!("{}", tank_shard::merged::describe(&merged));
-    println!(
+    out!("{}", merged.summary.to_text());
+    out!("{}", tank_shard::merged::describe(&merged));
+    outln!(
         "{} lines from {} shards; wrote phout.log, test_data.log, summary.json, summary.txt, \
          report.html, merge.json in {}",
         merged.lines,

@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use tank_config::{AmmoSource, LoadProfile, Override, QueueConfig, TestConfig};
 use tank_plan::replay::CaptureStats;
 use tank_plan::schedule::{self, RpsStep};
+use tank_plan::words::count;
 use tank_plan::writer::OffThreadWriter;
 use tank_plan::{stpd, Plan, PlanTotals, Schedule};
 
@@ -27,12 +28,12 @@ pub fn run(
     let mut prepared = tank_run::Prepared::new(&tank_run::Spec::new(loaded.clone()))?;
     for note in prepared.notes() {
         match note {
-            tank_run::Note::Warning(text) => eprintln!("tank: warning: {text}"),
-            tank_run::Note::Info(text) => eprintln!("tank: {text}"),
+            tank_run::Note::Warning(text) => errln!("tank: warning: {text}"),
+            tank_run::Note::Info(text) => errln!("tank: {text}"),
         }
     }
     for unresolved in prepared.unresolved_targets() {
-        eprintln!("tank: warning: {unresolved} (here; `tank -c` looks it up again where it runs)");
+        errln!("tank: warning: {unresolved} (here; `tank -c` looks it up again where it runs)");
     }
     let names = select_queues(prepared.config(), section)?;
     if stpd_out.is_some() && names.len() > 1 {
@@ -50,7 +51,7 @@ pub fn run(
         }
         if let LoadProfile::Rps(text) | LoadProfile::Instances(text) = &queue.load_profile {
             if schedule::is_blank(text) {
-                eprintln!(
+                errln!(
                     "tank: warning: {}",
                     queue.load_profile_at.error(
                         "the schedule is empty; as yandex-tank does, every shot is due at 0 \
@@ -67,9 +68,9 @@ pub fn run(
     }
     // With the stpd on stdout, the summary goes to stderr so the stpd stays clean.
     if stpd_out == Some(Path::new("-")) {
-        eprint!("{report}");
+        err!("{report}");
     } else {
-        print!("{report}");
+        out!("{report}");
     }
     Ok(())
 }
@@ -114,7 +115,7 @@ fn plan_queue(
         );
     }
     if stpd_out.is_some() && plan.capture().is_some() {
-        eprintln!(
+        errln!(
             "tank: warning: [{}] an stpd file has no sessions: it keeps each request's due \
              time, tag and bytes, not the connection it goes on (a ready stpd file goes to any free instance, \
              as phantom fires one)",
@@ -138,6 +139,8 @@ fn plan_queue(
         .capture()
         .filter(|_| endless)
         .map(|capture| capture.requests_selected);
+    let total = first_pass.or_else(|| plan.planned_count().map(|p| p.total()));
+    let mut progress = crate::walk::WalkProgress::new(format!("[{}]", queue.name), total);
     while let Some(shot) = plan.next_shot()? {
         if first_pass.is_some_and(|requests| totals.shots >= requests) {
             break;
@@ -147,7 +150,9 @@ fn plan_queue(
             out.commit().context("writing the stpd")?;
         }
         totals.observe(&shot);
+        progress.at(totals.shots);
     }
+    drop(progress);
     if let Some(mut out) = out {
         out.finish().context("writing the stpd")?;
     }
@@ -230,14 +235,21 @@ fn describe(
     }
     let source = match &queue.ammo {
         Some(AmmoSource::File { path, .. }) => path.display().to_string(),
-        Some(AmmoSource::Uris(uris)) => format!("{} uris", uris.len()),
+        Some(AmmoSource::Uris(uris)) => count(uris.len() as u64, "uri"),
         Some(AmmoSource::Memcached(workload)) => tank_plan::ammo::memcached::describe(workload),
         None => "in the stpd file".to_string(),
     };
+    // uris are counted: their passes are the shots over them. A file's are
+    // the ends the plan read up to.
+    let passes = match &queue.ammo {
+        Some(AmmoSource::Uris(uris)) if !uris.is_empty() => totals.shots / uris.len() as u64,
+        _ => summary.passes,
+    };
     let _ = writeln!(
         report,
-        "  ammo           {} ({}), {} full passes",
-        source, summary.format, summary.passes
+        "  ammo           {source} ({}), {}",
+        summary.format,
+        count(passes, "full pass")
     );
     let span = match (totals.first_due_ms, totals.last_due_ms) {
         (Some(first), Some(last)) => {
@@ -371,16 +383,17 @@ fn describe_capture(report: &mut String, capture: &CaptureStats, pool: usize, qu
     let ms = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     let _ = writeln!(
         report,
-        "  capture        {} sessions, {} requests over {}; largest gap {}",
-        capture.sessions,
-        capture.requests,
+        "  capture        {}, {} over {}; largest gap {}",
+        count(capture.sessions, "session"),
+        count(capture.requests, "request"),
         human_ms(ms(capture.duration)),
         human_ms(ms(capture.largest_gap)),
     );
     let _ = writeln!(
         report,
-        "  concurrency    at most {} sessions open at once ({} of this replay's)",
-        capture.peak_sessions, capture.peak_selected
+        "  concurrency    at most {} open at once ({} of this replay's)",
+        count(capture.peak_sessions, "session"),
+        capture.peak_selected
     );
     let why = if queue.places.is_written("instances") {
         "instances"
@@ -396,16 +409,21 @@ fn describe_capture(report: &mut String, capture: &CaptureStats, pool: usize, qu
         "the replay's peak of open sessions; set instances for more"
     };
     let _ = writeln!(report, "  session pool   {pool} ({why})");
-    let per_second = &capture.per_second;
-    if let (Some(max), Some(min)) = (per_second.iter().max(), per_second.iter().min()) {
-        let mean = capture.requests as f64 / per_second.len().max(1) as f64;
-        let mut shown: Vec<String> = per_second.iter().take(20).map(u64::to_string).collect();
-        if per_second.len() > 20 {
-            shown.push(format!("… {} s more", per_second.len() - 20));
+    let rate = &capture.per_second;
+    if rate.seconds > 0 {
+        let mean = capture.requests as f64 / rate.seconds as f64;
+        let mut shown: Vec<String> = rate.first.iter().map(u64::to_string).collect();
+        if rate.seconds > rate.first.len() as u64 {
+            shown.push(format!(
+                "… {} s more",
+                rate.seconds - rate.first.len() as u64
+            ));
         }
         let _ = writeln!(
             report,
-            "  capture rps    min {min}, mean {mean:.1}, max {max}; per second: {}",
+            "  capture rps    min {}, mean {mean:.1}, max {}; per second: {}",
+            rate.min,
+            rate.max,
             shown.join(" ")
         );
     }

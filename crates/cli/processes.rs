@@ -123,7 +123,7 @@ pub fn run(
             partial: String::new(),
         });
     }
-    println!(
+    outln!(
         "tank: {processes} shards in {}, starting together at {}",
         run_dir.display(),
         tank_shard::time::format_rfc3339(start)
@@ -135,7 +135,7 @@ pub fn run(
         Ok(merged) => merged,
         Err(error) => {
             for shard in &shards {
-                eprintln!(
+                errln!(
                     "tank: shard {} exited with {:?}; its output: {}",
                     shard.index,
                     shard.exit,
@@ -146,11 +146,11 @@ pub fn run(
         }
     };
     for warning in &merged.warnings {
-        eprintln!("tank: warning: {warning}");
+        errln!("tank: warning: {warning}");
     }
-    print!("{}", merged.summary.to_text());
-    print!("{}", tank_shard::merged::describe(&merged));
-    println!(
+    out!("{}", merged.summary.to_text());
+    out!("{}", tank_shard::merged::describe(&merged));
+    outln!(
         "artifacts: {} (report.html, summary.json, phout.log; each shard's in shard-I/)",
         run_dir.display()
     );
@@ -194,7 +194,7 @@ fn supervise(shards: &mut [Shard], signals: &AtomicUsize) -> Result<Vec<i32>> {
         for (index, code) in ended {
             if code != 0 && !stopping && running > 0 {
                 stopping = true;
-                eprintln!("tank: shard {index} stopped with exit code {code}: stopping the others");
+                errln!("tank: shard {index} stopped with exit code {code}: stopping the others");
                 interrupt(shards.iter().filter(|s| s.exit.is_none()));
             }
         }
@@ -206,7 +206,7 @@ fn supervise(shards: &mut [Shard], signals: &AtomicUsize) -> Result<Vec<i32>> {
                 break;
             }
             if ts > shown {
-                println!(
+                outln!(
                     "{}  responses {:>8}  planned {:>8}  sent {:>8}  errors {:>6}  [{}/{} shards]",
                     tank_shard::time::format_rfc3339(ts * 1_000_000)
                         .get(11..19)
@@ -313,7 +313,7 @@ fn watch_signals() -> Result<Arc<AtomicUsize>> {
     let count = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&count);
     crate::signals::watch(move |_| {
-        eprintln!("tank: stopping the shards (Ctrl-C again to stop them now)");
+        errln!("tank: stopping the shards (Ctrl-C again to stop them now)");
         counter.fetch_add(1, Ordering::AcqRel);
     })?;
     Ok(count)

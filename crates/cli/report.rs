@@ -56,10 +56,10 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     let (summary, read) =
         stream::report(phouts, &out_dir, buffered_seconds, meta).context("tank report")?;
     for warning in &read.warnings {
-        eprintln!("tank: warning: {warning}");
+        errln!("tank: warning: {warning}");
     }
-    print!("{}", summary.to_text());
-    println!(
+    out!("{}", summary.to_text());
+    outln!(
         "\n{} lines; wrote {}, {}, {}, {} in {}",
         read.lines,
         stream::files::SUMMARY_JSON,

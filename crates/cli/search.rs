@@ -150,7 +150,7 @@ pub fn search(args: &SearchArgs) -> Result<ExitCode> {
             };
             let peak = run_probe(&target, &load, &settings.timing, &dir)?;
             let good_rps = peak.per_second(peak.good());
-            println!(
+            outln!(
                 "peak: {good_rps:.1} good rps with {peak_connections} connections ({} errors)",
                 peak.errors
             );
@@ -265,9 +265,11 @@ impl<'a> Prober<'a> {
                 probe.reasons.join("; ")
             )
         };
-        eprintln!(
+        errln!(
             "probe {rate} rps (try {attempt} of {TRIES}): achieved {:.1}, p{} {:.2} ms: {verdict}",
-            probe.achieved_rps, bound.quantile, probe.quantile_ms,
+            probe.achieved_rps,
+            bound.quantile,
+            probe.quantile_ms,
         );
         Ok(probe)
     }
@@ -277,7 +279,7 @@ impl<'a> Prober<'a> {
 /// meets the bound, 4 when the limit is unresolved (or 35 for warnings under
 /// --fail-on-warnings instead of 0).
 fn finish_search(report: SearchReport, p: &ProbeArgs, root: &Path) -> Result<ExitCode> {
-    print!("{}", report.table());
+    out!("{}", report.table());
     if let Some(path) = &p.json {
         write_json(path, &report)?;
     }
@@ -288,7 +290,7 @@ fn finish_search(report: SearchReport, p: &ProbeArgs, root: &Path) -> Result<Exi
         &report,
     )?;
     write_json(&root.join(format!("{}.json", report.kind)), &report)?;
-    println!(
+    outln!(
         "artifacts: {} (report.html, {}.json, one directory per probe)",
         root.display(),
         report.kind

@@ -55,9 +55,9 @@ pub fn run(
     let handle = Handle::default();
     watch_signals(handle.clone()).context("watching for Ctrl-C")?;
     let outcome = tank_run::run(&spec, Box::new(console), &handle)?;
-    print!("{}", outcome.text);
+    out!("{}", outcome.text);
     if let Some(why) = &outcome.reports_failed {
-        eprintln!(
+        errln!(
             "tank: error: writing the reports into {}: {why}",
             outcome.artifacts.display()
         );
@@ -76,8 +76,8 @@ pub fn load_only(config_path: &Path, overrides: &[Override]) -> Result<ExitCode>
         overrides: overrides.to_vec(),
         ..Spec::new(config)
     };
-    let set = tank_run::load_only(&spec, Box::new(Console::Lines { start_unix_us: 0 }))?;
-    println!("tank: {set} records set");
+    let set = tank_run::load_only(&spec, Box::new(Console::lines()))?;
+    outln!("tank: {set} records set");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -86,11 +86,11 @@ pub fn load_only(config_path: &Path, overrides: &[Override]) -> Result<ExitCode>
 fn watch_signals(handle: Handle) -> std::io::Result<()> {
     crate::signals::watch(move |n| match n {
         1 => {
-            eprintln!("tank: stopping: waiting for shots in flight (Ctrl-C again to stop now)");
+            errln!("tank: stopping: waiting for shots in flight (Ctrl-C again to stop now)");
             handle.stop();
         }
         2 => {
-            eprintln!("tank: stopping now");
+            errln!("tank: stopping now");
             handle.abort();
         }
         _ => {}

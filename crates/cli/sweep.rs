@@ -54,9 +54,12 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         let dir = probe_dir(&root, index, &format!("{concurrency}c"));
         let m = run_probe(&target, &Load::Closed { concurrency }, &timing, &dir)?;
         let step = Step::of(concurrency, &m);
-        eprintln!(
+        errln!(
             "step {concurrency} connections: {:.1} good rps, {} errors ({:.2}%), p99 {:.2} ms",
-            step.achieved_rps, step.errors, step.error_pct, step.p99_ms
+            step.achieved_rps,
+            step.errors,
+            step.error_pct,
+            step.p99_ms
         );
         if m.good() == 0 {
             warnings.push(format!(
@@ -67,7 +70,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         steps.push(step);
     }
     let report = SweepReport::new(name, steps, warnings);
-    print!("{}", report.table());
+    out!("{}", report.table());
     if let Some(path) = &args.json {
         write_json(path, &report)?;
     }
@@ -77,7 +80,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         &format!("tank sweep — {}", report.target),
         &report,
     )?;
-    println!(
+    outln!(
         "artifacts: {} (report.html, sweep.json, one directory per step)",
         root.display()
     );

@@ -128,7 +128,7 @@ pub fn probe_dir(root: &Path, index: usize, label: &str) -> PathBuf {
 /// and `--fail-on-warnings` is set (as `tank -c` does; other codes stand).
 pub fn finish(code: u8, warnings: &[String], fail_on_warnings: bool) -> ExitCode {
     for warning in warnings {
-        println!("WARNING: {warning}");
+        outln!("WARNING: {warning}");
     }
     if code == 0 && fail_on_warnings && !warnings.is_empty() {
         ExitCode::from(tank_limit::exit::WARNINGS)

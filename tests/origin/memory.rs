@@ -4,9 +4,11 @@
 
 use std::io::Read;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tank_origin::Server;
+use tank_origin::{Options, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -161,6 +163,110 @@ async fn large_bodies_are_sent_whole_without_being_held_in_memory() {
             "peak RSS {} MB after sending 208 MB of bodies",
             peak / MB
         );
+    })
+    .await;
+}
+
+/// An origin on loopback serving a `size`-byte page after `delay`, counting
+/// the most requests it had in flight at once.
+async fn slow_origin(size: usize, delay: Duration) -> (SocketAddr, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind(loopback()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (in_flight, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let seen = Arc::clone(&most);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (in_flight, most) = (Arc::clone(&in_flight), Arc::clone(&most));
+            tokio::spawn(async move {
+                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n")
+                    && stream.read(&mut byte).await.is_ok_and(|n| n == 1)
+                {
+                    head.push(byte[0]);
+                }
+                tokio::time::sleep(delay).await;
+                let reply = format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\n");
+                let _ = stream.write_all(reply.as_bytes()).await;
+                let _ = stream.write_all(&vec![b'p'; size]).await;
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+    (addr, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_posted_fetches_never_download_more_than_the_budget_together() {
+    within(async {
+        let (origin, most) = slow_origin(600 << 10, Duration::from_millis(300)).await;
+        let options = Options {
+            allow_fetch: true,
+            body_budget: 1 << 20,
+            ..Options::default()
+        };
+        let server = Server::start_with(loopback(), Vec::new(), options)
+            .await
+            .unwrap();
+        let addr = server.local_addr();
+        let posts = ["/a", "/b", "/c", "/d"].map(|route| {
+            let recipe = format!(
+                r#"{{"route": "{route}", "origin": "http://{origin}/page", "stages": [{{}}]}}"#
+            );
+            tokio::spawn(async move { post(addr, "/_admin/add_recipe", &recipe).await })
+        });
+        let mut replies = Vec::new();
+        for post in posts {
+            replies.push(post.await.unwrap());
+        }
+        // One load at a time: each origin is fetched up to the room left when its turn comes.
+        assert_eq!(most.load(Ordering::SeqCst), 1, "fetches in flight at once");
+        let created = replies.iter().filter(|r| r.status == 201).count();
+        assert_eq!(created, 1, "{replies:?}");
+        for refused in replies.iter().filter(|r| r.status != 201) {
+            assert_eq!(refused.status, 400);
+            assert!(
+                refused
+                    .text()
+                    .ends_with("its page is larger than the 424kb the body budget has left"),
+                "{}",
+                refused.text()
+            );
+        }
+        server.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recipe_of_many_routes_is_loaded_in_linear_time_and_too_many_are_refused() {
+    within(async {
+        let server = Server::start(loopback(), Vec::new()).await.unwrap();
+        let addr = server.local_addr();
+        let list = |n: usize| {
+            let items: Vec<String> = (0..n)
+                .map(|i| format!(r#"{{"route": "/r{i}*", "body": "{i}", "stages": [{{}}]}}"#))
+                .collect();
+            format!("[{}]", items.join(","))
+        };
+        // Quadratic before, 10,000 routes ran past this test's 20 s limit (a debug
+        // build on a busy machine); linear now. The limit bounds it, nothing times it.
+        let added = post(addr, "/_admin/add_recipe", &list(10_000)).await;
+        assert_eq!(added.status, 201);
+        assert_eq!(
+            get(addr, "/_admin/routes").await.text().lines().count(),
+            10_000
+        );
+        assert_eq!(get(addr, "/r9999/x").await.text(), "9999");
+        let refused = post(addr, "/_admin/add_recipe", &list(10_001)).await;
+        assert_eq!(refused.status, 400);
+        assert_eq!(
+            refused.text(),
+            "recipe: a list of 10001 recipes: a simulator holds at most 10000 routes"
+        );
+        server.shutdown().await;
     })
     .await;
 }

@@ -2,15 +2,25 @@
 //! terminal, or one plain line per second (piped, `--quiet`, `[console]
 //! short_only`). It is the run's observer; the run itself prints nothing.
 
-use std::io::{IsTerminal, Write};
-use std::time::Duration;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
 
 use tank_report::console::{self, LiveView};
 use tank_run::{LiveState, Notice, Observer, Started};
 use tank_stats::aggregate::SecondStats;
 
+/// How often the memcached preload's progress gets a line of its own when
+/// stderr is not a terminal (a file, a CI log): there it cannot be redrawn.
+const PRELOAD_LINE_EVERY: Duration = Duration::from_secs(5);
+
+/// The run's console: its view, and when the preload's progress was last shown.
+pub struct Console {
+    view: View,
+    preload_shown: Option<Instant>,
+}
+
 /// How the console shows the run.
-pub enum Console {
+enum View {
     /// The full screen, redrawn each second.
     Screen {
         /// The config file.
@@ -33,15 +43,27 @@ pub enum Console {
 impl Console {
     /// The screen when stdout is a terminal and lines were not asked for.
     pub fn choose(lines: bool, title: String) -> Self {
-        if !lines && std::io::stdout().is_terminal() {
-            Console::Screen {
+        let view = if !lines && std::io::stdout().is_terminal() {
+            View::Screen {
                 title,
                 instances_limit: 0,
                 planned_duration: None,
                 start_unix_us: 0,
             }
         } else {
-            Console::Lines { start_unix_us: 0 }
+            View::Lines { start_unix_us: 0 }
+        };
+        Console {
+            view,
+            preload_shown: None,
+        }
+    }
+
+    /// One plain line per second.
+    pub fn lines() -> Self {
+        Console {
+            view: View::Lines { start_unix_us: 0 },
+            preload_shown: None,
         }
     }
 }
@@ -60,8 +82,8 @@ fn sessions_line(sessions: &tank_run::Sessions) -> String {
 
 impl Observer for Console {
     fn started(&mut self, started: &Started<'_>) {
-        match self {
-            Console::Screen {
+        match &mut self.view {
+            View::Screen {
                 instances_limit,
                 planned_duration,
                 start_unix_us,
@@ -71,24 +93,24 @@ impl Observer for Console {
                 *planned_duration = started.longest_schedule;
                 *start_unix_us = started.start_unix_us;
             }
-            Console::Lines { start_unix_us } => *start_unix_us = started.start_unix_us,
+            View::Lines { start_unix_us } => *start_unix_us = started.start_unix_us,
         }
     }
 
     fn seconds(&mut self, seconds: &[SecondStats], state: &LiveState<'_>) {
-        match self {
-            Console::Lines { start_unix_us } => {
+        match &mut self.view {
+            View::Lines { start_unix_us } => {
                 for second in seconds {
                     let offset = console::second_offset(second.ts, *start_unix_us);
-                    println!("{}", console::render_line(second, offset));
+                    outln!("{}", console::render_line(second, offset));
                 }
                 if let (Some(sessions), false) = (state.sessions, seconds.is_empty()) {
-                    println!("{}", sessions_line(sessions));
+                    outln!("{}", sessions_line(sessions));
                 }
             }
             // The last seconds are not drawn: the summary replaces the screen.
-            Console::Screen { .. } if state.last => {}
-            Console::Screen {
+            View::Screen { .. } if state.last => {}
+            View::Screen {
                 title,
                 instances_limit,
                 planned_duration,
@@ -110,36 +132,48 @@ impl Observer for Console {
                     autostop: &counting,
                     monitoring: state.monitoring,
                 };
-                print!("{}{}", console::CLEAR, console::render_screen(&view));
+                out!("{}{}", console::CLEAR, console::render_screen(&view));
                 if let Some(sessions) = state.sessions {
-                    println!("{}", sessions_line(sessions));
+                    outln!("{}", sessions_line(sessions));
                 }
-                let _ = std::io::stdout().flush();
             }
         }
     }
 
     fn notice(&mut self, notice: &Notice<'_>) {
         match notice {
-            Notice::Autostop(reason) => println!(
+            Notice::Autostop(reason) => outln!(
                 "tank: autostop: {} — {}",
-                reason.criterion, reason.explanation
+                reason.criterion,
+                reason.explanation
             ),
             Notice::Warning(text) => {
                 for line in text.lines() {
-                    eprintln!("tank: warning: {line}");
+                    errln!("tank: warning: {line}");
                 }
             }
             Notice::WriteFailed { file, error } => {
-                eprintln!("tank: stopping: cannot write {}: {error}", file.display());
+                errln!("tank: stopping: cannot write {}: {error}", file.display());
             }
-            Notice::Info(text) => eprintln!("tank: {text}"),
+            Notice::Info(text) => errln!("tank: {text}"),
         }
     }
 
     fn preload(&mut self, queue: &str, done: u64, total: u64) {
-        // One line, rewritten in place, ended when the preload is.
-        let end = if done == total { "\n" } else { "" };
-        eprint!("\rtank: [{queue}] preload: {done} of {total} records set{end}");
+        let line = format!("tank: [{queue}] preload: {done} of {total} records set");
+        if std::io::stderr().is_terminal() {
+            // One line, rewritten in place, ended when the preload is.
+            let end = if done == total { "\n" } else { "" };
+            err!("\r{line}{end}");
+            return;
+        }
+        let now = Instant::now();
+        let due = self
+            .preload_shown
+            .is_none_or(|at| now.duration_since(at) >= PRELOAD_LINE_EVERY);
+        if done == total || due {
+            errln!("{line}");
+            self.preload_shown = Some(now);
+        }
     }
 }

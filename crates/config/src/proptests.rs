@@ -11,6 +11,7 @@ use std::path::Path;
 use crate::{load, load_str, ConfigError, ConfigFormat, Place};
 
 use proptest::prelude::*;
+use tank_testkit::mutation::{mutate, mutation};
 
 /// Valid configs in every spelling: the seeds the mutations start from.
 const SEEDS: [(&str, ConfigFormat); 7] = [
@@ -42,79 +43,32 @@ const SEEDS: [(&str, ConfigFormat); 7] = [
 ];
 
 /// Text that matters to one spelling or another, and numbers at the edges.
-const SNIPPETS: [&str; 24] = [
-    "\n",
-    "\r\n",
-    " ",
-    "\t",
-    "=",
-    ":",
-    "[",
-    "]",
-    "{",
-    "}",
-    "\"",
-    "'",
-    "#",
-    ";",
-    ",",
-    "- ",
-    "&a ",
-    "*a",
-    "-1",
-    "0",
-    "99999999999999999999",
-    "1e999",
-    "\n[phantom-1]\n",
-    "\nphantom:\n  multi: [x]\n",
+const SNIPPETS: [&[u8]; 24] = [
+    b"\n",
+    b"\r\n",
+    b" ",
+    b"\t",
+    b"=",
+    b":",
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b"\"",
+    b"'",
+    b"#",
+    b";",
+    b",",
+    b"- ",
+    b"&a ",
+    b"*a",
+    b"-1",
+    b"0",
+    b"99999999999999999999",
+    b"1e999",
+    b"\n[phantom-1]\n",
+    b"\nphantom:\n  multi: [x]\n",
 ];
-
-/// One mutation: where (a fraction of the text) and what.
-#[derive(Debug, Clone)]
-enum Mutation {
-    Flip(f64, u8),
-    Insert(f64, &'static str),
-    Cut(f64, f64),
-    Double(f64, f64),
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    let at = || 0.0..1.0f64;
-    prop_oneof![
-        (at(), any::<u8>()).prop_map(|(a, b)| Mutation::Flip(a, b)),
-        (at(), proptest::sample::select(&SNIPPETS[..])).prop_map(|(a, s)| Mutation::Insert(a, s)),
-        (at(), at()).prop_map(|(a, b)| Mutation::Cut(a, b)),
-        (at(), at()).prop_map(|(a, b)| Mutation::Double(a, b)),
-    ]
-}
-
-/// `bytes` with `mutations` applied, each at its fraction of the current length.
-fn mutate(mut bytes: Vec<u8>, mutations: &[Mutation]) -> Vec<u8> {
-    for m in mutations {
-        let at = |f: f64| ((bytes.len() as f64) * f) as usize;
-        match *m {
-            Mutation::Flip(f, b) if !bytes.is_empty() => {
-                let i = at(f).min(bytes.len() - 1);
-                bytes[i] = b;
-            }
-            Mutation::Flip(..) => {}
-            Mutation::Insert(f, s) => {
-                let i = at(f);
-                bytes.splice(i..i, s.bytes());
-            }
-            Mutation::Cut(f, g) => {
-                let (i, j) = (at(f.min(g)), at(f.max(g)));
-                bytes.drain(i..j);
-            }
-            Mutation::Double(f, g) => {
-                let (i, j) = (at(f.min(g)), at(f.max(g)));
-                let copy = bytes[i..j].to_vec();
-                bytes.splice(j..j, copy);
-            }
-        }
-    }
-    bytes
-}
 
 /// A refusal must name the file, and a line inside it when it names one.
 fn check_located(error: &ConfigError, path: &Path, text: &str) -> Result<(), TestCaseError> {
@@ -157,7 +111,7 @@ proptest! {
     #[test]
     fn mutated_examples_load_or_fail_naming_file_and_line(
         seed in 0..SEEDS.len(),
-        mutations in proptest::collection::vec(mutation(), 1..5),
+        mutations in proptest::collection::vec(mutation(&SNIPPETS), 1..5),
     ) {
         let (text, format) = SEEDS[seed];
         let mutated = mutate(text.as_bytes().to_vec(), &mutations);

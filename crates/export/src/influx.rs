@@ -5,17 +5,23 @@
 //! thread sends batches of at most `chunk_size` bytes; when InfluxDB is down
 //! or refuses, it keeps up to [`RETRY_BUFFER`] bytes to try again and drops
 //! (and counts) the oldest beyond that. At the end it sends what is left
-//! within [`FINAL_FLUSH`], and gives up at the first refusal.
+//! within [`FINAL_FLUSH`] of [`Influx::finish`] (every write then gets only
+//! the time left, so a stalled InfluxDB cannot hold the run's end longer),
+//! and gives up at the first refusal. What it could not send is counted as
+//! dropped, for the summary.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::mpsc::{
+    sync_channel, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError,
+};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tank_config::{InfluxApi, InfluxConfig};
-use tank_monitor::http::{self, Url};
+use tank_http1::{Scheme, Url};
+use tank_monitor::http;
 use tank_monitor::HostSecond;
 use tank_stats::SecondStats;
 
@@ -47,6 +53,8 @@ pub struct Influx {
     tx: Option<SyncSender<String>>,
     thread: Option<JoinHandle<InfluxReport>>,
     dropped: Arc<AtomicU64>,
+    /// When the final flush must be over: set by [`Influx::finish`].
+    end: Arc<OnceLock<Instant>>,
 }
 
 impl Influx {
@@ -63,18 +71,25 @@ impl Influx {
             histograms: config.histograms,
             prefix: config.prefix_measurement.clone(),
         };
-        let target = target(config);
+        let target = target(config).map_err(std::io::Error::other)?;
         let (tx, rx) = sync_channel(QUEUE);
         let dropped = Arc::new(AtomicU64::new(0));
-        let chunk = config.chunk_size;
+        let writer = Writer {
+            client: http::Client::new()?,
+            target,
+            chunk: config.chunk_size,
+            end: Arc::new(OnceLock::new()),
+        };
+        let end = writer.end.clone();
         let thread = std::thread::Builder::new()
             .name("influx".into())
-            .spawn(move || write_loop(rx, target, chunk))?;
+            .spawn(move || writer.run(rx))?;
         Ok(Influx {
             schema,
             tx: Some(tx),
             thread: Some(thread),
             dropped,
+            end,
         })
     }
 
@@ -109,8 +124,10 @@ impl Influx {
         self.send(text);
     }
 
-    /// Sends what is left (within [`FINAL_FLUSH`]) and says how it went.
+    /// Sends what is left, within [`FINAL_FLUSH`] from now (a write under
+    /// way when it is called ends by then too), and says how it went.
     pub fn finish(mut self) -> InfluxReport {
+        let _ = self.end.set(Instant::now() + FINAL_FLUSH);
         drop(self.tx.take());
         let mut report = self
             .thread
@@ -125,15 +142,11 @@ impl Influx {
 /// Where and how to write.
 struct Target {
     url: Url,
-    headers: Vec<String>,
+    /// Extra headers: (name, value).
+    headers: Vec<(String, String)>,
 }
 
-fn target(config: &InfluxConfig) -> Target {
-    let host = if config.address.contains(':') && !config.address.starts_with('[') {
-        format!("[{}]", config.address)
-    } else {
-        config.address.clone()
-    };
+fn target(config: &InfluxConfig) -> Result<Target, String> {
     let (path, headers) = match &config.api {
         InfluxApi::V1 => (
             format!(
@@ -150,16 +163,12 @@ fn target(config: &InfluxConfig) -> Target {
                 query(org),
                 query(bucket)
             ),
-            vec![format!("Authorization: Token {token}")],
+            vec![("Authorization".to_owned(), format!("Token {token}"))],
         ),
     };
-    Target {
-        url: Url {
-            authority: format!("{host}:{}", config.port),
-            path,
-        },
-        headers,
-    }
+    let url = Url::from_parts(Scheme::Http, &config.address, config.port, &path)
+        .map_err(|e| format!("[influx] address = {}: {e}", config.address))?;
+    Ok(Target { url, headers })
 }
 
 /// Percent-encodes a query value.
@@ -175,90 +184,141 @@ fn query(text: &str) -> String {
     out
 }
 
-fn write_loop(rx: Receiver<String>, target: Target, chunk: usize) -> InfluxReport {
-    let mut report = InfluxReport::default();
-    let mut pending: VecDeque<String> = VecDeque::new();
-    let mut pending_bytes = 0usize;
-    let mut open = true;
-    let mut retry_at = Instant::now();
-    let mut deadline = None;
-    loop {
-        match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(text) => {
-                pending_bytes += text.len();
-                pending.push_back(text);
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                if open {
-                    open = false;
-                    deadline = Some(Instant::now() + FINAL_FLUSH);
-                    retry_at = Instant::now();
-                }
-            }
+/// The writer thread's side.
+struct Writer {
+    client: http::Client,
+    target: Target,
+    chunk: usize,
+    end: Arc<OnceLock<Instant>>,
+}
+
+/// Seconds of text not written yet, oldest first, within [`RETRY_BUFFER`] bytes.
+#[derive(Default)]
+struct Pending {
+    texts: VecDeque<String>,
+    bytes: usize,
+}
+
+impl Pending {
+    /// Keep `text`; returns the points dropped to stay within [`RETRY_BUFFER`].
+    fn push(&mut self, text: String) -> u64 {
+        self.bytes += text.len();
+        self.texts.push_back(text);
+        let mut dropped = 0;
+        while self.bytes > RETRY_BUFFER {
+            let Some(old) = self.texts.pop_front() else {
+                break;
+            };
+            self.bytes -= old.len();
+            dropped += old.lines().count() as u64;
         }
-        while pending_bytes > RETRY_BUFFER {
-            if let Some(old) = pending.pop_front() {
-                pending_bytes -= old.len();
-                report.dropped += old.lines().count() as u64;
+        dropped
+    }
+
+    /// The next batch: whole seconds up to `chunk` bytes (at least one), and how many.
+    fn batch(&self, chunk: usize) -> (String, usize) {
+        let mut batch = String::new();
+        let mut taken = 0;
+        for text in &self.texts {
+            if taken > 0 && batch.len() + text.len() > chunk {
+                break;
             }
+            batch.push_str(text);
+            taken += 1;
         }
-        let now = Instant::now();
-        if now >= retry_at && !pending.is_empty() {
-            // Batch whole seconds up to `chunk` bytes (at least one).
-            let mut batch = String::new();
-            let mut taken = 0;
-            for text in &pending {
-                if taken > 0 && batch.len() + text.len() > chunk {
-                    break;
-                }
-                batch.push_str(text);
-                taken += 1;
+        (batch, taken)
+    }
+
+    /// The first `taken` seconds were written.
+    fn written(&mut self, taken: usize) {
+        for sent in self.texts.drain(..taken) {
+            self.bytes -= sent.len();
+        }
+    }
+
+    /// Points not written.
+    fn points(&self) -> u64 {
+        self.texts.iter().map(|t| t.lines().count() as u64).sum()
+    }
+}
+
+impl Writer {
+    /// Write batches as they come, retrying every second while InfluxDB
+    /// refuses; once the queue closes, flush until done, refused, or the end
+    /// [`Influx::finish`] set.
+    fn run(self, rx: Receiver<String>) -> InfluxReport {
+        let mut report = InfluxReport::default();
+        let mut pending = Pending::default();
+        let mut open = true;
+        let mut retry_at = Instant::now();
+        loop {
+            let idle = pending.texts.is_empty() || Instant::now() < retry_at;
+            open = open && receive(&rx, idle, &mut pending, &mut report);
+            let now = Instant::now();
+            let left = self.end.get().map(|end| end.saturating_duration_since(now));
+            if !open && (pending.texts.is_empty() || left.is_some_and(|l| l.is_zero())) {
+                report.dropped += pending.points();
+                return report;
             }
-            match http::post(
-                &target.url,
-                &target.headers,
-                batch.as_bytes(),
-                WRITE_TIMEOUT,
-            )
-            .and_then(|r| match r.status {
-                200..=299 => Ok(()),
-                status => Err(format!(
-                    "HTTP {status}: {}",
-                    String::from_utf8_lossy(&r.body).trim()
-                )),
-            }) {
+            // After the end there is no waiting out a retry: it would only hold the end up.
+            if pending.texts.is_empty() || (open && now < retry_at) {
+                continue;
+            }
+            let (batch, taken) = pending.batch(self.chunk);
+            let timeout = left.map_or(WRITE_TIMEOUT, |l| l.min(WRITE_TIMEOUT));
+            match self.write(batch.as_bytes().to_vec(), timeout) {
                 Ok(()) => {
-                    for _ in 0..taken {
-                        if let Some(sent) = pending.pop_front() {
-                            pending_bytes -= sent.len();
-                        }
-                    }
+                    pending.written(taken);
                     report.written += batch.lines().count() as u64;
-                    continue;
                 }
                 Err(e) => {
                     report.first_error.get_or_insert(e);
                     retry_at = now + Duration::from_secs(1);
                     if !open {
                         // The run is over and the sink still refuses: do not hold up the end.
-                        report.dropped += pending
-                            .iter()
-                            .map(|t| t.lines().count() as u64)
-                            .sum::<u64>();
+                        report.dropped += pending.points();
                         return report;
                     }
                 }
             }
         }
-        let flushed = pending.is_empty();
-        let late = deadline.is_some_and(|d| Instant::now() >= d);
-        if !open && (flushed || late) {
-            report.dropped += pending
-                .iter()
-                .map(|t| t.lines().count() as u64)
-                .sum::<u64>();
-            return report;
+    }
+
+    /// One write, within `timeout`; anything but a 2xx is an error.
+    fn write(&self, batch: Vec<u8>, timeout: Duration) -> Result<(), String> {
+        let response = self
+            .client
+            .post(&self.target.url, &self.target.headers, batch, timeout)?;
+        match response.status {
+            200..=299 => Ok(()),
+            status => Err(format!(
+                "HTTP {status}: {}",
+                String::from_utf8_lossy(&response.body).trim()
+            )),
+        }
+    }
+}
+
+/// Take everything queued into `pending` (waiting up to 200 ms for the first
+/// text when `idle`); false once the queue is closed and empty.
+fn receive(
+    rx: &Receiver<String>,
+    idle: bool,
+    pending: &mut Pending,
+    report: &mut InfluxReport,
+) -> bool {
+    if idle {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(text) => report.dropped += pending.push(text),
+            Err(RecvTimeoutError::Timeout) => return true,
+            Err(RecvTimeoutError::Disconnected) => return false,
+        }
+    }
+    loop {
+        match rx.try_recv() {
+            Ok(text) => report.dropped += pending.push(text),
+            Err(TryRecvError::Empty) => return true,
+            Err(TryRecvError::Disconnected) => return false,
         }
     }
 }
@@ -266,6 +326,54 @@ fn write_loop(rx: Receiver<String>, target: Target, chunk: usize) -> InfluxRepor
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn config(address: &str, port: u16) -> InfluxConfig {
+        InfluxConfig {
+            address: address.into(),
+            port,
+            database: "tank".into(),
+            username: String::new(),
+            password: String::new(),
+            tank_tag: "t".into(),
+            labeled: false,
+            histograms: false,
+            prefix_measurement: String::new(),
+            custom_tags: Vec::new(),
+            chunk_size: 100,
+            api: InfluxApi::V1,
+        }
+    }
+
+    fn host_second(ts: u64) -> HostSecond {
+        HostSecond {
+            ts,
+            host: "h".into(),
+            comment: String::new(),
+            metrics: [("System_la1".to_owned(), 0.5)].into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn a_stalled_influxdb_holds_the_end_no_longer_than_the_final_flush() {
+        // Accepts, reads nothing, never answers: every write times out.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let influx = Influx::start(&config("127.0.0.1", port), "u").unwrap();
+        // Thirty seconds of points, each its own batch (chunk_size 100).
+        for ts in 0..30 {
+            influx.monitoring(&[host_second(ts)]);
+        }
+        let started = Instant::now();
+        let report = influx.finish();
+        let took = started.elapsed();
+        // The bound is the final flush; the margin is for a busy machine. Before,
+        // each queued batch cost a whole write timeout (here 30 × 5 s).
+        assert!(took < FINAL_FLUSH + Duration::from_secs(20), "{took:?}");
+        assert_eq!((report.written, report.dropped), (0, 30));
+        let error = report.first_error.unwrap_or_default();
+        assert!(error.contains("timed out"), "{error}");
+        drop(listener);
+    }
 
     #[test]
     fn v1_and_v2_targets() {
@@ -283,16 +391,19 @@ mod tests {
             chunk_size: 500_000,
             api: InfluxApi::V1,
         };
-        let t = target(&c);
-        assert_eq!(t.url.authority, "db:8086");
-        assert_eq!(t.url.path, "/write?db=my%20db&precision=s&u=root&p=p%26w");
+        let t = target(&c).unwrap();
+        assert_eq!(t.url.authority(), "db:8086");
+        assert_eq!(t.url.path(), "/write?db=my%20db&precision=s&u=root&p=p%26w");
         c.api = InfluxApi::V2 {
             org: "o".into(),
             bucket: "b".into(),
             token: "T".into(),
         };
-        let t = target(&c);
-        assert_eq!(t.url.path, "/api/v2/write?org=o&bucket=b&precision=s");
-        assert_eq!(t.headers, ["Authorization: Token T"]);
+        let t = target(&c).unwrap();
+        assert_eq!(t.url.path(), "/api/v2/write?org=o&bucket=b&precision=s");
+        assert_eq!(
+            t.headers,
+            [("Authorization".to_owned(), "Token T".to_owned())]
+        );
     }
 }

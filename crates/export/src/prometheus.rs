@@ -2,19 +2,38 @@
 //!
 //! The results thread renders the page once a second from the finished
 //! second and the run so far; a thread of its own answers scrapes with the
-//! last page (one request per connection, HTTP/1.0), so a slow or hostile
-//! scraper never touches the shooting or the results.
+//! last page, so a slow or hostile scraper never touches the shooting or the
+//! results.
+//!
+//! The server is hyper's, on a current-thread tokio runtime in that thread.
+//! Every client is served on its own (a task each, at most
+//! [`MAX_CLIENTS`] at once), and each has [`CLIENT_TIMEOUT`] for its whole
+//! exchange, from its first byte to the last of the answer: a client sending
+//! one byte a second, or never reading, is cut off then and delays no other
+//! scrape. [`Endpoint::finish`] stops the runtime, which drops every client
+//! at once, so the run's end never waits for one.
 
 use std::collections::BTreeMap;
+use std::convert::Infallible;
 use std::fmt::Write as _;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
 use tank_stats::SecondStats;
+use tokio::sync::{oneshot, Semaphore};
+
+/// How long one client may take for its whole exchange.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Clients served at once; more are closed as they come.
+pub const MAX_CLIENTS: usize = 256;
 
 /// Counters kept across seconds, per tag (`__OVERALL__` is the whole test, `""` untagged shots).
 #[derive(Debug, Default)]
@@ -28,28 +47,36 @@ struct Totals {
 /// The running endpoint.
 pub struct Endpoint {
     page: Arc<Mutex<String>>,
-    stop: Arc<AtomicBool>,
+    /// Tells the server's thread to stop.
+    stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
     addr: SocketAddr,
     totals: Totals,
 }
 
 impl Endpoint {
-    /// Binds `listen` and starts answering.
+    /// Binds `listen` (here, so that a port in use is an error now) and starts answering.
     pub fn start(listen: SocketAddr) -> std::io::Result<Endpoint> {
-        // Blocking: the thread sleeps until a scrape comes (polling would wake
-        // it dozens of times a second for nothing); `finish` wakes it to stop.
-        let listener = TcpListener::bind(listen)?;
+        let listener = std::net::TcpListener::bind(listen)?;
+        listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()?;
         let page = Arc::new(Mutex::new(String::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (p, s) = (page.clone(), stop.clone());
+        let (stop, stopped) = oneshot::channel();
+        let served = page.clone();
         let thread = std::thread::Builder::new()
             .name("prometheus".into())
-            .spawn(move || serve(listener, p, s))?;
+            .spawn(move || {
+                runtime.block_on(serve(listener, served, stopped));
+                // Clients still connected are dropped here, not waited for.
+                runtime.shutdown_background();
+            })?;
         Ok(Endpoint {
             page,
-            stop,
+            stop: Some(stop),
             thread: Some(thread),
             addr,
             totals: Totals::default(),
@@ -100,7 +127,7 @@ impl Endpoint {
                         quantiles,
                         "tank_response_time_seconds{{tag=\"{}\",quantile=\"{q}\"}} {}",
                         label(tag),
-                        us / 1e6
+                        seconds(us)
                     );
                 }
             }
@@ -156,7 +183,7 @@ impl Endpoint {
         let _ = writeln!(out, "# TYPE tank_lag_seconds gauge");
         for (per_mille, q) in [(500, "0.5"), (990, "0.99"), (1000, "1")] {
             if let Some(us) = second.lag.get(per_mille) {
-                let _ = writeln!(out, "tank_lag_seconds{{quantile=\"{q}\"}} {}", us / 1e6);
+                let _ = writeln!(out, "tank_lag_seconds{{quantile=\"{q}\"}} {}", seconds(us));
             }
         }
         let _ = writeln!(
@@ -170,24 +197,40 @@ impl Endpoint {
         }
     }
 
-    /// Stops answering.
+    /// Stops answering: at once, whatever clients are connected.
     pub fn finish(mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        // Wake the blocked accept with a connection of our own; if that cannot
-        // be made, leave the thread to end with the process rather than hang.
-        let mut wake = self.addr;
-        if wake.ip().is_unspecified() {
-            wake.set_ip(match wake {
-                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-            });
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
         }
-        let woken = std::net::TcpStream::connect_timeout(&wake, Duration::from_secs(1)).is_ok();
         if let Some(thread) = self.thread.take() {
-            if woken {
-                let _ = thread.join();
-            }
+            let _ = thread.join();
         }
+    }
+}
+
+/// `us` microseconds as seconds, in decimal to the ns and no further:
+/// `5921.2` µs is `0.0059212`, not the `0.005921199999999997` that dividing
+/// the float by 10⁶ prints.
+fn seconds(us: f64) -> String {
+    let ns = (us * 1000.0).round();
+    if us.is_nan() {
+        return "NaN".into();
+    }
+    if !(0.0..u64::MAX as f64).contains(&ns) {
+        // The text format's spellings; a finite value this far out keeps the float's.
+        return match us {
+            f64::INFINITY => "+Inf".into(),
+            f64::NEG_INFINITY => "-Inf".into(),
+            _ => format!("{}", us / 1e6),
+        };
+    }
+    let ns = ns as u64;
+    let fraction = format!("{:09}", ns % 1_000_000_000);
+    let fraction = fraction.trim_end_matches('0');
+    if fraction.is_empty() {
+        format!("{}", ns / 1_000_000_000)
+    } else {
+        format!("{}.{fraction}", ns / 1_000_000_000)
     }
 }
 
@@ -198,46 +241,81 @@ fn label(text: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn serve(listener: TcpListener, page: Arc<Mutex<String>>, stop: Arc<AtomicBool>) {
+/// Accept clients until `stopped`, each served by a task of its own.
+async fn serve(
+    listener: std::net::TcpListener,
+    page: Arc<Mutex<String>>,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+        return;
+    };
+    let slots = Arc::new(Semaphore::new(MAX_CLIENTS));
     loop {
-        let accepted = listener.accept();
-        if stop.load(Ordering::Relaxed) {
-            return;
-        }
-        let Ok((mut stream, _)) = accepted else {
+        let accepted = tokio::select! {
+            _ = &mut stopped => return,
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((stream, _)) = accepted else {
             // A failed accept (out of descriptors, say): a pause, not a spin.
-            std::thread::sleep(Duration::from_millis(100));
+            tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
-        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-        let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
-        let mut request = Vec::new();
-        let mut buf = [0u8; 2048];
-        while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 16 * 1024 {
-            match stream.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => request.extend_from_slice(&buf[..n]),
-            }
-        }
-        let first = String::from_utf8_lossy(&request);
-        let path = first.split_whitespace().nth(1).unwrap_or_default();
-        let (status, body) = if path == "/metrics" || path.starts_with("/metrics?") {
-            ("200 OK", page.lock().map(|p| p.clone()).unwrap_or_default())
-        } else {
-            ("404 Not Found", "tank serves /metrics\n".to_owned())
+        // Beyond MAX_CLIENTS, the newcomer is closed (dropped) at once.
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            continue;
         };
-        let _ = write!(
-            stream,
-            "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
+        let page = page.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                std::future::ready(Ok::<_, Infallible>(answer(&request, &page)))
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .keep_alive(false)
+                .serve_connection(TokioIo::new(stream), service);
+            // Timed out or failed: either way the client is gone, and no one to tell.
+            let _ = tokio::time::timeout(CLIENT_TIMEOUT, connection).await;
+            drop(slot);
+        });
     }
+}
+
+/// `/metrics` (with any query) gets the page; anything else a 404.
+fn answer(request: &Request<Incoming>, page: &Mutex<String>) -> Response<Full<Bytes>> {
+    let (status, body) = if request.uri().path() == "/metrics" {
+        (
+            StatusCode::OK,
+            page.lock().map(|p| p.clone()).unwrap_or_default(),
+        )
+    } else {
+        (StatusCode::NOT_FOUND, "tank serves /metrics\n".to_owned())
+    };
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    response
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tank_monitor::http::{get, Url};
+    use std::io::{Read, Write};
+    use std::time::Instant;
+    use tank_monitor::http::{http_url, Client};
+
+    #[test]
+    fn seconds_are_decimals_of_the_microseconds_without_float_noise() {
+        assert_eq!(seconds(5921.2), "0.0059212");
+        assert_eq!(seconds(1_000_000.0), "1");
+        assert_eq!(seconds(0.0), "0");
+        assert_eq!(seconds(1500.0), "0.0015");
+        assert_eq!(seconds(61_234_567.891), "61.234567891");
+        assert_eq!(seconds(f64::INFINITY), "+Inf");
+        assert_eq!(seconds(f64::NAN), "NaN");
+    }
     use tank_stats::phout::parse_line;
     use tank_stats::Aggregator;
 
@@ -255,8 +333,9 @@ mod tests {
         let mut endpoint = Endpoint::start("127.0.0.1:0".parse().unwrap()).unwrap();
         endpoint.second(&second);
         endpoint.second(&second);
-        let url = Url::parse(&format!("http://{}/metrics", endpoint.local_addr())).unwrap();
-        let response = get(&url, Duration::from_secs(5), 1 << 20).unwrap();
+        let url = http_url(&format!("http://{}/metrics", endpoint.local_addr())).unwrap();
+        let client = Client::new().unwrap();
+        let response = client.get(&url, Duration::from_secs(5), 1 << 20).unwrap();
         assert_eq!(response.status, 200);
         let text = String::from_utf8(response.body).unwrap();
         let page = tank_monitor::prom::parse(&text).unwrap();
@@ -271,11 +350,71 @@ mod tests {
         assert_eq!(find("tank_responses_total", ""), Some(2.0));
         assert_eq!(find("tank_responses_per_second", "__OVERALL__"), Some(2.0));
         assert!(page.is_counter("tank_http_codes_total"));
-        let other = Url::parse(&format!("http://{}/", endpoint.local_addr())).unwrap();
+        let other = http_url(&format!("http://{}/", endpoint.local_addr())).unwrap();
         assert_eq!(
-            get(&other, Duration::from_secs(5), 1024).unwrap().status,
+            client
+                .get(&other, Duration::from_secs(5), 1024)
+                .unwrap()
+                .status,
             404
         );
         endpoint.finish();
+    }
+
+    /// A client sending its request a byte a second (metrics_attack.py's
+    /// slowloris): the seconds until the server closed it, or `None` when it
+    /// still had not after `limit` bytes.
+    fn slowloris(addr: SocketAddr, limit: u32) -> Option<u32> {
+        let mut stream = std::net::TcpStream::connect(addr).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+        stream.write_all(b"GET /metrics HTTP/1.1\r\n").ok()?;
+        for second in 0..limit {
+            if stream.write_all(b"X").is_err() {
+                return Some(second);
+            }
+            let mut buf = [0u8; 64];
+            match stream.read(&mut buf) {
+                Ok(_) => return Some(second),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Some(second),
+                Err(_) => {}
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn a_slow_client_holds_up_no_scrape_and_not_the_end() {
+        let endpoint = Endpoint::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = endpoint.local_addr();
+        let slow = std::thread::spawn(move || slowloris(addr, 120));
+        let idle: Vec<std::net::TcpStream> = (0..50)
+            .map(|_| std::net::TcpStream::connect(addr).unwrap())
+            .collect();
+        // Wait until the slow client is well into its request.
+        std::thread::sleep(Duration::from_millis(1500));
+        let client = Client::new().unwrap();
+        let url = http_url(&format!("http://{addr}/metrics")).unwrap();
+        for _ in 0..3 {
+            let response = client.get(&url, Duration::from_secs(60), 1 << 20);
+            assert_eq!(response.map(|r| r.status), Ok(200));
+        }
+        // The slow client is cut off by its timeout, not served forever.
+        let closed_after = slow.join().unwrap();
+        assert!(
+            closed_after.is_some_and(|s| u64::from(s) < CLIENT_TIMEOUT.as_secs() * 10),
+            "{closed_after:?}"
+        );
+        // And the end does not wait for one still sending.
+        let slow = std::thread::spawn(move || slowloris(addr, 120));
+        std::thread::sleep(Duration::from_millis(1500));
+        let started = Instant::now();
+        endpoint.finish();
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(slow.join().unwrap().is_some());
+        drop(idle);
     }
 }

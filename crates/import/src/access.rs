@@ -10,6 +10,12 @@
 //! decimal number) the request started that much earlier. A session is one
 //! client: its address, or its address and user agent (`--session-by`).
 //!
+//! Both clocks are checked: a `$msec` more than [`MSEC_DRIFT_US`] from the
+//! line's own `[$time_local]`, a negative or malformed one, or a
+//! `$request_time` longer than the time since the epoch is a bad line (a
+//! warning, or an error under `--strict`), and the log as a whole spans at
+//! most 366 days ([`crate::span`]).
+//!
 //! Requests are rebuilt as yandex-tank's `access` ammo builds them (the
 //! request line's method, URI and HTTP version, then the given headers,
 //! sorted; [`HeaderSet`]), with one difference: the method is kept, whatever
@@ -28,8 +34,14 @@ use tank_plan::ammo::request::HeaderSet;
 
 use crate::error::ImportError;
 use crate::order::{Kind, Sorter};
+use crate::span::Span;
 use crate::warnings::Warnings;
-use crate::{Options, SessionBy};
+use crate::{Labels, Options, SessionBy};
+
+/// How far a line's `$msec` may be from its `[$time_local]` (both are the
+/// time the line was written; the second is whole seconds): a day, far more
+/// than any clock step, far less than a corrupt number.
+pub const MSEC_DRIFT_US: u64 = 86_400_000_000;
 
 /// One client so far.
 struct Client {
@@ -48,31 +60,43 @@ struct Line<'a> {
     user_agent: &'a str,
 }
 
-/// Import an access log (see the module docs).
+/// A line number, as the span check names it.
+#[derive(Debug, Clone, Copy)]
+struct LineNo(u64);
+
+impl std::fmt::Display for LineNo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}", self.0)
+    }
+}
+
+/// Import an access log (see the module docs); returns each session's label
+/// (its client), which the sorted requests do not carry: a client's first
+/// line need not hold its earliest request.
 pub fn import(
     input: impl Read,
     path: &str,
     options: &Options,
     sorter: &mut Sorter,
     warnings: &mut Warnings,
-) -> Result<(), ImportError> {
-    let write_error = |e| ImportError::io(path, "writing the sessions", e);
+) -> Result<Labels, ImportError> {
+    let write_error = |e: crate::order::SortError| e.at(path);
     let mut headers: Vec<String> = options.host.iter().map(|h| format!("Host: {h}")).collect();
     headers.extend(options.headers.iter().cloned());
-    if !headers
+    let no_host = !headers
         .iter()
-        .any(|h| h.to_ascii_lowercase().starts_with("host:"))
-    {
-        warnings.warn(format!(
-            "{path}: no --host and no Host header: the requests have none (HTTP/1.1 servers answer 400)"
-        ));
-    }
+        .any(|h| h.to_ascii_lowercase().starts_with("host:"));
     let plain = HeaderSet::new(headers.iter().map(|h| h.as_bytes().to_vec()));
     headers.push("Content-Length: 0".into());
     let with_length = HeaderSet::new(headers.iter().map(|h| h.as_bytes().to_vec()));
     let by_agent = options.session_by == Some(SessionBy::AddrUa);
 
     let mut clients: HashMap<String, Client> = HashMap::new();
+    let mut span = Span::new();
+    // Lines read as requests. Until the first, bad lines are held back: a
+    // file that is not a log at all is one error, not a run of warnings.
+    let mut requests = 0u64;
+    let mut held_back: Vec<(u64, String)> = Vec::new();
     let mut input = BufReader::with_capacity(1 << 16, input);
     let mut raw = Vec::new();
     let mut number = 0u64;
@@ -95,27 +119,41 @@ pub fn import(
             Err(why) if options.strict => {
                 return Err(ImportError::line(path, number, format!("{why} (--strict)")))
             }
-            Err(why) => {
+            Err(why) if requests > 0 => {
                 warnings.warn(format!("{path}:{number}: {why}; line skipped"));
                 continue;
             }
+            Err(why) => {
+                held_back.push((number, why));
+                if held_back.len() == NOT_A_LOG_AFTER {
+                    return Err(not_a_log(path, held_back));
+                }
+                continue;
+            }
         };
+        if requests == 0 {
+            if no_host {
+                warnings.warn(format!(
+                    "{path}: no --host and no Host header: the requests have none (HTTP/1.1 servers answer 400)"
+                ));
+            }
+            for (line, why) in held_back.drain(..) {
+                warnings.warn(format!("{path}:{line}: {why}; line skipped"));
+            }
+        }
+        requests += 1;
+        span.check(line.at_us, &LineNo(number))
+            .map_err(|why| ImportError::line(path, number, why))?;
         let mut key = line.addr.to_string();
         if by_agent {
             key.push(' ');
             key.push_str(&line.user_agent.replace(['\r', '\n'], " "));
         }
         let next = clients.len() as u64;
-        let (label, client) = match clients.get_mut(&key) {
-            Some(client) => (None, client),
-            None => (
-                Some(key.clone()),
-                clients.entry(key).or_insert(Client {
-                    session: next,
-                    last_at_us: 0,
-                }),
-            ),
-        };
+        let client = clients.entry(key).or_insert(Client {
+            session: next,
+            last_at_us: 0,
+        });
         client.last_at_us = client.last_at_us.max(line.at_us);
         let headers = if matches!(line.method, "POST" | "PUT" | "PATCH") {
             &with_length
@@ -135,9 +173,16 @@ pub fn import(
             .push(
                 line.at_us,
                 client.session,
-                Kind::Request { label, tag, bytes },
+                Kind::Request {
+                    label: None,
+                    tag,
+                    bytes: bytes.into(),
+                },
             )
             .map_err(write_error)?;
+    }
+    if !held_back.is_empty() {
+        return Err(not_a_log(path, held_back));
     }
     // Every client's session ends after its last request.
     let mut ends: Vec<&Client> = clients.values().collect();
@@ -147,7 +192,32 @@ pub fn import(
             .push(client.last_at_us, client.session, Kind::End)
             .map_err(write_error)?;
     }
-    Ok(())
+    Ok(clients
+        .into_iter()
+        .map(|(key, client)| (client.session, key))
+        .collect())
+}
+
+/// Bad lines before the first request that make a file not an access log.
+pub const NOT_A_LOG_AFTER: usize = 100;
+
+/// The error of a file with no access-log line among its first bad ones.
+fn not_a_log(path: &str, bad: Vec<(u64, String)>) -> ImportError {
+    let count = bad.len();
+    let (line, why) = bad.into_iter().next().unwrap_or_default();
+    let which = if count == NOT_A_LOG_AFTER {
+        format!("none of its first {count} lines")
+    } else {
+        "none of its lines".to_string()
+    };
+    ImportError::line(
+        path,
+        line,
+        format!(
+            "{why}; {which} is an access-log line: expected a pcap, pcapng or HAR file, or an \
+             nginx/Apache access log"
+        ),
+    )
 }
 
 /// A quoted field starting at `text[0] == '"'`: its contents and the rest
@@ -229,23 +299,24 @@ fn parse(text: &str) -> Result<Line<'_>, String> {
     if plain < 2 {
         return Err(format!("no status and size; {expected}"));
     }
-    let mut msec = None;
-    let mut request_time = None;
-    for field in numbers {
-        let Ok(value) = field.parse::<f64>() else {
-            continue;
-        };
-        if !value.is_finite() || value < 0.0 {
-            continue;
+    let (msec, request_time) = times(&numbers)?;
+    let end_us = match msec {
+        Some((field, us)) if us.abs_diff(logged_us) > MSEC_DRIFT_US => {
+            return Err(format!(
+                "`$msec` {field} is {} from the line's [{time_local}]: expected the time the line \
+                 was written, as [time] is",
+                tank_plan::sessions::human_span(us.abs_diff(logged_us))
+            ))
         }
-        if value >= 1e8 && field.contains('.') {
-            msec.get_or_insert(value);
-        } else if field.contains('.') {
-            request_time.get_or_insert(value);
-        }
-    }
-    let end_us = msec.map_or(logged_us, |s| (s * 1e6).round() as u64);
-    let at_us = end_us.saturating_sub(request_time.map_or(0, |s| (s * 1e6).round() as u64));
+        Some((_, us)) => us,
+        None => logged_us,
+    };
+    let at_us = match request_time {
+        Some((field, us)) => end_us.checked_sub(us).ok_or_else(|| {
+            format!("`$request_time` {field} s is longer than the time since 1970 at its end")
+        })?,
+        None => end_us,
+    };
     Ok(Line {
         addr,
         at_us,
@@ -254,6 +325,57 @@ fn parse(text: &str) -> Result<Line<'_>, String> {
         version,
         user_agent: quotes.get(1).copied().unwrap_or_default(),
     })
+}
+
+/// Of the trailing fields, the first `$msec` (a decimal of 10⁸ s or more)
+/// and the first `$request_time` (a smaller one), each as written and in µs.
+/// A field that is not a decimal number (an address, a name) is another
+/// variable of the log format and passes; a negative decimal, or a run of
+/// nine or more digits with a dot that is not one, is a corrupt time.
+#[allow(clippy::type_complexity)]
+fn times<'a>(
+    fields: &[&'a str],
+) -> Result<(Option<(&'a str, u64)>, Option<(&'a str, u64)>), String> {
+    let mut msec = None;
+    let mut request_time = None;
+    for &field in fields {
+        if !field.contains('.') {
+            continue;
+        }
+        let Some(seconds) = decimal(field) else {
+            let digits = field.bytes().take_while(u8::is_ascii_digit).count();
+            let negative = field.strip_prefix('-').and_then(decimal).is_some();
+            if negative || (digits >= 9 && field.as_bytes().get(digits) == Some(&b'.')) {
+                return Err(format!(
+                    "`{field}` is not a time in seconds (expected `$msec` like 1699999980.123, \
+                     or `$request_time` like 0.015)"
+                ));
+            }
+            continue;
+        };
+        // A decimal of at most 20 digits: its µs fit in a u64 up to year ~586,000.
+        let us = (seconds * 1e6).round();
+        let us = if us < u64::MAX as f64 {
+            us as u64
+        } else {
+            u64::MAX
+        };
+        if seconds >= 1e8 {
+            msec.get_or_insert((field, us));
+        } else {
+            request_time.get_or_insert((field, us));
+        }
+    }
+    Ok((msec, request_time))
+}
+
+/// `field` as seconds when it is `digits.digits`, nothing else.
+fn decimal(field: &str) -> Option<f64> {
+    let (whole, fraction) = field.split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(whole) && digits(fraction))
+        .then(|| field.parse().ok())
+        .flatten()
 }
 
 #[cfg(test)]
@@ -284,6 +406,27 @@ mod tests {
         assert_eq!(at("971211336.250"), 971_211_336_250_000);
         assert_eq!(at("971211336.250 0.050"), 971_211_336_200_000);
         assert_eq!(at("1.500"), 971_211_334_500_000);
+    }
+
+    #[test]
+    fn a_time_that_disagrees_with_the_line_or_is_not_a_number_is_refused() {
+        let why = |tail: &str| parse(&format!("{COMBINED} {tail}")).unwrap_err();
+        assert!(
+            why("99999999999999999999.000 0.001").contains("years from the line's [10/Oct/2000"),
+            "{}",
+            why("99999999999999999999.000 0.001")
+        );
+        assert!(why("971298000.000").contains("1.0 days from"));
+        for bad in ["-971211336.250", "971211336..250", "971211336.2.5"] {
+            assert!(why(bad).contains("is not a time in seconds"), "{bad}");
+        }
+        let early = "h - - [01/Jan/1970:00:00:01 +0000] \"GET / HTTP/1.1\" 200 1 5.0";
+        assert!(parse(early)
+            .unwrap_err()
+            .contains("`$request_time` 5.0 s is longer"));
+        // Other variables of a log format pass: an address, a host name.
+        let text = format!("{COMBINED} 10.0.0.2 a.example 971211336.250");
+        assert_eq!(parse(&text).unwrap().at_us, 971_211_336_250_000);
     }
 
     #[test]
@@ -344,7 +487,7 @@ mod tests {
         let requests: Vec<(u64, &[u8], &[u8])> = items
             .iter()
             .filter_map(|i| match &i.kind {
-                Kind::Request { tag, bytes, .. } => Some((i.session, &tag[..], &bytes[..])),
+                Kind::Request { tag, bytes, .. } => Some((i.session, &tag[..], &bytes.head[..])),
                 Kind::End => None,
             })
             .collect();

@@ -14,16 +14,27 @@
 //! [`HOLE_TIMEOUT_US`] of capture time (or that grow past 64 MiB) are a gap:
 //! reported, and the rest of that connection is skipped (a stream cannot be split into requests past
 //! missing bytes without guessing).
+//!
+//! Memory is bounded by the budget given (`--memory`): when the requests in
+//! progress hold more than it, the body of the one just fed moves to the
+//! spill file ([`crate::held`]); and a connection that has sent no data (a
+//! SYN of a scan or a flood, a preconnect) is forgotten after
+//! [`QUIET_US`] of capture time, or sooner, oldest first, when more such
+//! connections are open than the budget allows ([`QUIET_COST`] each).
+//! Forgetting one loses nothing: it has no bytes, and should it send some
+//! later, it is read from them as a connection whose SYN was not captured.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 
 use crate::error::ImportError;
+use crate::held::SpillFile;
 use crate::http::{FrameError, Framer, Request};
 use crate::link::{self, NotTcp};
-use crate::order::{Kind, Sorter};
+use crate::order::{Kind, SortError, Sorter};
 use crate::pcap::Packet;
 use crate::tcp::Reassembler;
 use crate::warnings::Warnings;
@@ -38,6 +49,11 @@ pub const HOLE_TIMEOUT_US: u64 = 10_000_000;
 const MAX_HELD: usize = 64 << 20;
 /// How often (capture time) the watermark is moved and holes are checked.
 const TICK_US: u64 = 10_000;
+/// How long a connection that has sent no data is kept (capture time).
+pub const QUIET_US: u64 = 10_000_000;
+/// Memory budgeted per connection that has sent no data: its entry, flow and
+/// stream state (about 0.5 KB) with room for the tables' growth.
+pub const QUIET_COST: usize = 2048;
 
 /// The two ends of a connection, in a canonical order (either direction finds it).
 type Key = (SocketAddr, SocketAddr);
@@ -67,6 +83,10 @@ struct Flow {
     requests: u64,
     last_at_us: u64,
     hold_us: Option<u64>,
+    /// Whether the client has sent any data.
+    data: bool,
+    /// The request in progress's memory, as last counted in the capture's total.
+    accounted: usize,
 }
 
 impl Flow {
@@ -101,12 +121,32 @@ pub struct Capture {
     next_tick_us: u64,
     done: Vec<Request>,
     fragments: u64,
+    /// Where request bodies spill, and the memory requests in progress may hold.
+    spill: Arc<SpillFile>,
+    in_progress_budget: usize,
+    /// Memory held by requests in progress, all connections.
+    in_progress: usize,
+    /// Connections without data yet, in the order they opened (time, slot,
+    /// session; an entry whose slot holds another session, or one with data, is stale).
+    quiet: VecDeque<(u64, usize, u64)>,
+    /// How many are open, and the most allowed at once.
+    quiet_open: usize,
+    quiet_limit: usize,
+    /// Connections forgotten without ever sending data.
+    forgotten: u64,
 }
 
 impl Capture {
     /// Read connections to `server_port` (or, without it, each connection's
-    /// server as its SYN says, else a port that received SYNs, else the lower port).
-    pub fn new(server_port: Option<u16>, tag_by: TagBy) -> Self {
+    /// server as its SYN says, else a port that received SYNs, else the lower port),
+    /// holding at most about `budget` bytes of requests in progress (the rest
+    /// goes to `spill`) and of connections without data.
+    pub fn new(
+        server_port: Option<u16>,
+        tag_by: TagBy,
+        budget: usize,
+        spill: Arc<SpillFile>,
+    ) -> Self {
         Capture {
             server_port,
             tag_by,
@@ -121,7 +161,19 @@ impl Capture {
             next_tick_us: 0,
             done: Vec::new(),
             fragments: 0,
+            spill,
+            in_progress_budget: budget,
+            in_progress: 0,
+            quiet: VecDeque::new(),
+            quiet_open: 0,
+            quiet_limit: (budget / QUIET_COST).max(1024),
+            forgotten: 0,
         }
+    }
+
+    /// Connections forgotten without ever sending data (see the module docs).
+    pub fn forgotten(&self) -> u64 {
+        self.forgotten
     }
 
     /// Take one packet.
@@ -131,7 +183,7 @@ impl Capture {
         path: &str,
         sorter: &mut Sorter,
         warnings: &mut Warnings,
-        out: &mut impl FnMut(crate::order::Item) -> std::io::Result<()>,
+        out: &mut impl FnMut(crate::order::Item) -> Result<(), SortError>,
     ) -> Result<(), ImportError> {
         self.latest_us = self.latest_us.max(packet.at_us);
         let segment = match link::segment(packet.link, packet.data) {
@@ -190,6 +242,10 @@ impl Capture {
             return self.tick(sorter, warnings, out, path);
         };
         let from_client = segment.src == flow.client;
+        if from_client && !segment.payload.is_empty() && !flow.data {
+            flow.data = true;
+            self.quiet_open -= 1;
+        }
         if !from_client {
             if segment.rst {
                 self.close(slot, sorter, warnings, path)?;
@@ -256,8 +312,8 @@ impl Capture {
             let fin_seq = data_seq.wrapping_add(segment.payload.len() as u32);
             flow.fin_at = flow.stream.as_ref().and_then(|s| s.position_of(fin_seq));
         }
-        self.push_done(slot, sorter)
-            .map_err(|e| write_error(path, e))?;
+        self.push_done(slot, sorter).map_err(|e| e.at(path))?;
+        self.account(slot, path)?;
         let ended = segment.rst
             || self.slab[slot].as_ref().is_some_and(|f| {
                 matches!((f.fin_at, &f.stream), (Some(fin), Some(s)) if s.delivered() >= fin)
@@ -341,6 +397,8 @@ impl Capture {
             requests: 0,
             last_at_us: 0,
             hold_us: None,
+            data: false,
+            accounted: 0,
         };
         self.next_session += 1;
         let slot = match self.free.pop() {
@@ -354,11 +412,31 @@ impl Capture {
             }
         };
         self.flows.insert(key, slot);
+        self.quiet
+            .push_back((self.latest_us, slot, self.next_session - 1));
+        self.quiet_open += 1;
         slot
     }
 
+    /// Count the flow's request in progress in the total; over the budget,
+    /// move its body to the spill file.
+    fn account(&mut self, slot: usize, path: &str) -> Result<(), ImportError> {
+        let Some(flow) = self.slab[slot].as_mut() else {
+            return Ok(());
+        };
+        let others = self.in_progress - flow.accounted;
+        if others + flow.framer.held() > self.in_progress_budget {
+            flow.framer
+                .spill(&self.spill)
+                .map_err(|e| SortError::Temp(e).at(path))?;
+        }
+        flow.accounted = flow.framer.held();
+        self.in_progress = others + flow.accounted;
+        Ok(())
+    }
+
     /// Hand the flow's completed requests to the sorter.
-    fn push_done(&mut self, slot: usize, sorter: &mut Sorter) -> std::io::Result<()> {
+    fn push_done(&mut self, slot: usize, sorter: &mut Sorter) -> Result<(), SortError> {
         let Some(flow) = self.slab[slot].as_mut() else {
             return Ok(());
         };
@@ -368,7 +446,7 @@ impl Capture {
             let label = (flow.requests == 0).then(|| flow.label());
             flow.requests += 1;
             flow.last_at_us = at_us;
-            let tag = crate::tag(self.tag_by, &request.bytes);
+            let tag = crate::tag(self.tag_by, &request.bytes.head);
             sorter.push(
                 at_us,
                 flow.session,
@@ -414,6 +492,10 @@ impl Capture {
             self.holds.remove(&(hold, slot));
         }
         self.flows.remove(&key(flow.client, flow.server));
+        self.in_progress -= flow.accounted;
+        if !flow.data {
+            self.quiet_open -= 1;
+        }
         if !flow.skipped {
             if let Some(stream) = &flow.stream {
                 if let Some((from, to)) = stream.hole() {
@@ -438,23 +520,49 @@ impl Capture {
         if flow.requests > 0 {
             sorter
                 .push(flow.last_at_us, flow.session, Kind::End)
-                .map_err(|e| write_error(path, e))?;
+                .map_err(|e| e.at(path))?;
         }
         flow.stream = None;
         Ok(())
     }
 
-    /// Every [`TICK_US`] of capture time: declare stale holes, move the watermark.
+    /// Forget connections without data past [`QUIET_US`], or past the
+    /// most allowed at once (oldest first).
+    fn forget_quiet(&mut self) {
+        let stale_before = self.latest_us.saturating_sub(QUIET_US);
+        while let Some(&(opened_us, slot, session)) = self.quiet.front() {
+            let quiet = self.slab[slot]
+                .as_ref()
+                .is_some_and(|f| f.session == session && !f.data);
+            if quiet && opened_us >= stale_before && self.quiet_open <= self.quiet_limit {
+                break;
+            }
+            self.quiet.pop_front();
+            if let Some(flow) = self.slab[slot].take_if(|_| quiet) {
+                self.flows.remove(&key(flow.client, flow.server));
+                self.free.push(slot);
+                self.quiet_open -= 1;
+                self.forgotten += 1;
+            }
+        }
+    }
+
+    /// Every [`TICK_US`] of capture time: forget quiet connections, declare
+    /// stale holes, move the watermark.
     fn tick(
         &mut self,
         sorter: &mut Sorter,
         warnings: &mut Warnings,
-        out: &mut impl FnMut(crate::order::Item) -> std::io::Result<()>,
+        out: &mut impl FnMut(crate::order::Item) -> Result<(), SortError>,
         path: &str,
     ) -> Result<(), ImportError> {
+        if self.quiet_open > self.quiet_limit {
+            self.forget_quiet();
+        }
         if self.latest_us < self.next_tick_us {
             return Ok(());
         }
+        self.forget_quiet();
         self.next_tick_us = self.latest_us + TICK_US;
         let stale_before = self.latest_us.saturating_sub(HOLE_TIMEOUT_US);
         let stale: Vec<usize> = self
@@ -481,9 +589,7 @@ impl Capture {
             .first()
             .map_or(u64::MAX, |&(at, _)| at)
             .min(self.latest_us.saturating_sub(SLACK_US));
-        sorter
-            .release(watermark, out)
-            .map_err(|e| write_error(path, e))
+        sorter.release(watermark, out).map_err(|e| e.at(path))
     }
 }
 
@@ -524,8 +630,4 @@ fn not_http(flow: &Flow, packet: u64, error: &FrameError, done: usize) -> String
         error.message,
         flow.requests + done as u64,
     )
-}
-
-fn write_error(path: &str, error: std::io::Error) -> ImportError {
-    ImportError::io(path, "writing the sessions", error)
 }

@@ -85,10 +85,6 @@ impl fmt::Display for ImportError {
     }
 }
 
-impl std::error::Error for ImportError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_ref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
+/// The I/O error underneath is in the message, so it is not also a source:
+/// an error chain would say it twice.
+impl std::error::Error for ImportError {}

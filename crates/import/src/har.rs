@@ -28,7 +28,8 @@ use serde::Deserialize;
 
 use crate::error::ImportError;
 use crate::order::{Kind, Sorter};
-use crate::{Options, SessionBy};
+use crate::span::Span;
+use crate::{Labels, Options, SessionBy};
 
 /// One HAR entry (only the fields a replay needs).
 #[derive(Debug, Deserialize)]
@@ -74,15 +75,28 @@ struct Session {
     last_at_us: u64,
 }
 
-/// Import a HAR file (see the module docs).
+/// An entry's number, as the span check names it.
+#[derive(Debug, Clone, Copy)]
+struct EntryNo(u64);
+
+impl fmt::Display for EntryNo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "entry {}", self.0)
+    }
+}
+
+/// Import a HAR file (see the module docs); returns each session's label,
+/// which the sorted requests do not carry (a connection's first entry need
+/// not be its earliest).
 pub fn import(
     input: impl Read,
     path: &str,
     options: &Options,
     sorter: &mut Sorter,
-) -> Result<(), ImportError> {
+) -> Result<Labels, ImportError> {
     let by_page = options.session_by == Some(SessionBy::Page);
     let mut sessions: HashMap<String, Session> = HashMap::new();
+    let mut span = Span::new();
     let mut index = 0u64;
     let mut each = |entry: Entry| -> Result<(), String> {
         index += 1;
@@ -92,6 +106,8 @@ pub fn import(
                 entry.started
             )
         })?;
+        span.check(at_us, &EntryNo(index))
+            .map_err(|why| format!("entry {index}: startedDateTime `{}`: {why}", entry.started))?;
         let key = match (&entry.connection, &entry.pageref) {
             (Some(connection), _) if !by_page && !connection.is_empty() => {
                 format!("connection {connection}")
@@ -102,20 +118,15 @@ pub fn import(
         let bytes = build(&entry.request).map_err(|why| format!("entry {index}: {why}"))?;
         let tag = crate::tag(options.tag_by, &bytes);
         let next = sessions.len() as u64;
-        let (label, session) = match sessions.get_mut(&key) {
-            Some(session) => (None, session),
-            None => (
-                Some(key.replace(['\r', '\n'], " ")),
-                sessions.entry(key).or_insert(Session {
-                    id: next,
-                    last_at_us: 0,
-                }),
-            ),
-        };
+        let session = sessions.entry(key).or_insert(Session {
+            id: next,
+            last_at_us: 0,
+        });
         session.last_at_us = session.last_at_us.max(at_us);
+        let (label, bytes) = (None, bytes.into());
         sorter
             .push(at_us, session.id, Kind::Request { label, tag, bytes })
-            .map_err(|e| format!("writing the sessions: {e}"))
+            .map_err(|e| e.to_string())
     };
     // serde_json reads a byte at a time: buffer it.
     let mut json =
@@ -142,9 +153,12 @@ pub fn import(
     for session in ends {
         sorter
             .push(session.last_at_us, session.id, Kind::End)
-            .map_err(|e| ImportError::io(path, "writing the sessions", e))?;
+            .map_err(|e| e.at(path))?;
     }
-    Ok(())
+    Ok(sessions
+        .into_iter()
+        .map(|(key, session)| (session.id, key.replace(['\r', '\n'], " ")))
+        .collect())
 }
 
 /// The request bytes of a HAR request (see the module docs).
@@ -403,7 +417,7 @@ mod tests {
                 Kind::Request { bytes, .. } => (
                     i.at_us,
                     i.session,
-                    String::from_utf8(bytes.clone()).unwrap(),
+                    String::from_utf8(bytes.head.clone()).unwrap(),
                 ),
                 Kind::End => (i.at_us, i.session, "END".into()),
             })

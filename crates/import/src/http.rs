@@ -9,8 +9,17 @@
 //!
 //! Empty lines between requests (some old clients send CRLF after a POST
 //! body) are skipped, as servers do (RFC 9112 §2.2).
+//!
+//! A request in progress can move the body it has so far to the spill file
+//! ([`Framer::spill`], when the requests in progress are over their memory
+//! budget); its head stays in memory, and framing goes on with what follows
+//! (the body decoder keeps its own state, so no byte of the body is needed
+//! again once it has been fed).
 
 use memchr::memchr;
+use tank_http1::{is_token, BodyDecoder, Framing};
+
+use crate::held::{self, Extent, RequestBytes, SpillFile};
 
 /// Longest request head accepted (request line and headers).
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -21,6 +30,8 @@ const MAX_HEADERS: usize = 256;
 /// Longest line a stream from its middle (see [`Framer::mid_stream`]) checks
 /// for a request line; longer ones are skipped as body bytes.
 const MAX_REQUEST_LINE: usize = 16 * 1024;
+/// Longest chunk-size or trailer line of a chunked body.
+const MAX_BODY_LINE: usize = 64 * 1024;
 
 /// Why a stream is not HTTP/1.x requests, at which stream offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,8 +47,8 @@ pub struct FrameError {
 pub struct Request {
     /// Capture time of its first byte.
     pub at_us: u64,
-    /// The request, verbatim.
-    pub bytes: Vec<u8>,
+    /// The request, verbatim (its body maybe in the spill file).
+    pub bytes: RequestBytes,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,23 +64,23 @@ enum State {
     /// request line was checked (as soon as it is whole: a stream that is
     /// not HTTP fails at its first line, not 64 KiB later).
     Head { scanned: usize, line_checked: bool },
-    /// In a `Content-Length` body.
-    Body { left: u64 },
-    /// In a chunk-size line starting at `line`.
-    ChunkSize { line: usize },
-    /// In a chunk's data.
-    ChunkData { left: u64 },
-    /// In the CRLF after a chunk's data; `seen` bytes of it so far.
-    ChunkEnd { seen: u8 },
-    /// In the trailer section, a line starting at `line`.
-    Trailer { line: usize },
+    /// In the body, framed by `Content-Length` or chunked (tank-http1's decoder).
+    Body(BodyDecoder),
 }
 
 /// Splits a client's stream into requests (see the module docs).
+///
+/// `request` holds the head (`head_len` bytes, once it is complete), then the
+/// body's bytes after those moved to the spill file.
 #[derive(Debug)]
 pub struct Framer {
     state: State,
     request: Vec<u8>,
+    /// The head's length, once it is complete (0 before).
+    head_len: usize,
+    /// The body's bytes moved to the spill file, in order, and how many.
+    spilled: Vec<Extent>,
+    spilled_len: usize,
     at_us: u64,
     /// Stream offset of the current request's first byte.
     started: u64,
@@ -85,6 +96,9 @@ impl Default for Framer {
         Framer {
             state: State::Idle,
             request: Vec::new(),
+            head_len: 0,
+            spilled: Vec::new(),
+            spilled_len: 0,
             at_us: 0,
             started: 0,
             offset: 0,
@@ -134,8 +148,26 @@ impl Framer {
     pub fn partial_len(&self) -> usize {
         match self.state {
             State::Sync { .. } => 0,
-            _ => self.request.len(),
+            _ => self.request.len() + self.spilled_len,
         }
+    }
+
+    /// Memory the request being read holds.
+    pub fn held(&self) -> usize {
+        self.request.capacity() + self.spilled.capacity() * std::mem::size_of::<Extent>()
+    }
+
+    /// Move the body read so far to `file`, keeping the head in memory.
+    /// Nothing moves before the head is complete.
+    pub fn spill(&mut self, file: &SpillFile) -> std::io::Result<()> {
+        if !matches!(self.state, State::Body(_)) || self.request.len() <= self.head_len {
+            return Ok(());
+        }
+        held::spill(file, &mut self.spilled, &self.request[self.head_len..])?;
+        self.spilled_len += self.request.len() - self.head_len;
+        self.request.truncate(self.head_len);
+        self.request.shrink_to_fit();
+        Ok(())
     }
 
     /// Stream bytes fed so far.
@@ -159,6 +191,53 @@ impl Framer {
         Ok(())
     }
 
+    /// A stream from its middle, before its first request line: skip up to
+    /// the end of a line, or start the head at a line that is a request line.
+    /// Returns the bytes used.
+    fn sync(&mut self, data: &[u8], at_us: u64, line_at: u64, at_line_start: bool) -> usize {
+        let line_at = if self.request.is_empty() {
+            at_us
+        } else {
+            line_at
+        };
+        let Some(lf) = memchr(b'\n', data) else {
+            if self.request.len() + data.len() > MAX_REQUEST_LINE {
+                // Too long for a request line: body bytes, up to the next line.
+                self.skipped += (self.request.len() + data.len()) as u64;
+                self.request.clear();
+                self.state = State::Sync {
+                    line_at,
+                    at_line_start: false,
+                };
+            } else {
+                self.request.extend_from_slice(data);
+                self.state = State::Sync {
+                    line_at,
+                    at_line_start,
+                };
+            }
+            return data.len();
+        };
+        self.request.extend_from_slice(&data[..=lf]);
+        let line_end = self.request.len() - 1;
+        if at_line_start && is_request_line(&self.request[..line_end]) {
+            self.started = self.offset + lf as u64 + 1 - self.request.len() as u64;
+            self.at_us = line_at;
+            self.state = State::Head {
+                scanned: 0,
+                line_checked: true,
+            };
+        } else {
+            self.skipped += self.request.len() as u64;
+            self.request.clear();
+            self.state = State::Sync {
+                line_at,
+                at_line_start: true,
+            };
+        }
+        lf + 1
+    }
+
     /// Consume some of `data`; returns how much.
     fn step(
         &mut self,
@@ -170,49 +249,7 @@ impl Framer {
             State::Sync {
                 line_at,
                 at_line_start,
-            } => {
-                let line_at = if self.request.is_empty() {
-                    at_us
-                } else {
-                    line_at
-                };
-                let Some(lf) = memchr(b'\n', data) else {
-                    if self.request.len() + data.len() > MAX_REQUEST_LINE {
-                        // Too long for a request line: body bytes, up to the next line.
-                        self.skipped += (self.request.len() + data.len()) as u64;
-                        self.request.clear();
-                        self.state = State::Sync {
-                            line_at,
-                            at_line_start: false,
-                        };
-                    } else {
-                        self.request.extend_from_slice(data);
-                        self.state = State::Sync {
-                            line_at,
-                            at_line_start,
-                        };
-                    }
-                    return Ok(data.len());
-                };
-                self.request.extend_from_slice(&data[..=lf]);
-                let line_end = self.request.len() - 1;
-                if at_line_start && is_request_line(&self.request[..line_end]) {
-                    self.started = self.offset + lf as u64 + 1 - self.request.len() as u64;
-                    self.at_us = line_at;
-                    self.state = State::Head {
-                        scanned: 0,
-                        line_checked: true,
-                    };
-                } else {
-                    self.skipped += self.request.len() as u64;
-                    self.request.clear();
-                    self.state = State::Sync {
-                        line_at,
-                        at_line_start: true,
-                    };
-                }
-                Ok(lf + 1)
-            }
+            } => Ok(self.sync(data, at_us, line_at, at_line_start)),
             State::Idle => {
                 let skip = data
                     .iter()
@@ -258,6 +295,7 @@ impl Framer {
                 match head_end(&self.request, scanned) {
                     Some(end) => {
                         self.request.truncate(end);
+                        self.head_len = end;
                         let used = end - before;
                         self.state = self.after_head()?;
                         self.reserve_body();
@@ -276,83 +314,16 @@ impl Framer {
                     }
                 }
             }
-            State::Body { left } => {
-                let take = data.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-                self.request.extend_from_slice(&data[..take]);
-                self.state = State::Body {
-                    left: left - take as u64,
-                };
-                self.maybe_done(done);
-                Ok(take)
-            }
-            State::ChunkSize { line } => {
-                let (used, complete) = self.take_line(data);
-                if complete {
-                    let size = chunk_size(&self.request[line..])
-                        .ok_or_else(|| self.error("a chunk size line is not hex digits".into()))?;
-                    self.state = if size == 0 {
-                        State::Trailer {
-                            line: self.request.len(),
-                        }
-                    } else {
-                        State::ChunkData { left: size }
-                    };
-                } else if self.request.len() - line > 4096 {
-                    return Err(self.error("a chunk size line longer than 4096 bytes".into()));
+            State::Body(mut body) => {
+                let (used, ended) = body
+                    .decode(data, MAX_BODY_LINE, u64::MAX)
+                    .map_err(|e| self.error(format!("the body's framing is broken: {e}")))?;
+                self.request.extend_from_slice(&data[..used]);
+                self.state = State::Body(body);
+                if ended {
+                    self.emit(done);
                 }
                 Ok(used)
-            }
-            State::ChunkData { left } => {
-                let take = data.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-                self.request.extend_from_slice(&data[..take]);
-                let left = left - take as u64;
-                self.state = if left == 0 {
-                    State::ChunkEnd { seen: 0 }
-                } else {
-                    State::ChunkData { left }
-                };
-                Ok(take)
-            }
-            State::ChunkEnd { seen } => {
-                let byte = data[0];
-                self.request.push(byte);
-                self.state = match (seen, byte) {
-                    (0, b'\r') => State::ChunkEnd { seen: 1 },
-                    (_, b'\n') => State::ChunkSize {
-                        line: self.request.len(),
-                    },
-                    _ => return Err(self.error("a chunk's data is not followed by CRLF".into())),
-                };
-                Ok(1)
-            }
-            State::Trailer { line } => {
-                let (used, complete) = self.take_line(data);
-                if complete {
-                    if matches!(&self.request[line..], b"\r\n" | b"\n") {
-                        self.emit(done);
-                    } else {
-                        self.state = State::Trailer {
-                            line: self.request.len(),
-                        };
-                    }
-                } else if self.request.len() - line > MAX_HEAD {
-                    return Err(self.error("a trailer line longer than 64 KiB".into()));
-                }
-                Ok(used)
-            }
-        }
-    }
-
-    /// Append `data` up to and including its first LF; whether a LF was found.
-    fn take_line(&mut self, data: &[u8]) -> (usize, bool) {
-        match memchr(b'\n', data) {
-            Some(lf) => {
-                self.request.extend_from_slice(&data[..=lf]);
-                (lf + 1, true)
-            }
-            None => {
-                self.request.extend_from_slice(data);
-                (data.len(), false)
             }
         }
     }
@@ -373,47 +344,22 @@ impl Framer {
                 )))
             }
         }
-        let mut length: Option<u64> = None;
-        let mut chunked = false;
+        let mut framing = Framing::default();
         for header in parsed.headers.iter() {
-            if header.name.eq_ignore_ascii_case("content-length") {
-                let value = std::str::from_utf8(header.value)
-                    .ok()
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .ok_or_else(|| self.error("Content-Length is not a number".into()))?;
-                if length.is_some_and(|l| l != value) {
-                    return Err(self.error("two different Content-Length headers".into()));
-                }
-                length = Some(value);
-            } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
-                let last = header
-                    .value
-                    .rsplit(|b| *b == b',')
-                    .next()
-                    .unwrap_or_default();
-                chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
-                if !chunked {
-                    return Err(self.error(
-                        "a Transfer-Encoding other than chunked: the body has no end".into(),
-                    ));
-                }
-            }
+            framing
+                .header(header.name.as_bytes(), header.value)
+                .map_err(|e| self.error(e.to_string()))?;
         }
-        Ok(if chunked {
-            State::ChunkSize {
-                line: self.request.len(),
-            }
-        } else {
-            State::Body {
-                left: length.unwrap_or(0),
-            }
-        })
+        let body = framing
+            .request_body()
+            .map_err(|e| self.error(e.to_string()))?;
+        Ok(State::Body(body))
     }
 
     /// Room for a body of `length` bytes at once (no doubling, no slack held
     /// in the reorder buffer), up to [`RESERVE_LIMIT`] whatever a header claims.
     fn reserve_body(&mut self) {
-        if let State::Body { left } = self.state {
+        if let Some(left) = self.body_left() {
             let room = usize::try_from(left)
                 .unwrap_or(usize::MAX)
                 .min(RESERVE_LIMIT);
@@ -421,17 +367,37 @@ impl Framer {
         }
     }
 
+    /// The bytes a `Content-Length` body still lacks.
+    fn body_left(&self) -> Option<u64> {
+        match self.state {
+            State::Body(body) => body.length_left(),
+            _ => None,
+        }
+    }
+
     fn maybe_done(&mut self, done: &mut impl FnMut(Request)) {
-        if self.state == (State::Body { left: 0 }) {
+        if matches!(self.state, State::Body(body) if body.is_complete()) {
             self.emit(done);
         }
     }
 
     fn emit(&mut self, done: &mut impl FnMut(Request)) {
         self.state = State::Idle;
+        let mut head = std::mem::take(&mut self.request);
+        let bytes = if self.spilled.is_empty() {
+            RequestBytes::from(head)
+        } else {
+            let tail = head.split_off(self.head_len);
+            RequestBytes {
+                head,
+                spilled: std::mem::take(&mut self.spilled),
+                tail,
+            }
+        };
+        (self.head_len, self.spilled_len) = (0, 0);
         done(Request {
             at_us: self.at_us,
-            bytes: std::mem::take(&mut self.request),
+            bytes,
         });
     }
 
@@ -458,20 +424,6 @@ fn head_end(buf: &[u8], from: usize) -> Option<usize> {
     None
 }
 
-/// A chunk-size line's size (hex, before any `;extension`).
-fn chunk_size(line: &[u8]) -> Option<u64> {
-    let digits = line
-        .split(|b| matches!(b, b';' | b'\r' | b'\n'))
-        .next()?
-        .trim_ascii();
-    if digits.is_empty() || digits.len() > 15 {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |size, b| {
-        Some(size * 16 + u64::from((*b as char).to_digit(16)?))
-    })
-}
-
 /// `METHOD SP target SP HTTP/1.x` (an optional CR at the end).
 fn is_request_line(line: &[u8]) -> bool {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -489,10 +441,6 @@ fn is_request_line(line: &[u8]) -> bool {
         && version.starts_with(b"HTTP/1.")
 }
 
-fn is_token(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
-}
-
 fn first_line(buf: &[u8]) -> String {
     let line = buf.split(|b| *b == b'\n').next().unwrap_or_default();
     String::from_utf8_lossy(&line[..line.len().min(80)])
@@ -501,157 +449,4 @@ fn first_line(buf: &[u8]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn split(chunks: &[&[u8]]) -> Result<Vec<Vec<u8>>, FrameError> {
-        let mut framer = Framer::default();
-        let mut out = Vec::new();
-        for chunk in chunks {
-            framer.feed(chunk, 0, &mut |r| out.push(r.bytes))?;
-        }
-        Ok(out)
-    }
-
-    const GET: &[u8] = b"GET /a?x=1 HTTP/1.1\r\nHost: h\r\n\r\n";
-    const POST: &[u8] = b"POST /p HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
-    const CHUNKED: &[u8] =
-        b"PUT /c HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: 1\r\n\r\n";
-    const BARE_LF: &[u8] = b"DELETE /d HTTP/1.0\nX: y\n\n";
-
-    #[test]
-    fn requests_end_where_their_framing_says() {
-        let all = [GET, POST, CHUNKED, BARE_LF].concat();
-        assert_eq!(split(&[&all]).unwrap(), [GET, POST, CHUNKED, BARE_LF]);
-    }
-
-    #[test]
-    fn a_request_keeps_its_first_bytes_time_and_empty_lines_between_are_skipped() {
-        let mut framer = Framer::default();
-        let mut out = Vec::new();
-        framer.feed(&GET[..5], 7, &mut |r| out.push(r)).unwrap();
-        assert_eq!(framer.in_progress_since(), Some(7));
-        framer.feed(&GET[5..], 9, &mut |r| out.push(r)).unwrap();
-        framer.feed(b"\r\n", 10, &mut |r| out.push(r)).unwrap();
-        framer.feed(GET, 11, &mut |r| out.push(r)).unwrap();
-        assert_eq!(out.iter().map(|r| r.at_us).collect::<Vec<_>>(), [7, 11]);
-        assert_eq!(framer.in_progress_since(), None);
-    }
-
-    #[test]
-    fn bytes_that_are_not_http_fail_at_their_offset() {
-        let err = split(&[GET, b"\x16\x03\x01"]).unwrap_err();
-        assert_eq!(err.at, GET.len() as u64);
-        assert!(err.message.contains("0x16"), "{}", err.message);
-        let err = split(&[b"GET / HTTP/2.0\r\n\r\n"]).unwrap_err();
-        assert!(err.message.contains("HTTP/1.x"), "{}", err.message);
-        let err = split(&[b"*1\r\n$4\r\nPING\r\n"]).unwrap_err();
-        assert!(err.message.starts_with("`*1` is not"), "{}", err.message);
-        assert!(split(&[b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n"]).is_err());
-        assert!(split(&[b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"]).is_err());
-    }
-
-    /// Feed `chunks` (chunk i captured at time i) to a framer for a stream
-    /// from its middle: its requests with their times, and the bytes skipped.
-    fn split_mid_stream(chunks: &[&[u8]]) -> (Vec<(u64, Vec<u8>)>, Option<u64>) {
-        let mut framer = Framer::mid_stream();
-        let mut out = Vec::new();
-        let mut skipped = None;
-        for (at, chunk) in chunks.iter().enumerate() {
-            framer
-                .feed(chunk, at as u64, &mut |r| out.push((r.at_us, r.bytes)))
-                .unwrap();
-            skipped = skipped.or(framer.take_skipped());
-        }
-        (out, skipped)
-    }
-
-    #[test]
-    fn a_stream_from_its_middle_starts_at_its_first_request_line() {
-        // The tail of a POST body and of a header block, then two requests.
-        let tail: &[u8] = b"dy of an upload\r\nX-Rest: 1\r\n\r\n";
-        let stream = [tail, GET, POST].concat();
-        let (out, skipped) = split_mid_stream(&[&stream[..20], &stream[20..40], &stream[40..]]);
-        assert_eq!(skipped, Some(tail.len() as u64));
-        assert_eq!(out, [(1, GET.to_vec()), (2, POST.to_vec())]);
-    }
-
-    #[test]
-    fn a_stream_from_its_middle_that_starts_on_a_request_skips_nothing() {
-        let (out, skipped) = split_mid_stream(&[GET]);
-        assert_eq!((out, skipped), (vec![(0, GET.to_vec())], None));
-    }
-
-    #[test]
-    fn a_long_line_from_the_middle_is_body_up_to_its_end() {
-        let mut framer = Framer::mid_stream();
-        let long = vec![b'x'; MAX_REQUEST_LINE + 10];
-        // A request line glued to the end of a long line is not at a line start.
-        framer.feed(&long, 0, &mut |_| {}).unwrap();
-        framer.feed(b"GET / HTTP/1.1\r\n", 1, &mut |_| {}).unwrap();
-        assert_eq!(framer.still_searching(), Some(long.len() as u64 + 16));
-        let mut out = Vec::new();
-        framer.feed(GET, 2, &mut |r| out.push(r.bytes)).unwrap();
-        assert_eq!(out, [GET.to_vec()]);
-        assert_eq!(framer.take_skipped(), Some(long.len() as u64 + 16));
-        assert_eq!(framer.take_skipped(), None);
-    }
-
-    proptest! {
-        #[test]
-        fn a_stream_from_its_middle_gives_every_request_after_what_it_skips(
-            garbage in "[a-z0-9 :\r\n]{0,200}",
-            picks in proptest::collection::vec(0usize..4, 1..6),
-            cuts in proptest::collection::vec(any::<usize>(), 0..20),
-        ) {
-            // Garbage ends its last line, so the first request starts a line.
-            let garbage = if garbage.is_empty() || garbage.ends_with('\n') {
-                garbage
-            } else {
-                garbage + "\n"
-            };
-            let all = [GET, POST, CHUNKED, BARE_LF];
-            let want: Vec<&[u8]> = picks.iter().map(|&i| all[i]).collect();
-            let stream = [garbage.as_bytes(), &want.concat()].concat();
-            let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
-            cuts.extend([0, stream.len()]);
-            cuts.sort();
-            let chunks: Vec<&[u8]> = cuts.windows(2).map(|w| &stream[w[0]..w[1]]).collect();
-            let (out, skipped) = split_mid_stream(&chunks);
-            let got: Vec<Vec<u8>> = out.into_iter().map(|(_, bytes)| bytes).collect();
-            prop_assert_eq!(got, want);
-            let expected_skip = (!garbage.is_empty()).then_some(garbage.len() as u64);
-            prop_assert_eq!(skipped, expected_skip);
-        }
-
-        #[test]
-        fn any_split_of_a_concatenation_gives_exactly_its_requests(
-            picks in proptest::collection::vec(0usize..4, 1..12),
-            cuts in proptest::collection::vec(any::<usize>(), 0..30),
-        ) {
-            let all = [GET, POST, CHUNKED, BARE_LF];
-            let want: Vec<&[u8]> = picks.iter().map(|&i| all[i]).collect();
-            let stream = want.concat();
-            let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
-            cuts.push(0);
-            cuts.push(stream.len());
-            cuts.sort();
-            let chunks: Vec<&[u8]> = cuts.windows(2).map(|w| &stream[w[0]..w[1]]).collect();
-            prop_assert_eq!(split(&chunks).unwrap(), want);
-        }
-
-        #[test]
-        fn arbitrary_bytes_never_panic(
-            chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..8),
-            mid_stream in any::<bool>(),
-        ) {
-            let mut framer = if mid_stream { Framer::mid_stream() } else { Framer::default() };
-            for chunk in &chunks {
-                if framer.feed(chunk, 0, &mut |_| {}).is_err() {
-                    break;
-                }
-            }
-        }
-    }
-}
+mod tests;

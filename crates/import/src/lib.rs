@@ -27,24 +27,36 @@ pub mod capture;
 pub mod detect;
 pub mod error;
 pub mod har;
+pub mod held;
 pub mod http;
 pub mod link;
 pub mod on_the_fly;
 pub mod order;
 pub mod pcap;
+pub mod span;
 pub mod tcp;
 pub mod time;
 pub mod warnings;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
+use std::sync::Arc;
 
 use tank_plan::sessions::SessionsWriter;
+use tank_plan::words::count;
+
+use held::SpillFile;
+use order::SortError;
 
 pub use detect::Format;
 pub use error::ImportError;
 pub use order::Ordering;
 pub use warnings::Warnings;
+
+/// Each session's label (who the client was), by the importer's session
+/// number, for formats whose requests do not carry it: the session's `S`
+/// record takes it whichever of its requests comes first in time.
+pub type Labels = HashMap<u64, String>;
 
 /// What requests are tagged with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -76,7 +88,9 @@ pub struct Options {
     pub format: Option<Format>,
     /// pcap: the server's port (default: per connection, the port its SYN went to).
     pub server_port: Option<u16>,
-    /// Bytes of requests held for reordering before spilling to temporary files.
+    /// Memory for requests: half holds requests in progress (bodies past it
+    /// spill to a temporary file) and connections without data, half the
+    /// reorder buffer (past it, sorted runs spill to temporary files).
     pub memory_budget: usize,
     /// What requests are tagged with.
     pub tag_by: TagBy,
@@ -124,6 +138,10 @@ pub struct Summary {
     pub warnings: u64,
     /// Requests whose time was moved up to keep the output in order.
     pub clamped: u64,
+    /// pcap: connections forgotten without having sent any data.
+    pub forgotten: u64,
+    /// Bytes of requests in progress held in a temporary file.
+    pub spilled_bytes: u64,
     /// How the output was put in order.
     pub ordering: Ordering,
 }
@@ -132,11 +150,11 @@ impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{}: {} sessions, {} requests, {} bytes over {:.3} s; ",
+            "{}: {}, {}, {} over {:.3} s; ",
             self.format.name(),
-            self.sessions,
-            self.requests,
-            self.bytes,
+            count(self.sessions, "session"),
+            count(self.requests, "request"),
+            count(self.bytes, "byte"),
             self.duration_us as f64 / 1e6
         )?;
         let skipped: u64 = self.skipped_ports.iter().map(|(_, n)| n).sum();
@@ -154,14 +172,30 @@ impl std::fmt::Display for Summary {
             };
             write!(
                 f,
-                "{skipped} flows skipped (ports {}{more}); ",
+                "{} skipped (ports {}{more}); ",
+                count(skipped, "flow"),
                 ports.join(", ")
             )?;
         }
         if self.clamped > 0 {
-            write!(f, "{} requests moved up to keep time order; ", self.clamped)?;
+            let moved = count(self.clamped, "request");
+            write!(f, "{moved} moved up to keep time order; ")?;
         }
-        write!(f, "{} warnings; {}", self.warnings, self.ordering)
+        if self.forgotten > 0 {
+            write!(
+                f,
+                "{} forgotten after sending nothing for 10 s (or past --memory); ",
+                count(self.forgotten, "connection")
+            )?;
+        }
+        if self.spilled_bytes > 0 {
+            write!(
+                f,
+                "{} of requests in progress held on disk (past --memory); ",
+                count(self.spilled_bytes, "byte")
+            )?;
+        }
+        write!(f, "{}; {}", count(self.warnings, "warning"), self.ordering)
     }
 }
 
@@ -184,6 +218,13 @@ pub fn import(
         .take(detect::HEAD as u64)
         .read_to_end(&mut head)
         .map_err(|e| ImportError::io(path, "reading", e))?;
+    if head.is_empty() {
+        return Err(ImportError::input(
+            path,
+            "the file is empty; expected a pcap, pcapng or HAR file, or an nginx/Apache access log"
+                .into(),
+        ));
+    }
     let found = detect::detect(&head);
     let format = options.format.unwrap_or(found);
     if matches!(format, Format::Pcap | Format::Pcapng) && found != format {
@@ -208,32 +249,48 @@ pub fn import(
             format.name()
         ))
         .map_err(write_error)?;
+    let spill = Arc::new(SpillFile::new());
     let mut emitter = Emitter {
         writer,
+        spill: Arc::clone(&spill),
         ids: HashMap::new(),
+        labels: Labels::new(),
         next_id: 0,
         base_us: None,
         requests: 0,
         bytes: 0,
         last_offset_us: 0,
     };
-    let mut emit = |item| emitter.emit(item);
-    let mut sorter = order::Sorter::new(options.memory_budget);
+    let half = options.memory_budget / 2;
+    let mut sorter = order::Sorter::new(half);
     let mut skipped_ports = Vec::new();
+    let mut forgotten = 0;
     match format {
         Format::Pcap | Format::Pcapng => {
-            let mut capture = capture::Capture::new(options.server_port, options.tag_by);
+            let mut capture =
+                capture::Capture::new(options.server_port, options.tag_by, half, spill);
+            let mut emit = |item| emitter.emit(item);
             pcap::read(input, path, warnings, |packet, warnings| {
                 capture.packet(packet, path, &mut sorter, warnings, &mut emit)
             })?;
+            forgotten = capture.forgotten();
             skipped_ports = capture.finish(path, &mut sorter, warnings)?;
         }
-        Format::Access => access::import(input, path, options, &mut sorter, warnings)?,
-        Format::Har => har::import(input, path, options, &mut sorter)?,
+        Format::Access => {
+            emitter.labels = access::import(input, path, options, &mut sorter, warnings)?;
+        }
+        Format::Har => emitter.labels = har::import(input, path, options, &mut sorter)?,
     }
     let clamped = sorter.clamped();
-    let ordering = sorter.finish(&mut emit).map_err(write_error)?;
+    let ordering = sorter
+        .finish(&mut |item| emitter.emit(item))
+        .map_err(|e| e.at(path))?;
     emitter.writer.finish().map_err(write_error)?;
+    if emitter.requests == 0 {
+        warnings.warn(format!(
+            "{path}: no request found: the sessions file is empty (a replay of it is refused)"
+        ));
+    }
     Ok(Summary {
         format,
         sessions: emitter.next_id,
@@ -243,6 +300,8 @@ pub fn import(
         skipped_ports,
         warnings: warnings.total(),
         clamped,
+        forgotten,
+        spilled_bytes: emitter.spill.spilled(),
         ordering,
     })
 }
@@ -307,7 +366,11 @@ pub fn tag(by: TagBy, request: &[u8]) -> Vec<u8> {
 /// their first request, offsets times from the first request.
 struct Emitter<W: Write> {
     writer: SessionsWriter<W>,
+    /// Where spilled request bodies are read back from.
+    spill: Arc<SpillFile>,
     ids: HashMap<u64, u64>,
+    /// Labels of sessions not yet begun, for formats whose requests do not carry them.
+    labels: Labels,
     next_id: u64,
     base_us: Option<u64>,
     requests: u64,
@@ -316,7 +379,7 @@ struct Emitter<W: Write> {
 }
 
 impl<W: Write> Emitter<W> {
-    fn emit(&mut self, item: order::Item) -> io::Result<()> {
+    fn emit(&mut self, item: order::Item) -> Result<(), SortError> {
         let base = *self.base_us.get_or_insert(item.at_us);
         let offset = item.at_us.saturating_sub(base);
         self.last_offset_us = offset;
@@ -328,17 +391,24 @@ impl<W: Write> Emitter<W> {
                         let id = self.next_id;
                         self.next_id += 1;
                         self.ids.insert(item.session, id);
+                        let label = label.or_else(|| self.labels.remove(&item.session));
                         self.writer
-                            .begin(id, offset, label.as_deref().unwrap_or_default())?;
+                            .begin(id, offset, label.as_deref().unwrap_or_default())
+                            .map_err(SortError::Out)?;
                         id
                     }
                 };
                 self.requests += 1;
-                self.bytes += bytes.len() as u64;
-                self.writer.request(id, offset, &tag, &bytes)
+                self.bytes += bytes.len();
+                self.writer
+                    .request_start(id, offset, &tag, bytes.len())
+                    .map_err(SortError::Out)?;
+                let writer = &mut self.writer;
+                bytes.write_to(&self.spill, &mut |part| writer.request_part(part))?;
+                self.writer.request_end().map_err(SortError::Out)
             }
             order::Kind::End => match self.ids.remove(&item.session) {
-                Some(id) => self.writer.end(id, offset),
+                Some(id) => self.writer.end(id, offset).map_err(SortError::Out),
                 None => Ok(()),
             },
         }

@@ -19,8 +19,11 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, Write};
+
+use crate::held::{Extent, RequestBytes};
 
 /// Bytes an item costs beyond its own buffers (its fields, the heap's slot).
 const ITEM_OVERHEAD: usize = 96;
@@ -36,8 +39,8 @@ pub enum Kind {
         label: Option<String>,
         /// What results group it by.
         tag: Vec<u8>,
-        /// The request, verbatim.
-        bytes: Vec<u8>,
+        /// The request, verbatim (its body maybe in the spill file).
+        bytes: RequestBytes,
     },
     /// The session has no more requests (pushed after its last one, at its time).
     End,
@@ -62,7 +65,7 @@ impl Item {
             + match &self.kind {
                 // What is held, not what is used.
                 Kind::Request { label, tag, bytes } => {
-                    label.as_ref().map_or(0, String::capacity) + tag.capacity() + bytes.capacity()
+                    label.as_ref().map_or(0, String::capacity) + tag.capacity() + bytes.held()
                 }
                 Kind::End => 0,
             }
@@ -82,6 +85,39 @@ impl Ord for Item {
 impl PartialOrd for Item {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
+    }
+}
+
+/// What failed while putting requests in order: a temporary file (a run of
+/// the sorter, or the spill file of request bodies), or the output.
+#[derive(Debug)]
+pub enum SortError {
+    /// Writing or reading back a temporary file (in `TMPDIR`).
+    Temp(io::Error),
+    /// Writing the sessions.
+    Out(io::Error),
+}
+
+impl SortError {
+    /// As an import error of the input `path`, saying which of the two failed.
+    pub fn at(self, path: &str) -> crate::ImportError {
+        match self {
+            SortError::Temp(e) => crate::ImportError::io(
+                path,
+                "holding requests in a temporary file (in TMPDIR, past --memory)",
+                e,
+            ),
+            SortError::Out(e) => crate::ImportError::io(path, "writing the sessions", e),
+        }
+    }
+}
+
+impl fmt::Display for SortError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SortError::Temp(e) => write!(f, "a temporary file: {e}"),
+            SortError::Out(e) => write!(f, "writing the sessions: {e}"),
+        }
     }
 }
 
@@ -150,7 +186,7 @@ impl Sorter {
     }
 
     /// Add an item; spills to a run file when over budget.
-    pub fn push(&mut self, at_us: u64, session: u64, kind: Kind) -> io::Result<()> {
+    pub fn push(&mut self, at_us: u64, session: u64, kind: Kind) -> Result<(), SortError> {
         let at_us = if at_us < self.floor_us {
             // A session's end follows its requests: only moved requests count.
             if matches!(kind, Kind::Request { .. }) {
@@ -171,7 +207,7 @@ impl Sorter {
         self.heap.push(Reverse(item));
         self.peak = self.peak.max(self.heap.len());
         if self.held_bytes > self.budget {
-            self.spill()?;
+            self.spill().map_err(SortError::Temp)?;
         }
         Ok(())
     }
@@ -181,8 +217,8 @@ impl Sorter {
     pub fn release(
         &mut self,
         watermark_us: u64,
-        out: &mut impl FnMut(Item) -> io::Result<()>,
-    ) -> io::Result<()> {
+        out: &mut impl FnMut(Item) -> Result<(), SortError>,
+    ) -> Result<(), SortError> {
         if !self.runs.is_empty() {
             return Ok(());
         }
@@ -201,14 +237,21 @@ impl Sorter {
     }
 
     /// Write everything left, in order, and say how it was ordered.
-    pub fn finish(mut self, out: &mut impl FnMut(Item) -> io::Result<()>) -> io::Result<Ordering> {
+    pub fn finish(
+        mut self,
+        out: &mut impl FnMut(Item) -> Result<(), SortError>,
+    ) -> Result<Ordering, SortError> {
         if self.runs.is_empty() {
-            self.release(u64::MAX, out)?;
+            // Everything, not only what is before a watermark: an item at
+            // u64::MAX is still an item.
+            while let Some(Reverse(item)) = self.heap.pop() {
+                out(item)?;
+            }
             return Ok(Ordering::InOrder {
                 look_ahead: self.peak,
             });
         }
-        self.spill()?;
+        self.spill().map_err(SortError::Temp)?;
         merge(std::mem::take(&mut self.runs), out)?;
         Ok(Ordering::ExternalMerge {
             runs: self.spilled_runs,
@@ -236,7 +279,10 @@ impl Sorter {
             // budget this never happens; a tiny one pays for re-reading.)
             let mut merged = BufWriter::new(tempfile::tempfile()?);
             merge(std::mem::take(&mut self.runs), &mut |item| {
-                write_item(&mut merged, &item)
+                write_item(&mut merged, &item).map_err(SortError::Temp)
+            })
+            .map_err(|e| match e {
+                SortError::Temp(e) | SortError::Out(e) => e,
             })?;
             self.runs.push(finish_run(merged)?);
         }
@@ -252,17 +298,20 @@ fn finish_run(run: BufWriter<File>) -> io::Result<File> {
 }
 
 /// K-way merge of sorted run files into `out`.
-fn merge(files: Vec<File>, out: &mut impl FnMut(Item) -> io::Result<()>) -> io::Result<()> {
+fn merge(
+    files: Vec<File>,
+    out: &mut impl FnMut(Item) -> Result<(), SortError>,
+) -> Result<(), SortError> {
     let mut readers: Vec<BufReader<File>> = files.into_iter().map(BufReader::new).collect();
     let mut heads = BinaryHeap::new();
     for (i, reader) in readers.iter_mut().enumerate() {
-        if let Some(item) = read_item(reader)? {
+        if let Some(item) = read_item(reader).map_err(SortError::Temp)? {
             heads.push(Reverse((item, i)));
         }
     }
     while let Some(Reverse((item, i))) = heads.pop() {
         out(item)?;
-        if let Some(next) = read_item(&mut readers[i])? {
+        if let Some(next) = read_item(&mut readers[i]).map_err(SortError::Temp)? {
             heads.push(Reverse((next, i)));
         }
     }
@@ -270,7 +319,9 @@ fn merge(files: Vec<File>, out: &mut impl FnMut(Item) -> io::Result<()>) -> io::
 }
 
 // A run's item: at, seq, session (u64 LE), then 0 (end) or 1 (request) with
-// label presence, and length-prefixed label, tag, bytes.
+// label presence, and length-prefixed label, tag, the bytes' head; then the
+// count of spilled extents (at, len each) and the length-prefixed tail. A
+// spilled body stays in the spill file: a run holds where it is.
 fn write_item(out: &mut impl Write, item: &Item) -> io::Result<()> {
     out.write_all(&item.at_us.to_le_bytes())?;
     out.write_all(&item.seq.to_le_bytes())?;
@@ -280,11 +331,17 @@ fn write_item(out: &mut impl Write, item: &Item) -> io::Result<()> {
         Kind::Request { label, tag, bytes } => {
             out.write_all(&[if label.is_some() { 2 } else { 1 }])?;
             let label = label.as_deref().unwrap_or_default().as_bytes();
-            for part in [label, tag, bytes] {
+            for part in [label, tag, &bytes.head] {
                 out.write_all(&(part.len() as u64).to_le_bytes())?;
                 out.write_all(part)?;
             }
-            Ok(())
+            out.write_all(&(bytes.spilled.len() as u64).to_le_bytes())?;
+            for extent in &bytes.spilled {
+                out.write_all(&extent.at.to_le_bytes())?;
+                out.write_all(&extent.len.to_le_bytes())?;
+            }
+            out.write_all(&(bytes.tail.len() as u64).to_le_bytes())?;
+            out.write_all(&bytes.tail)
         }
     }
 }
@@ -316,10 +373,22 @@ fn read_item(input: &mut BufReader<File>) -> io::Result<Option<Item>> {
         0 => Kind::End,
         has_label => {
             let label = read_part(input)?;
-            let (tag, bytes) = (read_part(input)?, read_part(input)?);
+            let (tag, head) = (read_part(input)?, read_part(input)?);
+            let extents = read_u64(input)?;
+            let mut spilled = Vec::new();
+            for _ in 0..extents {
+                let (at, len) = (read_u64(input)?, read_u64(input)?);
+                spilled.push(Extent { at, len });
+            }
+            let tail = read_part(input)?;
             let label = (has_label == 2)
                 .then(|| String::from_utf8(label).map_err(|_| io::ErrorKind::InvalidData))
                 .transpose()?;
+            let bytes = RequestBytes {
+                head,
+                spilled,
+                tail,
+            };
             Kind::Request { label, tag, bytes }
         }
     };
@@ -340,7 +409,13 @@ mod tests {
         Kind::Request {
             label: (n % 3 == 0).then(|| format!("c{n}")),
             tag: vec![n],
-            bytes: vec![n; usize::from(n % 7)],
+            bytes: RequestBytes {
+                head: vec![n; usize::from(n % 7)],
+                spilled: (0..u64::from(n % 3))
+                    .map(|i| Extent { at: i * 10, len: 5 })
+                    .collect(),
+                tail: vec![n; usize::from(n % 2)],
+            },
         }
     }
 
@@ -402,6 +477,21 @@ mod tests {
         assert_eq!(sorter.clamped(), 1);
         sorter.finish(&mut collect).unwrap();
         assert_eq!(out, [10, 10, 10]);
+    }
+
+    #[test]
+    fn an_item_at_the_end_of_time_is_written_too() {
+        let mut sorter = Sorter::new(1 << 20);
+        sorter.push(u64::MAX, 0, request(1)).unwrap();
+        sorter.push(5, 1, Kind::End).unwrap();
+        let mut out = Vec::new();
+        sorter
+            .finish(&mut |item| {
+                out.push(item.at_us);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(out, [5, u64::MAX]);
     }
 
     proptest! {

@@ -15,6 +15,7 @@ use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{PcapBlockOwned, PcapError};
 
 use crate::error::ImportError;
+use crate::span::Span;
 use crate::warnings::Warnings;
 
 /// The reader's buffer to start with; it grows for a larger packet.
@@ -59,8 +60,20 @@ pub fn read(
     let mut interfaces: Vec<Interface> = Vec::new();
     let mut number = 0u64;
     let mut capacity = BUFFER;
+    let mut span = Span::new();
+    // A simple packet block has no time: the packet before's is the best there is.
+    let last_us = std::cell::Cell::new(0);
     loop {
         let at = reader.consumed() as u64;
+        // Every packet's time is checked against the others' before it is used.
+        let mut each = |packet: Packet<'_>, warnings: &mut Warnings| {
+            span.check(packet.at_us, &PacketNo(packet.number))
+                .map_err(|why| {
+                    ImportError::format(path, at, &format!("packet {}: {why}", packet.number))
+                })?;
+            last_us.set(packet.at_us);
+            each(packet, warnings)
+        };
         match reader.next() {
             Ok((used, block)) => {
                 match block {
@@ -131,12 +144,13 @@ pub fn read(
                             )
                         })?;
                         warnings.warn(format!(
-                            "packet {number}: a simple packet block has no timestamp (taken as 0)"
+                            "packet {number}: a simple packet block has no timestamp (taken \
+                             as the packet before's)"
                         ));
                         each(
                             Packet {
                                 number,
-                                at_us: 0,
+                                at_us: last_us.get(),
                                 link: interface.link,
                                 data: spb.data,
                                 wire_len: spb.origlen,
@@ -184,6 +198,16 @@ pub fn read(
     }
 }
 
+/// A packet's number, as the span check names it.
+#[derive(Debug, Clone, Copy)]
+struct PacketNo(u64);
+
+impl std::fmt::Display for PacketNo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "packet {}", self.0)
+    }
+}
+
 impl Interface {
     fn micros(&self, ticks: u64) -> u64 {
         let micros = u128::from(ticks) * 1_000_000 / u128::from(self.ticks_per_second.max(1));
@@ -203,12 +227,17 @@ fn refill(
         .map_err(|e| container_error(path, at, &e, "more bytes"))
 }
 
+/// pcap-parser's error, said in the user's terms (never its type names).
 fn container_error(path: &str, at: u64, error: &PcapError<&[u8]>, expected: &str) -> ImportError {
     let what = match error {
-        PcapError::HeaderNotRecognized => "no pcap or pcapng magic number".to_string(),
-        PcapError::ReadError => "the file could not be read".to_string(),
-        PcapError::NomError(_, kind) => format!("unreadable ({kind:?})"),
-        other => format!("{other:?}"),
+        PcapError::HeaderNotRecognized => "no pcap or pcapng magic number",
+        PcapError::ReadError => "the file could not be read",
+        PcapError::Incomplete(_) | PcapError::Eof | PcapError::UnexpectedEof => {
+            "the file is cut short here"
+        }
+        PcapError::NomError(..) | PcapError::OwnedNomError(..) | PcapError::BufferTooSmall => {
+            "a block whose length, type or byte order does not fit together"
+        }
     };
     ImportError::format(path, at, &format!("{what}; expected {expected}"))
 }

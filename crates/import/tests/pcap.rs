@@ -509,7 +509,7 @@ fn connections_to_another_port_are_counted_and_skipped() {
     assert!(
         got.summary
             .to_string()
-            .contains("1 flows skipped (ports 6379 ×1)"),
+            .contains("1 flow skipped (ports 6379 ×1)"),
         "{}",
         got.summary
     );
@@ -636,7 +636,7 @@ fn timestamps_going_slightly_back_across_connections_keep_time_order_and_far_bac
     assert_eq!(order, [(0, 0), (1, 0), (0, 1_000_000)]);
     assert_eq!(got.summary.clamped, 1);
     assert!(
-        got.summary.to_string().contains("1 requests moved up"),
+        got.summary.to_string().contains("1 request moved up"),
         "{}",
         got.summary
     );
@@ -679,6 +679,129 @@ fn an_unknown_link_type_is_an_error_naming_the_packet() {
     );
 }
 
+#[test]
+fn a_packet_time_more_than_a_year_from_the_others_is_an_error_naming_both_packets() {
+    let c = Conn::v4(40000, 80);
+    let day = 86_400_000_000;
+    let frames = [
+        c.syn(1_000 * day),
+        c.data(1_000 * day + 10, 0, GET_A),
+        c.data(1_400 * day, GET_A.len() as u32, GET_B),
+    ];
+    let file = pcap(Link::Ethernet, &frames);
+    // The file header, then two records of a 16-byte header and the frame each.
+    let third = 24 + (16 + frames[0].bytes.len()) + (16 + frames[1].bytes.len());
+    let err = run(&file, &Options::default()).err().unwrap().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "test.pcap: byte {third}: packet 3: its time is 400.0 days after that of packet 1: \
+             a capture spans at most 366 days, so one of the two clocks is wrong"
+        )
+    );
+}
+
+#[test]
+fn a_session_is_labelled_whichever_of_its_requests_comes_first_in_time() {
+    // The second line's request began 4.5 s before the first line's.
+    let log = "10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET /late HTTP/1.1\" 200 5 \"-\" \"ua\" 971211336.000 0.000\n\
+               10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET /early HTTP/1.1\" 200 5 \"-\" \"ua\" 971211336.500 5.000\n";
+    let options = Options {
+        host: Some("h".into()),
+        ..Options::default()
+    };
+    let got = run(log.as_bytes(), &options).unwrap();
+    assert_eq!(got.sessions, [(0, 0, "10.0.0.1".to_string())]);
+    let tags: Vec<&str> = got.requests.iter().map(|r| r.2.as_str()).collect();
+    assert_eq!(tags, ["/early", "/late"]);
+}
+
+/// Connections `0..n` (client ports from 30000) each sending a POST with a
+/// `body`-byte body in 700-byte segments, their packets interleaved.
+fn interleaved_posts(n: u16, body: usize) -> (Vec<Frame>, Vec<Vec<u8>>) {
+    let posts: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            let head =
+                format!("POST /up/{i} HTTP/1.1\r\nHost: h\r\nContent-Length: {body}\r\n\r\n");
+            let fill = (0..body).map(|b| (b as u8).wrapping_add(i as u8));
+            head.bytes().chain(fill).collect()
+        })
+        .collect();
+    let mut frames = Vec::new();
+    let conns: Vec<Conn> = (0..n).map(|i| Conn::v4(30000 + i, 80)).collect();
+    for (i, c) in conns.iter().enumerate() {
+        frames.push(c.syn(i as u64));
+    }
+    let mut at = 0;
+    let mut t = 100;
+    while at < posts[0].len() {
+        for (c, post) in conns.iter().zip(&posts) {
+            let end = (at + 700).min(post.len());
+            frames.push(c.data(t, at as u32, &post[at..end]));
+            t += 10;
+        }
+        at += 700;
+    }
+    for (c, post) in conns.iter().zip(&posts) {
+        frames.push(c.fin(t, post.len() as u32));
+        t += 10;
+    }
+    (frames, posts)
+}
+
+#[test]
+fn requests_in_progress_past_the_memory_budget_spill_and_come_back_byte_for_byte() {
+    let (frames, posts) = interleaved_posts(4, 100_000);
+    let file = pcap(Link::Ethernet, &frames);
+    let lean = Options {
+        memory_budget: 16 << 10,
+        ..Options::default()
+    };
+    let got = run(&file, &lean).unwrap();
+    let bodies: Vec<Vec<u8>> = got.requests.iter().map(|r| r.3.clone()).collect();
+    assert_eq!(bodies, posts);
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+    assert!(got.summary.spilled_bytes > 300_000, "{}", got.summary);
+    assert!(
+        got.summary.to_string().contains("held on disk"),
+        "{}",
+        got.summary
+    );
+    let roomy = run(&file, &Options::default()).unwrap();
+    assert_eq!(roomy.summary.spilled_bytes, 0);
+    assert_eq!(roomy.requests, got.requests);
+}
+
+#[test]
+fn connections_that_send_nothing_are_forgotten_and_one_that_speaks_later_still_counts() {
+    let mut frames = Vec::new();
+    // 5000 SYNs in 50 ms: more than the 1024 quiet connections a small budget keeps.
+    for i in 0..5000u16 {
+        frames.push(Conn::v4(10_000 + i, 80).syn(u64::from(i) * 10));
+    }
+    // One that opens, says nothing for 11 s, then sends a request.
+    let late = Conn::v4(9000, 80);
+    frames.insert(0, late.syn(0));
+    frames.push(late.data(11_000_000, 0, GET_A));
+    frames.push(late.fin(11_000_100, GET_A.len() as u32));
+    let options = Options {
+        memory_budget: 1 << 20,
+        ..Options::default()
+    };
+    let got = run(&pcap(Link::Ethernet, &frames), &options).unwrap();
+    assert_eq!(got.requests.len(), 1);
+    assert_eq!(got.requests[0].3, GET_A);
+    assert_eq!(got.summary.forgotten, 5001);
+    assert!(
+        got.summary
+            .to_string()
+            .contains("5001 connections forgotten after sending nothing"),
+        "{}",
+        got.summary
+    );
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+}
+
 fn valid_captures() -> Vec<Vec<u8>> {
     let c = Conn::v4(40000, 80);
     let frames = [
@@ -692,6 +815,22 @@ fn valid_captures() -> Vec<Vec<u8>> {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn any_memory_budget_writes_the_same_sessions(
+        connections in 1u16..5,
+        body in 0usize..5000,
+        budget in 0usize..20_000,
+    ) {
+        let (frames, _) = interleaved_posts(connections, body);
+        let file = pcap(Link::Ethernet, &frames);
+        let lean = Options { memory_budget: budget, ..Options::default() };
+        let got = run(&file, &lean).unwrap();
+        let want = run(&file, &Options::default()).unwrap();
+        prop_assert_eq!(got.sessions, want.sessions);
+        prop_assert_eq!(got.requests, want.requests);
+        prop_assert_eq!(got.ends, want.ends);
+    }
 
     #[test]
     fn no_bytes_panic_the_importers(

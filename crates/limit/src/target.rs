@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tank_config::{ArrivalProcess, LoadProfile, Override, TestConfig};
+use tank_http1::Url;
 use tank_run::Spec;
 
 use crate::LimitError;
@@ -98,17 +99,17 @@ impl Target {
         options: &Options,
         dir: &Path,
     ) -> Result<Target, LimitError> {
-        let parsed = Url::parse(url)?;
+        let parsed = parse_url(url)?;
         let ammo = dir.join("ammo.txt");
         std::fs::write(&ammo, phantom_ammo(&parsed, request))
             .map_err(|e| LimitError::io("writing the request", e))?;
         let mut set = vec![
-            ("address", parsed.authority.clone()),
+            ("address", parsed.authority()),
             ("ammofile", ammo.display().to_string()),
             ("ammo_type", "phantom".to_owned()),
             ("rps_schedule", "const(1,1s)".to_owned()),
         ];
-        if parsed.tls {
+        if parsed.is_tls() {
             set.push(("ssl", "1".into()));
         }
         let url_options: Vec<Override> = set
@@ -263,63 +264,13 @@ fn option(section: &str, key: &str, value: &str) -> Override {
     }
 }
 
-/// The parts of a URL a probe needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Url {
-    tls: bool,
-    /// `host:port` (`[v6]:port`), the port always given.
-    authority: String,
-    /// The `Host` header: the authority as written.
-    host: String,
-    /// Path and query, at least `/`.
-    path: String,
-}
-
-impl Url {
-    pub(crate) fn parse(url: &str) -> Result<Url, LimitError> {
-        let bad = |why: &str| {
-            LimitError::Target(format!(
-                "{url}: {why}: expected a URL like http://127.0.0.1:8080/path"
-            ))
-        };
-        let (tls, rest) = if let Some(rest) = url.strip_prefix("http://") {
-            (false, rest)
-        } else if let Some(rest) = url.strip_prefix("https://") {
-            (true, rest)
-        } else {
-            return Err(bad("not an http:// or https:// URL"));
-        };
-        let (host, path) = match rest.find(['/', '?']) {
-            Some(at) if rest[at..].starts_with('/') => (&rest[..at], rest[at..].to_owned()),
-            Some(at) => (&rest[..at], format!("/{}", &rest[at..])),
-            None => (rest, "/".to_owned()),
-        };
-        let path = path.split('#').next().unwrap_or("/").to_owned();
-        if host.is_empty() || host.contains('@') || host.chars().any(char::is_whitespace) {
-            return Err(bad("no host, or a host with user info or spaces"));
-        }
-        let has_port = match host.rfind(']') {
-            Some(end) => host[end..].contains(':'),
-            None => host.contains(':'),
-        };
-        let authority = if has_port {
-            let port = host.rsplit(':').next().unwrap_or_default();
-            if port.parse::<u16>().is_err() {
-                return Err(bad(&format!(
-                    "the port `{port}` is not a number from 0 to 65535"
-                )));
-            }
-            host.to_owned()
-        } else {
-            format!("{host}:{}", if tls { 443 } else { 80 })
-        };
-        Ok(Url {
-            tls,
-            authority,
-            host: host.to_owned(),
-            path,
-        })
-    }
+/// A probe target's URL (tank-http1's), or an error saying what was expected.
+fn parse_url(url: &str) -> Result<Url, LimitError> {
+    Url::parse(url).map_err(|e| {
+        LimitError::Target(format!(
+            "{e}: expected a URL like http://127.0.0.1:8080/path"
+        ))
+    })
 }
 
 /// One phantom-format missile: `<size>\n<request>\n`.
@@ -327,7 +278,9 @@ fn phantom_ammo(url: &Url, request: &Request) -> Vec<u8> {
     let version = if request.http10 { "1.0" } else { "1.1" };
     let mut head = format!(
         "{} {} HTTP/{version}\r\nHost: {}\r\n",
-        request.method, url.path, url.host
+        request.method,
+        url.path(),
+        url.host_header()
     );
     for header in &request.headers {
         head.push_str(header.trim());
@@ -352,25 +305,25 @@ mod tests {
 
     #[test]
     fn urls_give_the_address_host_and_path() {
-        let u = Url::parse("http://127.0.0.1:8080/a/b?x=1#frag").unwrap();
+        let u = parse_url("http://127.0.0.1:8080/a/b?x=1#frag").unwrap();
         assert_eq!(
+            (u.is_tls(), u.authority(), u.host_header(), u.path()),
             (
-                u.tls,
-                u.authority.as_str(),
-                u.host.as_str(),
-                u.path.as_str()
-            ),
-            (false, "127.0.0.1:8080", "127.0.0.1:8080", "/a/b?x=1")
+                false,
+                "127.0.0.1:8080".into(),
+                "127.0.0.1:8080".into(),
+                "/a/b?x=1"
+            )
         );
-        let u = Url::parse("https://example.com").unwrap();
+        let u = parse_url("https://example.com").unwrap();
         assert_eq!(
-            (u.tls, u.authority.as_str(), u.path.as_str()),
-            (true, "example.com:443", "/")
+            (u.is_tls(), u.authority(), u.path()),
+            (true, "example.com:443".into(), "/")
         );
-        let u = Url::parse("http://[::1]/?q").unwrap();
-        assert_eq!((u.authority.as_str(), u.path.as_str()), ("[::1]:80", "/?q"));
-        let u = Url::parse("http://h?q=1").unwrap();
-        assert_eq!(u.path, "/?q=1");
+        let u = parse_url("http://[::1]/?q").unwrap();
+        assert_eq!((u.authority(), u.path()), ("[::1]:80".into(), "/?q"));
+        let u = parse_url("http://h?q=1").unwrap();
+        assert_eq!(u.path(), "/?q=1");
     }
 
     #[test]
@@ -381,14 +334,14 @@ mod tests {
             ("http://h:99999/", "the port `99999` is not a number"),
             ("http://u@h/", "user info"),
         ] {
-            let error = Url::parse(url).unwrap_err().to_string();
+            let error = parse_url(url).unwrap_err().to_string();
             assert!(error.contains(why) && error.starts_with(url), "{error}");
         }
     }
 
     #[test]
     fn the_request_is_written_as_one_phantom_missile() {
-        let url = Url::parse("http://h:81/p").unwrap();
+        let url = parse_url("http://h:81/p").unwrap();
         let request = Request {
             method: "POST".into(),
             headers: vec!["X-A: 1".into()],

@@ -86,6 +86,9 @@ pub enum Event {
     Second(HostSecond),
     /// A source failed or recovered.
     Warning(String),
+    /// At the end: a source that never answered during the whole run (a
+    /// warning of the run, not only a gap).
+    Silent(String),
 }
 
 /// The running monitoring of a test.
@@ -110,6 +113,7 @@ impl Monitor {
                 events: tx.clone(),
                 stop: stop.clone(),
                 dropped: dropped.clone(),
+                client: http::Client::new()?,
             };
             threads.push(
                 std::thread::Builder::new()
@@ -240,7 +244,7 @@ mod tests {
             .iter()
             .filter_map(|e| match e {
                 Event::Second(s) => Some(s),
-                Event::Warning(_) => None,
+                Event::Warning(_) | Event::Silent(_) => None,
             })
             .collect();
         assert!(!seconds.is_empty(), "{events:?}");
@@ -249,5 +253,20 @@ mod tests {
         assert!(events
             .iter()
             .any(|e| matches!(e, Event::Warning(w) if w.contains("dead") && w.contains("gap"))));
+        // The dead source never answered: said once more at the end; the live one not.
+        let silent: Vec<&String> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Silent(w) => Some(w),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(silent.len(), 1, "{events:?}");
+        assert!(
+            silent[0].starts_with("monitoring dead: http://127.0.0.1:")
+                && silent[0].contains("never answered during the run (cannot connect to"),
+            "{}",
+            silent[0]
+        );
     }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tank_config::{HostSource, MonitoredHost};
 
-use crate::http::{self, Url};
+use crate::http;
 use crate::reading::{derive, Reading};
 use crate::{custom, node, procfs, prom, Event, HostSecond};
 
@@ -30,12 +30,29 @@ pub(crate) struct Task {
     pub events: SyncSender<Event>,
     pub stop: Arc<AtomicBool>,
     pub dropped: Arc<AtomicU64>,
+    /// The thread's HTTP client (scrapes).
+    pub client: http::Client,
 }
 
 /// One of a host's sources, with whether it is failing now.
 struct Part {
     name: String,
     failing: bool,
+    /// Whether it answered at least once.
+    answered: bool,
+    /// Why it failed first, if it did.
+    first_error: Option<String>,
+}
+
+impl Part {
+    fn new(name: String) -> Part {
+        Part {
+            name,
+            failing: false,
+            answered: false,
+            first_error: None,
+        }
+    }
 }
 
 impl Task {
@@ -51,6 +68,10 @@ impl Task {
     /// Notes a part's outcome; warns on its first failure and on its recovery.
     fn outcome(&self, part: &mut Part, result: Result<(), String>) {
         let address = &self.host.address;
+        part.answered |= result.is_ok();
+        if let Err(e) = &result {
+            part.first_error.get_or_insert_with(|| e.clone());
+        }
         match result {
             Ok(()) if part.failing => {
                 part.failing = false;
@@ -68,6 +89,20 @@ impl Task {
                 )));
             }
             Err(_) => {}
+        }
+    }
+
+    /// At the end: a source that failed every time it was asked is more than
+    /// a gap, so it is said once more, for the run's warnings.
+    fn report_silent(&self, parts: &[Part]) {
+        for part in parts.iter().filter(|p| !p.answered) {
+            if let Some(error) = &part.first_error {
+                self.send(Event::Silent(format!(
+                    "monitoring {}: {} never answered during the run ({error}): \
+                     its metrics are missing from monitoring.log and the reports",
+                    self.host.address, part.name
+                )));
+            }
         }
     }
 }
@@ -97,32 +132,25 @@ pub(crate) fn run(task: Task) {
         }
         previous = reading.map(|r| (r, ts));
         if stopping {
+            task.report_silent(&parts);
             return;
         }
     }
 }
 
 fn parts(host: &MonitoredHost) -> Vec<Part> {
-    let mut parts = vec![Part {
-        name: match &host.source {
-            HostSource::NodeExporter { url } => url.clone(),
-            HostSource::Local => "/proc".into(),
-            HostSource::None => "system metrics".into(),
-        },
-        failing: false,
-    }];
-    parts.extend(host.prometheus.iter().map(|p| Part {
-        name: p.url.clone(),
-        failing: false,
-    }));
-    parts.extend(host.custom.iter().map(|c| Part {
-        name: format!("<Custom label=\"{}\">", c.label),
-        failing: false,
-    }));
-    parts.push(Part {
-        name: "<Process>".into(),
-        failing: false,
-    });
+    let mut parts = vec![Part::new(match &host.source {
+        HostSource::NodeExporter { url } => url.clone(),
+        HostSource::Local => "/proc".into(),
+        HostSource::None => "system metrics".into(),
+    })];
+    parts.extend(host.prometheus.iter().map(|p| Part::new(p.url.clone())));
+    parts.extend(
+        host.custom
+            .iter()
+            .map(|c| Part::new(format!("<Custom label=\"{}\">", c.label))),
+    );
+    parts.push(Part::new("<Process>".into()));
     parts
 }
 
@@ -137,7 +165,7 @@ fn collect(task: &Task, parts: &mut [Part], timeout: Duration) -> Option<Reading
     };
     let (system, rest) = parts.split_first_mut()?;
     let result = match &host.source {
-        HostSource::NodeExporter { url } => scrape(url, timeout).and_then(|text| {
+        HostSource::NodeExporter { url } => scrape(&task.client, url, timeout).and_then(|text| {
             let page = prom::parse(&text).map_err(|e| format!("not a metrics page: {e}"))?;
             node::read(&page, &host.groups, &mut reading);
             Ok(())
@@ -148,7 +176,7 @@ fn collect(task: &Task, parts: &mut [Part], timeout: Duration) -> Option<Reading
     note(system, result);
     let (endpoints, rest) = rest.split_at_mut(host.prometheus.len());
     for (scrape_config, part) in host.prometheus.iter().zip(endpoints) {
-        let result = scrape(&scrape_config.url, timeout).and_then(|text| {
+        let result = scrape(&task.client, &scrape_config.url, timeout).and_then(|text| {
             let page = prom::parse(&text).map_err(|e| format!("not a metrics page: {e}"))?;
             for name in &scrape_config.metrics {
                 let total: f64 = page
@@ -179,9 +207,9 @@ fn collect(task: &Task, parts: &mut [Part], timeout: Duration) -> Option<Reading
     any.then_some(reading)
 }
 
-fn scrape(url: &str, timeout: Duration) -> Result<String, String> {
-    let url = Url::parse(url)?;
-    let response = http::get(&url, timeout, MAX_PAGE)?;
+fn scrape(client: &http::Client, url: &str, timeout: Duration) -> Result<String, String> {
+    let url = http::http_url(url)?;
+    let response = client.get(&url, timeout, MAX_PAGE)?;
     if response.status != 200 {
         return Err(format!("HTTP {}", response.status));
     }

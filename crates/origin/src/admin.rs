@@ -3,7 +3,7 @@
 //! | route | does |
 //! |---|---|
 //! | `GET /_admin/status` | `ok!` |
-//! | `POST /_admin/add_recipe` | adds recipes (one object or a list), replacing those of the same routes; 201 with the current recipes, 400 with the error (a bad recipe, an origin that cannot be fetched, the body budget exceeded), 403 for an `origin` without `--allow-fetch` |
+//! | `POST /_admin/add_recipe` | adds recipes (one object or a list), replacing those of the same routes; 201 with the current recipes, 400 with the error (a bad recipe, an origin that cannot be fetched, the body budget exceeded, more than 10,000 routes), 403 for an `origin` without `--allow-fetch`; posts are loaded one at a time |
 //! | `GET /_admin/current_recipe` | the recipes as posted (JSON list), or a note that none is set |
 //! | `GET /_admin/restart` | removes every recipe |
 //! | `GET /_admin/routes` | one route per line |

@@ -25,11 +25,12 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, LengthLimitError, Limited};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
+use tank_http1::Url;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::blocked::is_blocked;
-use crate::recipe::check_origin_url;
+use crate::recipe::origin_url;
 use crate::units::human;
 
 /// How long resolving, connecting and reading the whole response may take.
@@ -83,13 +84,9 @@ pub(crate) async fn get(url: &str, limit: usize, asker: Asker) -> Result<Vec<u8>
 }
 
 async fn fetch(url: &str, limit: usize) -> Result<Vec<u8>, Failure> {
-    check_origin_url(url).map_err(Failure::Refused)?;
-    let rest = url.strip_prefix("http://").unwrap_or(url);
-    let (authority, path) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, "/"),
-    };
-    let addresses = resolve(authority).await?;
+    let url = origin_url(url).map_err(Failure::Refused)?;
+    let authority = url.authority();
+    let addresses = resolve(&url).await?;
     let stream = TcpStream::connect(addresses.as_slice())
         .await
         .map_err(|e| Failure::Unreachable(format!("cannot connect to {authority}: {e}")))?;
@@ -97,8 +94,8 @@ async fn fetch(url: &str, limit: usize) -> Result<Vec<u8>, Failure> {
         .await
         .map_err(|e| Failure::Unreachable(format!("HTTP handshake failed: {e}")))?;
     tokio::spawn(connection);
-    let request = Request::get(path)
-        .header(hyper::header::HOST, authority)
+    let request = Request::get(url.path())
+        .header(hyper::header::HOST, url.host_header())
         .header(hyper::header::USER_AGENT, "tank-origin")
         .body(Empty::<Bytes>::new())
         .map_err(|e| Failure::Refused(format!("cannot build a request for it: {e}")))?;
@@ -124,29 +121,22 @@ async fn fetch(url: &str, limit: usize) -> Result<Vec<u8>, Failure> {
     }
 }
 
-/// The addresses `authority` (`host` or `host:port`, port 80 by default)
-/// resolves to, if none is blocked.
-async fn resolve(authority: &str) -> Result<Vec<SocketAddr>, Failure> {
-    let has_port = authority
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.parse::<u16>().is_ok());
-    let address = if has_port {
-        authority.to_owned()
-    } else {
-        format!("{authority}:80")
-    };
-    let addresses: Vec<SocketAddr> = tokio::net::lookup_host(&address)
+/// The addresses `url`'s host and port resolve to, if none is blocked.
+async fn resolve(url: &Url) -> Result<Vec<SocketAddr>, Failure> {
+    let authority = url.authority();
+    let addresses: Vec<SocketAddr> = tokio::net::lookup_host(&authority)
         .await
-        .map_err(|e| Failure::Unreachable(format!("cannot resolve {address}: {e}")))?
+        .map_err(|e| Failure::Unreachable(format!("cannot resolve {authority}: {e}")))?
         .collect();
     if addresses.is_empty() {
         return Err(Failure::Unreachable(format!(
-            "{address} resolves to no address"
+            "{authority} resolves to no address"
         )));
     }
     if addresses.iter().any(|a| is_blocked(a.ip())) {
         return Err(Failure::Blocked(format!(
-            "{authority} is a link-local or cloud metadata address, which is never fetched"
+            "{} is a link-local or cloud metadata address, which is never fetched",
+            url.host_header()
         )));
     }
     Ok(addresses)

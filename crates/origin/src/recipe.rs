@@ -18,9 +18,11 @@
 
 use hyper::header::{HeaderName, HeaderValue};
 use serde_json::{Map, Value};
+use tank_http1::Url;
 
 use crate::error::RecipeError;
 use crate::route::Route;
+use crate::simulation::MAX_ROUTES;
 use crate::stage::Stage;
 use crate::units;
 use crate::workers::{Capacity, MAX_WORKERS};
@@ -60,6 +62,43 @@ const KEYS: &[&str] = &[
     "workers",
 ];
 
+/// How many items a JSON list has (1 for anything else), read without
+/// building them.
+struct Items(usize);
+
+impl<'de> serde::Deserialize<'de> for Items {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Counter;
+        impl<'de> serde::de::Visitor<'de> for Counter {
+            type Value = Items;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a recipe document")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Items, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Items(n))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Items, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Items(1))
+            }
+        }
+        deserializer.deserialize_any(Counter)
+    }
+}
+
 impl Recipe {
     /// Parses a recipe document: one recipe object, or a list of them.
     ///
@@ -67,6 +106,16 @@ impl Recipe {
     /// expected. An `origin` URL is checked for form (`http://` only) but not
     /// fetched: that happens when a server loads the recipe.
     pub fn from_json(text: &str) -> Result<Vec<Recipe>, RecipeError> {
+        // Counted before anything is built: a list of 80,000 recipes is
+        // refused in a pass over its text, not after a gigabyte of JSON values.
+        if let Ok(Items(n)) = serde_json::from_str::<Items>(text) {
+            if n > MAX_ROUTES {
+                return Err(RecipeError::new(
+                    "recipe",
+                    format!("a list of {n} recipes: a simulator holds at most {MAX_ROUTES} routes"),
+                ));
+            }
+        }
         let value: Value = serde_json::from_str(text).map_err(|e| {
             RecipeError::new(
                 "recipe",
@@ -177,7 +226,7 @@ fn source(
     match (origin, random_content, body) {
         (None, None, None) => Ok(Source::Empty),
         (Some(url), None, None) => {
-            check_origin_url(&url).map_err(|m| RecipeError::new(format!("{place}.origin"), m))?;
+            origin_url(&url).map_err(|m| RecipeError::new(format!("{place}.origin"), m))?;
             Ok(Source::Origin(url))
         }
         (None, Some(size), None) => units::parse_size(&size)
@@ -191,18 +240,17 @@ fn source(
     }
 }
 
-/// An origin must be `http://host[:port][/path]`.
-pub(crate) fn check_origin_url(url: &str) -> Result<(), String> {
-    if url.starts_with("https://") {
-        return Err(format!(
+/// An origin must be `http://host[:port][/path]`: the URL, checked.
+pub(crate) fn origin_url(url: &str) -> Result<Url, String> {
+    let expected =
+        || format!("expected an http:// URL like \"http://127.0.0.1:8081/page\", found `{url}`");
+    match Url::parse(url) {
+        Ok(parsed) if parsed.is_tls() => Err(format!(
             "https origins are not supported (use an http:// URL), found `{url}`"
-        ));
-    }
-    match url.strip_prefix("http://") {
-        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(()),
-        _ => Err(format!(
-            "expected an http:// URL like \"http://127.0.0.1:8081/page\", found `{url}`"
         )),
+        Ok(parsed) => Ok(parsed),
+        // The parser's word on what is wrong, after the URL it repeats.
+        Err(error) => Err(format!("{} ({error})", expected())),
     }
 }
 
@@ -439,6 +487,12 @@ mod tests {
             "recipe.origin: https origins are not supported (use an http:// URL), found `https://example.com/`"
         );
         assert!(err(r#"{"origin": "ftp://x", "stages": [{"at": 0}]}"#).contains("http:// URL"));
+        let error = err(r#"{"origin": "http://h:99999/", "stages": [{"at": 0}]}"#);
+        assert!(
+            error.starts_with("recipe.origin: expected an http:// URL")
+                && error.contains("the port `99999` is not a number"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use std::fmt;
 
 /// A route pattern such as `/*` or `/news*`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Route {
     pattern: String,
 }

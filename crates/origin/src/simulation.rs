@@ -12,7 +12,15 @@
 //! counting every recipe of the post), and exactly when the table is
 //! replaced, under its lock, so concurrent posts cannot share out the same
 //! room.
+//!
+//! Loads are taken one at a time: an `origin` is fetched up to the room left
+//! when its load's turn comes, so concurrent posts never download more than
+//! the budget between them (four posts of a 250 MB page each once held a
+//! gigabyte and a half, to refuse three). A load costs time linear in the
+//! routes it adds and the table's, and the table holds at most
+//! [`MAX_ROUTES`] routes (a request's lookup walks it).
 
+use std::collections::HashSet;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Instant;
 
@@ -61,11 +69,16 @@ pub(crate) enum Lookup {
     Found(Arc<Loaded>),
 }
 
+/// The most routes the table holds.
+pub const MAX_ROUTES: usize = 10_000;
+
 /// The table of loaded recipes, and the budget their bodies share.
 #[derive(Debug)]
 pub(crate) struct Simulation {
     table: RwLock<Vec<Arc<Loaded>>>,
     budget: usize,
+    /// Held for the whole of a load (see the module docs).
+    loading: tokio::sync::Mutex<()>,
 }
 
 impl Simulation {
@@ -74,6 +87,7 @@ impl Simulation {
         Simulation {
             table: RwLock::default(),
             budget,
+            loading: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -94,11 +108,30 @@ impl Simulation {
     /// clocks started at the same instant. If any recipe fails (an origin, the
     /// budget), nothing changes.
     pub async fn load(&self, recipes: Vec<Recipe>, asker: Asker) -> Result<(), LoadError> {
+        let _turn = self.loading.lock().await;
         // Routes this post replaces free their room; every recipe of the post counts.
-        let mut total = self
+        let posted: HashSet<&Route> = recipes.iter().map(|r| &r.route).collect();
+        let kept: Vec<Arc<Loaded>> = self
             .snapshot()
+            .into_iter()
+            .filter(|l| !posted.contains(&l.recipe.route))
+            .collect();
+        if let Some(first) = recipes
+            .first()
+            .filter(|_| kept.len() + posted.len() > MAX_ROUTES)
+        {
+            return Err(LoadError::new(
+                &first.route,
+                format!(
+                    "this post of {} routes would make the simulator's {}, over the {MAX_ROUTES} \
+                     it holds (each request's lookup walks them): post fewer, or restart first",
+                    posted.len(),
+                    kept.len() + posted.len()
+                ),
+            ));
+        }
+        let mut total = kept
             .iter()
-            .filter(|l| !recipes.iter().any(|r| r.route == l.recipe.route))
             .fold(0usize, |sum, l| sum.saturating_add(l.body.len()));
         let mut bodies = Vec::with_capacity(recipes.len());
         for recipe in &recipes {
@@ -127,23 +160,30 @@ impl Simulation {
 
     /// Adds recipes, each replacing the recipe of the same route (in order, so
     /// within one post the last recipe for a route wins), unless their bodies
-    /// and those left would exceed the budget.
+    /// and those left would exceed the budget. The table stays most specific
+    /// first and, among equals, newest first (a post's later recipes newer):
+    /// the post's recipes, newest first, go before the routes kept, and a
+    /// stable sort by specificity does the rest, in O(n log n).
     fn add(&self, recipes: Vec<Loaded>) -> Result<(), LoadError> {
         let largest = recipes
             .iter()
             .max_by_key(|l| l.body.len())
             .map(|l| (l.recipe.route.clone(), l.body.len()));
         let mut table = self.table.write().unwrap_or_else(PoisonError::into_inner);
-        let mut next = table.clone();
-        for loaded in recipes {
-            next.retain(|l| l.recipe.route != loaded.recipe.route);
-            let specificity = loaded.recipe.route.specificity();
-            let at = next
-                .iter()
-                .position(|l| l.recipe.route.specificity() <= specificity)
-                .unwrap_or(next.len());
-            next.insert(at, Arc::new(loaded));
+        let mut seen: HashSet<Route> = HashSet::with_capacity(recipes.len());
+        let mut next: Vec<Arc<Loaded>> = Vec::with_capacity(table.len() + recipes.len());
+        for loaded in recipes.into_iter().rev() {
+            if seen.insert(loaded.recipe.route.clone()) {
+                next.push(Arc::new(loaded));
+            }
         }
+        next.extend(
+            table
+                .iter()
+                .filter(|l| !seen.contains(&l.recipe.route))
+                .cloned(),
+        );
+        next.sort_by_key(|l| std::cmp::Reverse(l.recipe.route.specificity()));
         let total = next
             .iter()
             .map(|l| l.body.len())
@@ -253,6 +293,84 @@ mod tests {
         assert_eq!(status(&sim, "/sport", now), Some(203));
         sim.restart();
         assert!(matches!(sim.lookup("/"), Lookup::NoRecipe));
+    }
+
+    /// The table's order as routes were added one at a time before: each
+    /// replaces its route's, then goes before the first route as specific or less.
+    fn one_at_a_time(table: &mut Vec<(String, u64)>, post: &[(String, u64)]) {
+        for (pattern, id) in post {
+            table.retain(|(p, _)| p != pattern);
+            let specificity = Route::new(pattern).unwrap().specificity();
+            let at = table
+                .iter()
+                .position(|(p, _)| Route::new(p).unwrap().specificity() <= specificity)
+                .unwrap_or(table.len());
+            table.insert(at, (pattern.clone(), *id));
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_post_orders_the_table_as_adding_its_recipes_one_at_a_time_did(
+            posts in proptest::collection::vec(
+                proptest::collection::vec("/[ab]{0,2}\\*?", 1..6),
+                1..6,
+            ),
+        ) {
+            let sim = Simulation::new(0);
+            let now = Instant::now();
+            let mut model = Vec::new();
+            let mut id = 0u64;
+            for post in posts {
+                let post: Vec<(String, u64)> = post
+                    .into_iter()
+                    .map(|p| {
+                        id += 1;
+                        (p, id)
+                    })
+                    .collect();
+                one_at_a_time(&mut model, &post);
+                let loaded = post
+                    .iter()
+                    .map(|(p, id)| {
+                        let json = format!(r#"{{"route": "{p}", "stages": [{{"status": {}}}]}}"#, 200 + id % 300);
+                        loaded(&json, now)
+                    })
+                    .collect();
+                sim.add(loaded).unwrap();
+                let table: Vec<(String, u16)> = sim
+                    .snapshot()
+                    .iter()
+                    .map(|l| (l.recipe.route.to_string(), l.stage_at(now).status.as_u16()))
+                    .collect();
+                let want: Vec<(String, u16)> = model
+                    .iter()
+                    .map(|(p, id)| (p.clone(), (200 + id % 300) as u16))
+                    .collect();
+                proptest::prop_assert_eq!(table, want);
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_post_past_the_route_limit_is_refused_and_changes_nothing() {
+        let sim = Simulation::new(1 << 20);
+        let list = |from: usize, n: usize| {
+            let items: Vec<String> = (from..from + n)
+                .map(|i| format!(r#"{{"route": "/r{i}", "stages": [{{}}]}}"#))
+                .collect();
+            format!("[{}]", items.join(","))
+        };
+        load(&sim, &list(0, MAX_ROUTES - 1)).await.unwrap();
+        // Replacing routes does not add to the count.
+        load(&sim, &list(0, 2)).await.unwrap();
+        let error = load(&sim, &list(MAX_ROUTES, 2)).await.unwrap_err();
+        assert_eq!(
+            error,
+            "recipe for route /r10000: this post of 2 routes would make the simulator's 10001, \
+             over the 10000 it holds (each request's lookup walks them): post fewer, or restart first"
+        );
+        assert_eq!(sim.snapshot().len(), MAX_ROUTES - 1);
     }
 
     #[tokio::test]

@@ -47,6 +47,7 @@ mod splitmix;
 pub mod stepper;
 pub mod stpd;
 pub mod summary;
+pub mod words;
 pub mod writer;
 
 pub use error::{PlanError, Result};

@@ -344,6 +344,7 @@ impl Plan {
         instances: Option<usize>,
     ) -> Result<(Sessions, Model, Option<PlannedCount>)> {
         let stats = CaptureStats::walk(path, settings.selection())?;
+        settings.check_fires(path, &stats)?;
         let peak = usize::try_from(stats.peak_selected.max(1)).unwrap_or(usize::MAX);
         let model = Model::Sessions {
             pool: instances.unwrap_or(peak),

@@ -40,8 +40,29 @@ use crate::ammo::show;
 use crate::ammo::source::AmmoFile;
 use crate::error::{PlanError, Result};
 
+/// A request buffer larger than this is not kept for smaller requests.
+const LARGE_BUFFER: usize = 1 << 20;
+
 /// The first line of every sessions file (without its line feed).
 pub const MAGIC: &str = "tank-sessions 1";
+
+/// The latest offset a sessions file may hold: 366 days, µs. Longer than any
+/// capture a replay is meant to reproduce (a year of access logs fits); an
+/// offset past it is a corrupt clock (a `$msec` of 10²⁰, a pcap timestamp
+/// of 2106), and `tank import` refuses it as the reader does, so a replay
+/// never waits centuries for its next request.
+pub const MAX_OFFSET_US: u64 = 366 * 86_400 * 1_000_000;
+
+/// `us` as days (one decimal) or, from two years on, years: how far off an
+/// out-of-range time is.
+pub fn human_span(us: u64) -> String {
+    let days = us as f64 / 86_400e6;
+    if days >= 730.0 {
+        format!("{:.0} years", days / 365.25)
+    } else {
+        format!("{days:.1} days")
+    }
+}
 
 /// Whether `head`, the first bytes of a file, starts a sessions file.
 pub fn is_sessions(head: &[u8]) -> bool {
@@ -109,6 +130,8 @@ pub struct SessionsWriter<W: Write> {
     out: W,
     last_offset_us: u64,
     head: Vec<u8>,
+    /// Bytes still due of a request written in parts.
+    due: Option<u64>,
 }
 
 impl<W: Write> SessionsWriter<W> {
@@ -120,6 +143,7 @@ impl<W: Write> SessionsWriter<W> {
             out,
             last_offset_us: 0,
             head: Vec::with_capacity(128),
+            due: None,
         })
     }
 
@@ -135,6 +159,7 @@ impl<W: Write> SessionsWriter<W> {
 
     /// Session `id` begins, its first request at `offset_us`.
     pub fn begin(&mut self, id: u64, offset_us: u64, label: &str) -> io::Result<()> {
+        self.not_in_request()?;
         self.advance(offset_us)?;
         one_line("label", label.as_bytes())?;
         self.head.clear();
@@ -146,25 +171,70 @@ impl<W: Write> SessionsWriter<W> {
 
     /// A request of session `id` at `offset_us`.
     pub fn request(&mut self, id: u64, offset_us: u64, tag: &[u8], bytes: &[u8]) -> io::Result<()> {
+        self.request_start(id, offset_us, tag, bytes.len() as u64)?;
+        self.request_part(bytes)?;
+        self.request_end()
+    }
+
+    /// Start a request of `len` bytes, given in parts ([`Self::request_part`],
+    /// then [`Self::request_end`]): one too large to hold in memory at once.
+    pub fn request_start(
+        &mut self,
+        id: u64,
+        offset_us: u64,
+        tag: &[u8],
+        len: u64,
+    ) -> io::Result<()> {
+        self.not_in_request()?;
         self.advance(offset_us)?;
         one_line("tag", tag)?;
         self.head.clear();
-        write!(self.head, "R {} {offset_us} {id} ", bytes.len())?;
+        write!(self.head, "R {len} {offset_us} {id} ")?;
         self.head.extend_from_slice(tag);
         self.head.push(b'\n');
         self.out.write_all(&self.head)?;
-        self.out.write_all(bytes)?;
-        self.out.write_all(b"\n")
+        self.due = Some(len);
+        Ok(())
+    }
+
+    /// The next bytes of the request started; more than its length is refused.
+    pub fn request_part(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self.due {
+            Some(due) if bytes.len() as u64 <= due => {
+                self.due = Some(due - bytes.len() as u64);
+                self.out.write_all(bytes)
+            }
+            _ => Err(invalid(
+                "request bytes beyond the length announced, or no request started",
+            )),
+        }
+    }
+
+    /// End the request started, once all its bytes came.
+    pub fn request_end(&mut self) -> io::Result<()> {
+        match self.due.take() {
+            Some(0) => self.out.write_all(b"\n"),
+            _ => Err(invalid("a request ended before its announced length")),
+        }
+    }
+
+    fn not_in_request(&self) -> io::Result<()> {
+        match self.due {
+            None => Ok(()),
+            Some(_) => Err(invalid("a record inside a request's bytes")),
+        }
     }
 
     /// Session `id` has no more requests; its last was at `offset_us`.
     pub fn end(&mut self, id: u64, offset_us: u64) -> io::Result<()> {
+        self.not_in_request()?;
         self.advance(offset_us)?;
         writeln!(self.out, "E {id} {offset_us}")
     }
 
     /// Flush and hand back the output.
     pub fn finish(mut self) -> io::Result<W> {
+        self.not_in_request()?;
         self.out.flush()?;
         Ok(self.out)
     }
@@ -182,6 +252,10 @@ impl<W: Write> SessionsWriter<W> {
         self.last_offset_us = offset_us;
         Ok(())
     }
+}
+
+fn invalid(message: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message)
 }
 
 fn one_line(what: &str, text: &[u8]) -> io::Result<()> {
@@ -324,6 +398,13 @@ impl SessionsReader {
             }
         };
         let offset_us = record.offset_us();
+        if offset_us > MAX_OFFSET_US {
+            return Err(self.error(format!(
+                "offset {offset_us} µs is {} into the capture: expected at most {MAX_OFFSET_US} \
+                 (366 days); a time that far is a corrupt clock in the capture it came from",
+                human_span(offset_us)
+            )));
+        }
         if offset_us < self.last_offset_us {
             return Err(self.error(format!(
                 "offset {offset_us} µs comes after {} µs: records must be in time order",
@@ -347,8 +428,18 @@ impl SessionsReader {
         }))
     }
 
+    /// Swap the last request's bytes with `other`'s: a replay keeps them
+    /// without copying (one 300 MB request is one 300 MB buffer, not two).
+    pub fn swap_request_bytes(&mut self, other: &mut Vec<u8>) {
+        std::mem::swap(&mut self.bytes, other);
+    }
+
     /// Read a request's `len` bytes and the line feed after them.
     fn read_body(&mut self, len: u64) -> Result<()> {
+        // A buffer a far larger request left is let go, not kept for the rest of the file.
+        if self.bytes.capacity() > LARGE_BUFFER && len < self.bytes.capacity() as u64 / 4 {
+            self.bytes = Vec::new();
+        }
         self.file.read_up_to(len, &mut self.bytes)?;
         if (self.bytes.len() as u64) < len {
             return Err(self.error(format!(
@@ -427,216 +518,4 @@ fn split_field(text: &[u8]) -> (&[u8], &[u8]) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// A record as owned data, to compare what was written with what was read.
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    enum Owned {
-        Begin(u64, u64, String),
-        Request(u64, u64, Vec<u8>, Vec<u8>),
-        End(u64, u64),
-    }
-
-    fn write(records: &[Owned]) -> Vec<u8> {
-        let mut writer = SessionsWriter::new(Vec::new()).unwrap();
-        writer.comment("imported from test\nsecond line").unwrap();
-        for record in records {
-            match record {
-                Owned::Begin(id, at, label) => writer.begin(*id, *at, label),
-                Owned::Request(id, at, tag, bytes) => writer.request(*id, *at, tag, bytes),
-                Owned::End(id, at) => writer.end(*id, *at),
-            }
-            .unwrap();
-        }
-        writer.finish().unwrap()
-    }
-
-    fn read(bytes: &[u8]) -> Result<Vec<Owned>> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.txt");
-        std::fs::write(&path, bytes).unwrap();
-        let mut reader = SessionsReader::open(&path)?;
-        let mut out = Vec::new();
-        while let Some(record) = reader.next_record()? {
-            out.push(match record {
-                Record::Begin {
-                    id,
-                    offset_us,
-                    label,
-                } => Owned::Begin(id, offset_us, label.to_owned()),
-                Record::Request {
-                    id,
-                    offset_us,
-                    tag,
-                    bytes,
-                } => Owned::Request(id, offset_us, tag.to_vec(), bytes.to_vec()),
-                Record::End { id, offset_us } => Owned::End(id, offset_us),
-            });
-        }
-        Ok(out)
-    }
-
-    #[test]
-    fn a_session_is_written_as_documented() {
-        let bytes = write(&[
-            Owned::Begin(0, 0, "10.0.0.1:5000>10.0.0.2:80".into()),
-            Owned::Request(0, 0, b"/a".to_vec(), b"GET /a HTTP/1.1\r\n\r\n".to_vec()),
-            Owned::Request(0, 1500, Vec::new(), b"x\ny".to_vec()),
-            Owned::End(0, 1500),
-        ]);
-        assert_eq!(
-            String::from_utf8(bytes).unwrap(),
-            "tank-sessions 1\n# imported from test\n# second line\n\
-             S 0 0 10.0.0.1:5000>10.0.0.2:80\n\
-             R 19 0 0 /a\nGET /a HTTP/1.1\r\n\r\n\n\
-             R 3 1500 0 \nx\ny\n\
-             E 0 1500\n"
-        );
-    }
-
-    #[test]
-    fn the_magic_is_checked_and_a_capture_is_pointed_to_tank_import() {
-        let error = read(b"\xd4\xc3\xb2\xa1rest").unwrap_err().to_string();
-        assert!(
-            error.contains("byte 0: expected a sessions file"),
-            "{error}"
-        );
-        assert!(error.contains("tank import"), "{error}");
-        assert!(is_sessions(b"tank-sessions 1\r\n"));
-        assert!(!is_sessions(b"tank-sessions 10\n"));
-    }
-
-    #[test]
-    fn errors_name_the_byte_where_the_record_starts() {
-        let head = "tank-sessions 1\nS 1 5 a\n";
-        let cases: [(&str, &str); 6] = [
-            ("R 2 4 1 t\nab\n", "offset 4 µs comes after 5 µs"),
-            (
-                "R 2 5 2 t\nab\n",
-                "a request of session 2, which is not open",
-            ),
-            (
-                "E 1 5\nR 2 5 1 t\nab\n",
-                "a request of session 1, which is not open",
-            ),
-            ("S 1 6 b\n", "session 1 begins again before its end"),
-            ("R 5 5 1 t\nab\n", "the request has 3 of its 5 bytes"),
-            ("Q 1\n", "bad record `Q 1`"),
-        ];
-        for (tail, expected) in cases {
-            let text = format!("{head}{tail}");
-            let error = read(text.as_bytes()).unwrap_err().to_string();
-            assert!(error.contains(expected), "{tail:?}: {error}");
-            let at = if tail.starts_with("E 1 5\n") {
-                head.len() + 6
-            } else {
-                head.len()
-            };
-            assert!(error.contains(&format!("byte {at}:")), "{tail:?}: {error}");
-        }
-        let error = read(b"tank-sessions 1\nS 1 5 a\nR 1 5 1 t\nab\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.contains("expected a line feed after the request's 1 bytes"),
-            "{error}"
-        );
-        let error = read(b"tank-sessions 1\nS x 5 a\n").unwrap_err().to_string();
-        assert!(
-            error.contains("expected the session id (an unsigned integer), found `x`"),
-            "{error}"
-        );
-    }
-
-    #[test]
-    fn the_writer_refuses_what_would_not_read_back() {
-        let mut writer = SessionsWriter::new(Vec::new()).unwrap();
-        writer.begin(0, 10, "").unwrap();
-        assert!(writer.request(0, 9, b"", b"x").is_err());
-        assert!(writer.request(0, 10, b"a\nb", b"x").is_err());
-        assert!(writer.begin(1, 10, "a\rb").is_err());
-    }
-
-    #[test]
-    fn a_session_left_open_at_the_end_is_not_an_error() {
-        let records = vec![
-            Owned::Begin(3, 0, String::new()),
-            Owned::Request(3, 0, b"t".to_vec(), b"GET".to_vec()),
-        ];
-        assert_eq!(read(&write(&records)).unwrap(), records);
-    }
-
-    /// Valid files: sessions begun in order, their requests interleaved, each
-    /// ended or left open, with arbitrary tags, labels and bytes.
-    fn sessions() -> impl Strategy<Value = Vec<Owned>> {
-        let session = (
-            "[a-z0-9:.>]{0,12}",
-            proptest::collection::vec(
-                (
-                    0u64..5_000,
-                    "[ -~]{0,8}",
-                    proptest::collection::vec(any::<u8>(), 0..40),
-                ),
-                1..5,
-            ),
-            any::<bool>(),
-        );
-        (proptest::collection::vec((0u64..3_000, session), 0..8)).prop_map(|sessions| {
-            // Each event gets a time; a stable sort by time keeps S first and E last.
-            let mut events: Vec<(u64, u8, Owned)> = Vec::new();
-            for (id, (start, (label, requests, ends))) in sessions.into_iter().enumerate() {
-                let id = id as u64;
-                let mut at = start;
-                events.push((at, 0, Owned::Begin(id, at, label)));
-                for (gap, tag, bytes) in requests {
-                    events.push((at, 1, Owned::Request(id, at, tag.into_bytes(), bytes)));
-                    at += gap;
-                }
-                let last = match events.last() {
-                    Some((t, ..)) => *t,
-                    None => at,
-                };
-                if ends {
-                    events.push((last, 2, Owned::End(id, last)));
-                }
-            }
-            events.sort_by_key(|(at, _, _)| *at);
-            events.into_iter().map(|(_, _, record)| record).collect()
-        })
-    }
-
-    proptest! {
-        #[test]
-        fn the_reader_gives_back_what_the_writer_wrote(records in sessions()) {
-            prop_assert_eq!(read(&write(&records)).unwrap(), records);
-        }
-
-        #[test]
-        fn fuzzed_sessions_read_to_an_end_or_a_located_error(
-            bytes in crate::ammo::fuzzing::ammo(&SEEDS),
-        ) {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("fuzz.sessions");
-            std::fs::write(&path, &bytes).unwrap();
-            let outcome = SessionsReader::open(&path).and_then(|mut reader| {
-                let mut records = 0usize;
-                while reader.next_record()?.is_some() {
-                    records += 1;
-                    // Each record takes at least a line of its own.
-                    assert!(records <= bytes.len());
-                }
-                Ok(())
-            });
-            if let Err(error) = outcome {
-                crate::ammo::fuzzing::check_refusal(&error, &path, &bytes)?;
-            }
-        }
-    }
-
-    const SEEDS: [&[u8]; 2] = [
-        b"tank-sessions 1\n# c\nS 0 0 a>b\nR 3 0 0 /\nGET\nS 1 7 c\nR 1 7 1 \nx\nE 0 0\nE 1 7\n",
-        b"tank-sessions 1\nS 5 0 \nR 5 10 5 t\na\nb\nc\nR 0 11 5 t\n\n",
-    ];
-}
+mod tests;

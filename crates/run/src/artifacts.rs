@@ -28,7 +28,7 @@ impl Artifacts {
         };
         let at = |what: &str, path: &Path| {
             let what = format!("{what} {}", path.display());
-            move |source| RunError::Io { what, source }
+            move |error| RunError::Io { what, error }
         };
         fs::create_dir_all(&dir).map_err(at("creating the artifacts directory", &dir))?;
         let mut text =
@@ -77,9 +77,9 @@ impl Artifacts {
     /// Create a file in the directory.
     pub fn create_file(&self, name: &str) -> Result<File, RunError> {
         let path = self.file(name);
-        File::create(&path).map_err(|source| RunError::Io {
+        File::create(&path).map_err(|error| RunError::Io {
             what: format!("creating {}", path.display()),
-            source,
+            error,
         })
     }
 }
@@ -93,31 +93,19 @@ fn run_id(now: SystemTime) -> String {
     format!("{}_{id:06x}", utc(now, '_', '-'))
 }
 
-/// `YYYY-MM-DD<sep>HH<time_sep>MM<time_sep>SS` in UTC.
+/// `YYYY-MM-DD<sep>HH<time_sep>MM<time_sep>SS` in UTC (the calendar is jiff's).
 fn utc(at: SystemTime, sep: char, time_sep: char) -> String {
-    let secs = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days as i64);
+    let at = jiff::Timestamp::try_from(at).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    let time = jiff::tz::Offset::UTC.to_datetime(at);
     format!(
-        "{year:04}-{month:02}-{day:02}{sep}{:02}{time_sep}{:02}{time_sep}{:02}",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
+        "{:04}-{:02}-{:02}{sep}{:02}{time_sep}{:02}{time_sep}{:02}",
+        time.year(),
+        time.month(),
+        time.day(),
+        time.hour(),
+        time.minute(),
+        time.second()
     )
-}
-
-/// Days since 1970-01-01 to a (year, month, day) date (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]
@@ -127,8 +115,7 @@ mod tests {
 
     #[test]
     fn utc_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_413), (2025, 11, 21));
+        assert_eq!(utc(UNIX_EPOCH, ' ', ':'), "1970-01-01 00:00:00");
         let at = UNIX_EPOCH + Duration::from_secs(1_763_753_951);
         assert_eq!(utc(at, '_', '-'), "2025-11-21_19-39-11");
         assert!(run_id(at).starts_with("2025-11-21_19-39-11_"));

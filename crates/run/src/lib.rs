@@ -117,13 +117,13 @@ pub enum RunError {
     #[error("{0}")]
     Limits(String),
     /// An I/O step of setting up or finishing the run.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What was being done, naming the file.
         what: String,
-        /// Why it failed.
-        #[source]
-        source: std::io::Error,
+        /// Why it failed (shown in the message, so not also a source: an
+        /// error chain would say it twice).
+        error: std::io::Error,
     },
     /// A thread of the run panicked.
     #[error("the {0} thread failed")]
@@ -140,9 +140,9 @@ pub enum RunError {
 }
 
 fn io(what: &str) -> impl FnOnce(std::io::Error) -> RunError + '_ {
-    move |source| RunError::Io {
+    move |error| RunError::Io {
         what: what.to_owned(),
-        source,
+        error,
     }
 }
 
@@ -163,9 +163,13 @@ fn preload_workloads(
                 workload,
             )));
             if workload.preload || all {
-                set += preload::run(&queue.name, *target, workload, |done, total| {
-                    observer.preload(&queue.name, done, total)
-                })?;
+                set += preload::run(
+                    &queue.name,
+                    *target,
+                    workload,
+                    queue.timeout,
+                    |done, total| observer.preload(&queue.name, done, total),
+                )?;
             }
         }
     }

@@ -256,6 +256,7 @@ pub(crate) fn finish(
             "monitoring: {} host seconds written to monitoring.log, {} dropped",
             watched.seconds, watched.dropped
         ));
+        summary.warnings.extend(watched.silent.iter().cloned());
     }
     let mut export_lines = Vec::new();
     if let Some(influx) = &measured.exported.influx {
@@ -269,6 +270,9 @@ pub(crate) fn finish(
         artifacts.log(&format!("influx: {line}"));
         summary.meta.facts.push(("influx".into(), line.clone()));
         export_lines.push(format!("influx: {line}"));
+        if let Some(warning) = influx_warning(influx) {
+            summary.warnings.push(warning);
+        }
     }
     if let Some(failure) = &measured.write_failed {
         summary.warnings.insert(
@@ -349,6 +353,25 @@ pub(crate) fn finish(
         artifacts: artifacts.dir().to_path_buf(),
         text,
         reports_failed: written.err().map(|e| format!("{e:#}")),
+    }
+}
+
+/// A warning when InfluxDB lost points: dashboards then lack them.
+fn influx_warning(influx: &tank_export::influx::InfluxReport) -> Option<String> {
+    let cause = influx
+        .first_error
+        .as_ref()
+        .map(|e| format!(" (first error: {e})"))
+        .unwrap_or_default();
+    match (influx.written, influx.dropped) {
+        (_, 0) => None,
+        (0, dropped) => Some(format!(
+            "influx: no point was written, {dropped} dropped{cause}: the dashboards have nothing of this run"
+        )),
+        (written, dropped) => Some(format!(
+            "influx: {dropped} of {} points dropped{cause}: the dashboards lack them",
+            written + dropped
+        )),
     }
 }
 

@@ -417,10 +417,10 @@ fn start_exports(
     }
     if let Some(prometheus) = &config.prometheus {
         let endpoint =
-            tank_export::prometheus::Endpoint::start(prometheus.listen).map_err(|source| {
+            tank_export::prometheus::Endpoint::start(prometheus.listen).map_err(|error| {
                 RunError::Io {
                     what: format!("[prometheus] listen {}", prometheus.listen),
-                    source,
+                    error,
                 }
             })?;
         artifacts.log(&format!(

@@ -3,9 +3,11 @@
 //!
 //! The sets go out over one plain connection in batches (pipelined), each
 //! batch's replies read and checked before the next; anything but `STORED`
-//! stops the run before its first shot. Not measured: no phout rows.
+//! stops the run before its first shot. The queue's `timeout` bounds the
+//! connect and every wait for the server (a stalled memcached fails the
+//! preload after `timeout`, saying so). Not measured: no phout rows.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -16,23 +18,31 @@ use crate::RunError;
 
 /// Sets written before their replies are read.
 const BATCH: u64 = 256;
-/// How long one batch may take.
-const BATCH_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Set every record of `workload` on the memcached at `target`; `progress`
-/// learns (records set, all records) after each batch.
+/// Set every record of `workload` on the memcached at `target`, waiting at
+/// most `timeout` for any one step; `progress` learns (records set, all
+/// records) after each batch.
 pub fn run(
     queue: &str,
     target: SocketAddr,
     workload: &MemcachedConfig,
+    timeout: Duration,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<u64, RunError> {
     let fail = |what: String| RunError::Preload(format!("[{queue}] preload of {target}: {what}"));
-    let stream = TcpStream::connect_timeout(&target, BATCH_TIMEOUT)
-        .map_err(|e| fail(format!("cannot connect: {e}")))?;
+    let timeout = timeout.max(Duration::from_millis(1));
+    // A socket timeout is EAGAIN or ETIMEDOUT: said as what it is.
+    let said = |e: io::Error| match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            format!("nothing within {timeout:?} (the queue's timeout)")
+        }
+        _ => e.to_string(),
+    };
+    let stream = TcpStream::connect_timeout(&target, timeout)
+        .map_err(|e| fail(format!("cannot connect: {}", said(e))))?;
     stream
-        .set_read_timeout(Some(BATCH_TIMEOUT))
-        .and_then(|()| stream.set_write_timeout(Some(BATCH_TIMEOUT)))
+        .set_read_timeout(Some(timeout))
+        .and_then(|()| stream.set_write_timeout(Some(timeout)))
         .and_then(|()| stream.set_nodelay(true))
         .map_err(|e| fail(format!("cannot set up the connection: {e}")))?;
     let mut writer = &stream;
@@ -50,12 +60,12 @@ pub fn run(
         }
         writer
             .write_all(&batch)
-            .map_err(|e| fail(format!("cannot send: {e}")))?;
+            .map_err(|e| fail(format!("cannot send: {}", said(e))))?;
         for _ in 0..in_batch {
             line.clear();
             replies
                 .read_line(&mut line)
-                .map_err(|e| fail(format!("no reply: {e}")))?;
+                .map_err(|e| fail(format!("no reply: {}", said(e))))?;
             if line != "STORED\r\n" {
                 let shown = if line.is_empty() {
                     "the connection closed"

@@ -27,6 +27,8 @@ pub struct Watch {
     pub recorder: Recorder,
     /// The sources' warnings, in order.
     pub warnings: Vec<String>,
+    /// The sources that never answered during the run.
+    silent: Vec<String>,
     /// Monitoring seconds written.
     pub seconds: u64,
     dropped: u64,
@@ -38,6 +40,8 @@ pub struct Watched {
     pub recorder: Recorder,
     /// The sources' warnings.
     pub warnings: Vec<String>,
+    /// The sources that never answered during the run: warnings of the run.
+    pub silent: Vec<String>,
     /// Monitoring seconds written.
     pub seconds: u64,
     /// Events lost because the results thread was late taking them.
@@ -67,6 +71,7 @@ impl Watch {
             latest: Vec::new(),
             recorder: Recorder::default(),
             warnings: Vec::new(),
+            silent: Vec::new(),
             seconds: 0,
             dropped: 0,
         })
@@ -99,6 +104,10 @@ impl Watch {
             match event {
                 Event::Second(second) => taken.seconds.push(second),
                 Event::Warning(warning) => taken.warnings.push(warning),
+                Event::Silent(warning) => {
+                    taken.warnings.push(warning.clone());
+                    self.silent.push(warning);
+                }
             }
         }
         self.warnings.extend(taken.warnings.iter().cloned());
@@ -131,6 +140,7 @@ impl Watch {
             dropped: self.monitor.as_ref().map_or(self.dropped, Monitor::dropped),
             recorder: self.recorder,
             warnings: self.warnings,
+            silent: self.silent,
             seconds: self.seconds,
         }
     }

@@ -39,6 +39,7 @@ impl<'r> Reply<'r> {
 }
 
 /// Read `bytes`, the reply to a request whose method was `HEAD` when `head`.
+/// Its body is framed by tank-http1, as the gun framed it on the wire.
 pub(crate) fn read(bytes: &[u8], head: bool) -> Result<Reply<'_>, String> {
     let mut rest = bytes;
     loop {
@@ -55,60 +56,44 @@ pub(crate) fn read(bytes: &[u8], head: bool) -> Result<Reply<'_>, String> {
             rest = body;
             continue;
         }
-        let headers: Vec<(&str, &[u8])> =
-            response.headers.iter().map(|h| (h.name, h.value)).collect();
+        let mut framing = tank_http1::Framing::default();
+        for header in response.headers.iter() {
+            framing
+                .header(header.name.as_bytes(), header.value)
+                .map_err(|e| format!("the reply's head cannot be read: {e}"))?;
+        }
         let reply = Reply {
             status,
-            headers,
+            headers: response.headers.iter().map(|h| (h.name, h.value)).collect(),
             body: Cow::Borrowed(&[][..]),
         };
         if head || status == 204 || status == 304 {
             return Ok(reply);
         }
-        let chunked = reply.header("transfer-encoding").is_some_and(|v| {
-            String::from_utf8_lossy(v)
-                .to_ascii_lowercase()
-                .contains("chunked")
-        });
-        let body = if chunked {
-            Cow::Owned(dechunk(body)?)
+        let body = if framing.chunked {
+            let mut decoded = Vec::with_capacity(body.len());
+            let (_, ended) = tank_http1::BodyDecoder::chunked()
+                .decode_with(body, usize::MAX, u64::MAX, |data| {
+                    decoded.extend_from_slice(data)
+                })
+                .map_err(|e| format!("the reply's body cannot be read: {e}"))?;
+            if !ended {
+                return Err("the reply's body is cut short".into());
+            }
+            Cow::Owned(decoded)
         } else {
-            match reply.header("content-length") {
-                Some(value) => {
-                    let length: usize = std::str::from_utf8(value)
+            match framing.length.filter(|_| !framing.transfer_coded) {
+                Some(length) => Cow::Borrowed(
+                    usize::try_from(length)
                         .ok()
-                        .and_then(|v| v.trim().parse().ok())
-                        .ok_or("the reply's Content-Length is not a number")?;
-                    Cow::Borrowed(body.get(..length).ok_or("the reply's body is cut short")?)
-                }
+                        .and_then(|length| body.get(..length))
+                        .ok_or("the reply's body is cut short")?,
+                ),
+                // A reply that runs to the close: what came is the body.
                 None => Cow::Borrowed(body),
             }
         };
         return Ok(Reply { body, ..reply });
-    }
-}
-
-/// Join a chunked body's chunks.
-fn dechunk(mut data: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(data.len());
-    loop {
-        let line_end =
-            memchr::memmem::find(data, b"\r\n").ok_or("a chunk's size line is cut short")?;
-        let line =
-            std::str::from_utf8(&data[..line_end]).map_err(|_| "a chunk's size is not text")?;
-        let size_text = line.split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(size_text, 16)
-            .map_err(|_| format!("a chunk's size `{size_text}` is not hexadecimal"))?;
-        data = &data[line_end + 2..];
-        if size == 0 {
-            return Ok(out);
-        }
-        let chunk = data.get(..size).ok_or("a chunk is cut short")?;
-        out.extend_from_slice(chunk);
-        data = data
-            .get(size..)
-            .and_then(|d| d.strip_prefix(b"\r\n"))
-            .ok_or("a chunk does not end with CRLF")?;
     }
 }
 

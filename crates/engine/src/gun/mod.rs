@@ -173,7 +173,7 @@ impl GunSpec {
             None
         };
         let protocol = match queue.tank_type {
-            TankType::Http => Protocol::Http(http::Limits::from(queue.reply_limits)),
+            TankType::Http => Protocol::Http(http::limits(queue.reply_limits)),
             TankType::None => Protocol::Tcp,
             TankType::Memcached => Protocol::Memcached,
         };

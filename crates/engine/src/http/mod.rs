@@ -1,12 +1,19 @@
-//! HTTP/1.x reply handling for the gun: framing and phantom's limits.
+//! HTTP/1.x for the gun: the reply reader and phantom's limits are
+//! tank-http1's (the wire layer tank's crates share); what the gun adds is
+//! which requests have bodiless replies and which may be sent again.
 
-mod body;
-mod head;
-pub mod limits;
-pub mod response;
+use tank_config::ReplyLimits;
+pub use tank_http1::{Limits, Reply, ReplyError, ResponseReader};
 
-pub use limits::Limits;
-pub use response::{Reply, ReplyError, ResponseReader};
+/// The config's reply limits (read and checked there), as the reader uses them.
+pub fn limits(limits: ReplyLimits) -> Limits {
+    Limits {
+        line: usize::try_from(limits.line).unwrap_or(usize::MAX),
+        field: usize::try_from(limits.field).unwrap_or(usize::MAX),
+        field_num: limits.field_num as usize,
+        entity: limits.entity,
+    }
+}
 
 /// Whether the raw request starts with `HEAD ` (its reply has no body).
 pub fn is_head_request(request: &[u8]) -> bool {
@@ -31,6 +38,11 @@ pub fn is_idempotent_request(request: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_configs_default_limits_are_the_readers() {
+        assert_eq!(limits(ReplyLimits::default()), Limits::default());
+    }
 
     #[test]
     fn only_rfc_9110_idempotent_methods_are_idempotent() {

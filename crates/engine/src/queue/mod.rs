@@ -168,7 +168,7 @@ async fn instance<B: Barrel>(
     mut barrel: B,
     seat: Seat,
 ) {
-    let mut capture = shared
+    let mut reply = shared
         .answers
         .as_ref()
         .map(|_| Vec::with_capacity(ANSWER_CAPTURE));
@@ -183,7 +183,7 @@ async fn instance<B: Barrel>(
             dispatch.halt();
             return;
         }
-        shoot(&shared, &mut barrel, &shot, start, capture.as_mut()).await;
+        shoot(&shared, &mut barrel, &shot, start, reply.as_mut()).await;
     }
 }
 
@@ -197,7 +197,7 @@ async fn session_instance<B: Barrel>(
     mut barrel: B,
     seat: Seat,
 ) {
-    let mut capture = shared
+    let mut reply = shared
         .answers
         .as_ref()
         .map(|_| Vec::with_capacity(ANSWER_CAPTURE));
@@ -210,28 +210,28 @@ async fn session_instance<B: Barrel>(
             }
         };
         let start = Instant::now();
-        shoot(&shared, &mut barrel, &shot, start, capture.as_mut()).await;
+        shoot(&shared, &mut barrel, &shot, start, reply.as_mut()).await;
     }
 }
 
 /// Fire `shot`, which starts now (`start`), and send its sample (and its
-/// answers-log entry, when `capture` is kept for one).
+/// answers-log entry, when `reply` is kept for one).
 async fn shoot<B: Barrel>(
     shared: &Shared,
     barrel: &mut B,
     shot: &Shot,
     start: Instant,
-    mut capture: Option<&mut Vec<u8>>,
+    mut reply: Option<&mut Vec<u8>>,
 ) {
     let since_start = start.saturating_duration_since(shared.clock.start);
     let in_flight = InFlight::enter(shared, start, since_start, shot.due, &shot.tag);
     let measured = barrel
-        .fire(&shot.request, start, capture.as_deref_mut())
+        .fire(&shot.request, start, reply.as_deref_mut())
         .await;
     let Some(sample) = in_flight.land(measured) else {
         return;
     };
-    if let (Some((answers, level)), Some(reply)) = (&shared.answers, capture) {
+    if let (Some((answers, level)), Some(reply)) = (&shared.answers, reply) {
         if logged(*level, sample.measured.net_code, sample.measured.proto_code) {
             answers.send(Answer {
                 sample: sample.clone(),

@@ -37,9 +37,7 @@ impl AccessReader {
             if !self.file.read_line(&mut self.line)? {
                 self.file.rewind()?;
                 let yielded = std::mem::replace(&mut self.yielded, false);
-                self.done = !st
-                    .passes
-                    .finish(yielded, &self.file.path().display().to_string())?;
+                self.done = !st.passes.finish(yielded, &self.file.path().display())?;
                 continue;
             }
             let text = std::str::from_utf8(&self.line).map_err(|e| PlanError::Ammo {

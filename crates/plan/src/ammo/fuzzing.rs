@@ -11,6 +11,7 @@
 use std::path::Path;
 
 use proptest::prelude::*;
+use tank_testkit::mutation::mutated;
 
 use super::passes::{Passes, ReadState};
 use super::source::AmmoFile;
@@ -41,61 +42,11 @@ const SNIPPETS: [&[u8]; 20] = [
     b"5 t\nGET /",
 ];
 
-/// One mutation: where (a fraction of the length) and what.
-#[derive(Debug, Clone)]
-enum Mutation {
-    Flip(f64, u8),
-    Insert(f64, &'static [u8]),
-    Cut(f64, f64),
-    Double(f64, f64),
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    let at = || 0.0..1.0f64;
-    prop_oneof![
-        (at(), any::<u8>()).prop_map(|(a, b)| Mutation::Flip(a, b)),
-        (at(), proptest::sample::select(&SNIPPETS[..])).prop_map(|(a, s)| Mutation::Insert(a, s)),
-        (at(), at()).prop_map(|(a, b)| Mutation::Cut(a, b)),
-        (at(), at()).prop_map(|(a, b)| Mutation::Double(a, b)),
-    ]
-}
-
-fn mutate(mut bytes: Vec<u8>, mutations: &[Mutation]) -> Vec<u8> {
-    for m in mutations {
-        let at = |f: f64| ((bytes.len() as f64) * f) as usize;
-        match *m {
-            Mutation::Flip(f, b) if !bytes.is_empty() => {
-                let i = at(f).min(bytes.len() - 1);
-                bytes[i] = b;
-            }
-            Mutation::Flip(..) => {}
-            Mutation::Insert(f, s) => {
-                let i = at(f);
-                bytes.splice(i..i, s.iter().copied());
-            }
-            Mutation::Cut(f, g) => {
-                let (i, j) = (at(f.min(g)), at(f.max(g)));
-                bytes.drain(i..j);
-            }
-            Mutation::Double(f, g) => {
-                let (i, j) = (at(f.min(g)), at(f.max(g)));
-                let copy = bytes[i..j].to_vec();
-                bytes.splice(j..j, copy);
-            }
-        }
-    }
-    bytes
-}
-
 /// Ammo for a fuzz target: arbitrary bytes, or one of `seeds` mutated a few times.
 pub(crate) fn ammo(seeds: &'static [&'static [u8]]) -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         1 => proptest::collection::vec(any::<u8>(), 0..300),
-        3 => (
-            proptest::sample::select(seeds),
-            proptest::collection::vec(mutation(), 0..5),
-        )
-            .prop_map(|(seed, mutations)| mutate(seed.to_vec(), &mutations)),
+        3 => mutated(seeds, &SNIPPETS, 0..5),
     ]
 }
 

@@ -236,7 +236,7 @@ impl WorkloadReader {
         }
         if self.made == self.config.records {
             self.made = 0;
-            if !st.passes.finish(true, "[memcached]")? {
+            if !st.passes.finish(true, &"[memcached]")? {
                 self.done = true;
                 return Ok(false);
             }

@@ -32,7 +32,7 @@ impl Passes {
     /// the reference would read forever, so it is an error here, naming
     /// `source`; with a limit it would read the remaining passes for nothing,
     /// so the reading ends here, with the same shots.
-    pub fn finish(&mut self, yielded: bool, source: &str) -> Result<bool> {
+    pub fn finish(&mut self, yielded: bool, source: &dyn std::fmt::Display) -> Result<bool> {
         self.done += 1;
         if !yielded {
             if self.unlimited() {
@@ -66,21 +66,24 @@ mod tests {
     #[test]
     fn a_pass_with_nothing_ends_the_reading_or_is_an_error_without_a_limit() {
         let mut limited = Passes::new(Some(100_000_000_000));
-        assert_eq!(limited.finish(true, "a").ok(), Some(true));
-        assert_eq!(limited.finish(false, "a").ok(), Some(false));
+        assert_eq!(limited.finish(true, &"a").ok(), Some(true));
+        assert_eq!(limited.finish(false, &"a").ok(), Some(false));
         assert_eq!(limited.done(), 2);
         let mut unlimited = Passes::new(None);
-        assert_eq!(unlimited.finish(true, "a").ok(), Some(true));
-        let error = unlimited.finish(false, "ammo.txt").unwrap_err().to_string();
+        assert_eq!(unlimited.finish(true, &"a").ok(), Some(true));
+        let error = unlimited
+            .finish(false, &"ammo.txt")
+            .unwrap_err()
+            .to_string();
         assert!(error.starts_with("ammo.txt: a whole pass"), "{error}");
-        assert!(Passes::new(Some(0)).finish(false, "a").is_err());
+        assert!(Passes::new(Some(0)).finish(false, &"a").is_err());
     }
 
     #[test]
     fn a_limit_of_l_passes_gives_l_passes() {
         let mut passes = Passes::new(Some(3));
-        assert_eq!(passes.finish(true, "a").ok(), Some(true));
-        assert_eq!(passes.finish(true, "a").ok(), Some(true));
-        assert_eq!(passes.finish(true, "a").ok(), Some(false));
+        assert_eq!(passes.finish(true, &"a").ok(), Some(true));
+        assert_eq!(passes.finish(true, &"a").ok(), Some(true));
+        assert_eq!(passes.finish(true, &"a").ok(), Some(false));
     }
 }

@@ -133,9 +133,7 @@ impl PhantomReader {
     fn next_pass(&mut self, st: &mut ReadState) -> Result<bool> {
         self.file.rewind()?;
         let yielded = std::mem::replace(&mut self.yielded, false);
-        let more = st
-            .passes
-            .finish(yielded, &self.file.path().display().to_string())?;
+        let more = st.passes.finish(yielded, &self.file.path().display())?;
         if let Replay::Recording(pass) = &mut self.replay {
             self.replay = Replay::Replaying {
                 pass: std::mem::take(pass),

@@ -78,7 +78,7 @@ impl ScenarioReader {
         }
         if self.next == self.round.len() {
             self.next = 0;
-            if !st.passes.finish(true, "scenario")? {
+            if !st.passes.finish(true, &"scenario")? {
                 self.done = true;
                 return Ok(false);
             }

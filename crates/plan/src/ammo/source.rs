@@ -248,7 +248,9 @@ impl AmmoFile {
 
     /// Python `seek(0)`: start the file over.
     pub fn rewind(&mut self) -> Result<()> {
-        let path = self.path.clone();
+        // Called once per pass, which is once per shot for a one-request ammo
+        // file: nothing here allocates unless it fails.
+        let path = &self.path;
         let io_err = |error| PlanError::Io {
             path: path.clone(),
             error,
@@ -259,7 +261,7 @@ impl AmmoFile {
                 reader.seek(SeekFrom::Start(0)).map_err(io_err)?;
             }
             Inner::Gzip(reader) => {
-                let file = File::open(&path).map_err(io_err)?;
+                let file = File::open(path).map_err(io_err)?;
                 **reader = BufReader::with_capacity(STREAM_BUFFER, MultiGzDecoder::new(file));
             }
         }

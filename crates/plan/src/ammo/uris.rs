@@ -38,7 +38,7 @@ impl UrisReader {
         }
         if self.next == self.requests.len() {
             self.next = 0;
-            if !st.passes.finish(true, "uris")? {
+            if !st.passes.finish(true, &"uris")? {
                 self.done = true;
                 return Ok(false);
             }

@@ -25,8 +25,9 @@ use crate::error::{PlanError, Result};
 use crate::marker::Marker;
 use crate::sessions::{Record, SessionsReader};
 use crate::shard::Shard;
+use crate::words::count;
 
-pub use stats::{CaptureStats, Selection};
+pub use stats::{CaptureStats, RateProfile, Selection};
 
 /// A session of the replay: its number in the plan, unique across passes
 /// (pass × sessions per pass + its index in the pass).
@@ -97,6 +98,53 @@ pub struct ReplaySettings {
 }
 
 impl ReplaySettings {
+    /// A replay that would fire nothing is refused: a sessions file without a
+    /// request (an import that found none, see its warnings), or a selection
+    /// (`replay_skip`/`replay_offset`, the shard) that keeps none of its sessions.
+    pub(crate) fn check_fires(&self, path: &Path, stats: &CaptureStats) -> Result<()> {
+        let error = |message: String| {
+            Err(PlanError::Ammo {
+                path: path.to_path_buf(),
+                offset: 0,
+                message,
+            })
+        };
+        if stats.requests == 0 {
+            return error(format!(
+                "the sessions file has no request ({}): nothing to replay; expected one that \
+                 `tank import` wrote from a capture with requests (its warnings say what it skipped)",
+                count(stats.sessions, "session")
+            ));
+        }
+        if stats.requests_selected > 0 {
+            return Ok(());
+        }
+        let replay = &self.replay;
+        let mut chosen = Vec::new();
+        if replay.skip > 1 {
+            chosen.push(format!(
+                "replay_skip = {}, replay_offset = {}",
+                replay.skip, replay.offset
+            ));
+        }
+        if !self.shard.is_whole() {
+            chosen.push(format!("shard {}", self.shard));
+        }
+        let unit = if self.selection().per_request {
+            count(stats.requests, "request")
+        } else {
+            count(stats.sessions, "session")
+        };
+        error(format!(
+            "{} select none of its {unit}: nothing to replay; expected fewer shards or a smaller replay_skip",
+            if chosen.is_empty() {
+                "the selection".to_string()
+            } else {
+                chosen.join(" and ")
+            }
+        ))
+    }
+
     /// The selection these settings make of one pass.
     pub fn selection(&self) -> Selection {
         Selection {
@@ -236,6 +284,8 @@ impl ReplayStream {
         }
         let selection = self.settings.selection();
         let key = self.pass.saturating_mul(self.settings.per_pass);
+        // A request fired: its bytes are taken from the reader once it lets go of them.
+        let mut fired = false;
         match self.reader.next_record()? {
             None => {
                 self.end_open();
@@ -293,8 +343,7 @@ impl ReplayStream {
                             self.tag.extend_from_slice(tag);
                         }
                     }
-                    self.bytes.clear();
-                    self.bytes.extend_from_slice(bytes);
+                    fired = true;
                     let (session, due) = (open.session, self.due(offset_us));
                     if selection.per_request {
                         self.pending.push_back(Pending::Begin { session, due });
@@ -315,6 +364,9 @@ impl ReplayStream {
             }
             // per_request: the captured sessions' bounds do not matter.
             Some(Record::Begin { .. }) => {}
+        }
+        if fired {
+            self.reader.swap_request_bytes(&mut self.bytes);
         }
         Ok(())
     }

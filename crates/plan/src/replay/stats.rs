@@ -1,6 +1,10 @@
 //! A capture's statistics, from one pass over its sessions file: what
 //! `tank plan` prints about a replay, and the default session pool (the peak
 //! of sessions open at once, Apiary's count-concurrent-jobs).
+//!
+//! Memory is independent of the capture's span: the per-second rate is kept
+//! as a profile (its first seconds and its extremes), not a counter per
+//! second, so a capture of a year costs what one of a second does.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -57,7 +61,7 @@ pub struct CaptureStats {
     /// The largest gap between two consecutive requests.
     pub largest_gap: Duration,
     /// Requests per second of the capture, from its first request.
-    pub per_second: Vec<u64>,
+    pub per_second: RateProfile,
     /// The most sessions of the selection open at once: the default pool.
     pub peak_selected: u64,
     /// Requests of the selection in one pass.
@@ -102,11 +106,7 @@ impl CaptureStats {
                     }
                     last_request = Some(offset_us);
                     stats.duration = Duration::from_micros(offset_us);
-                    let second = usize::try_from(offset_us / 1_000_000).unwrap_or(usize::MAX);
-                    if stats.per_second.len() <= second {
-                        stats.per_second.resize(second + 1, 0);
-                    }
-                    stats.per_second[second] += 1;
+                    stats.per_second.request(offset_us / 1_000_000);
                 }
                 Record::End { id, .. } => {
                     all.ends += 1;
@@ -116,6 +116,7 @@ impl CaptureStats {
                 }
             }
         }
+        stats.per_second.finish();
         all.at(u64::MAX);
         chosen.at(u64::MAX);
         stats.peak_sessions = all.peak;
@@ -130,6 +131,72 @@ impl CaptureStats {
         let duration = u64::try_from(self.duration.as_micros()).unwrap_or(u64::MAX);
         let mean_gap = duration / self.requests.saturating_sub(1).max(1);
         duration.saturating_add(mean_gap.max(1000))
+    }
+}
+
+/// Requests per second of a capture, in memory that does not grow with its
+/// span: the first [`RateProfile::SHOWN`] seconds one by one, and over every
+/// second (empty ones count as 0) the least and the most. Requests come in
+/// time order, so a second is complete when a later one begins.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RateProfile {
+    /// Requests in each of the first seconds (up to [`RateProfile::SHOWN`]).
+    pub first: Vec<u64>,
+    /// Seconds from the first request's to the last's, both included.
+    pub seconds: u64,
+    /// The fewest requests in one of those seconds.
+    pub min: u64,
+    /// The most requests in one of those seconds.
+    pub max: u64,
+    /// Seconds with a request.
+    busy: u64,
+    /// The second being counted, and its requests so far.
+    current: Option<(u64, u64)>,
+}
+
+impl RateProfile {
+    /// Seconds kept one by one.
+    pub const SHOWN: usize = 20;
+
+    /// A request in `second` (nondecreasing from call to call).
+    fn request(&mut self, second: u64) {
+        if let Some(at) = usize::try_from(second).ok().filter(|at| *at < Self::SHOWN) {
+            if self.first.len() <= at {
+                self.first.resize(at + 1, 0);
+            }
+            self.first[at] += 1;
+        }
+        match &mut self.current {
+            Some((at, count)) if *at == second => *count += 1,
+            _ => {
+                self.settle();
+                self.current = Some((second, 1));
+                self.seconds = second.saturating_add(1);
+            }
+        }
+    }
+
+    /// Count the second in progress.
+    fn settle(&mut self) {
+        if let Some((_, count)) = self.current.take() {
+            self.min = if self.busy == 0 {
+                count
+            } else {
+                self.min.min(count)
+            };
+            self.max = self.max.max(count);
+            self.busy += 1;
+        }
+    }
+
+    /// No more requests: a second without one makes the least 0.
+    fn finish(&mut self) {
+        let shown = usize::try_from(self.seconds).map_or(Self::SHOWN, |s| s.min(Self::SHOWN));
+        self.first.resize(shown, 0);
+        self.settle();
+        if self.busy < self.seconds {
+            self.min = 0;
+        }
     }
 }
 
@@ -154,5 +221,35 @@ impl Peak {
         self.peak = self.peak.max(self.live);
         self.live = self.live.saturating_sub(self.ends);
         (self.begins, self.ends, self.offset_us) = (0, 0, offset_us);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RateProfile;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn the_profile_is_what_a_counter_per_second_says(
+            mut seconds in proptest::collection::vec(0u64..60, 0..200),
+        ) {
+            seconds.sort_unstable();
+            let mut profile = RateProfile::default();
+            let mut counts: Vec<u64> = Vec::new();
+            for &second in &seconds {
+                profile.request(second);
+                let at = second as usize;
+                if counts.len() <= at {
+                    counts.resize(at + 1, 0);
+                }
+                counts[at] += 1;
+            }
+            profile.finish();
+            prop_assert_eq!(profile.seconds, counts.len() as u64);
+            prop_assert_eq!(&profile.first[..], &counts[..counts.len().min(RateProfile::SHOWN)]);
+            prop_assert_eq!(profile.min, counts.iter().copied().min().unwrap_or(0));
+            prop_assert_eq!(profile.max, counts.iter().copied().max().unwrap_or(0));
+        }
     }
 }

@@ -123,7 +123,25 @@ fn requests_keep_their_sessions_order_and_bytes_and_the_capture_is_counted() {
     assert_eq!(stats.duration, Duration::from_secs(2));
     assert_eq!(stats.peak_sessions, 2);
     assert_eq!(stats.largest_gap, Duration::from_micros(1_995_000));
-    assert_eq!(stats.per_second, vec![5, 0, 1]);
+    assert_eq!(stats.per_second.first, vec![5, 0, 1]);
+    let profile = &stats.per_second;
+    assert_eq!((profile.seconds, profile.min, profile.max), (3, 0, 5));
+}
+
+#[test]
+fn a_capture_of_the_longest_span_is_walked_in_memory_independent_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.sessions");
+    let last = crate::sessions::MAX_OFFSET_US;
+    write(&path, &vec![vec![0, 2], vec![last]]);
+    let stats = CaptureStats::walk(&path, Selection::ALL).unwrap();
+    assert_eq!(stats.duration, Duration::from_micros(last));
+    let profile = &stats.per_second;
+    let mut first = vec![0; RateProfile::SHOWN];
+    first[0] = 2;
+    assert_eq!(profile.first, first);
+    assert_eq!(profile.seconds, last / 1_000_000 + 1);
+    assert_eq!((profile.min, profile.max), (0, 2));
 }
 
 #[test]

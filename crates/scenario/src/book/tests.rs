@@ -393,10 +393,45 @@ mod never_panics {
     use super::*;
     use proptest::prelude::*;
 
+    /// The worked example in each spelling (its source has no file here: a
+    /// mutant that keeps it valid fails there, after every stage before).
+    const SEEDS: [&[u8]; 3] = [
+        include_bytes!("../../../../ammo/scenario/shop.hcl"),
+        include_bytes!("../../../../ammo/scenario/shop.yaml"),
+        include_bytes!("flow.json"),
+    ];
+    /// What matters to the file's syntaxes, its paths and its templates.
+    const SNIPPETS: [&[u8]; 16] = [
+        b"{{",
+        b"}}",
+        b"{{-",
+        b"[next]",
+        b"[-1]",
+        b".request.",
+        b"source.",
+        b"$.",
+        b"//",
+        b"<<",
+        b"${",
+        b"\"",
+        b"\n",
+        b"(3, 100)",
+        b"merge(",
+        b"|substr(-2)",
+    ];
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]
         #[test]
         fn on_any_text_in_any_spelling(text in "\\PC{0,200}") {
+            for format in [Format::Hcl, Format::Yaml, Format::Json] {
+                let _ = compile_text(Path::new("s"), format, &text, 1);
+            }
+        }
+
+        #[test]
+        fn on_the_example_mutated(bytes in tank_testkit::mutation::mutated(&SEEDS, &SNIPPETS, 1..5)) {
+            let text = String::from_utf8_lossy(&bytes);
             for format in [Format::Hcl, Format::Yaml, Format::Json] {
                 let _ = compile_text(Path::new("s"), format, &text, 1);
             }

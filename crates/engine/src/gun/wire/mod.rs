@@ -267,13 +267,13 @@ impl WireBarrel {
         self.conn = None;
     }
 
-    /// Fire `request`, which started at `start`. `capture`, when given,
+    /// Fire `request`, which started at `start`. `reply`, when given,
     /// collects the reply bytes (up to its capacity) for the answers log.
     pub async fn fire(
         &mut self,
         request: &[u8],
         start: Instant,
-        mut capture: Option<&mut Vec<u8>>,
+        mut reply: Option<&mut Vec<u8>>,
     ) -> Measured {
         if let Some(pipe) = &self.pipe {
             // Boxed: its state would otherwise make every shot's future (and
@@ -288,8 +288,8 @@ impl WireBarrel {
         let mut resent = false;
         loop {
             let mut marks = Marks::default();
-            if let Some(capture) = capture.as_deref_mut() {
-                capture.clear();
+            if let Some(reply) = reply.as_deref_mut() {
+                reply.clear();
             }
             let result = self
                 .attempt(
@@ -298,7 +298,7 @@ impl WireBarrel {
                     deadline,
                     &mut marks,
                     &mut measured,
-                    capture.as_deref_mut(),
+                    reply.as_deref_mut(),
                 )
                 .await;
             if measured.size_out > 0 {
@@ -393,7 +393,7 @@ impl WireBarrel {
         deadline: Instant,
         marks: &mut Marks,
         measured: &mut Measured,
-        mut capture: Option<&mut Vec<u8>>,
+        mut kept: Option<&mut Vec<u8>>,
     ) -> Result<u16, Failure> {
         measured.size_out = 0;
         measured.size_in = 0;
@@ -438,12 +438,9 @@ impl WireBarrel {
         let received = loop {
             let read = conn
                 .read(deadline, |data| {
-                    if let Some(capture) = capture.as_deref_mut() {
-                        let room = capture
-                            .capacity()
-                            .saturating_sub(capture.len())
-                            .min(data.len());
-                        capture.extend_from_slice(&data[..room]);
+                    if let Some(kept) = kept.as_deref_mut() {
+                        let room = kept.capacity().saturating_sub(kept.len()).min(data.len());
+                        kept.extend_from_slice(&data[..room]);
                     }
                     (data.len(), reply.feed(data))
                 })

@@ -1,6 +1,7 @@
 //! Reading a reply's head: where it ends, whether it keeps phantom's limits,
 //! and the few facts that frame the body (status, version, `Connection`,
-//! `Transfer-Encoding`, `Content-Length`).
+//! `Transfer-Encoding`, `Content-Length`). [`Framing`], the header facts, is
+//! shared with requests: `tank import` frames a request's body by it.
 //!
 //! Two paths read a head, and they MUST agree. [`plain_head`] reads the usual
 //! head (CRLF lines of printable ASCII, token names, within the limits) in one
@@ -12,28 +13,45 @@
 
 use std::mem::MaybeUninit;
 
-use super::limits::Limits;
-use super::response::ReplyError;
+use crate::limits::Limits;
+use crate::reply::ReplyError;
 
-/// What a head says about the reply's framing.
+/// Why a message's framing headers cannot frame it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FramingError {
+    /// A `Content-Length` that is not a number.
+    #[error("a Content-Length that is not a number (expected decimal digits)")]
+    BadContentLength,
+    /// Two `Content-Length` headers that disagree.
+    #[error("two Content-Length headers with different values")]
+    ConflictingContentLength,
+    /// A request whose last transfer coding is not `chunked`: its body has no
+    /// end (RFC 9112 §6.3: a request never reads to the connection's close).
+    #[error("a Transfer-Encoding other than chunked: the body has no end")]
+    UnframedRequest,
+}
+
+/// What a message's headers say about its framing and its connection: the
+/// head facts that requests and replies share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(super) struct HeadFacts {
-    pub status: u16,
-    pub http_1_1: bool,
+pub struct Framing {
     /// `Connection: close`.
     pub close: bool,
     /// `Connection: keep-alive` (what keeps an HTTP/1.0 connection).
     pub keep_alive_header: bool,
+    /// A `Transfer-Encoding` header was present.
+    pub transfer_coded: bool,
     /// The last transfer coding is `chunked`.
     pub chunked: bool,
+    /// The `Content-Length`, if one was given.
     pub length: Option<u64>,
 }
 
-impl HeadFacts {
-    /// Take note of one header: only the three that frame the reply matter.
+impl Framing {
+    /// Take note of one header: only the three that frame a message matter.
     /// Whitespace around `value` makes no difference.
     #[inline]
-    fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), ReplyError> {
+    pub fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), FramingError> {
         // Most headers are none of the three: their length rules them out.
         match name.len() {
             10 if is_lowercase_of(name, b"connection") => {
@@ -45,21 +63,48 @@ impl HeadFacts {
             }
             17 if is_lowercase_of(name, b"transfer-encoding") => {
                 let last = value.rsplit(|b| *b == b',').next().unwrap_or_default();
+                self.transfer_coded = true;
                 self.chunked = is_lowercase_of(last.trim_ascii(), b"chunked");
             }
             14 if is_lowercase_of(name, b"content-length") => {
-                let length = content_length(value)
-                    .ok_or_else(|| ReplyError::Head("bad Content-Length".into()))?;
+                let length = content_length(value).ok_or(FramingError::BadContentLength)?;
                 if self.length.is_some_and(|l| l != length) {
-                    return Err(ReplyError::Head(
-                        "conflicting Content-Length headers".into(),
-                    ));
+                    return Err(FramingError::ConflictingContentLength);
                 }
                 self.length = Some(length);
             }
             _ => {}
         }
         Ok(())
+    }
+
+    /// A request's body, as these headers frame it: chunked, else
+    /// `Content-Length`, else none (a request never runs to the close).
+    pub fn request_body(&self) -> Result<crate::BodyDecoder, FramingError> {
+        if self.chunked {
+            Ok(crate::BodyDecoder::chunked())
+        } else if self.transfer_coded {
+            Err(FramingError::UnframedRequest)
+        } else {
+            Ok(crate::BodyDecoder::length(self.length.unwrap_or(0)))
+        }
+    }
+}
+
+/// What a reply's head says: its status line, and its framing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct HeadFacts {
+    pub(crate) status: u16,
+    pub(crate) http_1_1: bool,
+    pub(crate) framing: Framing,
+}
+
+impl HeadFacts {
+    #[inline]
+    fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), ReplyError> {
+        self.framing
+            .header(name, value)
+            .map_err(ReplyError::Framing)
     }
 }
 
@@ -76,7 +121,7 @@ fn is_lowercase_of(bytes: &[u8], lower: &[u8]) -> bool {
 }
 
 /// The head as httparse reads it: every head that [`plain_head`] leaves aside.
-pub(super) fn general_head(head: &[u8], field_num: usize) -> Result<HeadFacts, ReplyError> {
+pub(crate) fn general_head(head: &[u8], field_num: usize) -> Result<HeadFacts, ReplyError> {
     // Uninitialised slots: filling `field_num` (128 by default) empty headers
     // per reply would cost more than parsing it.
     let mut inline = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; INLINE_HEADERS];
@@ -120,7 +165,8 @@ pub(super) fn general_head(head: &[u8], field_num: usize) -> Result<HeadFacts, R
 /// differential test holds them together). Anything else (a partial head, a
 /// bare LF, a tab, obs-text, a leading blank line, a missing reason, a limit
 /// exceeded…) returns `None`, and the general path decides.
-pub(super) fn plain_head(
+#[inline]
+pub(crate) fn plain_head(
     data: &[u8],
     limits: &Limits,
 ) -> Option<(usize, Result<HeadFacts, ReplyError>)> {
@@ -212,9 +258,10 @@ fn first_unprintable(bytes: &[u8]) -> Option<usize> {
         .map(|at| offset + at)
 }
 
-/// Whether `byte` is a token character (RFC 9110's `tchar`), the bytes of a header name.
+/// Whether `byte` is a token character (RFC 9110's `tchar`): the bytes of a
+/// method or a header name.
 #[inline]
-fn is_token(byte: u8) -> bool {
+pub fn is_token(byte: u8) -> bool {
     TOKEN[byte as usize]
 }
 
@@ -267,7 +314,7 @@ const INLINE_HEADERS: usize = 128;
 /// Lines are counted without their LF; the status line is held to `line`, the
 /// others to `field`, and the LFs seen (the lines after the status line) to
 /// `field_num` + 1.
-pub(super) fn scan_head(head: &[u8], limits: &Limits) -> Result<Option<usize>, ReplyError> {
+pub(crate) fn scan_head(head: &[u8], limits: &Limits) -> Result<Option<usize>, ReplyError> {
     let check = |index: usize, len: usize| {
         let (limit, what) = if index == 0 {
             (limits.line, "phantom_http_line")
@@ -314,7 +361,7 @@ pub(super) fn scan_head(head: &[u8], limits: &Limits) -> Result<Option<usize>, R
 /// (`HTTP/1.x NNN`, then a space or the line's end), once that much of it
 /// arrived; `None` for anything else, or for an interim (1xx) reply.
 #[inline]
-pub(super) fn final_status_code(head: &[u8]) -> Option<u16> {
+pub(crate) fn final_status_code(head: &[u8]) -> Option<u16> {
     let [b'H', b'T', b'T', b'P', b'/', b'1', b'.', _, b' ', digits @ .., after] = head.get(..13)?
     else {
         return None;
@@ -374,7 +421,7 @@ mod tests {
         let facts = facts.unwrap();
         assert_eq!(end, NGINX_HEAD.len());
         assert_eq!(
-            (facts.status, facts.http_1_1, facts.length),
+            (facts.status, facts.http_1_1, facts.framing.length),
             (200, true, Some(100))
         );
         // Conflicting lengths fail the plain way too, with the same error.

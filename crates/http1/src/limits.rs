@@ -1,14 +1,12 @@
 //! phantom's reply limits (`phantom_http_line`, `phantom_http_field`,
 //! `phantom_http_field_num`, `phantom_http_entity`), in bytes.
 
-use tank_config::ReplyLimits;
-
 /// How much of a reply tank accepts before calling it broken (net code 71).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Longest status line, bytes.
     pub line: usize,
-    /// Longest header line, bytes.
+    /// Longest header line, bytes (also a chunk-size or trailer line).
     pub field: usize,
     /// Most header lines.
     pub field_num: usize,
@@ -17,20 +15,14 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// phantom's defaults, as the config's.
+    /// phantom's defaults: a 1 KiB status line, 8 KiB header lines, 128
+    /// headers, an 8 MiB body.
     fn default() -> Self {
-        Limits::from(ReplyLimits::default())
-    }
-}
-
-impl From<ReplyLimits> for Limits {
-    /// The config's limits (read and checked there), as the reader uses them.
-    fn from(limits: ReplyLimits) -> Self {
         Limits {
-            line: usize::try_from(limits.line).unwrap_or(usize::MAX),
-            field: usize::try_from(limits.field).unwrap_or(usize::MAX),
-            field_num: limits.field_num as usize,
-            entity: limits.entity,
+            line: 1 << 10,
+            field: 8 << 10,
+            field_num: 128,
+            entity: 8 << 20,
         }
     }
 }

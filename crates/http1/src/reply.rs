@@ -7,13 +7,16 @@
 //! `Content-Length`, else the body runs to the end of the connection.
 //!
 //! This file is the state machine (head, body, done); `head.rs` reads heads
-//! and `body.rs` frames bodies, as hyper splits its h1 role and decoder.
+//! and `body.rs` frames bodies, as hyper splits its h1 role and decoder. It
+//! is the gun's, on its hot path: every reply of an HTTP test goes through it.
 //! (About 600 lines, two thirds of them the reader's tests: whole replies,
 //! replies cut anywhere, mutated replies; they test the three files together.)
 
-use super::body::{Body, BodyReader, Chunk};
-use super::head::{final_status_code, general_head, plain_head, scan_head, HeadFacts};
-use super::limits::Limits;
+use crate::body::{BodyDecoder, BodyError};
+use crate::head::{
+    final_status_code, general_head, plain_head, scan_head, FramingError, HeadFacts,
+};
+use crate::limits::Limits;
 
 /// Why a reply is broken (phantom reports these as net code 71, EPROTO).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -24,18 +27,34 @@ pub enum ReplyError {
     /// A limit from [`Limits`] was exceeded.
     #[error("reply exceeds {0}")]
     TooLarge(&'static str),
+    /// The framing headers contradict each other or do not parse.
+    #[error("malformed reply head: {0}")]
+    Framing(FramingError),
     /// A chunked body that does not parse.
     #[error("malformed chunked body: {0}")]
-    Chunked(String),
+    Chunked(BodyError),
     /// The connection ended before the reply did.
     #[error("connection closed in the middle of the reply")]
     Truncated,
 }
 
+impl ReplyError {
+    /// A body's error as a reply's: over `max_line` is over
+    /// `phantom_http_field`, over `max_body` over `phantom_http_entity`.
+    #[cold]
+    fn body(error: BodyError) -> ReplyError {
+        match error {
+            BodyError::TooLarge => ReplyError::TooLarge("phantom_http_entity"),
+            BodyError::LineTooLong => ReplyError::TooLarge("phantom_http_field"),
+            error => ReplyError::Chunked(error),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Head,
-    Body(BodyReader),
+    Body(BodyDecoder),
     Done,
 }
 
@@ -54,8 +73,6 @@ pub struct ResponseReader {
     limits: Limits,
     head_request: bool,
     head: Vec<u8>,
-    /// A chunked body's line cut between reads.
-    line: Vec<u8>,
     state: State,
     status: u16,
     keep_alive: bool,
@@ -69,7 +86,6 @@ impl ResponseReader {
             limits,
             head_request,
             head: Vec::new(),
-            line: Vec::new(),
             state: State::Head,
             status: 0,
             keep_alive: false,
@@ -114,16 +130,16 @@ impl ResponseReader {
                     }
                 }
                 State::Body(mut body) => {
-                    let (used, done) = body.feed(&mut self.line, data, &self.limits)?;
-                    data = &data[used..];
-                    if done {
-                        self.state = State::Done;
-                    } else {
+                    let (used, done) = body
+                        .decode(data, self.limits.field, self.limits.entity)
+                        .map_err(ReplyError::body)?;
+                    if !done {
+                        // An unfinished body took every byte.
                         self.state = State::Body(body);
-                        if data.is_empty() {
-                            return Ok(None);
-                        }
+                        return Ok(None);
                     }
+                    data = &data[used..];
+                    self.state = State::Done;
                 }
             }
         }
@@ -196,24 +212,25 @@ impl ResponseReader {
             return Ok(());
         }
         self.status = status;
-        self.keep_alive = !facts.close && (facts.http_1_1 || facts.keep_alive_header);
+        let framing = facts.framing;
+        self.keep_alive = !framing.close && (facts.http_1_1 || framing.keep_alive_header);
         let no_body = self.head_request || status == 204 || status == 304 || status == 101;
         self.state = if no_body {
             State::Done
-        } else if facts.chunked {
-            State::Body(BodyReader::new(Body::Chunked(Chunk::Size)))
-        } else if let Some(length) = facts.length {
+        } else if framing.chunked {
+            State::Body(BodyDecoder::chunked())
+        } else if let Some(length) = framing.length {
             if length > self.limits.entity {
                 return Err(ReplyError::TooLarge("phantom_http_entity"));
             }
             if length == 0 {
                 State::Done
             } else {
-                State::Body(BodyReader::new(Body::Length(length)))
+                State::Body(BodyDecoder::length(length))
             }
         } else {
             self.keep_alive = false;
-            State::Body(BodyReader::new(Body::UntilClose))
+            State::Body(BodyDecoder::eof())
         };
         if status == 101 {
             self.keep_alive = false;
@@ -469,55 +486,8 @@ mod tests {
         b"0\r\n\r\n",
     ];
 
-    /// One mutation: where (a fraction of the length) and what.
-    #[derive(Debug, Clone)]
-    enum Mutation {
-        Flip(f64, u8),
-        Insert(f64, &'static [u8]),
-        Cut(f64, f64),
-        Double(f64, f64),
-    }
-
     fn mutated_reply() -> impl Strategy<Value = Vec<u8>> {
-        let at = || 0.0..1.0f64;
-        let mutation = prop_oneof![
-            (at(), any::<u8>()).prop_map(|(a, b)| Mutation::Flip(a, b)),
-            (at(), proptest::sample::select(&SNIPPETS[..]))
-                .prop_map(|(a, s)| Mutation::Insert(a, s)),
-            (at(), at()).prop_map(|(a, b)| Mutation::Cut(a, b)),
-            (at(), at()).prop_map(|(a, b)| Mutation::Double(a, b)),
-        ];
-        (
-            proptest::sample::select(&SEEDS[..]),
-            proptest::collection::vec(mutation, 0..4),
-        )
-            .prop_map(|(seed, mutations)| {
-                let mut bytes = seed.to_vec();
-                for m in mutations {
-                    let at = |f: f64| ((bytes.len() as f64) * f) as usize;
-                    match m {
-                        Mutation::Flip(f, b) if !bytes.is_empty() => {
-                            let i = at(f).min(bytes.len() - 1);
-                            bytes[i] = b;
-                        }
-                        Mutation::Flip(..) => {}
-                        Mutation::Insert(f, s) => {
-                            let i = at(f);
-                            bytes.splice(i..i, s.iter().copied());
-                        }
-                        Mutation::Cut(f, g) => {
-                            let (i, j) = (at(f.min(g)), at(f.max(g)));
-                            bytes.drain(i..j);
-                        }
-                        Mutation::Double(f, g) => {
-                            let (i, j) = (at(f.min(g)), at(f.max(g)));
-                            let copy = bytes[i..j].to_vec();
-                            bytes.splice(j..j, copy);
-                        }
-                    }
-                }
-                bytes
-            })
+        tank_testkit::mutation::mutated(&SEEDS, &SNIPPETS, 0..4)
     }
 
     /// How feeding `bytes` in pieces cut at `cuts` (then the end of the

@@ -1,0 +1,110 @@
+//! A reader that goes away (`tank -c load.ini -q | head -1`) never kills a
+//! command: its output is dropped, the command runs to its end and leaves
+//! every artifact, and its exit code is the one it would have had.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::server::{Behaviour, Server};
+use crate::support::{artifacts, phout, tank};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Run tank with `args` in `dir`, its stdout (and, with `stderr_too`, its
+/// stderr) a pipe whose reader is closed before tank writes anything. Returns
+/// its exit status and whatever stderr it wrote while that was still read.
+fn with_reader_gone(dir: &Path, args: &[&str], stderr_too: bool) -> (ExitStatus, String) {
+    let mut child = tank()
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tank");
+    drop(child.stdout.take());
+    let mut stderr = child.stderr.take().expect("stderr");
+    let reader = (!stderr_too).then(|| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.read_to_string(&mut text);
+            text
+        })
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for tank") {
+            break status;
+        }
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("tank {args:?} ran longer than {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stderr = reader.map(|r| r.join().unwrap()).unwrap_or_default();
+    assert!(!stderr.contains("panicked"), "tank {args:?}:\n{stderr}");
+    (status, stderr)
+}
+
+fn load_ini(dir: &Path, server: &Server) {
+    std::fs::write(
+        dir.join("load.ini"),
+        format!(
+            "[phantom]\naddress = {}\nuris = /a /b\nrps_schedule = const(100,3s)\ninstances = 10\n",
+            server.addr()
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_run_whose_stdout_and_stderr_are_closed_runs_to_its_end_and_writes_everything() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    load_ini(dir.path(), &server);
+    let (status, _) = with_reader_gone(dir.path(), &["-c", "load.ini", "-q"], true);
+    assert!(status.success(), "{status}");
+    let run = artifacts(dir.path());
+    let rows = phout(&run);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("summary.json")).unwrap()).unwrap();
+    let planned = summary["shots"]["planned"].as_u64().unwrap();
+    let unsent = summary["shots"]["unsent"].as_u64().unwrap();
+    assert_eq!(planned, 300);
+    assert_eq!(rows.len() as u64, planned - unsent, "{summary}");
+    assert_eq!(rows.len(), server.requests().len());
+    for file in ["summary.txt", "report.html"] {
+        assert!(run.join(file).exists(), "{file}");
+    }
+}
+
+#[test]
+fn every_command_that_prints_ends_normally_when_its_reader_is_gone() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    load_ini(dir.path(), &server);
+    let (status, stderr) = with_reader_gone(dir.path(), &["-c", "load.ini", "-q"], false);
+    assert!(status.success(), "{stderr}");
+    let run = artifacts(dir.path());
+    let run = run.to_str().unwrap();
+    let phout = format!("{run}/phout.log");
+    let url = format!("http://{}/", server.addr());
+    let commands: [&[&str]; 6] = [
+        &["plan", "-c", "load.ini"],
+        &["report", &phout, "--out", "report"],
+        &["compare", run, run],
+        &[
+            "k8s", "-c", "load.ini", "--shards", "2", "--image", "tank:1",
+        ],
+        &["k8s", "--dockerfile"],
+        &["bench", &url, "-c", "1", "-d", "1s"],
+    ];
+    for args in commands {
+        let (status, stderr) = with_reader_gone(dir.path(), args, false);
+        assert!(status.success(), "tank {args:?}: {status}\n{stderr}");
+    }
+    assert!(dir.path().join("report/summary.json").exists());
+}
