@@ -210,6 +210,30 @@ fn a_flow_runs_with_its_variables_cookies_and_cursors() {
 }
 
 #[test]
+fn shards_take_a_sources_turns_between_them() {
+    let fixture = Fixture::new();
+    let book = fixture.book(Format::Hcl, &fixture.hcl()).unwrap();
+    let defaults = Defaults::new(&book, "h", &[], false).unwrap();
+    let users = |shard: u64| {
+        let cursors = Cursors::sharded(&book, shard, 2);
+        let mut run = Run::new(&book, &defaults);
+        (0..3)
+            .map(|_| {
+                let (sent, _) = drive(&book, &cursors, &mut run, "looker", &mut shop_answer);
+                sent[0]
+                    .rsplit("\"user\": \"")
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect::<Vec<_>>()
+    };
+    // Shard 0 of 2 takes rows 0, 2, 4 (wrapping at 3), shard 1 rows 1, 3, 5.
+    assert_eq!(users(0), ["ann\"}", "cid\"}", "bob\"}"]);
+    assert_eq!(users(1), ["bob\"}", "ann\"}", "cid\"}"]);
+}
+
+#[test]
 fn failures_end_a_run_with_their_reason() {
     let fixture = Fixture::new();
     let book = fixture.book(Format::Hcl, &fixture.hcl()).unwrap();
