@@ -23,8 +23,9 @@ start_origin() { # recipe-json -> sets origin_addr, origin_pid
 }
 stop_origin() { kill "$origin_pid" 2>/dev/null || true; wait "$origin_pid" 2>/dev/null || true; origin_pid=''; }
 
-# nginx, one worker, keep-alive, access log off, a 100-byte /small.
-start_nginx() { # -> sets origin_addr, origin_pid
+# nginx, one worker, keep-alive, access log off, a 100-byte /small, and the
+# server lines given (other locations), if any.
+start_nginx() { # [server-lines] -> sets origin_addr, origin_pid
     local port; port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     cat > "$work/nginx.conf" <<CONF
 worker_processes 1;
@@ -37,6 +38,7 @@ http {
     server {
         listen 127.0.0.1:$port;
         location /small { return 200 "0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"; }
+        ${1:-}
     }
 }
 CONF

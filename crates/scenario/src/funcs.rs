@@ -129,27 +129,23 @@ fn whole(text: &str, what: &str) -> Result<i64, String> {
 /// one of the functions (then it is a path or a plain value).
 pub(crate) fn parse_call(text: &str) -> Option<Result<(Func, Vec<String>), String>> {
     let text = text.trim();
-    let open = text.find('(')?;
-    let func = Func::named(text[..open].trim())?;
-    let Some(inner) = text[open + 1..].strip_suffix(')') else {
-        return Some(Err(format!(
-            "`{text}`: a call of {} must end with `)`",
-            func.name()
-        )));
+    let name = text[..text.find('(')?].trim();
+    let func = Func::named(name)?;
+    let call = match crate::call::split(text) {
+        Ok(call) => call,
+        Err(message) => return Some(Err(message)),
     };
-    let args: Vec<String> = if inner.trim().is_empty() {
-        Vec::new()
-    } else {
-        inner.split(',').map(|a| a.trim().to_owned()).collect()
-    };
-    if args.len() > func.max_args() {
+    if call.args.len() > func.max_args() {
         return Some(Err(format!(
             "`{text}`: {} takes at most {} argument(s)",
             func.name(),
             func.max_args()
         )));
     }
-    Some(Ok((func, args)))
+    Some(Ok((
+        func,
+        call.args.into_iter().map(str::to_owned).collect(),
+    )))
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 mod book;
+mod call;
 mod doc;
 mod error;
 mod failure;

@@ -303,24 +303,16 @@ mod spec_step {
     const MAX_SLEEP_MS: u64 = 86_400_000;
 
     pub(super) fn parse(text: &str) -> Result<Parsed, String> {
-        let text = text.trim();
-        let (name, args) = match text.find('(') {
-            None => (text, Vec::new()),
-            Some(open) => {
-                let inner = text[open + 1..]
-                    .strip_suffix(')')
-                    .ok_or("expected `name(count, sleep_ms)` with `)` last")?;
-                let args = inner
-                    .split(',')
-                    .map(str::trim)
-                    .map(|a| {
-                        a.parse::<u64>()
-                            .map_err(|_| format!("`{a}` is not a whole number of 0 or more"))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                (text[..open].trim(), args)
-            }
-        };
+        let call = crate::call::split(text)?;
+        let name = call.name;
+        let args = call
+            .args
+            .iter()
+            .map(|a| {
+                a.parse::<u64>()
+                    .map_err(|_| format!("`{a}` is not a whole number of 0 or more"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         if name.is_empty() {
             return Err("expected a request's name".into());
         }

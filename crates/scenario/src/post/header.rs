@@ -43,29 +43,18 @@ pub(crate) fn parse(text: &str) -> Result<HeaderValue, String> {
 }
 
 fn modifier(text: &str) -> Result<Modifier, String> {
-    let text = text.trim();
-    let (name, args) = match text.find('(') {
-        None => (text, Vec::new()),
-        Some(open) => {
-            let inner = text[open + 1..]
-                .strip_suffix(')')
-                .ok_or_else(|| format!("modifier `{text}`: expected `)` at its end"))?;
-            (
-                text[..open].trim(),
-                inner.split(',').map(|a| a.trim().to_owned()).collect(),
-            )
-        }
-    };
-    let number = |arg: &String| {
+    let call = crate::call::split(text).map_err(|m| format!("modifier {m}"))?;
+    let (name, args) = (call.name, call.args);
+    let number = |arg: &str| {
         arg.parse::<i64>()
             .map_err(|_| format!("modifier `{text}`: `{arg}` is not a whole number"))
     };
     match (name, args.len()) {
         ("lower", 0) => Ok(Modifier::Lower),
         ("upper", 0) => Ok(Modifier::Upper),
-        ("substr", 1) => Ok(Modifier::Substr(number(&args[0])?, 0)),
-        ("substr", 2) => Ok(Modifier::Substr(number(&args[0])?, number(&args[1])?)),
-        ("replace", 2) => Ok(Modifier::Replace(args[0].clone(), args[1].clone())),
+        ("substr", 1) => Ok(Modifier::Substr(number(args[0])?, 0)),
+        ("substr", 2) => Ok(Modifier::Substr(number(args[0])?, number(args[1])?)),
+        ("replace", 2) => Ok(Modifier::Replace(args[0].to_owned(), args[1].to_owned())),
         ("lower" | "upper" | "substr" | "replace", _) => Err(format!(
             "modifier `{text}`: expected lower, upper, substr(start[, end]) or replace(from, to)"
         )),
