@@ -34,6 +34,21 @@ fn workdir(file: &str, text: Option<&str>) -> tempfile::TempDir {
     dir
 }
 
+/// A scenario file's start: the users source and a login that takes the
+/// next user and keeps the token; its postprocessor list open for more.
+const LOGIN: &str = r#"
+variable_sources:
+  - {name: users, type: file/csv, file: ammo/scenario/users.csv, fields: [id, name], ignore_first_line: true}
+requests:
+  - name: login
+    method: POST
+    uri: /login
+    body: '{"user": "{{.request.login.preprocessor.user.name}}"}'
+    preprocessor: {mapping: {user: "source.users[next]"}}
+    postprocessors:
+      - {type: var/jsonpath, mapping: {token: $.token}}
+"#;
+
 fn config(shop: &Shop, file: &str, runs: u32) -> String {
     format!(
         "[phantom]\naddress = {}\nammo_type = scenario\nammofile = ammo/scenario/{file}\n\
@@ -224,18 +239,8 @@ fn a_failed_assertion_ends_the_run_and_is_counted_by_request_and_reason() {
 #[test]
 fn a_missing_value_is_never_sent_and_an_empty_match_ends_the_run() {
     let shop = Shop::start();
-    let text = r#"
-variable_sources:
-  - {name: users, type: file/csv, file: ammo/scenario/users.csv, fields: [id, name], ignore_first_line: true}
-requests:
-  - name: login
-    method: POST
-    uri: /login
-    body: '{"user": "{{.request.login.preprocessor.user.name}}"}'
-    preprocessor: {mapping: {user: "source.users[next]"}}
-    postprocessors:
-      - {type: var/jsonpath, mapping: {token: $.token}}
-      - {type: var/header, mapping: {missing: X-Not-Sent}}
+    let text = LOGIN.to_owned()
+        + r#"      - {type: var/header, mapping: {missing: X-Not-Sent}}
   - name: list
     uri: /items
     headers:
@@ -250,7 +255,7 @@ scenarios:
   - {name: unset, requests: [login, list]}
   - {name: nomatch, requests: [login, search, list]}
 "#;
-    let dir = workdir("broken.yaml", Some(text));
+    let dir = workdir("broken.yaml", Some(&text));
     let out = shoot(
         dir.path(),
         &config(&shop, "broken.yaml", 4),
@@ -363,23 +368,14 @@ fn tank_plan_shows_the_scenarios_and_refuses_a_mistake_at_its_line() {
 #[test]
 fn a_second_ctrl_c_leaves_exactly_one_row_per_step_sent() {
     let shop = Shop::start();
-    let text = r#"
-variable_sources:
-  - {name: users, type: file/csv, file: ammo/scenario/users.csv, fields: [id, name], ignore_first_line: true}
-requests:
-  - name: login
-    method: POST
-    uri: /login
-    body: '{"user": "{{.request.login.preprocessor.user.name}}"}'
-    preprocessor: {mapping: {user: "source.users[next]"}}
-    postprocessors: [{type: var/jsonpath, mapping: {token: $.token}}]
-  - name: slow
+    let text = LOGIN.to_owned()
+        + r#"  - name: slow
     uri: /slow
     headers: {Authorization: "Bearer {{.request.login.postprocessor.token}}"}
 scenarios:
   - {name: wait, requests: [login, slow, login]}
 "#;
-    let dir = workdir("slow.yaml", Some(text));
+    let dir = workdir("slow.yaml", Some(&text));
     let slow_seen = || {
         shop.ledger()
             .requests
