@@ -153,6 +153,20 @@ fn the_shop_flow_in_yaml_runs_as_in_hcl() {
 }
 
 #[test]
+fn autocases_tag_the_requests_without_a_tag_of_their_own() {
+    let shop = Shop::start();
+    let dir = workdir("shop.hcl", None);
+    let config = config(&shop, "shop.hcl", 4) + "autocases = 1\n";
+    let out = shoot(dir.path(), &config, Duration::from_secs(120));
+    assert_ran(&out);
+    let rows = phout(&artifacts(dir.path()));
+    let mut tags: Vec<&str> = by_tag(&rows).into_keys().collect();
+    tags.sort_unstable();
+    // `login` has `tag = "auth"`; the others are tagged by their path, as uri ammo is.
+    assert_eq!(tags, ["_buy", "_items", "_profile", "auth"]);
+}
+
+#[test]
 fn a_failed_assertion_ends_the_run_and_is_counted_by_request_and_reason() {
     let shop = Shop::start();
     let text = std::fs::read_to_string(example("shop.yaml"))

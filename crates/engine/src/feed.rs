@@ -106,7 +106,7 @@ const MAX_REFILL_PAUSE: Duration = Duration::from_millis(8);
 /// requests of ammo that is looped. A shot then costs a lookup instead of an
 /// allocation, a copy, and a free on another thread. Up to `max_count` strings
 /// and `max_bytes` bytes are kept; past that, each shot gets its own copy.
-struct Interner {
+pub(crate) struct Interner {
     // Looked up per shot; the strings are the user's own, so a fast hasher is safe.
     set: foldhash::HashSet<Arc<[u8]>>,
     bytes: usize,
@@ -115,7 +115,7 @@ struct Interner {
 }
 
 impl Interner {
-    fn new(max_count: usize, max_bytes: usize) -> Self {
+    pub(crate) fn new(max_count: usize, max_bytes: usize) -> Self {
         Interner {
             set: foldhash::HashSet::default(),
             bytes: 0,
@@ -124,7 +124,7 @@ impl Interner {
         }
     }
 
-    fn get(&mut self, bytes: &[u8]) -> Arc<[u8]> {
+    pub(crate) fn get(&mut self, bytes: &[u8]) -> Arc<[u8]> {
         if let Some(shared) = self.set.get(bytes) {
             return Arc::clone(shared);
         }

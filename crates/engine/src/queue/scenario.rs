@@ -17,6 +17,8 @@
 //!    code with the reply's status kept;
 //! 4. the step's sleep, then the next step; `min_waiting_time` pads the run.
 //!
+//! A step's row is tagged by its request: its `tag`, else its name, or, with
+//! `autocases`, the marker of the request as built (as untagged ammo is).
 //! The first step's row carries the shot's lag; later steps are due when
 //! the step before them ends, so they have none. A run stopped by the
 //! schedule's end finishes its steps (only new runs are unsent); the first
@@ -36,6 +38,7 @@ use tokio::time::Instant;
 
 use super::{logged, InFlight, Shared};
 use crate::dispatch::{Dispatch, Seat};
+use crate::feed::Interner;
 use crate::gun::Barrel;
 use crate::sink::Answer;
 
@@ -51,6 +54,8 @@ pub(crate) struct Play {
     cursors: Cursors,
     /// Each request's tag, shared by its rows.
     tags: Vec<Tag>,
+    /// `autocases` for the requests without a `tag` of their own (`None`: off).
+    marker: Option<tank_plan::marker::Marker>,
     tally: Arc<ScenarioTally>,
     seed: u64,
     /// The most reply bytes a step captures: what phantom's limits let through.
@@ -83,6 +88,8 @@ impl Play {
                 .map(|r| Tag::from(book.request_tag(r).as_bytes()))
                 .collect(),
             tally: Arc::new(ScenarioTally::new(book.reasons().len())),
+            marker: (queue.autocases != tank_config::Autocases::Off)
+                .then(|| tank_plan::marker::Marker::new(queue.autocases, false)),
             defaults,
             seed: queue.arrivals.seed,
             capture: usize::try_from(capture).unwrap_or(usize::MAX),
@@ -239,6 +246,30 @@ struct Own<'p> {
     rng: SmallRng,
     request: Vec<u8>,
     reply: Vec<u8>,
+    /// `autocases`' marker, its output, and the tags it made, shared row to row.
+    marker: Option<tank_plan::marker::Marker>,
+    marked: Vec<u8>,
+    tags: Interner,
+}
+
+/// Distinct `autocases` tags an instance keeps one copy of, and their bytes at most.
+const INTERNED_TAGS: usize = 1024;
+const INTERNED_TAG_BYTES: usize = 256 * 1024;
+
+impl Own<'_> {
+    /// The tag of request `request`'s row, just built into `self.request`.
+    fn tag(&mut self, play: &Play, request: usize) -> Tag {
+        let fixed = &play.tags[request];
+        match &mut self.marker {
+            Some(marker) if !play.book.request_tagged(request) => {
+                match marker.mark(&self.request, &mut self.marked) {
+                    Ok(()) => self.tags.get(&self.marked),
+                    Err(_) => Arc::clone(fixed),
+                }
+            }
+            _ => Arc::clone(fixed),
+        }
+    }
 }
 
 /// A scenario queue's instance: takes a shot (a run) at a time from the
@@ -259,6 +290,9 @@ pub(crate) async fn scenario_instance<B: Barrel>(
         ),
         request: Vec::new(),
         reply: Vec::with_capacity(play.capture),
+        marker: play.marker.clone(),
+        marked: Vec::new(),
+        tags: Interner::new(INTERNED_TAGS, INTERNED_TAG_BYTES),
     };
     while let Some(shot) = dispatch.next(seat).await {
         if shared
@@ -299,17 +333,17 @@ async fn play_run<B: Barrel>(
         }
         // Later steps are due when the one before them ends: no lag.
         let due = if i == 0 { due } else { None };
-        let tag = &play.tags[step.request];
         let built = own
             .run
             .request(step.request, &play.cursors, &mut own.rng, &mut own.request);
         if let Err(failure) = built {
-            unsent_row(shared, due, tag, failure);
+            unsent_row(shared, due, &play.tags[step.request], failure);
             return Outcome::Failed(failure);
         }
+        let tag = own.tag(play, step.request);
         let start = Instant::now();
         let since_start = start.saturating_duration_since(shared.clock.start);
-        let in_flight = InFlight::enter(shared, start, since_start, due, tag);
+        let in_flight = InFlight::enter(shared, start, since_start, due, &tag);
         let mut measured = barrel.fire(&own.request, start, Some(&mut own.reply)).await;
         let verdict = if measured.net_code == NetCode::OK {
             own.run.reply(step.request, &own.reply).map_err(Some)

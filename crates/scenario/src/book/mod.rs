@@ -438,6 +438,12 @@ impl Book {
         self.requests.get(request).map_or("", |r| r.tag.as_str())
     }
 
+    /// Whether request `request` has a `tag` of its own (else its rows take
+    /// its name, or `autocases`' marker of each request built).
+    pub fn request_tagged(&self, request: usize) -> bool {
+        self.requests.get(request).is_some_and(|r| r.tagged)
+    }
+
     /// Whether request `request` is a HEAD (its reply has no body).
     pub fn request_is_head(&self, request: usize) -> bool {
         self.requests.get(request).is_some_and(|r| r.head)

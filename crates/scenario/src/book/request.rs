@@ -16,6 +16,8 @@ pub(crate) struct Request {
     pub name: String,
     /// Its rows' tag: `tag`, or the name.
     pub tag: String,
+    /// Whether `tag` is written (else an untagged request, which `autocases` may tag).
+    pub tagged: bool,
     pub method: String,
     /// Whether its method is HEAD (its reply has no body).
     pub head: bool,
@@ -235,6 +237,7 @@ pub(crate) fn compile(
     Ok(Request {
         name: name.to_owned(),
         tag: spec.tag.clone().unwrap_or_else(|| name.to_owned()),
+        tagged: spec.tag.is_some(),
         head: spec.method.eq_ignore_ascii_case("HEAD"),
         method: spec.method.clone(),
         uri,
