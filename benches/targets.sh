@@ -23,9 +23,10 @@ start_origin() { # recipe-json -> sets origin_addr, origin_pid
 }
 stop_origin() { kill "$origin_pid" 2>/dev/null || true; wait "$origin_pid" 2>/dev/null || true; origin_pid=''; }
 
-# nginx, one worker, keep-alive, access log off, a 100-byte /small, and the
-# server lines given (other locations), if any.
-start_nginx() { # [server-lines] -> sets origin_addr, origin_pid
+# nginx, one worker, keep-alive, access log off, a 100-byte /small. The first
+# argument, if any, is added to `listen` (`http2`: h2c with prior knowledge); the
+# second, if any, to the server (other locations).
+start_nginx() { # [listen-options [server-lines]] -> sets origin_addr, origin_pid
     local port; port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     cat > "$work/nginx.conf" <<CONF
 worker_processes 1;
@@ -36,9 +37,9 @@ http {
     access_log off;
     keepalive_requests 100000000;
     server {
-        listen 127.0.0.1:$port;
+        listen 127.0.0.1:$port ${1:-};
         location /small { return 200 "0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"; }
-        ${1:-}
+        ${2:-}
     }
 }
 CONF
@@ -62,4 +63,16 @@ start_fast_target() {
         target_name="tank origin (nginx not installed)"
         start_origin '{"random_content": "100b", "stages": [{"at": 0, "status": 200, "latency": 0}]}'
     fi
+}
+
+# CPU seconds (user + system) a command took, from /usr/bin/time (its last line: a
+# command that exits non-zero adds one before it); the command's output goes to $work/out.
+cpu_seconds() {
+    /usr/bin/time -f '%U %S' -o "$work/time" "$@" > "$work/out" 2>&1 || true
+    tail -1 "$work/time" | awk '{print $1 + $2}'
+}
+
+# $1 over $2, as a whole number with thousands separators ("n/a" for no time).
+per_cpu_second() {
+    python3 -c "import sys; r, c = float(sys.argv[1]), float(sys.argv[2]); print(f'{r / c:,.0f}' if c else 'n/a')" "$1" "$2"
 }

@@ -18,6 +18,8 @@ needed=(
     "memcached:memcached"
     # tests/import.rs: a real capture of loopback traffic.
     "tcpdump:tcpdump"
+    # tests/http2.rs: a real HTTP/2 server (h2c and h2 over TLS).
+    "nginx:nginx"
 )
 
 missing=()

@@ -1,7 +1,9 @@
 mod autostop;
 mod counts;
 mod differential;
+mod grpc;
 mod hostile;
+mod http2;
 mod import;
 mod k8s;
 mod limit;

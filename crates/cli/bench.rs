@@ -22,9 +22,14 @@ use crate::target_args::{finish, parse_duration, probe_dir, TargetArgs};
 pub struct BenchArgs {
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Connections: all firing back to back, or (with -R) the most open at once.
+    /// Connections: all firing back to back, or (with -R) the most open at
+    /// once. With --http2, the HTTP/2 connections the streams share (as h2load's -c).
     #[arg(short = 'c', long, default_value_t = 10)]
     pub connections: u32,
+    /// With --http2: streams in flight on each connection (h2load's -m; here
+    /// `-M`, as `-m` is the method): `-c` × `-M` requests in flight.
+    #[arg(short = 'M', long, default_value_t = 1, requires = "http2")]
+    pub max_concurrent_streams: u32,
     /// Requests per second (open model, latency from the intended start, as wrk2).
     #[arg(short = 'R', long)]
     pub rate: Option<u64>,
@@ -43,17 +48,31 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if args.connections == 0 {
         bail!("-c 0: expected at least one connection");
     }
-    let (target, root, name) = args.target.target("bench")?;
+    if args.max_concurrent_streams == 0 {
+        bail!("-M 0: expected at least one stream per connection");
+    }
+    let http2 = args.target.http2;
+    let (target, root, name) = if http2 {
+        args.target.target_over("bench", Some(args.connections))?
+    } else {
+        args.target.target("bench")?
+    };
+    // In flight at once: a connection each over HTTP/1, -M streams each over HTTP/2.
+    let in_flight = if http2 {
+        args.connections.saturating_mul(args.max_concurrent_streams)
+    } else {
+        args.connections
+    };
     let load = match args.rate {
         Some(0) => bail!("-R 0: expected at least 1 request per second"),
         Some(rate) => Load::Open {
             rate,
             duration: args.duration,
-            instances: args.connections,
+            instances: in_flight,
             arrivals: args.arrivals,
         },
         None => Load::Closed {
-            concurrency: args.connections,
+            concurrency: in_flight,
         },
     };
     let timing = Timing {
@@ -63,7 +82,15 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     };
     let threads = target.io_threads();
     outln!("Running {} test @ {name}", human_duration(args.duration));
-    outln!("  {threads} threads and {} connections", args.connections);
+    if http2 {
+        outln!(
+            "  {threads} threads and {} HTTP/2 connections, {} streams each",
+            args.connections,
+            args.max_concurrent_streams
+        );
+    } else {
+        outln!("  {threads} threads and {} connections", args.connections);
+    }
     let dir = probe_dir(&root, 0, "run");
     let m = run_probe(&target, &load, &timing, &dir)?;
     out!("{}", summary(&m, threads as u64, args.rate.is_some()));

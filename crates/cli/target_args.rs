@@ -38,6 +38,11 @@ pub struct TargetArgs {
     /// Send HTTP/1.0 requests (no keep-alive) instead of HTTP/1.1.
     #[arg(long = "http1.0")]
     pub http10: bool,
+    /// Send the requests as HTTP/2 (h2 over TLS with ALPN for https://, h2c
+    /// with prior knowledge for http://), multiplexed over few connections
+    /// (`tank_type = http2`; see docs/http2.md).
+    #[arg(long)]
+    pub http2: bool,
     /// I/O threads [default: cores/2 + 1, as phantom].
     #[arg(short = 't', long)]
     pub threads: Option<u32>,
@@ -54,6 +59,16 @@ impl TargetArgs {
     /// The target, and a fresh directory for this command's artifacts (a URL
     /// target's config and request are written there, and stay).
     pub fn target(&self, command: &str) -> Result<(Target, PathBuf, String)> {
+        self.target_over(command, None)
+    }
+
+    /// The same, with `--http2`'s streams over `connections` (`None`: as few
+    /// as the concurrency needs).
+    pub fn target_over(
+        &self,
+        command: &str,
+        connections: Option<u32>,
+    ) -> Result<(Target, PathBuf, String)> {
         let root = self.artifacts.join(format!("{command}_{}", stamp()));
         std::fs::create_dir_all(&root)
             .with_context(|| format!("creating the artifacts directory {}", root.display()))?;
@@ -61,7 +76,11 @@ impl TargetArgs {
             threads: self.threads,
             timeout: self.timeout,
             artifacts: self.artifacts.clone(),
+            http2: self.http2.then_some(connections),
         };
+        if self.http2 && self.http10 {
+            bail!("--http2 and --http1.0 ask for two protocols: choose one");
+        }
         let request_flags = !self.headers.is_empty()
             || self.method != "GET"
             || self.body.is_some()

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 
 pub mod component;
+pub mod h2server;
 pub mod memcached;
 pub mod server;
 pub mod shop;

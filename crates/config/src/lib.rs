@@ -36,6 +36,7 @@ mod convert;
 pub mod duration;
 mod error;
 mod export;
+mod grpc;
 mod ini;
 pub mod limits;
 pub mod memcached;

@@ -75,6 +75,8 @@ fn minimal_ini_gets_the_schema_defaults() {
             depth: 1,
             measure: false,
             arrivals: c.queues[0].arrivals,
+            connections: None,
+            grpc: None,
         }]
     );
     assert_eq!(c.autostop.criteria, Vec::<String>::new());
@@ -438,7 +440,7 @@ fn bad_enumerations_are_errors() {
         .contains("`uripost`"));
     assert!(ini_err(&format!("{MINIMAL}tank_type = udp\n"))
         .message()
-        .contains("`http`, `none` or `memcached`"));
+        .contains("`http`, `http2`, `grpc`, `none` or `memcached`"));
     assert!(ini_err(&format!("{MINIMAL}port = 8o\n"))
         .message()
         .contains("digits only"));
@@ -1020,4 +1022,92 @@ fn a_search_section_is_read_and_its_mistakes_located() {
         error("from = 500\nto = 100\n"),
         "l.ini:7: [search] to: `to` 100 must be above `from` 500"
     );
+}
+
+#[test]
+fn http2_queues_take_connections_and_grpc_queues_a_schema() {
+    let c = ini(
+        "[phantom]\naddress = h:80\ntank_type = http2\nconnections = 4\nuris = /\n\
+         rps_schedule = const(1,1s)\n",
+    );
+    assert_eq!(
+        (c.queues[0].tank_type, c.queues[0].connections),
+        (TankType::Http2, Some(4))
+    );
+    assert_eq!(c.queues[0].grpc, None);
+    let c = ini(
+        "[phantom]\naddress = h:80\ntank_type = grpc\nammofile = calls.jsonl\n\
+         rps_schedule = const(1,1s)\n[grpc]\nproto = a.proto b.proto\nimport_paths = inc\n\
+         authority = api:443\n",
+    );
+    let q = &c.queues[0];
+    assert_eq!(
+        q.ammo,
+        Some(AmmoSource::File {
+            path: "calls.jsonl".into(),
+            ammo_type: AmmoType::GrpcJson
+        })
+    );
+    let grpc = q.grpc.as_ref().unwrap();
+    assert_eq!(
+        grpc.schema,
+        crate::GrpcSchema::Protos {
+            files: vec!["a.proto".into(), "b.proto".into()],
+            import_paths: vec!["inc".into()],
+        }
+    );
+    assert_eq!(grpc.authority.as_deref(), Some("api:443"));
+    // Without [grpc], the server's reflection.
+    let c = ini(
+        "[phantom]\naddress = h:80\ntank_type = grpc\nammofile = c.jsonl\n\
+         rps_schedule = const(1,1s)\n",
+    );
+    assert_eq!(
+        c.queues[0].grpc.as_ref().unwrap().schema,
+        crate::GrpcSchema::Reflection
+    );
+}
+
+#[test]
+fn http2_and_grpc_options_where_they_do_not_belong_are_errors() {
+    let cases = [
+        (
+            "[phantom]\naddress = h\nconnections = 2\nuris = /\nrps_schedule = const(1,1s)\n",
+            "only `tank_type = http2` or `grpc` has them",
+        ),
+        (
+            "[phantom]\naddress = h\ntank_type = grpc\nuris = /\nrps_schedule = const(1,1s)\n",
+            "reads Pandora's `grpc/json` ammo",
+        ),
+        (
+            "[phantom]\naddress = h\nammofile = a\nammo_type = grpc/json\n\
+             rps_schedule = const(1,1s)\n",
+            "expected `tank_type = grpc`",
+        ),
+        (
+            "[phantom]\naddress = h\nuris = /\nrps_schedule = const(1,1s)\n[grpc]\nproto = a.proto\n",
+            "no queue uses this schema",
+        ),
+        (
+            "[phantom]\naddress = h\ntank_type = grpc\nammofile = a\n\
+             rps_schedule = const(1,1s)\n[grpc]\nprotos = a.proto\n",
+            "did you mean `proto`?",
+        ),
+        (
+            "[phantom]\naddress = h\ntank_type = grpc\nammofile = a\n\
+             rps_schedule = const(1,1s)\n[grpc]\nimport_paths = inc\n",
+            "expected `proto` too",
+        ),
+        (
+            "[phantom]\naddress = h\ntank_type = http3\nuris = /\nrps_schedule = const(1,1s)\n",
+            "expected `http`, `http2`, `grpc`, `none` or `memcached`",
+        ),
+    ];
+    for (text, expected) in cases {
+        let error = crate::load_str(text, ConfigFormat::Ini, Path::new("load.ini"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(expected), "{text}: {error}");
+        assert!(error.starts_with("load.ini:"), "{error}");
+    }
 }

@@ -43,6 +43,9 @@ pub struct TestConfig {
     pub origin: Option<OriginConfig>,
     /// `[memcached]`: the workload of queues with `tank_type = memcached` and no ammo of their own.
     pub memcached: Option<MemcachedConfig>,
+    /// `[grpc]`: the schema of queues with `tank_type = grpc` (each such queue
+    /// also carries it, in [`QueueConfig::grpc`]).
+    pub grpc: Option<GrpcConfig>,
     /// `[search]`: the settings of `tank search` and `tank scan` (flags override them).
     pub search: crate::search::SearchConfig,
     /// What the config asks for that tank does not do: sections of yandex-tank
@@ -151,6 +154,13 @@ pub struct QueueConfig {
     /// `arrivals` and `arrivals_seed` (tank's own): how an `rps_schedule`
     /// spaces its shots, and the seed of its draws (and of `random(...)` steps).
     pub arrivals: crate::arrivals::Arrivals,
+    /// `connections` (tank's own): how many HTTP/2 connections the queue's
+    /// streams are multiplexed over, 1 to [`crate::limits::MAX_INSTANCES`]
+    /// (`None`: as few as the concurrency needs). Only for `tank_type =
+    /// http2` and `grpc`.
+    pub connections: Option<u32>,
+    /// The `[grpc]` schema, for a `tank_type = grpc` queue (`None` for others).
+    pub grpc: Option<GrpcConfig>,
 }
 
 /// phantom's limits on a reply, in bytes (`phantom_http_field_num`: a count).
@@ -295,6 +305,9 @@ pub enum AmmoType {
     /// `docs/scenarios.md`): each shot is one run of a scenario, its requests
     /// built from templates, variables and sources as it goes.
     Scenario,
+    /// Pandora's `grpc/json`: one JSON object a line, `{"tag", "call",
+    /// "metadata", "payload"}`, for `tank_type = grpc` (its default there).
+    GrpcJson,
 }
 
 /// `autocases`: how untagged missiles get a marker.
@@ -319,6 +332,20 @@ pub enum TankType {
     None,
     /// memcached's ASCII protocol (`memcached`, tank's own).
     Memcached,
+    /// HTTP/2 (`http2`, tank's own): the HTTP/1 ammo sent as HTTP/2 requests,
+    /// multiplexed over few connections (h2 with ALPN over TLS, h2c with
+    /// prior knowledge without).
+    Http2,
+    /// gRPC over HTTP/2 (`grpc`, tank's own): Pandora's `grpc/json` ammo,
+    /// encoded by the `[grpc]` schema.
+    Grpc,
+}
+
+impl TankType {
+    /// Whether the gun speaks HTTP/2 (so `connections` applies).
+    pub fn is_http2(self) -> bool {
+        matches!(self, TankType::Http2 | TankType::Grpc)
+    }
 }
 
 /// `writelog`: which shots get their request and response written to the answers log.
@@ -646,4 +673,39 @@ pub enum KeyOrder {
     Sequential,
     /// A distribution: each sample, rounded down, modulo `records`, is the record.
     Distribution(Distribution),
+}
+
+/// `[grpc]` (tank's own section): where the schema of `tank_type = grpc`
+/// queues comes from, and the calls' `:authority`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrpcConfig {
+    /// Where the messages' descriptions come from.
+    pub schema: GrpcSchema,
+    /// `authority`: the `:authority` of every call (`None`: the target's
+    /// `host:port` as written in `address`).
+    pub authority: Option<String>,
+    /// Where the section was written (or the queue's section when there is
+    /// none), for errors a later stage finds in the schema.
+    pub place: OptionPlace,
+}
+
+/// Where a gRPC schema comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum GrpcSchema {
+    /// `proto = a.proto b.proto` with `import_paths = dir1 dir2`: compiled
+    /// in-process (no protoc), each file found in the import paths (the
+    /// file's own directory, then the working directory, when none is given).
+    Protos {
+        /// The `.proto` files, as written.
+        files: Vec<PathBuf>,
+        /// `import_paths`, as written.
+        import_paths: Vec<PathBuf>,
+    },
+    /// No `proto`: the server's reflection service (v1, else v1alpha) is
+    /// asked before the first shot.
+    #[default]
+    Reflection,
+    /// A serialized `google.protobuf.FileDescriptorSet`: what reflection
+    /// answered, filled in by the stage that asked it.
+    Descriptors(std::sync::Arc<[u8]>),
 }

@@ -47,6 +47,8 @@ pub(crate) const PHANTOM: &[(&str, Kind)] = &[
     ("client_key", Kind::Str),
     ("config", Kind::Str),
     ("connection_test", Kind::Bool),
+    // tank's own: HTTP/2 connections the streams are multiplexed over.
+    ("connections", Kind::Int),
     // tank's own: requests in flight per connection (memcached only).
     ("depth", Kind::Int),
     ("enabled", Kind::Bool),
@@ -128,6 +130,15 @@ pub(crate) const MEMCACHED: &[(&str, Kind)] = &[
     ("seed", Kind::Str),
     ("update", Kind::Str),
     ("valuesize", Kind::Str),
+];
+
+/// `[grpc]` options (tank's own section: the schema of `tank_type = grpc` queues).
+pub(crate) const GRPC: &[(&str, Kind)] = &[
+    ("authority", Kind::Str),
+    ("enabled", Kind::Bool),
+    ("import_paths", Kind::List),
+    ("package", Kind::Any),
+    ("proto", Kind::List),
 ];
 
 /// `[search]` options (tank's own section: `tank search` and `tank scan`).
@@ -321,7 +332,7 @@ mod tests {
     #[test]
     fn tables_are_sorted_and_unique() {
         for table in [
-            PHANTOM, AUTOSTOP, RCASSERT, CONSOLE, ORIGIN, MEMCACHED, CORE,
+            PHANTOM, AUTOSTOP, RCASSERT, CONSOLE, ORIGIN, MEMCACHED, GRPC, CORE,
         ] {
             let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
             let mut sorted = names.clone();

@@ -14,7 +14,7 @@ use crate::convert::{self, Converted};
 use crate::error::{ConfigError, OptionPlace, Place};
 use crate::limits::{grouped, MAX_DEPTH, MAX_INSTANCES, MAX_SHOTS, MAX_THREADS};
 use crate::model::{
-    AmmoSource, AmmoType, Autocases, LoadProfile, MemcachedConfig, Places, QueueConfig,
+    AmmoSource, AmmoType, Autocases, GrpcConfig, LoadProfile, MemcachedConfig, Places, QueueConfig,
     ReplyLimits, RunOptions, TankType, WriteLog,
 };
 use crate::options::SCHEDULE_KEYS;
@@ -144,11 +144,20 @@ pub(crate) fn entry_error(
         .for_key(&entry.key)
 }
 
+/// The run-level sections a queue may draw on.
+#[derive(Clone, Copy)]
+pub(crate) struct Shared<'a> {
+    /// `[memcached]`: the workload of memcached queues without ammo.
+    pub memcached: Option<&'a MemcachedConfig>,
+    /// `[grpc]`: the schema of grpc queues.
+    pub grpc: Option<&'a GrpcConfig>,
+}
+
 /// Builds and checks one queue of the config read from `file`.
 pub(crate) fn build(
     q: &Layered<'_>,
     file: &Path,
-    memcached: Option<&MemcachedConfig>,
+    shared: Shared<'_>,
 ) -> Result<QueueConfig, ConfigError> {
     let address = q.get("address", convert::string)?.unwrap_or_default();
     if address.trim().is_empty() {
@@ -164,12 +173,18 @@ pub(crate) fn build(
     let tank_type = q.parsed("tank_type", TankType::Http, tank_type)?;
     scenario::check(q, &load_profile, tank_type)?;
     // A memcached queue without ammo of its own generates the [memcached] workload.
-    let workload = (tank_type == TankType::Memcached).then_some(memcached);
+    let workload = (tank_type == TankType::Memcached).then_some(shared.memcached);
     let ammo = match load_profile {
         // A ready stpd file carries its own requests: an ammo source is optional and unused.
-        LoadProfile::StpdFile(_) => ammo(q, workload).ok(),
-        _ => Some(ammo(q, workload)?),
+        LoadProfile::StpdFile(_) => ammo(q, workload, tank_type).ok(),
+        _ => Some(ammo(q, workload, tank_type)?),
     };
+    let grpc = (tank_type == TankType::Grpc).then(|| {
+        shared
+            .grpc
+            .cloned()
+            .unwrap_or_else(|| crate::grpc::reflection(file, q.name))
+    });
     Ok(QueueConfig {
         name: q.name.to_owned(),
         address,
@@ -216,7 +231,27 @@ pub(crate) fn build(
         depth: depth(q, tank_type)?,
         measure: measure(q, open_loop)?,
         arrivals: arrivals(q, open_loop)?,
+        connections: connections(q, tank_type)?,
+        grpc,
     })
+}
+
+/// `connections`: 1 to [`MAX_INSTANCES`], for the HTTP/2 guns only.
+fn connections(q: &Layered<'_>, tank_type: TankType) -> Result<Option<u32>, ConfigError> {
+    let Some(n) = q.get("connections", convert::integer)? else {
+        return Ok(None);
+    };
+    let connections = bounded_u32(q, "connections", n, MAX_INSTANCES)?;
+    if !tank_type.is_http2() {
+        let message = "`connections` sets how many HTTP/2 connections the streams share: \
+                       only `tank_type = http2` or `grpc` has them (an HTTP/1 instance \
+                       holds a connection of its own)";
+        return Err(match q.entry("connections") {
+            Some((section, entry)) => entry_error(section, entry, message),
+            None => q.error(message),
+        });
+    }
+    Ok(Some(connections))
 }
 
 /// The run-wide options `[phantom]` holds (see [`RunOptions`]).
@@ -406,8 +441,10 @@ fn tank_type(text: &str) -> Result<TankType, String> {
         "http" => Ok(TankType::Http),
         "none" => Ok(TankType::None),
         "memcached" => Ok(TankType::Memcached),
+        "http2" => Ok(TankType::Http2),
+        "grpc" => Ok(TankType::Grpc),
         other => Err(format!(
-            "expected `http`, `none` or `memcached`, found `{other}`"
+            "expected `http`, `http2`, `grpc`, `none` or `memcached`, found `{other}`"
         )),
     }
 }
@@ -420,8 +457,9 @@ fn ammo_type(text: &str) -> Result<AmmoType, String> {
         "access" => Ok(AmmoType::Access),
         "sessions" => Ok(AmmoType::Sessions),
         "scenario" => Ok(AmmoType::Scenario),
+        "grpc/json" => Ok(AmmoType::GrpcJson),
         other => Err(format!(
-            "expected one of `phantom`, `uri`, `uripost`, `access`, `sessions`, `scenario`, \
+            "expected one of `phantom`, `uri`, `uripost`, `access`, `sessions`, `scenario`, `grpc/json`, \
              found `{other}`"
         )),
     }
@@ -486,6 +524,7 @@ fn autocases(q: &Layered<'_>) -> Result<Autocases, ConfigError> {
 fn ammo(
     q: &Layered<'_>,
     workload: Option<Option<&MemcachedConfig>>,
+    tank_type: TankType,
 ) -> Result<AmmoSource, ConfigError> {
     let uris: Vec<String> = q
         .get("uris", convert::list)?
@@ -494,7 +533,25 @@ fn ammo(
         .filter(|u| !u.is_empty())
         .collect();
     let ammofile = q.get("ammofile", convert::string)?.unwrap_or_default();
-    let ammo_type = q.parsed("ammo_type", AmmoType::Phantom, ammo_type)?;
+    let grpc = tank_type == TankType::Grpc;
+    let default_type = if grpc {
+        AmmoType::GrpcJson
+    } else {
+        AmmoType::Phantom
+    };
+    let ammo_type = q.parsed("ammo_type", default_type, ammo_type)?;
+    if grpc != (ammo_type == AmmoType::GrpcJson) || (grpc && !uris.is_empty()) {
+        let message = if grpc {
+            "a `tank_type = grpc` queue reads Pandora's `grpc/json` ammo: expected \
+             `ammofile` with `ammo_type = grpc/json` (its default there)"
+        } else {
+            "`grpc/json` ammo holds gRPC calls: expected `tank_type = grpc`"
+        };
+        return Err(match q.entry("ammo_type").or_else(|| q.entry("uris")) {
+            Some((section, entry)) => entry_error(section, entry, message),
+            None => q.error(message),
+        });
+    }
     match (uris.is_empty(), ammofile.is_empty()) {
         (true, true) if workload.is_some_and(|w| w.is_some()) => Ok(AmmoSource::Memcached(
             Box::new(workload.flatten().cloned().unwrap_or_default()),

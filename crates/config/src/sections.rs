@@ -29,6 +29,8 @@ pub(crate) enum SectionKind {
     Origin,
     /// `[memcached]`: tank's own, the memcached workload.
     Memcached,
+    /// `[grpc]`: tank's own, the schema of `tank_type = grpc` queues.
+    Grpc,
     /// Another yandex-tank plugin's section: accepted, not acted on.
     Ignored,
     /// `[telegraf]` / `[monitoring]`: the hosts to watch.
@@ -73,12 +75,13 @@ const PATTERNS: &[(&str, SectionKind)] = &[
     ("prometheus", SectionKind::Prometheus),
     ("memcached", SectionKind::Memcached),
     ("search", SectionKind::Search),
+    ("grpc", SectionKind::Grpc),
 ];
 
 /// The known section names, for "unrecognized section" messages.
 pub(crate) const KNOWN: &str =
     "phantom, phantom-*, autostop, rcassert, console, origin, telegraf/monitoring, influx, \
-    prometheus, memcached, search, tank/core (and, ignored: aggregator, android, appium, \
+    prometheus, memcached, search, grpc, tank/core (and, ignored: aggregator, android, appium, \
     battery_historian, bfg, meta, overload, uploader, datauploader, jmeter, rcheck, shellexec, \
     shootexec, tips, json_report, pandora, opentsdb)";
 
@@ -146,6 +149,7 @@ pub(crate) fn classify(name: &str) -> Option<SectionKind> {
         SectionKind::Prometheus if name != "prometheus" => None,
         SectionKind::Memcached if name != "memcached" => None,
         SectionKind::Search if name != "search" => None,
+        SectionKind::Grpc if name != "grpc" => None,
         kind => Some(kind),
     }
 }

@@ -9,6 +9,7 @@ use std::path::Path;
 use crate::convert;
 use crate::error::ConfigError;
 use crate::export;
+use crate::grpc;
 use crate::memcached;
 use crate::model::{
     AutostopConfig, ConfigFormat, ConsoleConfig, CoreConfig, RcAssertConfig, RunOptions, TestConfig,
@@ -72,6 +73,7 @@ pub(crate) fn validate(
         console: ConsoleConfig::default(),
         origin: None,
         memcached: None,
+        grpc: None,
         search: Default::default(),
         warnings: Vec::new(),
         monitoring: None,
@@ -105,6 +107,9 @@ pub(crate) fn validate(
             }
             SectionKind::Memcached if enabled(section)? => {
                 config.memcached = Some(memcached::read(section)?);
+            }
+            SectionKind::Grpc if enabled(section)? => {
+                config.grpc = Some(grpc::read(section, path)?);
             }
             SectionKind::Ignored if enabled(section)? => {
                 if let Some(plugin) = sections::unimplemented_plugin(&section.name.to_lowercase()) {
@@ -149,11 +154,13 @@ pub(crate) fn validate(
             None => ConfigError::new("no [phantom] section (YAML: phantom:): nothing to run"),
         });
     };
-    config.queues.push(queue::build(
-        &Layered::main(main),
-        path,
-        config.memcached.as_ref(),
-    )?);
+    let shared = queue::Shared {
+        memcached: config.memcached.as_ref(),
+        grpc: config.grpc.as_ref(),
+    };
+    config
+        .queues
+        .push(queue::build(&Layered::main(main), path, shared)?);
     config.run = queue::run_options(&Layered::main(main))?;
     for extra in extras {
         config.warnings.extend(
@@ -161,15 +168,14 @@ pub(crate) fn validate(
                 .into_iter()
                 .map(|w| w.in_file(path).to_string()),
         );
-        config.queues.push(queue::build(
-            &Layered::extra(main, extra),
-            path,
-            config.memcached.as_ref(),
-        )?);
+        config
+            .queues
+            .push(queue::build(&Layered::extra(main, extra), path, shared)?);
     }
     origin::check_queue_addresses(raw, &config)?;
     config.monitoring = monitoring::read(&monitoring_sections, &config.queues[0], path)?;
     memcached::check_used(raw, &config)?;
+    grpc::check_used(raw, &config)?;
     Ok(config)
 }
 
@@ -192,6 +198,7 @@ fn section_kind(section: &RawSection) -> Result<SectionKind, ConfigError> {
             "console",
             "origin",
             "memcached",
+            "grpc",
             "tank",
             "core",
         ],
@@ -262,6 +269,7 @@ fn check_keys(
         SectionKind::Prometheus => options::PROMETHEUS,
         SectionKind::Memcached => options::MEMCACHED,
         SectionKind::Search => options::SEARCH,
+        SectionKind::Grpc => options::GRPC,
         SectionKind::Ignored => return Ok(()),
     };
     for entry in &section.entries {

@@ -231,6 +231,10 @@ pub struct QueueReport {
     /// A scenario queue's runs (`None` for other ammo). Its `planned` and
     /// `fired` count requests (rows); the runs are counted here.
     pub scenario: Option<ScenarioReport>,
+    /// A `tank_type = grpc` queue's replies by `grpc-status` (code, count;
+    /// codes with none left out): what phout's proto code cannot tell apart
+    /// (ABORTED and ALREADY_EXISTS are both 409). Empty for other queues.
+    pub grpc_statuses: Vec<(tank_grpc::Status, u64)>,
 }
 
 impl QueueReport {
@@ -381,6 +385,8 @@ enum Feeding {
         known: Option<u64>,
         /// A scenario queue's setup: its plan counts runs, not rows.
         scenario: Option<Arc<queue::scenario::Play>>,
+        /// A gRPC queue's statuses as its gun counts them.
+        statuses: Option<Arc<gun::h2::StatusTally>>,
     },
     Failed {
         name: String,
@@ -452,6 +458,7 @@ impl PreparedQueue {
             shared: Arc::clone(&shared),
             known,
             scenario: self.scenario,
+            statuses: self.gun.grpc_statuses(),
         };
         (running, Some((shared, self.gun, self.pool)))
     }
@@ -461,7 +468,7 @@ impl Feeding {
     /// The queue's report, once its instances have ended: its feeder halted
     /// and joined, the plan's rest counted when the count was not known.
     async fn finish(self) -> QueueReport {
-        let (name, feeder, shared, known, scenario) = match self {
+        let (name, feeder, shared, known, scenario, statuses) = match self {
             Feeding::Failed { name, message } => {
                 return QueueReport {
                     name: name.clone(),
@@ -472,6 +479,7 @@ impl Feeding {
                         message,
                     }),
                     scenario: None,
+                    grpc_statuses: Vec::new(),
                 }
             }
             Feeding::Running {
@@ -480,7 +488,8 @@ impl Feeding {
                 shared,
                 known,
                 scenario,
-            } => (name, feeder, shared, known, scenario),
+                statuses,
+            } => (name, feeder, shared, known, scenario, statuses),
         };
         // Halting lets a feeder waiting for room see the end.
         shared.handoff.halt();
@@ -497,6 +506,7 @@ impl Feeding {
                 }),
             ),
         };
+        let grpc_statuses = statuses.map_or_else(Vec::new, |tally| tally.counts());
         match scenario {
             // The plan counts runs; the rows they made are `fired`.
             Some(play) => QueueReport {
@@ -505,6 +515,7 @@ impl Feeding {
                 fired,
                 error,
                 scenario: Some(play.report(counted)),
+                grpc_statuses,
             },
             None => QueueReport {
                 name,
@@ -512,6 +523,7 @@ impl Feeding {
                 fired,
                 error,
                 scenario: None,
+                grpc_statuses,
             },
         }
     }
@@ -603,6 +615,126 @@ impl CheckedQueue {
             scenario: self.scenario,
         })
     }
+}
+
+/// The config with the schema of each `tank_type = grpc` queue that names no
+/// `proto` filled in, by asking its server's reflection service (v1, then
+/// v1alpha), once per target, each within the queue's `timeout`; `None`
+/// when no queue needs it. It connects to the targets (and not otherwise):
+/// the step before a gRPC plan can be read. `origin` is the in-process
+/// simulator's address, for `address = origin`. Blocking: call it outside
+/// any async runtime.
+pub fn reflect_schemas(
+    config: &TestConfig,
+    origin: Option<SocketAddr>,
+) -> Result<Option<TestConfig>, EngineError> {
+    let needs = |q: &QueueConfig| {
+        q.grpc
+            .as_ref()
+            .is_some_and(|g| g.schema == tank_config::GrpcSchema::Reflection)
+    };
+    if !config.queues.iter().any(needs) {
+        return Ok(None);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| EngineError::Queue {
+            queue: config.queues[0].name.clone(),
+            message: format!("cannot start a runtime to ask for the gRPC schema: {e}"),
+        })?;
+    let mut resolved = config.clone();
+    let mut asked: Vec<(SocketAddr, Arc<[u8]>)> = Vec::new();
+    for queue in resolved.queues.iter_mut().filter(|q| needs(q)) {
+        let spec = gun::GunSpec::check(queue, origin.is_some())?;
+        let gun::Guns::H2(gun) = spec.resolve(origin)? else {
+            continue;
+        };
+        let Some(grpc) = queue.grpc.as_mut() else {
+            continue;
+        };
+        let endpoint = gun.endpoint();
+        let bytes = match asked.iter().find(|(at, _)| *at == endpoint) {
+            Some((_, bytes)) => Arc::clone(bytes),
+            None => {
+                let asking = async { tokio::time::timeout(queue.timeout, gun.reflect()).await };
+                let answer = runtime.block_on(asking).unwrap_or_else(|_| {
+                    Err(format!(
+                        "no answer within the timeout ({:?})",
+                        queue.timeout
+                    ))
+                });
+                let bytes: Arc<[u8]> = answer
+                    .map_err(|message| {
+                        EngineError::Option(grpc.place.error(format!(
+                            "no `proto` is given, so the schema comes from the server's                              reflection service at {endpoint}: {message}"
+                        )))
+                    })?
+                    .into();
+                asked.push((endpoint, Arc::clone(&bytes)));
+                bytes
+            }
+        };
+        grpc.schema = tank_config::GrpcSchema::Descriptors(bytes);
+    }
+    Ok(Some(resolved))
+}
+
+/// Check that every request of an `http2` queue can go out as HTTP/2, by
+/// reading its ammo through once (each distinct request converted once):
+/// what `tank plan` and the run check before the first shot. `Ok` holds the
+/// warning about connection-specific headers HTTP/2 drops, if any were
+/// found; other queues have nothing to check here.
+pub fn check_http2_ammo(queue: &QueueConfig) -> Result<Option<String>, EngineError> {
+    if queue.tank_type != tank_config::TankType::Http2 {
+        return Ok(None);
+    }
+    let mut plan = Plan::new(queue).map_err(EngineError::Plan)?;
+    let mut seen = foldhash::HashSet::<Vec<u8>>::default();
+    let mut dropped: Vec<(String, u64)> = Vec::new();
+    let mut number = 0u64;
+    while plan.passes() == 0 {
+        let Some(shot) = plan.next_shot().map_err(EngineError::Plan)? else {
+            break;
+        };
+        number += 1;
+        // Distinct requests only, as far as memory allows a set of them.
+        if seen.len() < 100_000 && !seen.insert(shot.missile.to_vec()) {
+            continue;
+        }
+        let names = gun::h2::check_request(shot.missile).map_err(|message| {
+            let key = if queue.places.is_written("uris") {
+                "uris"
+            } else {
+                "ammofile"
+            };
+            EngineError::Option(queue.places.of(key).error(format!(
+                "request {number} (tag `{}`) cannot be sent as HTTP/2: {message}",
+                String::from_utf8_lossy(shot.marker)
+            )))
+        })?;
+        for name in names {
+            match dropped
+                .iter_mut()
+                .find(|(n, _)| n.eq_ignore_ascii_case(&name))
+            {
+                Some((_, count)) => *count += 1,
+                None => dropped.push((name, 1)),
+            }
+        }
+    }
+    if dropped.is_empty() {
+        return Ok(None);
+    }
+    let listed: Vec<String> = dropped
+        .iter()
+        .map(|(name, count)| format!("{name} ({count} distinct requests)"))
+        .collect();
+    Ok(Some(format!(
+        "[{}] HTTP/2 has no connection-specific headers: dropped from the requests: {}",
+        queue.name,
+        listed.join(", ")
+    )))
 }
 
 /// The longest period of the I/O threads' timer anchors (see [`io_threads`]).

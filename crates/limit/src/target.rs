@@ -50,6 +50,9 @@ pub struct Options {
     pub timeout: Option<Duration>,
     /// Where each run's artifacts go: a directory per probe under it.
     pub artifacts: PathBuf,
+    /// `--http2`: send the requests as HTTP/2 (`tank_type = http2`), over
+    /// this many connections (`Some(None)`: as few as the concurrency needs).
+    pub http2: Option<Option<u32>>,
 }
 
 /// One probe's load.
@@ -147,6 +150,12 @@ impl Target {
         if let Some(timeout) = options.timeout {
             let ms = timeout.as_millis().max(1);
             common.push(option("phantom", "timeout", &format!("{ms}ms")));
+        }
+        if let Some(connections) = options.http2 {
+            common.push(option("phantom", "tank_type", "http2"));
+            if let Some(n) = connections {
+                common.push(option("phantom", "connections", &n.to_string()));
+            }
         }
         let base = load(&path, &url_options, &common, &[])?;
         let queue = base.queues.first().ok_or_else(|| {
@@ -371,6 +380,7 @@ mod tests {
             threads: Some(1),
             timeout: Some(Duration::from_secs(2)),
             artifacts: "logs".into(),
+            http2: None,
         };
         let dir = tempfile::tempdir().unwrap();
         let target = Target::from_url(

@@ -39,6 +39,17 @@ pub enum PlanError {
     /// the file and line.
     #[error("{0}")]
     Scenario(tank_scenario::ScenarioError),
+    /// A malformed line of line-based ammo (`grpc/json`): names the file and
+    /// the line (1-based).
+    #[error("{}:{line}: {message}", path.display())]
+    AmmoLine {
+        /// The ammo file.
+        path: PathBuf,
+        /// The line.
+        line: u64,
+        /// What was wrong and what was expected.
+        message: String,
+    },
     /// An ammo or stpd file that cannot be opened or read.
     #[error("{}: {error}", path.display())]
     Io {
@@ -75,9 +86,10 @@ impl PlanError {
     pub fn located_in(self, places: &tank_config::Places, ammo_key: &str) -> Self {
         let located = match &self {
             PlanError::Located(_) => return self,
-            PlanError::Ammo { .. } | PlanError::Io { .. } | PlanError::Scenario(_) => {
-                places.of(ammo_key).error(self.to_string())
-            }
+            PlanError::Ammo { .. }
+            | PlanError::AmmoLine { .. }
+            | PlanError::Io { .. }
+            | PlanError::Scenario(_) => places.of(ammo_key).error(self.to_string()),
             PlanError::Schedule { key, .. } => places.of(key).error(self.to_string()),
             PlanError::Config(message) => places.error(message.clone()),
         };

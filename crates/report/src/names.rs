@@ -28,6 +28,8 @@ pub fn http_reason(code: u16) -> &'static str {
         409 => "Conflict",
         413 => "Content Too Large",
         429 => "Too Many Requests",
+        // nginx's, and gRPC's CANCELLED by Pandora's table.
+        499 => "Client Closed Request",
         500 => "Internal Server Error",
         501 => "Not Implemented",
         502 => "Bad Gateway",

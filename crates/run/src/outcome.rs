@@ -235,6 +235,11 @@ pub(crate) fn finish(
         measured.stopped.as_ref(),
         None,
     );
+    for queue in &report.queues {
+        for (status, count) in &queue.grpc_statuses {
+            *summary.grpc_statuses.entry(status.name()).or_default() += count;
+        }
+    }
     if let Some(sessions) = measured.sessions {
         let pool = facts.replay_pool;
         summary.replay = Some(tank_report::summary::ReplayRow {

@@ -13,7 +13,10 @@
 //!
 //! One check needs the network: a host name is looked up when the run starts.
 //! Here it is only tried ([`Prepared::unresolved_targets`]): a config is often
-//! planned on a machine other than the one that fires it.
+//! planned on a machine other than the one that fires it. One input comes
+//! over the network: a `tank_type = grpc` queue without `[grpc] proto` has
+//! its schema from the server's reflection service, asked here (its ammo
+//! cannot be checked without it).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -83,6 +86,11 @@ impl Prepared {
             },
             None => spec.clone(),
         };
+        // A gRPC queue without `proto` learns its schema from the server first.
+        let spec = match tank_engine::reflect_schemas(&spec.config, None)? {
+            Some(config) => Spec { config, ..spec },
+            None => spec,
+        };
         if let Some(at) = spec.start_at {
             start::check_ahead(at, Duration::ZERO)?;
         }
@@ -99,6 +107,9 @@ impl Prepared {
                 // scenario file is checked whole when its plan opens it: above.)
                 if checked.plan().scenarios().is_none() {
                     Plan::check_ammo(queue).map_err(EngineError::Plan)?;
+                }
+                if let Some(warning) = tank_engine::check_http2_ammo(queue)? {
+                    notes.push(Note::Warning(warning));
                 }
                 Ok(checked)
             })

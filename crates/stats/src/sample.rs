@@ -45,6 +45,25 @@ impl NetCode {
             NetCode::ASSERTION | NetCode::UNSET | NetCode::EXTRACTION
         )
     }
+    /// HTTP/2: the server reset the stream (RST_STREAM); the code is this
+    /// plus the reset's error code (0 NO_ERROR to 13 HTTP_1_1_REQUIRED; 1099
+    /// for a code HTTP/2 does not define). REFUSED_STREAM is 1007: the server
+    /// did not process the request.
+    pub const H2_RESET: NetCode = NetCode(1000);
+    /// HTTP/2: the server sent GOAWAY and the stream was not among those it
+    /// will finish; this plus GOAWAY's error code (1199 for an unknown one).
+    pub const H2_GOAWAY: NetCode = NetCode(1100);
+    /// HTTP/2: the connection ended (closed, or a protocol error on it) with
+    /// the stream in flight and no GOAWAY; the kernel's errno, when it gave
+    /// one (104, 32), is kept instead.
+    pub const H2_CONNECTION_LOST: NetCode = NetCode(1200);
+    /// HTTP/2: the request could not be sent whole within the budget because
+    /// flow control held it back (no stream slot under the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS, or no send window).
+    pub const H2_STALLED: NetCode = NetCode(1201);
+    /// HTTP/2 over TLS: the server did not choose `h2` by ALPN (it speaks
+    /// HTTP/1 only there), so no request was sent.
+    pub const H2_NOT_OFFERED: NetCode = NetCode(1202);
 
     /// The usual name of the code, for people (`110` → `timed out`).
     pub fn describe(self) -> &'static str {
@@ -64,8 +83,69 @@ impl NetCode {
             901 => "assertion failed",
             902 => "variable not set",
             903 => "extraction failed",
+            1000..=1099 => H2_RESETS[usize::from(self.0 - 1000).min(H2_RESETS.len() - 1)],
+            1100..=1199 => H2_GOAWAYS[usize::from(self.0 - 1100).min(H2_GOAWAYS.len() - 1)],
+            1200 => "HTTP/2 connection lost with the stream in flight",
+            1201 => "HTTP/2 flow control held the request back",
+            1202 => "the server does not offer HTTP/2 (ALPN h2)",
             _ => "error",
         }
+    }
+
+    /// The code of an HTTP/2 error code `reason` under `base` ([`NetCode::H2_RESET`]
+    /// or [`NetCode::H2_GOAWAY`]): the base plus the reason, or plus 99 for a
+    /// reason HTTP/2 does not define.
+    pub fn h2(base: NetCode, reason: u32) -> NetCode {
+        let offset = u16::try_from(reason)
+            .ok()
+            .filter(|r| *r <= 13)
+            .unwrap_or(99);
+        NetCode(base.0 + offset)
+    }
+}
+
+/// The names of [`NetCode::H2_RESET`]'s codes, by HTTP/2 error code; the last for unknown ones.
+const H2_RESETS: [&str; 15] = [
+    "HTTP/2 stream reset: NO_ERROR",
+    "HTTP/2 stream reset: PROTOCOL_ERROR",
+    "HTTP/2 stream reset: INTERNAL_ERROR",
+    "HTTP/2 stream reset: FLOW_CONTROL_ERROR",
+    "HTTP/2 stream reset: SETTINGS_TIMEOUT",
+    "HTTP/2 stream reset: STREAM_CLOSED",
+    "HTTP/2 stream reset: FRAME_SIZE_ERROR",
+    "HTTP/2 stream refused (REFUSED_STREAM)",
+    "HTTP/2 stream reset: CANCEL",
+    "HTTP/2 stream reset: COMPRESSION_ERROR",
+    "HTTP/2 stream reset: CONNECT_ERROR",
+    "HTTP/2 stream reset: ENHANCE_YOUR_CALM",
+    "HTTP/2 stream reset: INADEQUATE_SECURITY",
+    "HTTP/2 stream reset: HTTP_1_1_REQUIRED",
+    "HTTP/2 stream reset: unknown error code",
+];
+
+/// The names of [`NetCode::H2_GOAWAY`]'s codes, by HTTP/2 error code; the last for unknown ones.
+const H2_GOAWAYS: [&str; 15] = [
+    "HTTP/2 GOAWAY: NO_ERROR",
+    "HTTP/2 GOAWAY: PROTOCOL_ERROR",
+    "HTTP/2 GOAWAY: INTERNAL_ERROR",
+    "HTTP/2 GOAWAY: FLOW_CONTROL_ERROR",
+    "HTTP/2 GOAWAY: SETTINGS_TIMEOUT",
+    "HTTP/2 GOAWAY: STREAM_CLOSED",
+    "HTTP/2 GOAWAY: FRAME_SIZE_ERROR",
+    "HTTP/2 GOAWAY: REFUSED_STREAM",
+    "HTTP/2 GOAWAY: CANCEL",
+    "HTTP/2 GOAWAY: COMPRESSION_ERROR",
+    "HTTP/2 GOAWAY: CONNECT_ERROR",
+    "HTTP/2 GOAWAY: ENHANCE_YOUR_CALM",
+    "HTTP/2 GOAWAY: INADEQUATE_SECURITY",
+    "HTTP/2 GOAWAY: HTTP_1_1_REQUIRED",
+    "HTTP/2 GOAWAY: unknown error code",
+];
+
+impl NetCode {
+    /// Whether the code is one of HTTP/2's own (1000 to 1202), which no errno reaches.
+    pub fn is_h2(self) -> bool {
+        (1000..=1202).contains(&self.0)
     }
 }
 
@@ -172,6 +252,32 @@ mod tests {
         // Every shot's sample is copied through a channel: a field that grows it
         // costs each shot (see `Measured::queue`).
         assert_eq!(std::mem::size_of::<Sample>(), 104);
+    }
+
+    #[test]
+    fn http2_codes_keep_the_reason_and_never_meet_an_errno() {
+        assert_eq!(NetCode::h2(NetCode::H2_RESET, 7), NetCode(1007));
+        assert_eq!(
+            NetCode(1007).describe(),
+            "HTTP/2 stream refused (REFUSED_STREAM)"
+        );
+        assert_eq!(NetCode::h2(NetCode::H2_GOAWAY, 0), NetCode(1100));
+        assert_eq!(NetCode::h2(NetCode::H2_RESET, 0x1_0000), NetCode(1099));
+        assert_eq!(
+            NetCode(1099).describe(),
+            "HTTP/2 stream reset: unknown error code"
+        );
+        assert_eq!(
+            NetCode(1199).describe(),
+            "HTTP/2 GOAWAY: unknown error code"
+        );
+        assert_eq!(
+            NetCode(1150).describe(),
+            "HTTP/2 GOAWAY: unknown error code"
+        );
+        // Linux's errnos end at 133 (EHWPOISON).
+        assert!((0..=133).all(|errno| !NetCode(errno).is_h2()));
+        assert!(NetCode::H2_STALLED.is_h2() && NetCode::H2_CONNECTION_LOST.is_h2());
     }
 
     #[test]

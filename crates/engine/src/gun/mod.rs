@@ -51,10 +51,12 @@
 //!   replayed session ended); the next request connects anew.
 //!
 //! Members: [`wire`] (HTTP/1.x, plain TCP, memcached: replies come back in
-//! request order on the connection). A new protocol is a new module, a new
+//! request order on the connection) and [`h2`] (HTTP/2 and gRPC: streams
+//! multiplexed over few connections). A new protocol is a new module, a new
 //! variant of [`Guns`] and an arm in [`GunSpec::check`], [`GunSpec::resolve`] and
 //! `queue::run`.
 
+pub mod h2;
 pub(crate) mod measure;
 pub mod wire;
 
@@ -70,6 +72,7 @@ use tokio::time::Instant;
 use crate::io_threads::IoThread;
 use crate::{http, target, tls, EngineError};
 
+pub use self::h2::{H2Barrel, H2Gun};
 pub use wire::{Protocol, WireBarrel, WireGun};
 
 /// Where an instance runs: what a gun needs to decide which connection its
@@ -129,6 +132,9 @@ pub struct GunSpec {
     timeout: Duration,
     sources: Vec<std::net::IpAddr>,
     depth: usize,
+    /// HTTP/2's options, for `tank_type = http2` and `grpc` (then `protocol`
+    /// is not used).
+    h2: Option<self::h2::Settings>,
     /// Where `address` was written, for resolution errors.
     address_at: tank_config::OptionPlace,
 }
@@ -172,11 +178,22 @@ impl GunSpec {
         } else {
             None
         };
+        let limits = http::limits(queue.reply_limits);
         let protocol = match queue.tank_type {
-            TankType::Http => Protocol::Http(http::limits(queue.reply_limits)),
+            TankType::Http | TankType::Http2 | TankType::Grpc => Protocol::Http(limits),
             TankType::None => Protocol::Tcp,
             TankType::Memcached => Protocol::Memcached,
         };
+        let h2 = queue.tank_type.is_http2().then(|| self::h2::Settings {
+            kind: if queue.tank_type == TankType::Grpc {
+                self::h2::Kind::Grpc
+            } else {
+                self::h2::Kind::Http
+            },
+            limits,
+            connections: queue.connections.map(|n| n as usize),
+            authority: queue.grpc.as_ref().and_then(|g| g.authority.clone()),
+        });
         Ok(GunSpec {
             address,
             ssl: queue.ssl,
@@ -185,6 +202,7 @@ impl GunSpec {
             timeout: queue.timeout,
             sources: queue.gatling_ip.clone(),
             depth: queue.depth as usize,
+            h2,
             address_at: queue.places.of("address"),
         })
     }
@@ -230,6 +248,15 @@ impl GunSpec {
 
     /// The gun that fires: its target resolved (see [`GunSpec::target`]).
     pub(crate) fn resolve(&self, origin: Option<SocketAddr>) -> Result<Guns, EngineError> {
+        if let Some(h2) = &self.h2 {
+            return Ok(Guns::H2(Arc::new(H2Gun::new(
+                self.target(origin)?,
+                self.tls.clone(),
+                h2.clone(),
+                self.timeout,
+                self.sources.clone(),
+            ))));
+        }
         let gun = WireGun::new(
             self.target(origin)?,
             self.tls.clone(),
@@ -246,6 +273,8 @@ impl GunSpec {
 pub(crate) enum Guns {
     /// `http`, `none` and `memcached`: see [`wire`].
     Wire(Arc<WireGun>),
+    /// `http2` and `grpc`: see [`h2`].
+    H2(Arc<H2Gun>),
 }
 
 impl Guns {
@@ -253,6 +282,15 @@ impl Guns {
     pub(crate) fn endpoint(&self) -> SocketAddr {
         match self {
             Guns::Wire(gun) => gun.endpoint(),
+            Guns::H2(gun) => gun.endpoint(),
+        }
+    }
+
+    /// A gRPC gun's count of replies by status (`None` for other guns).
+    pub(crate) fn grpc_statuses(&self) -> Option<Arc<self::h2::StatusTally>> {
+        match self {
+            Guns::H2(gun) => gun.grpc_statuses(),
+            Guns::Wire(_) => None,
         }
     }
 
@@ -260,6 +298,7 @@ impl Guns {
     pub(crate) fn timeout(&self) -> Duration {
         match self {
             Guns::Wire(gun) => gun.timeout(),
+            Guns::H2(gun) => gun.timeout(),
         }
     }
 }

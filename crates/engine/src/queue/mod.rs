@@ -96,6 +96,7 @@ impl Handoff {
 pub(crate) async fn run(shared: Arc<Shared>, guns: Guns, first: usize, pool: usize, io: Spawner) {
     match guns {
         Guns::Wire(gun) => run_with(shared, gun, first, pool, io).await,
+        Guns::H2(gun) => run_with(shared, gun, first, pool, io).await,
     }
 }
 

@@ -7,6 +7,7 @@
 mod access;
 #[cfg(test)]
 pub(crate) mod fuzzing;
+pub mod grpc;
 mod headers;
 pub mod memcached;
 mod passes;
@@ -77,6 +78,8 @@ pub enum AmmoReader {
     Memcached(Box<memcached::WorkloadReader>),
     /// A scenario file: each missile is a scenario run, by name.
     Scenario(scenario::ScenarioReader),
+    /// Pandora's grpc/json file.
+    Grpc(Box<grpc::GrpcReader>),
 }
 
 impl AmmoReader {
@@ -113,6 +116,7 @@ impl AmmoReader {
                 AmmoReader::UriPost(uripost::UriPostReader::new(file, header_map()?, http_ver))
             }
             AmmoType::Access => AmmoReader::Access(access::AccessReader::new(file, &queue.headers)),
+            AmmoType::GrpcJson => AmmoReader::Grpc(Box::new(grpc::GrpcReader::new(file, queue)?)),
             AmmoType::Sessions => {
                 return Err(PlanError::Config(
                     "a sessions file is replayed with its own timing (ammo_type = sessions \
@@ -136,6 +140,7 @@ impl AmmoReader {
             AmmoReader::Uris(_) => "uris",
             AmmoReader::Memcached(_) => "memcached",
             AmmoReader::Scenario(_) => "scenario",
+            AmmoReader::Grpc(_) => "grpc/json",
         }
     }
 
@@ -149,6 +154,7 @@ impl AmmoReader {
             AmmoReader::Uris(r) => r.advance(st, slot),
             AmmoReader::Memcached(r) => r.advance(st, slot),
             AmmoReader::Scenario(r) => r.advance(st, slot),
+            AmmoReader::Grpc(r) => r.advance(st, slot),
         }
     }
 

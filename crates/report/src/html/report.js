@@ -299,11 +299,16 @@
           " (" + (100 * counts[c] / Math.max(total, 1)).toFixed(2) + "%)";
       }).join(" · ");
     }
-    table(sec, ["", ""], [
+    var rows = [
       ["errors (net errors, HTTP 4xx and 5xx)", fmt(errors) + " of " + fmt(total) + " (" +
         (100 * errors / Math.max(total, 1)).toFixed(2) + "%)"],
       ["HTTP codes", codes(s.proto_codes, names.http)],
-      ["net codes", codes(s.net_codes, names.net)]]);
+      ["net codes", codes(s.net_codes, names.net)]];
+    // A gRPC run's statuses by name (the HTTP codes hold them by Pandora's table).
+    if (s.grpc_statuses && Object.keys(s.grpc_statuses).length) {
+      rows.push(["gRPC statuses", codes(s.grpc_statuses, {})]);
+    }
+    table(sec, ["", ""], rows);
   }
 
   function report(s, names) {

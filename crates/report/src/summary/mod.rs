@@ -48,6 +48,12 @@ pub struct Summary {
     pub proto_codes: BTreeMap<String, u64>,
     /// Net codes: code → count.
     pub net_codes: BTreeMap<String, u64>,
+    /// gRPC statuses of a run with `tank_type = grpc` queues: name
+    /// (`NOT_FOUND`) → count. The proto codes hold them by Pandora's table,
+    /// which gives some statuses one code; this keeps them apart. Empty for
+    /// other runs, and for a summary rebuilt from a phout (which has no status).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub grpc_statuses: BTreeMap<String, u64>,
     /// Per tag, by tag.
     pub tags: Vec<TagRow>,
     /// Per queue, in config order; empty unless the run had more than one queue.
@@ -361,6 +367,7 @@ impl Summary {
             },
             proto_codes,
             net_codes,
+            grpc_statuses: BTreeMap::new(),
             tags: totals
                 .tagged
                 .iter()

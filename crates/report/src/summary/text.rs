@@ -97,6 +97,16 @@ impl Summary {
                 *n as f64 * 100.0 / total
             );
         }
+        if !self.grpc_statuses.is_empty() {
+            let _ = writeln!(out, "gRPC statuses:");
+            for (name, n) in &self.grpc_statuses {
+                let _ = writeln!(
+                    out,
+                    "        {name:<24} {n:>10} {:>6.2}%",
+                    *n as f64 * 100.0 / total
+                );
+            }
+        }
         if !self.tags.is_empty() {
             let _ = writeln!(
                 out,

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::task::Poll;
 
 use tank_stats::NetCode;
-use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::time::{timeout_at, Instant};
 use tokio_rustls::client::TlsStream;
@@ -20,7 +20,7 @@ use crate::target::Target;
 use crate::tls;
 
 /// An open connection.
-pub(super) enum Conn {
+pub(crate) enum Conn {
     Tcp(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
 }
@@ -41,7 +41,7 @@ pub(super) enum WriteError {
 
 /// Open a connection to `target` (from `source`, when set), with TLS when
 /// `tls` is set; `request` names the TLS server (its Host header).
-pub(super) async fn connect(
+pub(crate) async fn connect(
     target: &Target,
     source: Option<IpAddr>,
     tls: Option<&TlsConnector>,
@@ -140,6 +140,69 @@ impl Conn {
         match self {
             Conn::Tcp(stream) => read_into(stream, deadline, take, false).await,
             Conn::Tls(stream) => read_into(&mut **stream, deadline, take, true).await,
+        }
+    }
+}
+
+/// The connection as a byte stream, for a protocol library that does its
+/// own framing (HTTP/2's h2).
+impl AsyncRead for Conn {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Tcp(stream) => Pin::new(stream).poll_read(cx, buf),
+            Conn::Tls(stream) => Pin::new(&mut **stream).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Conn::Tcp(stream) => Pin::new(stream).poll_write(cx, buf),
+            Conn::Tls(stream) => Pin::new(&mut **stream).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Conn::Tcp(stream) => Pin::new(stream).poll_write_vectored(cx, bufs),
+            Conn::Tls(stream) => Pin::new(&mut **stream).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Conn::Tcp(stream) => stream.is_write_vectored(),
+            Conn::Tls(stream) => stream.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Tcp(stream) => Pin::new(stream).poll_flush(cx),
+            Conn::Tls(stream) => Pin::new(&mut **stream).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Tcp(stream) => Pin::new(stream).poll_shutdown(cx),
+            Conn::Tls(stream) => Pin::new(&mut **stream).poll_shutdown(cx),
         }
     }
 }

@@ -38,7 +38,7 @@
 //! With `depth = N` (memcached over plain TCP), up to N barrels on one I/O
 //! thread share a connection, each with a request in flight (`pipeline.rs`).
 
-mod conn;
+pub(crate) mod conn;
 mod http;
 pub mod memcached;
 mod pipeline;

@@ -1,0 +1,331 @@
+//! HTTP/1 request bytes → an HTTP/2 request, once per distinct request.
+//!
+//! Every ammo format, and a replay's captured requests, are HTTP/1 text; the
+//! HTTP/2 gun sends what they mean: the method, `:path` from the request
+//! target (an absolute-form target gives `:authority` and `:path`), Host as
+//! `:authority` (the target's `host:port` when there is none), the other
+//! headers with their names lowercased, and the body (by Content-Length, by
+//! chunked framing decoded, else whatever follows the head) as DATA.
+//! Connection-specific headers (Connection, Keep-Alive, Proxy-Connection,
+//! Transfer-Encoding, Upgrade, and TE other than `trailers`) have no place in
+//! HTTP/2 (RFC 9113 §8.2.2) and are dropped; [`Converted::dropped`] names
+//! them, for the one warning the plan check gives.
+//!
+//! Parsing is the slow part, and ammo repeats: the feeder shares one copy of
+//! a repeated request, so [`Cache`] keeps each conversion under the address
+//! and length of the bytes it came from, checks the bytes on a hit (an
+//! address can be reused once a request's bytes are freed), and the hot path
+//! costs a lookup and a compare.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue};
+use http::{HeaderMap, Method, Request, Uri};
+
+/// A request ready to go out as HEADERS (and DATA, when it has a body).
+#[derive(Debug, Clone)]
+pub(super) struct H2Request {
+    pub method: Method,
+    pub uri: Uri,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl H2Request {
+    /// The request for h2 (the body goes separately).
+    pub(super) fn to_request(&self) -> Request<()> {
+        let mut request = Request::new(());
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.uri.clone();
+        *request.headers_mut() = self.headers.clone();
+        request
+    }
+}
+
+/// A conversion, with the connection-specific headers it dropped.
+#[derive(Debug)]
+pub(super) struct Converted {
+    pub request: H2Request,
+    /// The names of the headers dropped, as written.
+    pub dropped: Vec<String>,
+}
+
+/// The most headers a request may have.
+const MAX_HEADERS: usize = 256;
+
+/// Convert `bytes`, an HTTP/1 request, for a connection to `authority`
+/// (the target's `host:port`) over `scheme` (`http` or `https`).
+pub(super) fn convert(bytes: &[u8], authority: &str, scheme: &str) -> Result<Converted, String> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut parsed = httparse::Request::new(&mut headers);
+    let head_len = match parsed.parse(bytes) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => {
+            return Err("not a whole HTTP/1 request: its head does not end".into())
+        }
+        Err(e) => return Err(format!("not an HTTP/1 request: {e}")),
+    };
+    let method_text = parsed.method.unwrap_or_default();
+    let method = Method::from_bytes(method_text.as_bytes())
+        .map_err(|_| format!("method `{method_text}` is not a token"))?;
+    let target = parsed.path.unwrap_or("/");
+    let mut authority_of_target = None;
+    let path = match target.split_once("://") {
+        // Absolute form: the target names the authority too.
+        Some((_, rest)) => {
+            let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            authority_of_target = Some(host.to_owned());
+            if path.is_empty() {
+                "/"
+            } else {
+                path
+            }
+        }
+        None => target,
+    };
+    let mut map = HeaderMap::with_capacity(parsed.headers.len());
+    let mut host = None;
+    let mut dropped = Vec::new();
+    // Framed as every HTTP/1 request of tank is (tank-http1's rules).
+    let mut framing = tank_http1::Framing::default();
+    for header in parsed.headers.iter() {
+        framing
+            .header(header.name.as_bytes(), header.value)
+            .map_err(|e| e.to_string())?;
+        let lower = header.name.to_ascii_lowercase();
+        match lower.as_str() {
+            "host" => {
+                let value = std::str::from_utf8(header.value)
+                    .map_err(|_| "the Host header is not text".to_owned())?;
+                host = Some(value.trim().to_owned());
+                continue;
+            }
+            "transfer-encoding" | "connection" | "keep-alive" | "proxy-connection" | "upgrade" => {
+                dropped.push(header.name.to_owned());
+                continue;
+            }
+            "te" if !header.value.eq_ignore_ascii_case(b"trailers") => {
+                dropped.push(header.name.to_owned());
+                continue;
+            }
+            _ => {}
+        }
+        let name = HeaderName::from_bytes(lower.as_bytes())
+            .map_err(|_| format!("header name `{}` is not a token", header.name))?;
+        let value = HeaderValue::from_bytes(header.value)
+            .map_err(|_| format!("header `{}` has a value HTTP/2 cannot carry", header.name))?;
+        map.append(name, value);
+    }
+    framing.request_body().map_err(|e| e.to_string())?;
+    let rest = &bytes[head_len..];
+    let body = if framing.chunked {
+        let body = dechunk(rest)?;
+        map.insert(http::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+        body
+    } else {
+        match framing.length.map(usize::try_from) {
+            Some(Ok(n)) if n <= rest.len() => rest[..n].to_vec(),
+            Some(_) => {
+                return Err(format!(
+                    "Content-Length {}, but the request holds {} bytes of body",
+                    framing.length.unwrap_or(0),
+                    rest.len()
+                ))
+            }
+            None => rest.to_vec(),
+        }
+    };
+    let authority = host
+        .filter(|h| !h.is_empty())
+        .or(authority_of_target)
+        .unwrap_or_else(|| authority.to_owned());
+    let uri = Uri::builder()
+        .scheme(scheme)
+        .authority(authority.as_str())
+        .path_and_query(path)
+        .build()
+        .map_err(|e| format!("`{authority}` and `{path}` do not make a URI: {e}"))?;
+    Ok(Converted {
+        request: H2Request {
+            method,
+            uri,
+            headers: map,
+            body: Bytes::from(body),
+        },
+        dropped,
+    })
+}
+
+/// A chunked body decoded (trailers, if any, are not kept).
+fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    loop {
+        let line_end = rest
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or("a chunk size line does not end")?;
+        let size_text = std::str::from_utf8(&rest[..line_end]).unwrap_or("");
+        let size_text = size_text.split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(size_text, 16)
+            .map_err(|_| format!("chunk size `{size_text}` is not hexadecimal"))?;
+        rest = &rest[line_end + 2..];
+        if size == 0 {
+            return Ok(body);
+        }
+        if rest.len() < size + 2 {
+            return Err("a chunk is cut short".into());
+        }
+        body.extend_from_slice(&rest[..size]);
+        rest = &rest[size + 2..];
+    }
+}
+
+/// A cached conversion: the bytes it came from, and the request.
+type Entry = (Box<[u8]>, Arc<H2Request>);
+
+/// Conversions by the address and length of the bytes they came from.
+pub(super) struct Cache {
+    authority: String,
+    scheme: &'static str,
+    entries: foldhash::HashMap<(usize, usize), Entry>,
+    bytes: usize,
+}
+
+/// The most bytes of requests a cache keeps (then it starts over).
+const CACHE_BYTES: usize = 8 << 20;
+
+impl Cache {
+    /// Conversions for connections to `authority` over `scheme`.
+    pub(super) fn new(authority: String, scheme: &'static str) -> Self {
+        Cache {
+            authority,
+            scheme,
+            entries: Default::default(),
+            bytes: 0,
+        }
+    }
+
+    /// The conversion of `bytes`.
+    pub(super) fn get(&mut self, bytes: &[u8]) -> Result<Arc<H2Request>, String> {
+        let key = (bytes.as_ptr() as usize, bytes.len());
+        if let Some((source, request)) = self.entries.get(&key) {
+            if **source == *bytes {
+                return Ok(Arc::clone(request));
+            }
+        }
+        let request = Arc::new(convert(bytes, &self.authority, self.scheme)?.request);
+        if self.bytes + bytes.len() > CACHE_BYTES {
+            self.entries.clear();
+            self.bytes = 0;
+        }
+        self.bytes += bytes.len();
+        self.entries
+            .insert(key, (bytes.into(), Arc::clone(&request)));
+        Ok(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn host_becomes_the_authority_and_hop_by_hop_headers_go() {
+        let converted = convert(
+            b"POST /a?b=1 HTTP/1.1\r\nHost: example.com\r\nConnection: keep-alive\r\n\
+              Keep-Alive: 5\r\nX-Trace: 7\r\nTE: gzip\r\nContent-Length: 3\r\n\r\nabcXYZ",
+            "127.0.0.1:80",
+            "http",
+        )
+        .unwrap();
+        let request = converted.request;
+        assert_eq!(request.method, Method::POST);
+        assert_eq!(request.uri, "http://example.com/a?b=1");
+        assert_eq!(request.headers.get("x-trace").unwrap(), "7");
+        assert!(request.headers.get("host").is_none());
+        assert_eq!(request.body, &b"abc"[..]);
+        assert_eq!(converted.dropped, ["Connection", "Keep-Alive", "TE"]);
+    }
+
+    #[test]
+    fn without_host_the_target_is_the_authority() {
+        let converted = convert(
+            b"GET / HTTP/1.0\r\nTE: trailers\r\n\r\n",
+            "10.0.0.1:8080",
+            "https",
+        )
+        .unwrap();
+        assert_eq!(converted.request.uri, "https://10.0.0.1:8080/");
+        assert_eq!(converted.request.headers.get("te").unwrap(), "trailers");
+        assert!(converted.dropped.is_empty());
+    }
+
+    #[test]
+    fn absolute_targets_and_chunked_bodies() {
+        let converted = convert(
+            b"PUT http://api.example:81/x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+              3\r\nabc\r\n2;ext\r\nde\r\n0\r\n\r\n",
+            "t:1",
+            "http",
+        )
+        .unwrap();
+        assert_eq!(converted.request.uri, "http://api.example:81/x");
+        assert_eq!(converted.request.body, &b"abcde"[..]);
+        assert_eq!(
+            converted.request.headers.get("content-length").unwrap(),
+            "5"
+        );
+        assert_eq!(converted.dropped, ["Transfer-Encoding"]);
+        let head = convert(b"HEAD /x HTTP/1.1\r\n\r\n", "t:1", "http").unwrap();
+        assert_eq!(head.request.method, Method::HEAD);
+    }
+
+    #[test]
+    fn what_cannot_be_converted_says_why() {
+        let cases: [(&[u8], &str); 4] = [
+            (b"GET / HTTP/1.1\r\nHost: a", "its head does not end"),
+            (b"\x01\x02", "not an HTTP/1 request"),
+            (
+                b"POST / HTTP/1.1\r\nContent-Length: 9\r\n\r\nab",
+                "holds 2 bytes",
+            ),
+            (
+                b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                "hexadecimal",
+            ),
+        ];
+        for (bytes, expected) in cases {
+            let error = convert(bytes, "t:1", "http").unwrap_err();
+            assert!(error.contains(expected), "{error}");
+        }
+    }
+
+    #[test]
+    fn the_cache_checks_the_bytes_behind_an_address() {
+        let mut cache = Cache::new("t:1".into(), "http");
+        let mut buffer = b"GET /one HTTP/1.1\r\n\r\n".to_vec();
+        assert_eq!(cache.get(&buffer).unwrap().uri.path(), "/one");
+        // The same address and length, other bytes: converted anew.
+        buffer[5..8].copy_from_slice(b"two");
+        assert_eq!(cache.get(&buffer).unwrap().uri.path(), "/two");
+        let again = cache.get(&buffer).unwrap();
+        assert!(Arc::ptr_eq(&again, &cache.get(&buffer).unwrap()));
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_convert_or_err_without_panicking(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = convert(&bytes, "t:1", "http");
+        }
+
+        #[test]
+        fn a_body_of_any_length_comes_through_whole(body in proptest::collection::vec(any::<u8>(), 0..500)) {
+            let mut bytes = format!("POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+            bytes.extend_from_slice(&body);
+            let converted = convert(&bytes, "t:1", "http").unwrap();
+            prop_assert_eq!(&converted.request.body[..], &body[..]);
+        }
+    }
+}

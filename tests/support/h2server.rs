@@ -1,0 +1,109 @@
+//! A hostile HTTP/2 server (h2c, the h2 crate's server side) on a free
+//! loopback port, run on a thread of its own until dropped. What it does to
+//! a stream depends on the request's path:
+//! - `/ok`: 200 with a 2-byte body;
+//! - `/refuse`: RST_STREAM(REFUSED_STREAM);
+//! - `/reset`: RST_STREAM(INTERNAL_ERROR);
+//! - `/drop`: closes the connection, without GOAWAY, its streams in flight;
+//! - `/stall`: never reads the request's body (its flow-control window stays
+//!   shut) and never answers.
+
+use std::net::SocketAddr;
+use std::thread::JoinHandle;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+
+/// The running server.
+pub struct H2Server {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl H2Server {
+    /// Start one.
+    pub fn start() -> H2Server {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                let accept = async {
+                    while let Ok((socket, _)) = listener.accept().await {
+                        tokio::spawn(serve(socket));
+                    }
+                };
+                tokio::select! {
+                    () = accept => {}
+                    _ = stopped => {}
+                }
+            });
+        });
+        H2Server {
+            addr,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for H2Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn serve(socket: tokio::net::TcpStream) {
+    let Ok(mut connection) = h2::server::handshake(socket).await else {
+        return;
+    };
+    let (drop_tx, mut drop_rx) = tokio::sync::mpsc::channel::<()>(1);
+    loop {
+        let accepted = tokio::select! {
+            accepted = connection.accept() => accepted,
+            // Return, dropping the connection: the socket closes, no GOAWAY.
+            _ = drop_rx.recv() => return,
+        };
+        let Some(Ok((request, mut respond))) = accepted else {
+            return;
+        };
+        let drop_tx = drop_tx.clone();
+        tokio::spawn(async move {
+            match request.uri().path() {
+                "/refuse" => respond.send_reset(h2::Reason::REFUSED_STREAM),
+                "/reset" => respond.send_reset(h2::Reason::INTERNAL_ERROR),
+                "/drop" => {
+                    // The stream is held (dropping it would reset it) while
+                    // the connection goes.
+                    let _held = respond;
+                    let _ = drop_tx.send(()).await;
+                    std::future::pending::<()>().await;
+                }
+                "/stall" => {
+                    // Holds the request (and its body's window) until the connection ends.
+                    let _body = request.into_body();
+                    std::future::pending::<()>().await;
+                }
+                _ => {
+                    let response = http::Response::builder().status(200).body(()).unwrap();
+                    if let Ok(mut body) = respond.send_response(response, false) {
+                        let _ = body.send_data(Bytes::from_static(b"ok"), true);
+                    }
+                }
+            }
+        });
+    }
+}
