@@ -70,16 +70,17 @@ fn summary(run: &Path) -> serde_json::Value {
     serde_json::from_str(&text).expect("summary.json is JSON")
 }
 
-/// Run the shop example written as `file` and check everything the shop and
-/// the rows say.
-fn shop_flow(file: &str) {
-    let shop = Shop::start();
+/// Run the shop example written as `file` (over HTTP/2 when `http2`) and
+/// check everything the shop and the rows say.
+fn shop_flow(file: &str, http2: bool) {
+    let (shop, extra) = if http2 {
+        (Shop::start_http2(), "tank_type = http2\n")
+    } else {
+        (Shop::start(), "")
+    };
     let dir = workdir(file, None);
-    let out = shoot(
-        dir.path(),
-        &config(&shop, file, 12),
-        Duration::from_secs(120),
-    );
+    let config = config(&shop, file, 12) + extra;
+    let out = shoot(dir.path(), &config, Duration::from_secs(120));
     assert_ran(&out);
     let run = artifacts(dir.path());
     let rows = phout(&run);
@@ -144,12 +145,17 @@ fn shop_flow(file: &str) {
 
 #[test]
 fn the_shop_flow_in_hcl_uses_only_what_each_run_was_given() {
-    shop_flow("shop.hcl");
+    shop_flow("shop.hcl", false);
 }
 
 #[test]
 fn the_shop_flow_in_yaml_runs_as_in_hcl() {
-    shop_flow("shop.yaml");
+    shop_flow("shop.yaml", false);
+}
+
+#[test]
+fn the_shop_flow_runs_over_http2_as_over_http1() {
+    shop_flow("shop.hcl", true);
 }
 
 #[test]

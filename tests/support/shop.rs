@@ -1,4 +1,5 @@
-//! A stateful shop on 127.0.0.1 for the scenario tests, built on hyper: a
+//! A stateful shop on 127.0.0.1 for the scenario tests, built on hyper (over
+//! HTTP/1.1, or HTTP/2 without TLS): a
 //! user logs in and gets a token and a cookie, lists items (fresh ones,
 //! issued to that token), reads a profile page (HTML) and buys items, each
 //! request answered 200 only when it carries what the same user's earlier
@@ -24,10 +25,10 @@ use std::sync::{Arc, Mutex};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
-use hyper::server::conn::http1;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::sync::watch;
 
 /// What one token was given and did.
@@ -64,8 +65,17 @@ pub struct Shop {
 }
 
 impl Shop {
-    /// Start the shop on an ephemeral loopback port.
+    /// Start the shop on an ephemeral loopback port, over HTTP/1.1.
     pub fn start() -> Shop {
+        Shop::start_serving(false)
+    }
+
+    /// Start the shop over HTTP/2 without TLS (h2c, prior knowledge).
+    pub fn start_http2() -> Shop {
+        Shop::start_serving(true)
+    }
+
+    fn start_serving(http2: bool) -> Shop {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         listener.set_nonblocking(true).expect("nonblocking");
         let addr = listener.local_addr().expect("local addr");
@@ -78,7 +88,7 @@ impl Shop {
                     .enable_all()
                     .build()
                     .expect("runtime");
-                runtime.block_on(serve(listener, ledger, stopped));
+                runtime.block_on(serve(listener, ledger, stopped, http2));
             })
         };
         Shop {
@@ -113,6 +123,7 @@ async fn serve(
     listener: std::net::TcpListener,
     ledger: Arc<Mutex<Ledger>>,
     mut stopped: watch::Receiver<bool>,
+    http2: bool,
 ) {
     let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
     let mut connections = tokio::task::JoinSet::new();
@@ -125,12 +136,22 @@ async fn serve(
                 let mut stop = connection_stop.clone();
                 connections.spawn(async move {
                     let service = service_fn(move |request| answer(Arc::clone(&ledger), request));
-                    let connection = http1::Builder::new()
-                        .keep_alive(true)
-                        .serve_connection(TokioIo::new(stream), service);
-                    tokio::select! {
-                        _ = connection => {}
-                        _ = stop.wait_for(|s| *s) => {}
+                    let io = TokioIo::new(stream);
+                    if http2 {
+                        let connection = http2::Builder::new(TokioExecutor::new())
+                            .serve_connection(io, service);
+                        tokio::select! {
+                            _ = connection => {}
+                            _ = stop.wait_for(|s| *s) => {}
+                        }
+                    } else {
+                        let connection = http1::Builder::new()
+                            .keep_alive(true)
+                            .serve_connection(io, service);
+                        tokio::select! {
+                            _ = connection => {}
+                            _ = stop.wait_for(|s| *s) => {}
+                        }
                     }
                 });
             }

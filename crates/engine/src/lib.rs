@@ -686,7 +686,15 @@ pub fn reflect_schemas(
 /// warning about connection-specific headers HTTP/2 drops, if any were
 /// found; other queues have nothing to check here.
 pub fn check_http2_ammo(queue: &QueueConfig) -> Result<Option<String>, EngineError> {
-    if queue.tank_type != tank_config::TankType::Http2 {
+    // A scenario's shots name runs; its requests are built as HTTP/1.1 as it goes.
+    let scenario = matches!(
+        queue.ammo,
+        Some(tank_config::AmmoSource::File {
+            ammo_type: tank_config::AmmoType::Scenario,
+            ..
+        })
+    );
+    if queue.tank_type != tank_config::TankType::Http2 || scenario {
         return Ok(None);
     }
     let mut plan = Plan::new(queue).map_err(EngineError::Plan)?;

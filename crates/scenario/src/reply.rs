@@ -38,33 +38,57 @@ impl<'r> Reply<'r> {
     }
 }
 
+/// A head's status, its length, and its headers (parsed into `storage`). An
+/// HTTP/2 reply's head comes as HTTP/1 text with `HTTP/2` for its version and
+/// no reason phrase (the gun contract's form), which httparse's status line
+/// does not take: its headers are read by httparse alone.
+fn parse_head<'r, 'h>(
+    bytes: &'r [u8],
+    storage: &'h mut [httparse::Header<'r>],
+) -> Result<(u16, usize, &'h [httparse::Header<'r>]), String> {
+    let cut = || "the reply's head is cut short".to_owned();
+    let unreadable = |e: httparse::Error| format!("the reply's head cannot be read: {e}");
+    if let Some(after) = bytes.strip_prefix(b"HTTP/2 ") {
+        let line_end = memchr::memmem::find(after, b"\r\n").ok_or_else(cut)?;
+        let status = std::str::from_utf8(&after[..line_end])
+            .ok()
+            .and_then(|line| line.split(' ').next()?.parse::<u16>().ok())
+            .ok_or("the reply's status line cannot be read")?;
+        let start = 7 + line_end + 2;
+        return match httparse::parse_headers(&bytes[start..], storage).map_err(unreadable)? {
+            httparse::Status::Complete((length, headers)) => Ok((status, start + length, headers)),
+            httparse::Status::Partial => Err(cut()),
+        };
+    }
+    let mut response = httparse::Response::new(storage);
+    let length = match response.parse(bytes).map_err(unreadable)? {
+        httparse::Status::Complete(length) => length,
+        httparse::Status::Partial => return Err(cut()),
+    };
+    Ok((response.code.unwrap_or(0), length, response.headers))
+}
+
 /// Read `bytes`, the reply to a request whose method was `HEAD` when `head`.
 /// Its body is framed by tank-http1, as the gun framed it on the wire.
 pub(crate) fn read(bytes: &[u8], head: bool) -> Result<Reply<'_>, String> {
     let mut rest = bytes;
     loop {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut response = httparse::Response::new(&mut headers);
-        let length = match response.parse(rest) {
-            Ok(httparse::Status::Complete(length)) => length,
-            Ok(httparse::Status::Partial) => return Err("the reply's head is cut short".into()),
-            Err(e) => return Err(format!("the reply's head cannot be read: {e}")),
-        };
-        let status = response.code.unwrap_or(0);
+        let (status, length, headers) = parse_head(rest, &mut headers)?;
         let body = &rest[length..];
         if (100..200).contains(&status) && status != 101 {
             rest = body;
             continue;
         }
         let mut framing = tank_http1::Framing::default();
-        for header in response.headers.iter() {
+        for header in headers.iter() {
             framing
                 .header(header.name.as_bytes(), header.value)
                 .map_err(|e| format!("the reply's head cannot be read: {e}"))?;
         }
         let reply = Reply {
             status,
-            headers: response.headers.iter().map(|h| (h.name, h.value)).collect(),
+            headers: headers.iter().map(|h| (h.name, h.value)).collect(),
             body: Cow::Borrowed(&[][..]),
         };
         if head || status == 204 || status == 304 {
@@ -132,6 +156,20 @@ mod tests {
         assert!(reply.body.is_empty());
         let reply = read(b"HTTP/1.0 200 OK\r\n\r\nall of it", false).unwrap();
         assert_eq!(&*reply.body, b"all of it");
+    }
+
+    #[test]
+    fn an_http2_head_as_the_gun_writes_it() {
+        let reply = read(
+            b"HTTP/2 201\r\ncontent-type: application/json\r\nset-cookie: a=1\r\n\r\n{}",
+            false,
+        )
+        .unwrap();
+        assert_eq!(reply.status, 201);
+        assert_eq!(reply.header("Content-Type"), Some(&b"application/json"[..]));
+        assert_eq!(&*reply.body, b"{}");
+        assert!(read(b"HTTP/2 2x\r\n\r\n", false).is_err());
+        assert!(read(b"HTTP/2 200\r\nx: y", false).is_err());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! A scenario queue's options (`ammo_type = scenario`): its requests are built
-//! from the scenario file, over HTTP/1.1, so the options that shape other
+//! from the scenario file (as HTTP/1.1 requests, which `tank_type = http2`
+//! sends as HTTP/2 ones), so the options that shape other
 //! ammo's requests or tags either apply as documented or are an error here;
 //! none is silently ignored.
 
@@ -28,10 +29,11 @@ pub(super) fn check(
              no `uris`)",
         ));
     }
-    if tank_type != TankType::Http {
+    if !matches!(tank_type, TankType::Http | TankType::Http2) {
         return Err(at(
             "tank_type",
-            "a scenario's requests are HTTP: expected `tank_type = http` with `ammo_type = scenario`",
+            "a scenario's requests are HTTP: expected `tank_type = http` or `http2` with \
+             `ammo_type = scenario`",
         ));
     }
     if matches!(load_profile, LoadProfile::StpdFile(_)) {
