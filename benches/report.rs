@@ -1,5 +1,6 @@
 //! Criterion bench of `tank report`'s hot path: phout lines parsed and aggregated per
-//! second (one reused line buffer, as the streaming reader does).
+//! second (one reused line buffer, as the streaming reader does), and the whole path
+//! from a file through tank-results' pipeline (`drive`).
 //!
 //! Run: `cargo bench --bench report`. The whole command over a multi-GB file, with peak
 //! RSS, is in benches/README.md ("report").
@@ -8,6 +9,7 @@ use std::hint::black_box;
 use std::io::BufRead;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use tank_results::{drive, JsonLines, PhoutSource, Pipeline, Timeline};
 use tank_stats::phout::parse_line;
 use tank_stats::Aggregator;
 
@@ -70,6 +72,27 @@ fn parse_and_aggregate(c: &mut Criterion) {
             }
             aggregator.finish();
             black_box(seconds)
+        })
+    });
+    // The whole `tank report` path from a file: the starts counted ahead, the
+    // merge's parse, the pipeline, and the timeline and test_data.log sinks.
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = dir.path().join("phout.log");
+    std::fs::write(&path, &data).expect("write the phout");
+    let out = dir.path().join("test_data.log");
+    group.bench_function("drive", |b| {
+        b.iter(|| {
+            let source = PhoutSource::open(std::slice::from_ref(&path)).expect("open");
+            let mut timeline = Timeline::default();
+            let mut json = JsonLines::create(&out).expect("create");
+            let driven = drive(
+                source,
+                Pipeline::new(Aggregator::new(2)),
+                None,
+                &mut [&mut timeline, &mut json],
+            )
+            .expect("drive");
+            black_box(driven.rows)
         })
     });
     group.finish();

@@ -170,6 +170,88 @@ fn every_count_agrees_when_the_run_starts_at_an_odd_fraction_of_a_second() {
     );
 }
 
+/// Shots per start second in a run's phout (its first column, as unix seconds).
+fn starts_per_second(run: &Path) -> std::collections::BTreeMap<u64, u64> {
+    let mut starts = std::collections::BTreeMap::new();
+    for line in std::fs::read_to_string(run.join("phout.log"))
+        .expect("phout.log")
+        .lines()
+    {
+        let (secs, _) = line.split_once('.').expect("send_ts");
+        *starts
+            .entry(secs.parse::<u64>().expect("seconds"))
+            .or_default() += 1;
+    }
+    starts
+}
+
+/// A second's sent count is final when the second ends, however long its
+/// replies take: against a target answering in 4 s (twice the buffer), every
+/// second's sent count is its phout rows' starts, in the console's lines, in
+/// test_data.log, in the summary's timeline and in the report's.
+#[test]
+fn sent_per_second_is_right_when_replies_come_after_the_second_is_final() {
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = dir.path().join("slow.json");
+    std::fs::write(
+        &recipe,
+        r#"{"route": "/*", "random_content": "10b", "stages": [{"at": 0, "status": 200, "latency": "4s"}]}"#,
+    )
+    .unwrap();
+    let out = shoot(
+        dir.path(),
+        &format!(
+            "[phantom]\naddress = origin\nrps_schedule = const(20,6s)\nuris = /\ntimeout = 10s\n\
+             [origin]\nrecipe = {}\n[console]\nshort_only = 1\n",
+            recipe.display()
+        ),
+        LIMIT,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = artifacts(dir.path());
+    let starts = starts_per_second(&run);
+    assert_eq!(starts.values().sum::<u64>(), 120, "{starts:?}");
+    let sent_in = |ts: u64| starts.get(&ts).copied().unwrap_or(0);
+    // The summary's timeline (the report draws it) has every second with a start.
+    let summary = json(&run.join("summary.json"));
+    let timeline = &summary["timeline"];
+    let column = |key: &str| -> Vec<u64> {
+        serde_json::from_value(timeline[key].clone()).unwrap_or_else(|e| panic!("{key}: {e}"))
+    };
+    let sent: std::collections::BTreeMap<u64, u64> = column("ts")
+        .into_iter()
+        .zip(column("sent"))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    assert_eq!(
+        sent, starts,
+        "the timeline's sent against the phout's starts"
+    );
+    assert_eq!(report_summary(&run)["timeline"]["sent"], timeline["sent"]);
+    // test_data.log has the seconds with responses: from 4 s on, some of them still sending.
+    let lines = seconds(&run);
+    assert!(lines.iter().any(|(_, _, sent)| *sent > 0), "{lines:?}");
+    for (ts, _, sent) in &lines {
+        assert_eq!(*sent, sent_in(*ts), "test_data.log at {ts}: {lines:?}");
+    }
+    // The console's line of each second says the same.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut shown = 0;
+    for line in stdout.lines().filter(|l| l.contains(" ts=")) {
+        let field = |name: &str| -> u64 {
+            let at = line.find(&format!(" {name}=")).expect(name) + name.len() + 2;
+            line[at..].split(' ').next().unwrap().parse().expect(name)
+        };
+        assert_eq!(field("sent"), sent_in(field("ts")), "{line}");
+        shown += field("sent");
+    }
+    assert_eq!(shown, 120, "{stdout}");
+}
+
 #[test]
 fn after_ctrl_c_planned_sent_and_unsent_are_the_plans_and_agree() {
     let server = Server::start(Behaviour::KeepAlive);
@@ -200,6 +282,22 @@ fn after_ctrl_c_planned_sent_and_unsent_are_the_plans_and_agree() {
     assert_eq!(summary["shots"]["planned"], 12000);
     assert_eq!(summary["shots"]["sent"], sent);
     assert_eq!(summary["shots"]["unsent"], 12000 - sent);
+    // It says it was interrupted, and what was due by then, everywhere.
+    assert_eq!(summary["stopped"]["cause"], "interrupted", "{summary}");
+    let due = summary["stopped"]["due"].as_u64().expect("the shots due");
+    assert!(
+        due <= sent,
+        "{due} due over a second before the stop, {sent} sent"
+    );
+    let text = std::fs::read_to_string(run.join("summary.txt")).unwrap();
+    assert!(
+        text.contains("\ninterrupted (Ctrl-C or SIGTERM) after "),
+        "{text}"
+    );
+    assert!(
+        stdout.contains("\ninterrupted (Ctrl-C or SIGTERM) after "),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -394,14 +492,32 @@ fn a_full_disk_stops_the_run_at_once_and_says_so() {
         stdout.contains("WARNINGS:\n  - cannot write") && stdout.contains("the run stopped there"),
         "{stdout}"
     );
-    // What was written before is kept: whole lines, read as usual.
+    // What was written before is kept: whole lines only, read as usual.
     if disk.mounted {
         let text = std::fs::read_to_string(disk.dir.path().join("phout.log")).unwrap();
-        let complete = text.rsplit_once('\n').map_or("", |(lines, _)| lines);
         assert!(
-            complete.lines().count() > 100,
-            "{} lines kept",
-            complete.lines().count()
+            text.ends_with('\n'),
+            "a torn last line: {:?}",
+            text.rsplit('\n').next()
         );
+        assert!(
+            text.lines().count() > 100,
+            "{} lines kept",
+            text.lines().count()
+        );
+    }
+    // A report is whole or absent, never empty, and the console names only what is there.
+    let listed = stdout
+        .lines()
+        .find(|l| l.starts_with("artifacts: "))
+        .unwrap_or_else(|| panic!("no artifacts line in\n{stdout}"));
+    for name in ["summary.json", "summary.txt", "report.html"] {
+        let path = disk.dir.path().join(name);
+        match std::fs::metadata(&path) {
+            Ok(meta) => assert!(meta.len() > 0, "{name} is empty"),
+            Err(_) => assert!(!listed.contains(name), "{listed} names the absent {name}"),
+        }
+        let partial = disk.dir.path().join(format!("{name}.partial"));
+        assert!(!partial.exists(), "{} left behind", partial.display());
     }
 }

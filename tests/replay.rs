@@ -324,13 +324,13 @@ fn a_replay_keeps_sessions_connections_order_bytes_and_timing() {
     let replayed = outcome.summary.replay.expect("a replay row");
     assert_eq!(
         (
-            replayed.sessions_started,
-            replayed.sessions_completed,
+            replayed.sessions.started,
+            replayed.sessions.completed,
             replayed.pool
         ),
         (5, 5, 3)
     );
-    assert!((2..=3).contains(&replayed.peak_running), "{replayed:?}");
+    assert!((2..=3).contains(&replayed.sessions.peak), "{replayed:?}");
     // The capture's rate: 11 requests over its 1 s; planned per second is the replay's.
     assert_eq!(outcome.summary.rps.planned, Some(11.0));
     let timeline = &outcome.summary.timeline;
@@ -344,7 +344,8 @@ fn a_replay_keeps_sessions_connections_order_bytes_and_timing() {
         outcome.text
     );
     let json = std::fs::read_to_string(outcome.artifacts.join("summary.json")).unwrap();
-    assert!(json.contains("\"sessions_started\": 5"), "{json}");
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["replay"]["started"], 5, "{json}");
 }
 
 #[test]

@@ -183,27 +183,30 @@ fn a_measuring_queue_is_reported_apart_from_the_load() {
     };
     assert_eq!(rows(&outcome.summary.queues), vec![("phantom".into(), 30)]);
     assert_eq!(
-        rows(&outcome.summary.probes),
+        rows(&outcome.summary.measuring),
         vec![("phantom-probe".into(), 5)]
     );
     assert_eq!(outcome.summary.shots.responses, 35);
     let json = std::fs::read_to_string(outcome.artifacts.join("summary.json")).unwrap();
     let json: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(json["probes"][0]["queue"], "phantom-probe");
+    assert_eq!(json["measuring"][0]["queue"], "phantom-probe");
     assert_eq!(
-        json["probes"][0]["quantiles_ms"].as_array().unwrap().len(),
+        json["measuring"][0]["quantiles_ms"]
+            .as_array()
+            .unwrap()
+            .len(),
         10
     );
     let text = std::fs::read_to_string(outcome.artifacts.join("summary.txt")).unwrap();
-    assert!(text.contains("\nprobe (measure = 1) "), "{text}");
+    assert!(text.contains("\nmeasuring (measure = 1) "), "{text}");
     assert!(text.contains("\nphantom-probe "), "{text}");
     if let Some(browser) = crate::report::chromium() {
         let page = outcome.artifacts.join("report.html");
         let (dom, log) = crate::report::render(&browser, &page);
         crate::report::assert_rendered("report.html", &dom, &log, 1);
         assert!(
-            dom.contains("Measuring probes"),
-            "report.html lacks the probes"
+            dom.contains("Measuring queues"),
+            "report.html lacks the measuring queues"
         );
     }
 }

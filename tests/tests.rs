@@ -12,6 +12,7 @@ mod monitoring;
 mod origin;
 mod pipes;
 mod prepare;
+mod processes;
 mod replay;
 mod report;
 mod run;

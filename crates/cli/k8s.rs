@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Result};
 use tank_config::{AmmoSource, Override};
-use tank_shard::k8s::{self, K8sSpec};
+use tank_scale::k8s::{self, K8sSpec};
 
 /// The most shards: Kubernetes' limit on an Indexed Job's completions.
 const MAX_SHARDS: u64 = 100_000;

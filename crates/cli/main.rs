@@ -16,7 +16,6 @@ mod k8s;
 mod merge;
 mod origin;
 mod plan;
-mod processes;
 mod report;
 mod scale;
 mod search;
@@ -150,7 +149,9 @@ enum Command {
     /// processes) into one: their phouts merged by time, per-second data with
     /// the planned counts of the whole plan, summary, report.html, the autostop
     /// verdict over the merged data, and each shard's first-shot skew against
-    /// the common start and its share of its plan (merge.json).
+    /// the common start and its share of its plan (merge.json). Shards of
+    /// different tests are refused; exits with autostop's code (21-33), else 1
+    /// when a shard was stopped or lost, else 0.
     Merge(merge::MergeArgs),
     /// Print Kubernetes manifests that run the test as N shards with a common
     /// start: a ConfigMap with the config and small ammo, and an Indexed Job

@@ -21,15 +21,14 @@ pub struct MergeArgs {
     buffered_seconds: u32,
 }
 
-/// Run `tank merge`; the exit code is the merged data's autostop verdict (0 or 21–33).
+/// Run `tank merge`; the exit code is the merged data's autostop verdict (21–33),
+/// else 1 when a shard was stopped or lost, else 0.
 pub fn run(args: &MergeArgs) -> Result<ExitCode> {
-    let merged = tank_shard::merge_runs(&args.runs, &args.out, args.buffered_seconds)
+    let known = tank_scale::merge::Known::default();
+    let merged = tank_scale::merge_runs(&args.runs, &args.out, args.buffered_seconds, &known)
         .context("tank merge")?;
-    for warning in &merged.warnings {
-        errln!("tank: warning: {warning}");
-    }
     out!("{}", merged.summary.to_text());
-    out!("{}", tank_shard::merged::describe(&merged));
+    out!("{}", tank_scale::merge::describe(&merged));
     outln!(
         "{} lines from {} shards; wrote phout.log, test_data.log, summary.json, summary.txt, \
          report.html, merge.json in {}",

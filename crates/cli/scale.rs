@@ -22,8 +22,10 @@ pub struct ScaleArgs {
     pub start_at: Option<String>,
     /// Run the test as N shards in N child processes on this machine (each with
     /// its own open-files limit), started together a moment ahead, with one
-    /// console; Ctrl-C reaches them all, and when one stops the others are
-    /// stopped. Their artifacts are merged into one run directory.
+    /// console; Ctrl-C reaches them all, when one stops the others are stopped,
+    /// and they die with this process. --fail-on-warnings reaches each, and a
+    /// [prometheus] endpoint is served by shard I on its port plus I. Their
+    /// artifacts are merged into one run directory.
     #[arg(long, value_name = "N", conflicts_with = "shard")]
     pub processes: Option<u32>,
 }
@@ -41,7 +43,7 @@ impl ScaleArgs {
     /// `--start-at` as µs since the Unix epoch.
     pub fn start_at(&self) -> Result<Option<u64>> {
         match &self.start_at {
-            Some(text) => match tank_shard::time::parse_time(text) {
+            Some(text) => match tank_run::time::parse_time(text) {
                 Ok(at) => Ok(Some(at)),
                 Err(why) => bail!("--start-at: {why}"),
             },

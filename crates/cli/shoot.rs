@@ -10,6 +10,8 @@ mod console;
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use tank_config::Override;
@@ -28,7 +30,13 @@ pub fn run(
 ) -> Result<ExitCode> {
     let start_at = scale.start_at()?;
     if let Some(processes) = scale.processes {
-        return crate::processes::run(config_path, overrides, processes, start_at);
+        return run_processes(
+            config_path,
+            overrides,
+            processes,
+            start_at,
+            fail_on_warnings,
+        );
     }
     let shard = scale.shard()?;
     let mut config = tank_config::load(config_path, overrides)?;
@@ -79,6 +87,49 @@ pub fn load_only(config_path: &Path, overrides: &[Override]) -> Result<ExitCode>
     let set = tank_run::load_only(&spec, Box::new(Console::lines()))?;
     outln!("tank: {set} records set");
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--processes N`: the shards, their console, and the merged summary.
+fn run_processes(
+    config_path: &Path,
+    overrides: &[Override],
+    processes: u32,
+    start_at: Option<u64>,
+    fail_on_warnings: bool,
+) -> Result<ExitCode> {
+    let signals = count_signals().context("watching for Ctrl-C")?;
+    let options = tank_scale::processes::Options {
+        config_path,
+        overrides,
+        processes,
+        start_at,
+        fail_on_warnings,
+    };
+    let outcome = tank_scale::processes::run(
+        &options,
+        &signals,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    )?;
+    let merged = &outcome.merged;
+    out!("{}", merged.summary.to_text());
+    out!("{}", tank_scale::merge::describe(merged));
+    outln!(
+        "artifacts: {} (report.html, summary.json, phout.log; each shard's in shard-I/)",
+        outcome.run_dir.display()
+    );
+    Ok(ExitCode::from(u8::try_from(outcome.exit_code).unwrap_or(1)))
+}
+
+/// Count SIGINT/SIGTERM received, for `--processes` to forward to its shards.
+fn count_signals() -> std::io::Result<Arc<AtomicUsize>> {
+    let count = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&count);
+    crate::signals::watch(move |_| {
+        errln!("tank: stopping the shards (Ctrl-C again to stop them now)");
+        counter.fetch_add(1, Ordering::AcqRel);
+    })?;
+    Ok(count)
 }
 
 /// First Ctrl-C (or SIGTERM, as CI runners and supervisors send): stop firing

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use tank_limit::{Options, Request, Target};
@@ -69,7 +69,7 @@ impl TargetArgs {
         command: &str,
         connections: Option<u32>,
     ) -> Result<(Target, PathBuf, String)> {
-        let root = self.artifacts.join(format!("{command}_{}", stamp()));
+        let root = self.artifacts.join(tank_run::dir_name(Some(command)));
         std::fs::create_dir_all(&root)
             .with_context(|| format!("creating the artifacts directory {}", root.display()))?;
         let options = Options {
@@ -128,14 +128,6 @@ impl TargetArgs {
 
 /// `10s`, `500ms`, `2m`, `1h`, or bare seconds (also `[search]`'s durations).
 pub use tank_config::search::parse_duration;
-
-/// A name for this command's directory: seconds since the epoch, then the process id.
-fn stamp() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    format!("{secs}_{}", std::process::id())
-}
 
 /// `dir/NN_label`: one probe's artifacts.
 pub fn probe_dir(root: &Path, index: usize, label: &str) -> PathBuf {

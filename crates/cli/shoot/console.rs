@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use tank_report::console::{self, LiveView};
 use tank_run::{LiveState, Notice, Observer, Started};
 use tank_stats::aggregate::SecondStats;
+use tank_stats::SessionCounts;
 
 /// How often the memcached preload's progress gets a line of its own when
 /// stderr is not a terminal (a file, a CI log): there it cannot be redrawn.
@@ -17,6 +18,8 @@ const PRELOAD_LINE_EVERY: Duration = Duration::from_secs(5);
 pub struct Console {
     view: View,
     preload_shown: Option<Instant>,
+    /// A replay's sessions started as of the last line (for its per-second rate).
+    sessions_started: u64,
 }
 
 /// How the console shows the run.
@@ -56,6 +59,7 @@ impl Console {
         Console {
             view,
             preload_shown: None,
+            sessions_started: 0,
         }
     }
 
@@ -64,18 +68,20 @@ impl Console {
         Console {
             view: View::Lines { start_unix_us: 0 },
             preload_shown: None,
+            sessions_started: 0,
         }
     }
 }
 
-/// A replay's sessions, as Apiary shows its tallies and levels.
-fn sessions_line(sessions: &tank_run::Sessions) -> String {
+/// A replay's sessions, as Apiary shows its tallies and levels; `before`:
+/// the sessions started as of the previous line.
+fn sessions_line(sessions: &SessionCounts, before: u64) -> String {
     format!(
         "sessions: {} running (most {} in the last second), {} started (+{}/s), {} completed",
         sessions.running,
         sessions.peak,
         sessions.started,
-        sessions.started_per_second,
+        sessions.started.saturating_sub(before),
         sessions.completed
     )
 }
@@ -98,6 +104,10 @@ impl Observer for Console {
     }
 
     fn seconds(&mut self, seconds: &[SecondStats], state: &LiveState<'_>) {
+        let before = self.sessions_started;
+        if let Some(sessions) = state.sessions {
+            self.sessions_started = sessions.started;
+        }
         match &mut self.view {
             View::Lines { start_unix_us } => {
                 for second in seconds {
@@ -105,7 +115,7 @@ impl Observer for Console {
                     outln!("{}", console::render_line(second, offset));
                 }
                 if let (Some(sessions), false) = (state.sessions, seconds.is_empty()) {
-                    outln!("{}", sessions_line(sessions));
+                    outln!("{}", sessions_line(sessions, before));
                 }
             }
             // The last seconds are not drawn: the summary replaces the screen.
@@ -119,7 +129,7 @@ impl Observer for Console {
                 let Some(second) = seconds.last() else {
                     return;
                 };
-                let totals = state.aggregator.totals();
+                let totals = state.so_far.totals();
                 let counting = state.autostop.counting();
                 let view = LiveView {
                     title,
@@ -134,7 +144,7 @@ impl Observer for Console {
                 };
                 out!("{}{}", console::CLEAR, console::render_screen(&view));
                 if let Some(sessions) = state.sessions {
-                    outln!("{}", sessions_line(sessions));
+                    outln!("{}", sessions_line(sessions, before));
                 }
             }
         }

@@ -32,13 +32,13 @@
 use std::path::Path;
 
 pub mod arrivals;
+pub mod bounds;
 mod convert;
 pub mod duration;
 mod error;
 mod export;
 mod grpc;
 mod ini;
-pub mod limits;
 pub mod memcached;
 pub mod model;
 mod monitoring;

@@ -172,8 +172,8 @@ fn instances_and_threads_are_bounded() {
 threads = 4096
 "
     ));
-    assert_eq!(at.queues[0].instances, crate::limits::MAX_INSTANCES);
-    assert_eq!(at.run.threads, Some(crate::limits::MAX_THREADS));
+    assert_eq!(at.queues[0].instances, crate::bounds::MAX_INSTANCES);
+    assert_eq!(at.run.threads, Some(crate::bounds::MAX_THREADS));
     let e = ini_err(&format!(
         "{MINIMAL}instances = 1000001
 "

@@ -68,7 +68,7 @@ pub struct TestConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunOptions {
     /// `threads`: how many I/O threads fire the test's shots, at most
-    /// [`crate::limits::MAX_THREADS`] (`None`: the default, as phantom's,
+    /// [`crate::bounds::MAX_THREADS`] (`None`: the default, as phantom's,
     /// cores/2 + 1).
     pub threads: Option<u32>,
     /// `buffered_seconds`: how long a second waits for late replies before it
@@ -112,12 +112,12 @@ pub struct QueueConfig {
     /// `chosen_cases`, split on ASCII whitespace.
     pub chosen_cases: Vec<Vec<u8>>,
     /// `loop` as written (`-1` = not set; `0`, as in the reference, no limit either;
-    /// at most [`crate::limits::MAX_SHOTS`]). The plan applies the reference's rules.
+    /// at most [`crate::bounds::MAX_SHOTS`]). The plan applies the reference's rules.
     pub loop_count: i64,
-    /// `ammo_limit` as written (`-1` = not set; else 1 to [`crate::limits::MAX_SHOTS`]).
+    /// `ammo_limit` as written (`-1` = not set; else 1 to [`crate::bounds::MAX_SHOTS`]).
     /// The plan applies the reference's rules.
     pub ammo_limit: i64,
-    /// `instances`: the instance pool size (default 1000, at most [`crate::limits::MAX_INSTANCES`]).
+    /// `instances`: the instance pool size (default 1000, at most [`crate::bounds::MAX_INSTANCES`]).
     pub instances: u32,
     /// `timeout`: each shot's budget (stepper duration syntax plus `ms`; default 11 s).
     pub timeout: Duration,
@@ -144,7 +144,7 @@ pub struct QueueConfig {
     /// finds in a value (a certificate file that cannot be read, say).
     pub places: Places,
     /// `depth` (tank's own): requests in flight per connection, 1 to
-    /// [`crate::limits::MAX_DEPTH`] (default 1); above 1 only for
+    /// [`crate::bounds::MAX_DEPTH`] (default 1); above 1 only for
     /// `tank_type = memcached` over plain TCP.
     pub depth: u32,
     /// `measure` (tank's own): this queue is a measuring probe, a low-rate

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::arrivals::{parse_seed, ArrivalProcess, Arrivals};
+use crate::bounds::{grouped, MAX_DEPTH, MAX_INSTANCES, MAX_SHOTS, MAX_THREADS};
 use crate::convert::{self, Converted};
 use crate::error::{ConfigError, OptionPlace, Place};
-use crate::limits::{grouped, MAX_DEPTH, MAX_INSTANCES, MAX_SHOTS, MAX_THREADS};
 use crate::model::{
     AmmoSource, AmmoType, Autocases, GrpcConfig, LoadProfile, MemcachedConfig, Places, QueueConfig,
     ReplyLimits, RunOptions, TankType, WriteLog,

@@ -13,9 +13,13 @@ pub struct Active {
 
 impl Active {
     /// An instance starts a shot.
+    #[inline]
     pub fn enter(&self) {
         let now = self.now.fetch_add(1, Ordering::Relaxed) + 1;
-        self.peak.fetch_max(now, Ordering::Relaxed);
+        // Mostly the peak is already higher: a load, not a compare-and-swap loop.
+        if now > self.peak.load(Ordering::Relaxed) {
+            self.peak.fetch_max(now, Ordering::Relaxed);
+        }
     }
 
     /// An instance finished its shot.

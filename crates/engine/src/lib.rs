@@ -22,6 +22,7 @@ pub mod netcode;
 pub mod priority;
 mod queue;
 mod sink;
+mod started;
 mod tally;
 pub mod target;
 mod timer;
@@ -29,7 +30,7 @@ pub mod tls;
 
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -43,7 +44,8 @@ pub use active::Active;
 pub use io_threads::IoThreads;
 pub use queue::scenario::{FailureCount, ScenarioCounts, ScenarioReport, ScenarioTally};
 pub use sink::{Answer, AnswerSink, SampleSink};
-pub use tally::{SessionCounts, SessionTally};
+pub use started::{StartedSeconds, StartedShots};
+pub use tally::SessionTally;
 
 /// Why a test cannot start, or a queue failed. Every message names the config
 /// file, line, section and option it is about.
@@ -122,6 +124,8 @@ pub struct PreparedQueue {
     planned: Option<PlannedCount>,
     writelog: WriteLog,
     active: Arc<Active>,
+    /// Shots started, per second (the sent counts).
+    started: Arc<StartedShots>,
     /// A replay's sessions as they go (`None` for other models).
     sessions: Option<Arc<SessionTally>>,
     /// A scenario queue's setup (`None` for other ammo).
@@ -159,6 +163,12 @@ impl PreparedQueue {
     /// Instances firing right now (a live counter for the console and autostop).
     pub fn active(&self) -> Arc<Active> {
         Arc::clone(&self.active)
+    }
+
+    /// Shots started, per second: each second's sent count, final once the
+    /// second is over (read with [`StartedSeconds`]).
+    pub fn started(&self) -> Arc<StartedShots> {
+        Arc::clone(&self.started)
     }
 
     /// A replay's sessions running, started and completed (`None` for other models).
@@ -449,7 +459,7 @@ impl PreparedQueue {
             stop: along.control.stop.clone(),
             abort: along.control.abort.clone(),
             active: self.active,
-            fired: Default::default(),
+            started: self.started,
             count_rest: known.is_none().then_some(count_rest),
         });
         let running = Feeding::Running {
@@ -493,7 +503,7 @@ impl Feeding {
         };
         // Halting lets a feeder waiting for room see the end.
         shared.handoff.halt();
-        let fired = shared.fired.load(Ordering::Relaxed);
+        let fired = shared.started.total();
         let feed = tokio::task::spawn_blocking(move || feeder.join()).await;
         let (counted, error) = match feed {
             Ok(Ok(Ok(report))) => (report.complete.then_some(report.planned), None),
@@ -611,6 +621,7 @@ impl CheckedQueue {
             gun: self.gun.resolve(origin)?,
             writelog: self.writelog,
             active: Arc::default(),
+            started: Arc::default(),
             sessions,
             scenario: self.scenario,
         })

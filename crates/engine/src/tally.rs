@@ -3,28 +3,17 @@
 //! The console and the summary read it; the dispatch counts each session once
 //! when an instance takes it and once when it hangs up, not per request.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tank_stats::SessionCounts;
 
 /// Live counts of a replay's sessions.
 #[derive(Debug, Default)]
 pub struct SessionTally {
-    running: AtomicUsize,
-    peak: AtomicUsize,
+    running: AtomicU64,
+    peak: AtomicU64,
     started: AtomicU64,
     completed: AtomicU64,
-}
-
-/// A reading of a [`SessionTally`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SessionCounts {
-    /// Sessions running now (an instance holds them).
-    pub running: usize,
-    /// The most running at once since the last reading (at least `running`).
-    pub peak: usize,
-    /// Sessions started so far.
-    pub started: u64,
-    /// Sessions completed so far (the instance hung up).
-    pub completed: u64,
 }
 
 impl SessionTally {
@@ -41,7 +30,7 @@ impl SessionTally {
         self.completed.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The counts now; starts a new period for the peak.
+    /// The counts now (`peak`: since the last reading); starts a new period for the peak.
     pub fn take(&self) -> SessionCounts {
         let running = self.running.load(Ordering::Relaxed);
         SessionCounts {

@@ -16,3 +16,4 @@
 pub mod influx;
 pub mod line;
 pub mod prometheus;
+mod sinks;

@@ -41,7 +41,7 @@ use crate::{Labels, Options, SessionBy};
 /// How far a line's `$msec` may be from its `[$time_local]` (both are the
 /// time the line was written; the second is whole seconds): a day, far more
 /// than any clock step, far less than a corrupt number.
-pub const MSEC_DRIFT_US: u64 = 86_400_000_000;
+pub(crate) const MSEC_DRIFT_US: u64 = 86_400_000_000;
 
 /// One client so far.
 struct Client {
@@ -73,7 +73,7 @@ impl std::fmt::Display for LineNo {
 /// Import an access log (see the module docs); returns each session's label
 /// (its client), which the sorted requests do not carry: a client's first
 /// line need not hold its earliest request.
-pub fn import(
+pub(crate) fn import(
     input: impl Read,
     path: &str,
     options: &Options,
@@ -199,7 +199,7 @@ pub fn import(
 }
 
 /// Bad lines before the first request that make a file not an access log.
-pub const NOT_A_LOG_AFTER: usize = 100;
+pub(crate) const NOT_A_LOG_AFTER: usize = 100;
 
 /// The error of a file with no access-log line among its first bad ones.
 fn not_a_log(path: &str, bad: Vec<(u64, String)>) -> ImportError {

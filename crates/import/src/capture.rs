@@ -41,19 +41,19 @@ use crate::warnings::Warnings;
 use crate::TagBy;
 
 /// How far back a packet's time may go without its request being clamped.
-pub const SLACK_US: u64 = 100_000;
+pub(crate) const SLACK_US: u64 = 100_000;
 /// How long bytes may wait behind a hole before it is declared a gap.
-pub const HOLE_TIMEOUT_US: u64 = 10_000_000;
+pub(crate) const HOLE_TIMEOUT_US: u64 = 10_000_000;
 /// Bytes a connection may hold behind a hole before it is declared a gap
 /// (TCP's window keeps a real one far below; a corrupt capture need not).
 const MAX_HELD: usize = 64 << 20;
 /// How often (capture time) the watermark is moved and holes are checked.
 const TICK_US: u64 = 10_000;
 /// How long a connection that has sent no data is kept (capture time).
-pub const QUIET_US: u64 = 10_000_000;
+pub(crate) const QUIET_US: u64 = 10_000_000;
 /// Memory budgeted per connection that has sent no data: its entry, flow and
 /// stream state (about 0.5 KB) with room for the tables' growth.
-pub const QUIET_COST: usize = 2048;
+pub(crate) const QUIET_COST: usize = 2048;
 
 /// The two ends of a connection, in a canonical order (either direction finds it).
 type Key = (SocketAddr, SocketAddr);
@@ -107,7 +107,7 @@ impl Flow {
 }
 
 /// Turns packets into sorted request items (see the module docs).
-pub struct Capture {
+pub(crate) struct Capture {
     server_port: Option<u16>,
     tag_by: TagBy,
     flows: HashMap<Key, usize, RandomState>,
@@ -141,7 +141,7 @@ impl Capture {
     /// server as its SYN says, else a port that received SYNs, else the lower port),
     /// holding at most about `budget` bytes of requests in progress (the rest
     /// goes to `spill`) and of connections without data.
-    pub fn new(
+    pub(crate) fn new(
         server_port: Option<u16>,
         tag_by: TagBy,
         budget: usize,
@@ -172,12 +172,12 @@ impl Capture {
     }
 
     /// Connections forgotten without ever sending data (see the module docs).
-    pub fn forgotten(&self) -> u64 {
+    pub(crate) fn forgotten(&self) -> u64 {
         self.forgotten
     }
 
     /// Take one packet.
-    pub fn packet(
+    pub(crate) fn packet(
         &mut self,
         packet: Packet<'_>,
         path: &str,
@@ -330,7 +330,7 @@ impl Capture {
     /// End of capture: close every connection, in the order they were
     /// opened. Returns the connections skipped for their port, by port
     /// (port, count), most first.
-    pub fn finish(
+    pub(crate) fn finish(
         mut self,
         path: &str,
         sorter: &mut Sorter,

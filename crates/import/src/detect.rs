@@ -44,10 +44,10 @@ impl std::str::FromStr for Format {
 }
 
 /// Bytes [`detect`] wants to see (fewer at the end of a short file).
-pub const HEAD: usize = 64 * 1024;
+pub(crate) const HEAD: usize = 64 * 1024;
 
 /// The format of a file starting with `head`.
-pub fn detect(head: &[u8]) -> Format {
+pub(crate) fn detect(head: &[u8]) -> Format {
     const PCAP_MAGICS: [[u8; 4]; 4] = [
         [0xd4, 0xc3, 0xb2, 0xa1],
         [0xa1, 0xb2, 0xc3, 0xd4],

@@ -88,7 +88,7 @@ impl fmt::Display for EntryNo {
 /// Import a HAR file (see the module docs); returns each session's label,
 /// which the sorted requests do not carry (a connection's first entry need
 /// not be its earliest).
-pub fn import(
+pub(crate) fn import(
     input: impl Read,
     path: &str,
     options: &Options,

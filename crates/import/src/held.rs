@@ -25,14 +25,14 @@ const COPY_CHUNK: usize = 1 << 16;
 /// The temporary file request bodies spill to (created at the first spill,
 /// in `TMPDIR`; the OS removes it when it is closed).
 #[derive(Debug, Default)]
-pub struct SpillFile {
+pub(crate) struct SpillFile {
     file: OnceLock<File>,
     end: AtomicU64,
 }
 
 /// A run of a request's bytes in the [`SpillFile`]: where it starts, how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Extent {
+pub(crate) struct Extent {
     /// Its offset in the file.
     pub at: u64,
     /// Its length.
@@ -41,12 +41,12 @@ pub struct Extent {
 
 impl SpillFile {
     /// A file not created yet.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         SpillFile::default()
     }
 
     /// Bytes spilled so far.
-    pub fn spilled(&self) -> u64 {
+    pub(crate) fn spilled(&self) -> u64 {
         self.end.load(Ordering::Relaxed)
     }
 
@@ -59,7 +59,7 @@ impl SpillFile {
     }
 
     /// Append `bytes`; where they went.
-    pub fn append(&self, bytes: &[u8]) -> io::Result<Extent> {
+    pub(crate) fn append(&self, bytes: &[u8]) -> io::Result<Extent> {
         let file = self.file()?;
         let at = self.end.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         file.write_all_at(bytes, at)?;
@@ -70,7 +70,7 @@ impl SpillFile {
     }
 
     /// Read `buffer.len()` bytes from offset `at`.
-    pub fn read(&self, at: u64, buffer: &mut [u8]) -> io::Result<()> {
+    pub(crate) fn read(&self, at: u64, buffer: &mut [u8]) -> io::Result<()> {
         self.file()?.read_exact_at(buffer, at)
     }
 }
@@ -79,7 +79,7 @@ impl SpillFile {
 /// [`SpillFile`], then `tail` in memory (see the module docs). A request
 /// never spilled is all `head`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RequestBytes {
+pub(crate) struct RequestBytes {
     /// The first bytes (at least the request line and headers of a spilled request).
     pub head: Vec<u8>,
     /// Where the middle is, in order.
@@ -100,17 +100,12 @@ impl From<Vec<u8>> for RequestBytes {
 
 impl RequestBytes {
     /// The request's length.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.head.len() as u64 + spilled_len(&self.spilled) + self.tail.len() as u64
     }
 
-    /// Whether it has no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Memory it holds.
-    pub fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.head.capacity()
             + self.tail.capacity()
             + self.spilled.capacity() * std::mem::size_of::<Extent>()
@@ -119,7 +114,7 @@ impl RequestBytes {
     /// Hand its bytes to `out` in order, a slice at a time, the spilled
     /// middle read back from `file` (a failed read is [`SortError::Temp`], a
     /// failed `out` [`SortError::Out`]).
-    pub fn write_to(
+    pub(crate) fn write_to(
         &self,
         file: &SpillFile,
         out: &mut impl FnMut(&[u8]) -> io::Result<()>,
@@ -143,14 +138,14 @@ impl RequestBytes {
 }
 
 /// The bytes in `extents`.
-pub fn spilled_len(extents: &[Extent]) -> u64 {
+pub(crate) fn spilled_len(extents: &[Extent]) -> u64 {
     extents.iter().map(|e| e.len).sum()
 }
 
 /// Append `bytes` to `extents` in `file`: one more extent, or a longer last
 /// one when nothing else was appended in between (a single large upload
 /// stays one extent).
-pub fn spill(file: &SpillFile, extents: &mut Vec<Extent>, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn spill(file: &SpillFile, extents: &mut Vec<Extent>, bytes: &[u8]) -> io::Result<()> {
     if bytes.is_empty() {
         return Ok(());
     }

@@ -22,7 +22,7 @@ use tank_http1::{is_token, BodyDecoder, Framing};
 use crate::held::{self, Extent, RequestBytes, SpillFile};
 
 /// Longest request head accepted (request line and headers).
-pub const MAX_HEAD: usize = 64 * 1024;
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
 /// The most a body's `Content-Length` reserves at once.
 const RESERVE_LIMIT: usize = 16 << 20;
 /// Most headers in a request head.
@@ -35,7 +35,7 @@ const MAX_BODY_LINE: usize = 64 * 1024;
 
 /// Why a stream is not HTTP/1.x requests, at which stream offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FrameError {
+pub(crate) struct FrameError {
     /// Offset in the client's stream of the request that failed.
     pub at: u64,
     /// What was wrong and what was expected.
@@ -44,7 +44,7 @@ pub struct FrameError {
 
 /// A complete request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
+pub(crate) struct Request {
     /// Capture time of its first byte.
     pub at_us: u64,
     /// The request, verbatim (its body maybe in the spill file).
@@ -73,7 +73,7 @@ enum State {
 /// `request` holds the head (`head_len` bytes, once it is complete), then the
 /// body's bytes after those moved to the spill file.
 #[derive(Debug)]
-pub struct Framer {
+pub(crate) struct Framer {
     state: State,
     request: Vec<u8>,
     /// The head's length, once it is complete (0 before).
@@ -114,7 +114,7 @@ impl Framer {
     /// up to the first line that is a whole HTTP/1.x request line (`METHOD
     /// TARGET HTTP/1.x`), where framing starts; [`Framer::take_skipped`] says
     /// how many bytes that cost.
-    pub fn mid_stream() -> Framer {
+    pub(crate) fn mid_stream() -> Framer {
         Framer {
             state: State::Sync {
                 line_at: 0,
@@ -126,7 +126,7 @@ impl Framer {
 
     /// Once a stream from its middle found its first request line after
     /// skipping bytes: how many (reported once; `None` otherwise).
-    pub fn take_skipped(&mut self) -> Option<u64> {
+    pub(crate) fn take_skipped(&mut self) -> Option<u64> {
         if matches!(self.state, State::Sync { .. }) || self.skipped == 0 {
             return None;
         }
@@ -135,17 +135,17 @@ impl Framer {
 
     /// Bytes of a stream from its middle skipped so far while no request line
     /// was found yet (`None` once one was, or for a stream from its start).
-    pub fn still_searching(&self) -> Option<u64> {
+    pub(crate) fn still_searching(&self) -> Option<u64> {
         matches!(self.state, State::Sync { .. }).then_some(self.skipped + self.request.len() as u64)
     }
 
     /// The first byte's capture time of the request being read, if one is.
-    pub fn in_progress_since(&self) -> Option<u64> {
+    pub(crate) fn in_progress_since(&self) -> Option<u64> {
         (!matches!(self.state, State::Idle | State::Sync { .. })).then_some(self.at_us)
     }
 
     /// Bytes of the request being read (0 between requests).
-    pub fn partial_len(&self) -> usize {
+    pub(crate) fn partial_len(&self) -> usize {
         match self.state {
             State::Sync { .. } => 0,
             _ => self.request.len() + self.spilled_len,
@@ -153,13 +153,13 @@ impl Framer {
     }
 
     /// Memory the request being read holds.
-    pub fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.request.capacity() + self.spilled.capacity() * std::mem::size_of::<Extent>()
     }
 
     /// Move the body read so far to `file`, keeping the head in memory.
     /// Nothing moves before the head is complete.
-    pub fn spill(&mut self, file: &SpillFile) -> std::io::Result<()> {
+    pub(crate) fn spill(&mut self, file: &SpillFile) -> std::io::Result<()> {
         if !matches!(self.state, State::Body(_)) || self.request.len() <= self.head_len {
             return Ok(());
         }
@@ -171,13 +171,13 @@ impl Framer {
     }
 
     /// Stream bytes fed so far.
-    pub fn offset(&self) -> u64 {
+    pub(crate) fn offset(&self) -> u64 {
         self.offset
     }
 
     /// Feed the next stream bytes, captured at `at_us`; `done` gets each
     /// request as it completes. After an error the framer must not be fed again.
-    pub fn feed(
+    pub(crate) fn feed(
         &mut self,
         mut data: &[u8],
         at_us: u64,

@@ -20,23 +20,23 @@
 //! warning ([`Warnings`]); what makes the input unreadable is an
 //! [`ImportError`] naming the file and the byte or line.
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
-pub mod access;
-pub mod capture;
-pub mod detect;
-pub mod error;
-pub mod har;
-pub mod held;
-pub mod http;
-pub mod link;
+mod access;
+mod capture;
+mod detect;
+mod error;
+mod har;
+mod held;
+mod http;
+mod link;
 pub mod on_the_fly;
-pub mod order;
-pub mod pcap;
-pub mod span;
-pub mod tcp;
-pub mod time;
-pub mod warnings;
+mod order;
+mod pcap;
+mod span;
+mod tcp;
+mod time;
+mod warnings;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};

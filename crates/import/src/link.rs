@@ -12,32 +12,32 @@ use std::net::{IpAddr, SocketAddr};
 use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TransportSlice};
 
 /// pcap link types (LINKTYPE_*) this module reads.
-pub mod linktype {
+pub(crate) mod linktype {
     /// BSD loopback: a 4-byte address family in the writer's byte order.
-    pub const NULL: u32 = 0;
+    pub(crate) const NULL: u32 = 0;
     /// Ethernet II (VLAN tags included).
-    pub const ETHERNET: u32 = 1;
+    pub(crate) const ETHERNET: u32 = 1;
     /// Raw IP (the value some BSDs write).
-    pub const RAW_BSD: u32 = 12;
+    pub(crate) const RAW_BSD: u32 = 12;
     /// Raw IP (the value some BSDs write).
-    pub const RAW_BSD2: u32 = 14;
+    pub(crate) const RAW_BSD2: u32 = 14;
     /// Raw IPv4 or IPv6.
-    pub const RAW: u32 = 101;
+    pub(crate) const RAW: u32 = 101;
     /// OpenBSD loopback: a 4-byte address family in network byte order.
-    pub const LOOP: u32 = 108;
+    pub(crate) const LOOP: u32 = 108;
     /// Linux cooked capture v1 (`tcpdump -i any`).
-    pub const LINUX_SLL: u32 = 113;
+    pub(crate) const LINUX_SLL: u32 = 113;
     /// Raw IPv4.
-    pub const IPV4: u32 = 228;
+    pub(crate) const IPV4: u32 = 228;
     /// Raw IPv6.
-    pub const IPV6: u32 = 229;
+    pub(crate) const IPV6: u32 = 229;
     /// Linux cooked capture v2 (`tcpdump -i any` since libpcap 1.10).
-    pub const LINUX_SLL2: u32 = 276;
+    pub(crate) const LINUX_SLL2: u32 = 276;
 }
 
 /// A TCP segment of a frame.
 #[derive(Debug, Clone, Copy)]
-pub struct Segment<'a> {
+pub(crate) struct Segment<'a> {
     /// Sender.
     pub src: SocketAddr,
     /// Receiver.
@@ -58,7 +58,7 @@ pub struct Segment<'a> {
 
 /// Why a frame yields no TCP segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotTcp {
+pub(crate) enum NotTcp {
     /// Not IP, or IP carrying something else (ARP, UDP, ICMP, ...): not counted as a problem.
     Other,
     /// A fragment of an IP datagram (fragments are not reassembled).
@@ -70,7 +70,7 @@ pub enum NotTcp {
 }
 
 /// The TCP segment in `frame`, captured with link type `link`.
-pub fn segment(link: u32, frame: &[u8]) -> Result<Segment<'_>, NotTcp> {
+pub(crate) fn segment(link: u32, frame: &[u8]) -> Result<Segment<'_>, NotTcp> {
     let packet = match link {
         linktype::ETHERNET => {
             LaxSlicedPacket::from_ethernet(frame).map_err(|_| NotTcp::Malformed)?

@@ -32,7 +32,7 @@ const FAN_IN: usize = 64;
 
 /// What an item says about its session.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A request; `label` is set on the session's first one (who the client was).
     Request {
         /// Who the client was, on the session's first request only.
@@ -48,7 +48,7 @@ pub enum Kind {
 
 /// One request or session end, at an absolute time in µs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Item {
+pub(crate) struct Item {
     /// When: µs on the importer's clock (e.g. since the Unix epoch).
     pub at_us: u64,
     /// Pushed as the `seq`-th item: breaks ties in push order.
@@ -91,7 +91,7 @@ impl PartialOrd for Item {
 /// What failed while putting requests in order: a temporary file (a run of
 /// the sorter, or the spill file of request bodies), or the output.
 #[derive(Debug)]
-pub enum SortError {
+pub(crate) enum SortError {
     /// Writing or reading back a temporary file (in `TMPDIR`).
     Temp(io::Error),
     /// Writing the sessions.
@@ -100,7 +100,7 @@ pub enum SortError {
 
 impl SortError {
     /// As an import error of the input `path`, saying which of the two failed.
-    pub fn at(self, path: &str) -> crate::ImportError {
+    pub(crate) fn at(self, path: &str) -> crate::ImportError {
         match self {
             SortError::Temp(e) => crate::ImportError::io(
                 path,
@@ -152,7 +152,7 @@ impl std::fmt::Display for Ordering {
 /// watermark was wrong: timestamps going back further than it allowed) is
 /// moved up to that time (and, if a request, counted in [`Sorter::clamped`]),
 /// never written out of order.
-pub struct Sorter {
+pub(crate) struct Sorter {
     heap: BinaryHeap<Reverse<Item>>,
     held_bytes: usize,
     budget: usize,
@@ -166,7 +166,7 @@ pub struct Sorter {
 
 impl Sorter {
     /// A sorter holding at most about `budget` bytes before it spills.
-    pub fn new(budget: usize) -> Self {
+    pub(crate) fn new(budget: usize) -> Self {
         Sorter {
             heap: BinaryHeap::new(),
             held_bytes: 0,
@@ -181,12 +181,12 @@ impl Sorter {
     }
 
     /// Requests pushed with a time before one already written (moved up to it).
-    pub fn clamped(&self) -> u64 {
+    pub(crate) fn clamped(&self) -> u64 {
         self.clamped
     }
 
     /// Add an item; spills to a run file when over budget.
-    pub fn push(&mut self, at_us: u64, session: u64, kind: Kind) -> Result<(), SortError> {
+    pub(crate) fn push(&mut self, at_us: u64, session: u64, kind: Kind) -> Result<(), SortError> {
         let at_us = if at_us < self.floor_us {
             // A session's end follows its requests: only moved requests count.
             if matches!(kind, Kind::Request { .. }) {
@@ -214,7 +214,7 @@ impl Sorter {
 
     /// Write every item before `watermark_us` (nothing once spilled: then
     /// everything waits for the merge in [`Sorter::finish`]).
-    pub fn release(
+    pub(crate) fn release(
         &mut self,
         watermark_us: u64,
         out: &mut impl FnMut(Item) -> Result<(), SortError>,
@@ -237,7 +237,7 @@ impl Sorter {
     }
 
     /// Write everything left, in order, and say how it was ordered.
-    pub fn finish(
+    pub(crate) fn finish(
         mut self,
         out: &mut impl FnMut(Item) -> Result<(), SortError>,
     ) -> Result<Ordering, SortError> {

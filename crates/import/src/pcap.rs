@@ -25,7 +25,7 @@ const MAX_BLOCK: usize = 256 << 20;
 
 /// A captured packet, borrowed until the next.
 #[derive(Debug, Clone, Copy)]
-pub struct Packet<'a> {
+pub(crate) struct Packet<'a> {
     /// Its number in the file, from 1.
     pub number: u64,
     /// Capture time, µs since the Unix epoch.
@@ -48,7 +48,7 @@ struct Interface {
 
 /// Read every packet of `input` (named `path` in errors) into `each`, in
 /// file order. A file cut inside its last packet is a warning, not an error.
-pub fn read(
+pub(crate) fn read(
     input: impl Read + Send,
     path: &str,
     warnings: &mut Warnings,

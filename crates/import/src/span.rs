@@ -14,14 +14,14 @@ use tank_plan::sessions::{human_span, MAX_OFFSET_US};
 
 /// The earliest and latest times seen so far, and where each was read.
 #[derive(Debug, Clone, Default)]
-pub struct Span<L> {
+pub(crate) struct Span<L> {
     earliest: Option<(u64, L)>,
     latest: Option<(u64, L)>,
 }
 
 impl<L: Clone + Display> Span<L> {
     /// A span with nothing in it yet.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Span {
             earliest: None,
             latest: None,
@@ -30,7 +30,7 @@ impl<L: Clone + Display> Span<L> {
 
     /// Take a time read at `here`; an error saying why when it is further
     /// than [`MAX_OFFSET_US`] from a time read before.
-    pub fn check(&mut self, at_us: u64, here: &L) -> Result<(), String> {
+    pub(crate) fn check(&mut self, at_us: u64, here: &L) -> Result<(), String> {
         if let Some((earliest, there)) = &self.earliest {
             if at_us > earliest.saturating_add(MAX_OFFSET_US) {
                 return Err(too_far(at_us - earliest, "after", there));

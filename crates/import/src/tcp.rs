@@ -22,7 +22,7 @@ struct Held {
 
 /// A stream being reassembled (see the module docs).
 #[derive(Debug)]
-pub struct Reassembler {
+pub(crate) struct Reassembler {
     /// The sequence number of stream position 0.
     base: u32,
     /// Every byte before this position has been delivered.
@@ -36,7 +36,7 @@ pub struct Reassembler {
 impl Reassembler {
     /// A stream whose first byte has sequence number `first_seq` (the SYN's
     /// plus one, or the first data seen when the SYN was not captured).
-    pub fn new(first_seq: u32) -> Self {
+    pub(crate) fn new(first_seq: u32) -> Self {
         Reassembler {
             base: first_seq,
             next: 0,
@@ -54,40 +54,40 @@ impl Reassembler {
     }
 
     /// The stream position of sequence number `seq` (`None` before the stream's start).
-    pub fn position_of(&self, seq: u32) -> Option<u64> {
+    pub(crate) fn position_of(&self, seq: u32) -> Option<u64> {
         u64::try_from(self.position(seq)).ok()
     }
 
     /// The sequence number of position `at` (for messages).
-    pub fn seq_at(&self, at: u64) -> u32 {
+    pub(crate) fn seq_at(&self, at: u64) -> u32 {
         self.base.wrapping_add(at as u32)
     }
 
     /// Bytes delivered so far.
-    pub fn delivered(&self) -> u64 {
+    pub(crate) fn delivered(&self) -> u64 {
         self.next
     }
 
     /// Bytes held aside, waiting for a hole to fill.
-    pub fn held_bytes(&self) -> usize {
+    pub(crate) fn held_bytes(&self) -> usize {
         self.held_bytes
     }
 
     /// The capture time of the oldest bytes held aside: nothing the stream
     /// delivers later can be earlier than it (or than the packets to come).
-    pub fn held_since_us(&self) -> Option<u64> {
+    pub(crate) fn held_since_us(&self) -> Option<u64> {
         self.held_since_us
     }
 
     /// The first hole, as positions `[from, to)`: bytes missing before held ones.
-    pub fn hole(&self) -> Option<(u64, u64)> {
+    pub(crate) fn hole(&self) -> Option<(u64, u64)> {
         self.held.keys().next().map(|&to| (self.next, to))
     }
 
     /// A segment of `data` at sequence number `seq`, captured at `at_us`:
     /// calls `deliver` with each run of new stream bytes that is now
     /// contiguous, in stream order, with the time of the packet that carried it.
-    pub fn segment<E>(
+    pub(crate) fn segment<E>(
         &mut self,
         seq: u32,
         data: &[u8],
@@ -155,7 +155,7 @@ impl Reassembler {
     }
 
     /// Forget the held bytes (the stream is abandoned after a hole).
-    pub fn drop_held(&mut self) {
+    pub(crate) fn drop_held(&mut self) {
         self.held.clear();
         self.held_bytes = 0;
         self.held_since_us = None;

@@ -10,14 +10,14 @@ fn unix_us(at: Timestamp) -> Option<u64> {
 }
 
 /// `10/Oct/2000:13:55:36 -0700` (nginx's and Apache's `$time_local`).
-pub fn parse_clf(text: &str) -> Option<u64> {
+pub(crate) fn parse_clf(text: &str) -> Option<u64> {
     let at = jiff::fmt::strtime::parse("%d/%b/%Y:%H:%M:%S %z", text.trim()).ok()?;
     unix_us(at.to_timestamp().ok()?)
 }
 
 /// ISO 8601 / RFC 3339 `2023-04-01T12:00:00.123+02:00` (fraction and zone
 /// optional; no zone is UTC; a date alone is not a time).
-pub fn parse_iso8601(text: &str) -> Option<u64> {
+pub(crate) fn parse_iso8601(text: &str) -> Option<u64> {
     let text = text.trim();
     if !text.contains(['T', 't', ' ']) {
         return None;

@@ -214,7 +214,7 @@ impl Target {
                 }
                 // Stopped by the caller; until then the ammo cycles (as many
                 // passes as a config may ask for).
-                let passes = tank_config::limits::MAX_SHOTS.to_string();
+                let passes = tank_config::bounds::MAX_SHOTS.to_string();
                 extra.push(option(&queue, "loop", &passes));
                 extra.push(option(&queue, "ammo_limit", "-1"));
             }

@@ -6,7 +6,7 @@
 //! [`MAX_SHOTS`] shots. Every plan ends: the schedule bounds an rps plan, and
 //! the ammo side stops, or fails, as soon as no further pass could give a shot.
 
-use tank_config::limits::{grouped, MAX_SHOTS};
+use tank_config::bounds::{grouped, MAX_SHOTS};
 use tank_config::{AmmoSource, QueueConfig};
 
 use crate::ammo::{show, AmmoReader, Passes, ReadState, Slot};

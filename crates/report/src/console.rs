@@ -200,16 +200,16 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
             );
         }
     }
-    // The measuring probes (`measure = 1`): their latency apart from the load's.
-    if !t.probes.is_empty() {
+    // The measuring queues (`measure = 1`): their latency apart from the load's.
+    if !t.measuring.is_empty() {
         let _ = writeln!(
             out,
             "\n  {:<24} {:>10} {:>8} {:>9} {:>9} {:>12}",
-            "probe (measure = 1)", "count", "errors", "avg ms", "p99 ms", "last p99 ms"
+            "measuring (measure = 1)", "count", "errors", "avg ms", "p99 ms", "last p99 ms"
         );
-        for (index, (name, group)) in t.probes.iter().enumerate() {
+        for (index, (name, group)) in t.measuring.iter().enumerate() {
             let p99 = |g: &GroupStats| ms(g.quantile_us(990).unwrap_or(0.0));
-            let last = s.probes.get(index).map_or(0.0, |(_, g)| p99(g));
+            let last = s.measuring.get(index).map_or(0.0, |(_, g)| p99(g));
             let _ = writeln!(
                 out,
                 "  {:<24} {:>10} {:>8} {:>9.1} {:>9.1} {:>12.1}",
@@ -406,9 +406,9 @@ mod tests {
     }
 
     #[test]
-    fn probes_get_a_table_apart_from_the_queues() {
-        let mut agg =
-            Aggregator::new(0).with_probes(vec!["load".into(), "probe".into()], vec![false, true]);
+    fn measuring_queues_get_a_table_apart_from_the_queues() {
+        let mut agg = Aggregator::new(0)
+            .with_measuring(vec!["load".into(), "probe".into()], vec![false, true]);
         for (queue, real) in [(0, 1000), (0, 1000), (1, 7000)] {
             agg.add_sample(&tank_stats::Sample {
                 start_unix_us: 100_000_000,
@@ -427,7 +427,7 @@ mod tests {
         let screen = plain_screen(&second, &totals);
         let rows: Vec<&str> = screen
             .lines()
-            .skip_while(|line| !line.trim_start().starts_with("probe (measure = 1)"))
+            .skip_while(|line| !line.trim_start().starts_with("measuring (measure = 1)"))
             .take(2)
             .collect();
         assert_eq!(rows.len(), 2, "{screen}");

@@ -19,8 +19,7 @@ pub mod monitoring;
 pub mod names;
 pub mod stream;
 pub mod summary;
-pub mod timeline;
 pub mod warnings;
 
 pub use summary::{Meta, RunCounts, Summary};
-pub use timeline::Timeline;
+pub use tank_results::Timeline;

@@ -2,18 +2,18 @@
 //! table for reads (`get`, `multiget`) and updates (`set`), the misses, and
 //! the bytes each way with their rates.
 //!
-//! Read from phout.log after the run (one pass, memory bounded by two
-//! histograms): the per-second aggregates keep only tank's own quantiles,
-//! and mcperf's table asks for others (p5, p67, p99.99, the deviation).
+//! A sink of the results pipeline that looks at each response as it is
+//! counted (memory bounded by two histograms): the per-second aggregates keep
+//! only tank's own quantiles, and mcperf's table asks for others (p5, p67,
+//! p99.99, the deviation).
 //! A miss is a read that did not find every key it asked for (proto code
 //! 404, or 206 for a multiget; see the gun's codes).
 
 use std::fmt::Write as _;
-use std::io::BufRead;
-use std::path::Path;
 
 use hdrhistogram::Histogram;
-use tank_stats::phout::parse_line;
+use tank_results::{Response, SecondSink, SinkError, SoFar};
+use tank_stats::{case_of, SecondStats};
 
 /// mcperf's quantiles, percent.
 const QUANTILES: [f64; 12] = [
@@ -87,40 +87,22 @@ pub struct McperfLines {
 }
 
 impl McperfLines {
-    /// Read `phout` (tank's phout.log). A line that cannot be read is an
-    /// error naming the file and line.
-    pub fn from_phout(phout: &Path) -> Result<McperfLines, String> {
-        let file = std::fs::File::open(phout)
-            .map_err(|e| format!("{}: cannot read: {e}", phout.display()))?;
-        let mut lines = McperfLines::default();
-        let mut line = Vec::new();
-        let mut reader = std::io::BufReader::new(file);
-        for number in 1.. {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) => return Err(format!("{}:{number}: {e}", phout.display())),
-            }
-            let text = line.strip_suffix(b"\n").unwrap_or(&line);
-            let record =
-                parse_line(text).map_err(|e| format!("{}:{number}: {e}", phout.display()))?;
-            let measured = &record.measured;
-            lines.rx_bytes += measured.size_in;
-            lines.tx_bytes += measured.size_out;
-            let ok = measured.net_code.0 == 0;
-            match record.case() {
-                b"get" | b"multiget" if ok => {
-                    lines.reads.add(measured.interval_real_us);
-                    if matches!(measured.proto_code, 404 | 206) {
-                        lines.misses += 1;
-                    }
+    /// Count one response.
+    pub fn add(&mut self, response: Response<'_>) {
+        let measured = response.measured();
+        self.rx_bytes += measured.size_in;
+        self.tx_bytes += measured.size_out;
+        let ok = measured.net_code.0 == 0;
+        match case_of(response.tag()) {
+            b"get" | b"multiget" if ok => {
+                self.reads.add(measured.interval_real_us);
+                if matches!(measured.proto_code, 404 | 206) {
+                    self.misses += 1;
                 }
-                b"set" if ok => lines.updates.add(measured.interval_real_us),
-                _ => {}
             }
+            b"set" if ok => self.updates.add(measured.interval_real_us),
+            _ => {}
         }
-        Ok(lines)
     }
 
     /// The lines as mcperf prints them, rates over `seconds`.
@@ -169,14 +151,22 @@ impl McperfLines {
     }
 }
 
+impl SecondSink for McperfLines {
+    fn response(&mut self, response: Response<'_>) {
+        self.add(response);
+    }
+
+    fn second(&mut self, _: &SecondStats, _: SoFar<'_>) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn phout_rows_make_mcperfs_lines() {
-        let dir = tempfile::tempdir().unwrap();
-        let phout = dir.path().join("phout.log");
+    fn responses_make_mcperfs_lines() {
         // time, tag, interval_real, connect, send, latency, receive, interval_event,
         // size_out, size_in, net_code, proto_code
         let mut text = String::new();
@@ -188,8 +178,15 @@ mod tests {
         }
         text.push_str("1.000\tset\t500\t0\t0\t500\t0\t500\t300\t8\t0\t200\n");
         text.push_str("1.000\tget\t9\t0\t0\t9\t0\t9\t10\t0\t110\t0\n");
-        std::fs::write(&phout, text).unwrap();
-        let lines = McperfLines::from_phout(&phout).unwrap();
+        let mut lines = McperfLines::default();
+        for (file, line) in text.lines().enumerate() {
+            let record = tank_stats::phout::parse_line(line.as_bytes()).unwrap();
+            lines.add(Response::Row {
+                record: &record,
+                line: line.as_bytes(),
+                file,
+            });
+        }
         assert_eq!(
             (lines.reads.count(), lines.updates.count(), lines.misses),
             (100, 1, 25)
@@ -214,9 +211,5 @@ mod tests {
             text.contains("TX         1310 bytes :      0.0 MB/s"),
             "{text}"
         );
-        let bad = dir.path().join("bad.log");
-        std::fs::write(&bad, "1.000\tget\tx\n").unwrap();
-        let error = McperfLines::from_phout(&bad).unwrap_err();
-        assert!(error.contains("bad.log:1:"), "{error}");
     }
 }

@@ -124,6 +124,76 @@ pub fn render_panel(out: &mut String, latest: &[HostSecond]) {
     }
 }
 
+/// The summary's monitoring lines: per host, each value's average and maximum
+/// over the run (CPU busy in total and per core, load, memory used).
+pub fn describe(hosts: &[HostSeries]) -> String {
+    let mut out = String::new();
+    if hosts.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "\nmonitoring (average / max over the run):");
+    for host in hosts {
+        let mut line = format!("  {}", host.host);
+        if !host.comment.is_empty() {
+            let _ = write!(line, " ({})", host.comment);
+        }
+        let mut parts = Vec::new();
+        let total = format!("{CPU_PREFIX}cpu-total_usage_idle");
+        if let Some((avg, max)) = host
+            .metrics
+            .get(&total)
+            .and_then(|v| spread(v, |idle| 100.0 - idle))
+        {
+            parts.push(format!("cpu {avg:.0}% / {max:.0}%"));
+        }
+        if let Some((avg, max)) = host
+            .metrics
+            .get("System_la1")
+            .and_then(|v| spread(v, |x| x))
+        {
+            parts.push(format!("load {avg:.2} / {max:.2}"));
+        }
+        let mib = 1024.0 * 1024.0;
+        if let Some((avg, max)) = host
+            .metrics
+            .get("Memory_used")
+            .and_then(|v| spread(v, |x| x / mib))
+        {
+            parts.push(format!("mem used {avg:.0} / {max:.0} MiB"));
+        }
+        if parts.is_empty() {
+            parts.push(format!(
+                "{} metrics (in summary.json and report.html)",
+                host.metrics.len()
+            ));
+        }
+        let _ = writeln!(out, "{line}: {}", parts.join(", "));
+        let cores: Vec<String> = host
+            .metrics
+            .iter()
+            .filter_map(|(name, values)| {
+                let core = name.strip_prefix(CPU_PREFIX)?.strip_suffix("_busy")?;
+                let (avg, max) = spread(values, |x| x)?;
+                Some(format!("{core} {avg:.0}% / {max:.0}%"))
+            })
+            .collect();
+        for chunk in cores.chunks(4) {
+            let _ = writeln!(out, "    cores busy: {}", chunk.join(", "));
+        }
+    }
+    out
+}
+
+/// The average and the maximum of a series' values (mapped by `f`), if it has any.
+fn spread(values: &[Option<f64>], f: impl Fn(f64) -> f64) -> Option<(f64, f64)> {
+    let seen: Vec<f64> = values.iter().flatten().map(|v| f(*v)).collect();
+    if seen.is_empty() {
+        return None;
+    }
+    let max = seen.iter().copied().fold(f64::MIN, f64::max);
+    Some((seen.iter().sum::<f64>() / seen.len() as f64, max))
+}
+
 /// A block character as tall as `percent` of 100.
 fn block(percent: f64) -> char {
     const BLOCKS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -166,6 +236,32 @@ mod tests {
         assert!(!m.contains_key("custom:cpu-cpu0_usage_user"));
         assert_eq!(m["custom:cpu-cpu-total_usage_user"][1], Some(45.0));
         assert_eq!(m["System_la1"], vec![None, None, None, Some(2.0)]);
+    }
+
+    #[test]
+    fn the_summary_gives_each_hosts_average_and_max() {
+        let mut r = Recorder::default();
+        for (ts, idle, la) in [(1, 80.0, 1.0), (2, 20.0, 3.0)] {
+            r.push(&second(
+                ts,
+                &[
+                    ("custom:cpu-cpu0_usage_idle", idle),
+                    ("custom:cpu-cpu-total_usage_idle", idle),
+                    ("System_la1", la),
+                ],
+            ));
+        }
+        let text = describe(&r.align(&[1, 2]));
+        assert!(
+            text.contains("monitoring (average / max over the run):"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  web: cpu 50% / 80%, load 2.00 / 3.00"),
+            "{text}"
+        );
+        assert!(text.contains("    cores busy: cpu0 50% / 80%"), "{text}");
+        assert!(describe(&[]).is_empty());
     }
 
     #[test]

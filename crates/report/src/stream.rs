@@ -1,28 +1,19 @@
 //! `tank report`'s core: phout files in, summary / JSON lines / HTML out, streaming.
 //!
-//! Each file is read line by line into one reused buffer; lines go straight into the
-//! [`Aggregator`], finished seconds straight to the JSON-lines file and the [`Timeline`]. Memory
-//! is the aggregator's open seconds plus a few hundred bytes per second of run: it does not
-//! grow with the number of lines.
-//!
-//! Several files (one per queue, say) are merged as they are read: the next line consumed is
-//! always the one whose response ended first among the files' current lines, so each file only
-//! needs to be in rough time order, as phout files are.
-//!
-//! Bad lines: a line that cannot be read is an error naming the file, the line number and the
-//! field; tank will not report on data it cannot vouch for. The one exception is a last line
-//! with no `\n` (a writer killed mid-line): it is skipped with a warning. Blank lines are
-//! skipped, as yandex-tank's reader does.
+//! The files are read by tank-results' [`PhoutSource`] (merged by response end,
+//! so several files read as one run's; located errors; a cut last line skipped
+//! with a warning) and driven through the same pipeline and sinks a live run
+//! uses: `test_data.log` ([`JsonLines`]) and the report's [`Timeline`]. Memory is
+//! the aggregator's open seconds plus a few hundred bytes per second of run: it
+//! does not grow with the number of lines.
 
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
-use tank_stats::phout::{parse_line, ParseError};
-use tank_stats::{json, Aggregator, SecondStats};
+use tank_results::{drive, DriveError, JsonLines, PhoutSource, Pipeline, Timeline};
+use tank_stats::Aggregator;
 
 use crate::summary::{Meta, Summary};
-use crate::timeline::Timeline;
 
 /// Names of the files `tank report` writes.
 pub mod files {
@@ -49,16 +40,9 @@ pub enum ReportError {
         /// The failure.
         source: io::Error,
     },
-    /// A phout line could not be read.
-    #[error("{}:{line}: {source}", path.display())]
-    Phout {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line number.
-        line: u64,
-        /// Which field and why.
-        source: ParseError,
-    },
+    /// A phout could not be read, or an output written.
+    #[error(transparent)]
+    Drive(#[from] DriveError),
 }
 
 /// What reading phout files found, besides the seconds.
@@ -70,115 +54,24 @@ pub struct ReadStats {
     pub warnings: Vec<String>,
 }
 
-/// One phout file being read.
-struct Source {
-    path: PathBuf,
-    reader: Box<dyn BufRead>,
-    line: Vec<u8>,
-    number: u64,
-    /// The receive second of the line in `line`, when one is loaded.
-    key: Option<u64>,
-}
-
-impl Source {
-    fn open(path: &Path) -> Result<Source, ReportError> {
-        let file = File::open(path).map_err(|source| ReportError::Io {
-            path: path.into(),
-            source,
-        })?;
-        Ok(Source {
-            path: path.into(),
-            reader: Box::new(BufReader::with_capacity(1 << 20, file)),
-            line: Vec::with_capacity(256),
-            number: 0,
-            key: None,
-        })
-    }
-
-    /// Load the next non-blank line (checking it parses); `key` is `None` at the end.
-    fn advance(&mut self, warnings: &mut Vec<String>) -> Result<(), ReportError> {
-        self.key = None;
-        loop {
-            self.line.clear();
-            let read = self
-                .reader
-                .read_until(b'\n', &mut self.line)
-                .map_err(|source| ReportError::Io {
-                    path: self.path.clone(),
-                    source,
-                })?;
-            if read == 0 {
-                return Ok(());
-            }
-            self.number += 1;
-            let complete = self.line.last() == Some(&b'\n');
-            if complete {
-                self.line.pop();
-            }
-            if self.line.iter().all(|b| b.is_ascii_whitespace()) {
-                continue;
-            }
-            match parse_line(&self.line) {
-                Ok(record) => {
-                    self.key = Some(record.receive_second());
-                    return Ok(());
-                }
-                Err(_) if !complete => {
-                    warnings.push(format!(
-                        "{}:{}: skipped the unfinished last line",
-                        self.path.display(),
-                        self.number
-                    ));
-                    return Ok(());
-                }
-                Err(source) => {
-                    return Err(ReportError::Phout {
-                        path: self.path.clone(),
-                        line: self.number,
-                        source,
-                    })
-                }
-            }
-        }
-    }
-}
-
-/// Read `paths` (merged by response time) into `aggregator`, calling `on_second` for every
-/// second it finishes, and finishing it at the end.
-pub fn read_phouts(
+/// Read `paths` through the pipeline into a timeline (and `test_data.log`, when
+/// `json` is given): the summary.
+fn read(
     paths: &[PathBuf],
-    aggregator: &mut Aggregator,
-    mut on_second: impl FnMut(SecondStats) -> Result<(), ReportError>,
-) -> Result<ReadStats, ReportError> {
-    let mut stats = ReadStats::default();
-    let mut sources = Vec::with_capacity(paths.len());
-    for path in paths {
-        let mut source = Source::open(path)?;
-        source.advance(&mut stats.warnings)?;
-        sources.push(source);
-    }
-    loop {
-        // With one file this is always that file; with a few, a short scan.
-        let next = sources
-            .iter_mut()
-            .filter(|s| s.key.is_some())
-            .min_by_key(|s| s.key);
-        let Some(source) = next else { break };
-        // The line parsed when it was loaded: parsing again cannot fail.
-        if let Ok(record) = parse_line(&source.line) {
-            aggregator.add_record(&record);
-            stats.lines += 1;
-        }
-        source.advance(&mut stats.warnings)?;
-        while let Some(second) = aggregator.pop_ready() {
-            on_second(second)?;
-        }
-    }
-    aggregator.finish();
-    while let Some(second) = aggregator.pop_ready() {
-        on_second(second)?;
-    }
-    Ok(stats)
+    buffered_seconds: u32,
+    meta: Meta,
+    mut json: Option<&mut JsonLines>,
+) -> Result<(Summary, ReadStats), ReportError> {
+    let mut timeline = Timeline::default();
+    let source = PhoutSource::open(paths).map_err(DriveError::from)?;
+    let pipeline = Pipeline::new(Aggregator::new(buffered_seconds));
+    let driven = drive(source, pipeline, None, &mut [&mut timeline, &mut json])?;
+    let summary = Summary::build(meta, &driven.totals, timeline, None, None, None);
+    let stats = ReadStats {
+        lines: driven.rows,
+        warnings: driven.warnings,
+    };
+    Ok((summary, stats))
 }
 
 /// Aggregate `paths` into a [`Summary`] without writing anything (for `tank compare`).
@@ -187,14 +80,7 @@ pub fn summarize(
     buffered_seconds: u32,
     meta: Meta,
 ) -> Result<(Summary, ReadStats), ReportError> {
-    let mut aggregator = Aggregator::new(buffered_seconds);
-    let mut timeline = Timeline::default();
-    let stats = read_phouts(paths, &mut aggregator, |second| {
-        timeline.push(&second);
-        Ok(())
-    })?;
-    let summary = Summary::build(meta, &aggregator.totals(), timeline, None, None, None);
-    Ok((summary, stats))
+    read(paths, buffered_seconds, meta, None)
 }
 
 /// `tank report`: aggregate `paths` and write [`files`] into `out_dir` (created if missing).
@@ -204,42 +90,48 @@ pub fn report(
     buffered_seconds: u32,
     meta: Meta,
 ) -> Result<(Summary, ReadStats), ReportError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| ReportError::Io {
-            path: path.clone(),
-            source,
-        }
-    };
-    std::fs::create_dir_all(out_dir).map_err(io(out_dir))?;
-    let json_path = out_dir.join(files::JSON_LINES);
-    let mut json_out =
-        BufWriter::with_capacity(1 << 16, File::create(&json_path).map_err(io(&json_path))?);
-    let mut aggregator = Aggregator::new(buffered_seconds);
-    let mut timeline = Timeline::default();
-    let stats = read_phouts(paths, &mut aggregator, |second| {
-        json::write_second(&mut json_out, &second).map_err(io(&json_path))?;
-        timeline.push(&second);
-        Ok(())
+    std::fs::create_dir_all(out_dir).map_err(|source| ReportError::Io {
+        path: out_dir.into(),
+        source,
     })?;
-    json_out.flush().map_err(io(&json_path))?;
-    let summary = Summary::build(meta, &aggregator.totals(), timeline, None, None, None);
+    let json_path = out_dir.join(files::JSON_LINES);
+    let mut json = JsonLines::create(&json_path).map_err(|source| ReportError::Io {
+        path: json_path,
+        source,
+    })?;
+    let (summary, stats) = read(paths, buffered_seconds, meta, Some(&mut json))?;
     write_outputs(&summary, out_dir)?;
     Ok((summary, stats))
 }
 
 /// Write `summary.json`, `summary.txt` and `report.html` into `out_dir` (the end of a run
-/// writes these too).
+/// writes these too). Each is written under a temporary name and renamed into place, so a
+/// failure (a full disk) leaves no empty or cut report: a file is whole, or absent.
 pub fn write_outputs(summary: &Summary, out_dir: &Path) -> Result<(), ReportError> {
     for (name, content) in [
         (files::SUMMARY_JSON, summary.to_json()),
         (files::SUMMARY_TEXT, summary.to_text()),
         (files::HTML, crate::html::report(summary)),
     ] {
-        let path = out_dir.join(name);
-        std::fs::write(&path, content).map_err(|source| ReportError::Io { path, source })?;
+        write_whole(&out_dir.join(name), content.as_bytes())?;
     }
     Ok(())
+}
+
+/// Write `path` whole or not at all: through a temporary file beside it.
+fn write_whole(path: &Path, content: &[u8]) -> Result<(), ReportError> {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".partial");
+    let temporary = PathBuf::from(temporary);
+    let written =
+        std::fs::write(&temporary, content).and_then(|()| std::fs::rename(&temporary, path));
+    written.map_err(|source| {
+        let _ = std::fs::remove_file(&temporary);
+        ReportError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -257,26 +149,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = write(dir.path(), "a", "10.0\ta\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200\n\n12.0\ta\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200\n");
         let b = write(dir.path(), "b", "11.0\tb\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200\n13.0\tb\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200\n");
-        let mut agg = Aggregator::new(0);
-        let mut seen = Vec::new();
-        let stats = read_phouts(&[a, b], &mut agg, |s| {
-            seen.push((s.ts, s.tagged.keys().cloned().collect::<Vec<_>>()));
-            Ok(())
-        })
-        .unwrap();
+        let (summary, stats) = summarize(&[a, b], 0, Meta::default()).unwrap();
         assert_eq!(stats.lines, 4);
-        assert_eq!(agg.totals().late, 0);
-        assert_eq!(
-            seen.iter().map(|s| s.0).collect::<Vec<_>>(),
-            vec![10, 11, 12, 13]
-        );
+        assert_eq!(summary.shots.late, 0);
+        assert_eq!(summary.timeline.ts, vec![10, 11, 12, 13]);
+        assert_eq!(summary.timeline.sent, vec![1, 1, 1, 1]);
     }
 
     #[test]
     fn a_bad_line_names_file_line_and_field() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "phout", "10.0\ta\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200\n10.0\ta\t1000\t0\tX\t0\t0\t0\t0\t0\t0\t200\n");
-        let error = read_phouts(&[p], &mut Aggregator::new(2), |_| Ok(())).unwrap_err();
+        let error = summarize(&[p], 2, Meta::default()).unwrap_err();
         let text = error.to_string();
         assert!(
             text.ends_with("phout:2: phout field 5 (send_time): `X` is not a non-negative integer"),
@@ -292,7 +176,7 @@ mod tests {
             "phout",
             "10.0\ta\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200\n10.5\ta\t10",
         );
-        let stats = read_phouts(&[p], &mut Aggregator::new(2), |_| Ok(())).unwrap();
+        let (_, stats) = summarize(&[p], 2, Meta::default()).unwrap();
         assert_eq!(stats.lines, 1);
         assert_eq!(stats.warnings.len(), 1);
         assert!(
@@ -319,5 +203,23 @@ mod tests {
         }
         let lines = std::fs::read_to_string(out.join(files::JSON_LINES)).unwrap();
         assert_eq!(lines.lines().count(), 2);
+        let partial: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+            .collect();
+        assert!(partial.is_empty(), "{partial:?}");
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_report_that_cannot_be_written_leaves_no_empty_file() {
+        // A full disk, as /dev/full is: the rename never happens, the temporary goes.
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("summary.json");
+        std::os::unix::fs::symlink("/dev/full", dir.path().join("summary.json.partial")).unwrap();
+        let error = write_whole(&target, b"{}").unwrap_err();
+        assert!(error.to_string().contains("summary.json"), "{error}");
+        assert!(!target.exists());
     }
 }

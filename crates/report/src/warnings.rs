@@ -24,9 +24,13 @@ pub struct Facts<'a> {
     pub proto_codes: &'a BTreeMap<String, u64>,
     /// Whether this is a run (the engine's counts are known) rather than a phout.
     pub run: bool,
-    /// Whether the run was stopped before its plan ended (Ctrl-C, autostop): then
-    /// unsent shots are expected and not warned about.
-    pub stopped_early: bool,
+    /// How the run was stopped before its plan ended (Ctrl-C, autostop), if it
+    /// was: then only the shots due before the stop were expected to be sent.
+    pub stop: Option<crate::summary::Stop>,
+    /// The most instances busy at once, and how many there were (a run's).
+    pub instances: Option<(u64, u64)>,
+    /// The largest lag of a shot behind its due time, ms (a run's).
+    pub lag_max_ms: Option<f64>,
 }
 
 /// The warnings, most serious first.
@@ -72,14 +76,31 @@ pub fn judge(facts: &Facts) -> Vec<String> {
             "every response was an HTTP error (4xx or 5xx): {responses} of {responses}"
         ));
     }
-    if let (Some(planned), Some(unsent)) = (shots.planned, shots.unsent) {
-        if !facts.stopped_early && unsent > 0 && percent(unsent, planned) >= SHARE_PERCENT {
+    let busy = why_unsent(facts);
+    match (facts.stop, shots.planned, shots.unsent) {
+        (None, Some(planned), Some(unsent))
+            if unsent > 0 && percent(unsent, planned) >= SHARE_PERCENT =>
+        {
             out.push(format!(
-                "{unsent} of {planned} planned shots ({:.1}%) were not sent: every instance was busy \
-                 when they were due (raise `instances`, or the target is slower than the plan)",
+                "{unsent} of {planned} planned shots ({:.1}%) were not sent: {busy}",
                 percent(unsent, planned)
             ));
         }
+        (Some(stop), _, _) => {
+            // Stopped: the shots due later were never meant to be sent yet.
+            let sent = shots.sent.unwrap_or(0);
+            if let Some(due) = stop.due {
+                let unsent = due.saturating_sub(sent);
+                if unsent > 0 && percent(unsent, due) >= SHARE_PERCENT {
+                    out.push(format!(
+                        "{unsent} of the {due} shots due over a second before the stop ({:.1}%) were not \
+                         sent: {busy}",
+                        percent(unsent, due)
+                    ));
+                }
+            }
+        }
+        _ => {}
     }
     if shots.dropped > 0 {
         out.push(format!(
@@ -102,6 +123,26 @@ pub fn judge(facts: &Facts) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Why due shots went unsent: every instance was busy, or, with instances to
+/// spare, tank itself fell behind the plan (a machine short of CPU).
+fn why_unsent(facts: &Facts) -> String {
+    match (facts.instances, facts.lag_max_ms) {
+        (Some((peak, pool)), Some(lag)) if peak < pool => format!(
+            "tank fell behind the plan and the schedule ended first: its lag reached \
+             {lag:.0} ms while at most {peak} of the {pool} instances were busy, so the \
+             machine was short of CPU for this rate (of new connections, if each shot \
+             opens one): fewer processes or targets per core, a slower ramp, or more \
+             machines"
+        ),
+        (Some(_), _) => "every instance was busy when they were due (raise `instances`, or \
+                         the target is slower than the plan)"
+            .to_string(),
+        (None, _) => "the schedule ended before they were fired: every instance was busy, or \
+                      tank fell behind the plan (each run's own summary says which)"
+            .to_string(),
+    }
 }
 
 fn percent(part: u64, whole: u64) -> f64 {
@@ -137,6 +178,7 @@ fn net_breakdown(codes: &BTreeMap<String, u64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::summary::{Stop, StopCause};
 
     fn shots(planned: Option<u64>, sent: u64, responses: u64) -> Shots {
         Shots {
@@ -161,12 +203,28 @@ mod tests {
         http: &[(&str, u64)],
         stopped: bool,
     ) -> Vec<String> {
+        let stop = stopped.then_some(Stop {
+            cause: StopCause::Interrupted,
+            after_s: None,
+            due: None,
+        });
+        judge_stopped(shots, net, http, stop)
+    }
+
+    fn judge_stopped(
+        shots: &Shots,
+        net: &[(&str, u64)],
+        http: &[(&str, u64)],
+        stop: Option<Stop>,
+    ) -> Vec<String> {
         judge(&Facts {
             shots,
             net_codes: &codes(net),
             proto_codes: &codes(http),
             run: true,
-            stopped_early: stopped,
+            stop,
+            instances: None,
+            lag_max_ms: None,
         })
     }
 
@@ -200,6 +258,55 @@ mod tests {
         // Just under the threshold: 5 of 600 is 0.8%.
         let s = shots(Some(600), 595, 595);
         assert!(judge_run(&s, &[("0", 595)], &[("200", 595)], false).is_empty());
+    }
+
+    #[test]
+    fn unsent_shots_with_instances_to_spare_blame_the_generator_not_the_plan() {
+        // --processes 3 at 4,200 new connections a second each on two cores.
+        let s = shots(Some(16800), 14365, 14365);
+        let judge_with = |instances| {
+            judge(&Facts {
+                shots: &s,
+                net_codes: &codes(&[("0", 14365)]),
+                proto_codes: &codes(&[("200", 14365)]),
+                run: true,
+                stop: None,
+                instances,
+                lag_max_ms: Some(577.5),
+            })
+        };
+        let w = judge_with(Some((14365, 16800)));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("were not sent: tank fell behind the plan")
+                && w[0].contains("its lag reached 578 ms while at most 14365 of the 16800"),
+            "{w:?}"
+        );
+        let w = judge_with(Some((16800, 16800)));
+        assert!(w[0].contains("every instance was busy"), "{w:?}");
+    }
+
+    #[test]
+    fn a_stopped_run_is_judged_on_the_shots_due_before_the_stop() {
+        // Ctrl-C after 1,366 of 7,525 shots were due, all of them sent: nothing to say.
+        let s = shots(Some(7525), 1366, 1366);
+        let stop = |due| {
+            Some(Stop {
+                cause: StopCause::Interrupted,
+                after_s: Some(1.0),
+                due: Some(due),
+            })
+        };
+        assert!(judge_stopped(&s, &[("0", 1366)], &[("200", 1366)], stop(1366)).is_empty());
+        // 1,500 were due: 134 (8.9%) of them were late when the stop came.
+        let w = judge_stopped(&s, &[("0", 1366)], &[("200", 1366)], stop(1500));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with(
+                "134 of the 1500 shots due over a second before the stop (8.9%) were not sent"
+            ),
+            "{w:?}"
+        );
     }
 
     #[test]
@@ -241,7 +348,9 @@ mod tests {
             net_codes: &BTreeMap::new(),
             proto_codes: &BTreeMap::new(),
             run: false,
-            stopped_early: false,
+            stop: None,
+            instances: None,
+            lag_max_ms: None,
         };
         assert!(judge(&facts).is_empty());
     }

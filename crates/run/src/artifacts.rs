@@ -1,5 +1,7 @@
 //! The run's artifacts directory: `logs/<UTC time>_<id>/` by default, holding
-//! phout.log, answ.log, the config as run, and tank.log.
+//! phout.log, answ.log, the config as run, and tank.log. Every directory tank
+//! names itself is named this way ([`dir_name`]): a run's, `--processes`' and a
+//! bench's or search's, so they sort by time together.
 
 use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
@@ -84,6 +86,17 @@ impl Artifacts {
     }
 }
 
+/// A new artifacts directory's name: `2026-11-21_19-39-11_4f2a9c`, then
+/// `_<what>` when given (`_bench`, `_3processes`): sortable by time, and unique
+/// enough for two runs in one second.
+pub fn dir_name(what: Option<&str>) -> String {
+    let id = run_id(SystemTime::now());
+    match what {
+        Some(what) => format!("{id}_{what}"),
+        None => id,
+    }
+}
+
 /// `2026-11-21_19-39-11_4f2a9c`: sortable, and unique enough for two runs in one second.
 fn run_id(now: SystemTime) -> String {
     let nanos = now
@@ -119,5 +132,12 @@ mod tests {
         let at = UNIX_EPOCH + Duration::from_secs(1_763_753_951);
         assert_eq!(utc(at, '_', '-'), "2025-11-21_19-39-11");
         assert!(run_id(at).starts_with("2025-11-21_19-39-11_"));
+        let named = dir_name(Some("bench"));
+        assert_eq!(
+            named.len(),
+            "2025-11-21_19-39-11_4f2a9c_bench".len(),
+            "{named}"
+        );
+        assert!(named.ends_with("_bench"), "{named}");
     }
 }

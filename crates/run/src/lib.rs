@@ -1,5 +1,5 @@
 //! tank-run: one run of a test, as a library — the driver above the
-//! pipeline (config → plan → engine → stats → report), as ripgrep's core sits
+//! pipeline (config → plan → engine → stats → results → report), as ripgrep's core sits
 //! above its searcher and printer.
 //!
 //! A run goes through four phases, each a type only the one before can make:
@@ -27,13 +27,13 @@ mod answers;
 mod artifacts;
 mod captures;
 mod collector;
-mod limits;
 mod observer;
 mod outcome;
 mod phases;
-mod planned;
 mod preload;
 mod prepare;
+mod record;
+mod rlimit;
 mod start;
 mod watch;
 
@@ -41,11 +41,13 @@ use tank_config::{ConfigError, Override, TestConfig};
 use tank_engine::{Control, Engine, EngineError};
 use tank_plan::Shard;
 
-pub use observer::{LiveState, Notice, Observer, Sessions, Silent, Started};
+pub use artifacts::dir_name;
+pub use observer::{LiveState, Notice, Observer, Silent, Started};
 pub use outcome::{Outcome, Verdict};
 pub use phases::{Fired, Running};
-pub use planned::Planned;
 pub use prepare::{Note, Prepared};
+pub use record::clock::ClockInfo;
+pub use record::{time, QueuePlan, ShardRecord, SHARD_JSON};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -115,7 +117,7 @@ pub enum RunError {
     Preload(String),
     /// The machine cannot hold the run (open files).
     #[error("{0}")]
-    Limits(String),
+    OpenFiles(String),
     /// An I/O step of setting up or finishing the run.
     #[error("{what}: {error}")]
     Io {

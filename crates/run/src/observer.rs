@@ -10,14 +10,15 @@
 use std::path::Path;
 use std::time::Duration;
 
-use tank_stats::aggregate::{Aggregator, SecondStats};
+use tank_results::SoFar;
+use tank_stats::aggregate::SecondStats;
 use tank_stats::autostop::{Autostop, StopReason};
-use tank_stats::Sample;
+use tank_stats::{Sample, SessionCounts};
 
 /// The live state an observer may read beside the finished seconds.
 pub struct LiveState<'a> {
-    /// The aggregation so far (its totals are computed on demand).
-    pub aggregator: &'a Aggregator,
+    /// The run so far (its totals are computed on demand).
+    pub so_far: SoFar<'a>,
     /// The autostop criteria, with how long each has been counting.
     pub autostop: &'a Autostop,
     /// Since the run started.
@@ -27,23 +28,9 @@ pub struct LiveState<'a> {
     pub last: bool,
     /// The latest monitoring second of each monitored host (empty without monitoring).
     pub monitoring: &'a [tank_monitor::HostSecond],
-    /// A replay's sessions, as of the last wall-clock second (`None` without a replay).
-    pub sessions: Option<&'a Sessions>,
-}
-
-/// A replay's sessions (Apiary's tallies and levels), over its queues.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Sessions {
-    /// Running now.
-    pub running: u64,
-    /// The most running at once: in the last second (live), or in the whole run (at its end).
-    pub peak: u64,
-    /// Started so far.
-    pub started: u64,
-    /// Started in the last second (live; at the end, 0).
-    pub started_per_second: u64,
-    /// Completed so far.
-    pub completed: u64,
+    /// A replay's sessions over its queues, as of the last wall-clock second
+    /// (`peak`: in that second; `None` without a replay).
+    pub sessions: Option<&'a SessionCounts>,
 }
 
 /// Something worth telling the user the moment it happens.

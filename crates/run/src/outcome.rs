@@ -10,13 +10,18 @@ use std::time::Duration;
 
 use tank_config::{LoadProfile, TestConfig};
 use tank_engine::{Engine, QueueReport, RunReport};
-use tank_report::stream::write_outputs;
-use tank_report::summary::{FailureRow, ScenarioRow};
+use tank_export::influx::InfluxReport;
+use tank_report::memcached::McperfLines;
+use tank_report::stream::{files, write_outputs};
+use tank_report::summary::{FailureRow, InfluxRow, ReplayRow, ScenarioRow, Stop, StopCause};
 use tank_report::{Meta, RunCounts, Summary};
+use tank_results::SinkError;
 use tank_stats::autostop::{codes, rcassert};
 
 use crate::artifacts::Artifacts;
-use crate::collector::Measured;
+use crate::collector::{Collected, PHOUT};
+use crate::record::{ShardRecord, SHARD_JSON};
+use crate::watch::Watched;
 use crate::Spec;
 
 /// Why the run ended, before `[rcassert]` remaps its code.
@@ -85,6 +90,8 @@ pub struct Facts {
     longest_schedule: Option<Duration>,
     /// The replay queues' session pools, together.
     replay_pool: u64,
+    /// The instances over every queue.
+    instances: u64,
 }
 
 impl Facts {
@@ -147,6 +154,7 @@ impl Facts {
                 .filter(|q| q.sessions().is_some())
                 .map(|q| q.pool() as u64)
                 .sum(),
+            instances: engine.total_instances() as u64,
         }
     }
 }
@@ -165,6 +173,8 @@ pub fn one_line(text: &str) -> String {
 
 /// What the run's threads noted beside the engine's report and the results.
 pub(crate) struct Notes {
+    /// `shard.json` as written at the start: completed with how the run ended.
+    pub record: ShardRecord,
     /// Answers-log entries dropped because the answers thread fell behind.
     pub answers_dropped: u64,
     /// Why a shot timer fell back to tokio's (up to 1 ms late), if one did.
@@ -212,143 +222,55 @@ pub(crate) fn finish(
     spec: &Spec,
     facts: Facts,
     report: RunReport,
-    measured: Measured,
+    mut collected: Collected,
     stopped_early: bool,
     notes: Notes,
     artifacts: &Artifacts,
 ) -> Outcome {
     let config = &spec.config;
+    let queue_failed = report.queues.iter().any(|q| q.error.is_some());
+    let stop = stop_of(&collected, stopped_early, queue_failed);
     let counts = RunCounts {
         planned: report.queues.iter().map(|q| q.planned).sum(),
         sent: report.queues.iter().map(|q| q.fired).sum(),
         planned_rps: planned_rate(&report, facts.longest_schedule),
         dropped: report.samples_dropped,
         answers_dropped: notes.answers_dropped,
-        stopped_early,
+        stop,
+        instances: Some(facts.instances),
     };
-    let queue_failed = report.queues.iter().any(|q| q.error.is_some());
-    let mut summary = Summary::build(
-        facts.meta,
-        &measured.totals,
-        measured.timeline,
-        Some(&counts),
-        measured.stopped.as_ref(),
-        None,
-    );
-    for queue in &report.queues {
-        for (status, count) in &queue.grpc_statuses {
-            *summary.grpc_statuses.entry(status.name()).or_default() += count;
-        }
-    }
-    if let Some(sessions) = measured.sessions {
-        let pool = facts.replay_pool;
-        summary.replay = Some(tank_report::summary::ReplayRow {
-            sessions_started: sessions.started,
-            sessions_completed: sessions.completed,
-            peak_running: sessions.peak,
-            pool,
-        });
-    }
-    if let Some(row) = scenario_row(&report) {
-        summary.set_scenarios(row);
-    }
-    if let Some(watched) = &measured.watched {
-        summary.monitoring = watched.recorder.align(&summary.timeline.ts);
-        for warning in &watched.warnings {
-            artifacts.log(&format!("monitoring: {warning}"));
-        }
-        artifacts.log(&format!(
-            "monitoring: {} host seconds written to monitoring.log, {} dropped",
-            watched.seconds, watched.dropped
-        ));
-        summary.warnings.extend(watched.silent.iter().cloned());
-    }
-    let mut export_lines = Vec::new();
-    if let Some(influx) = &measured.exported.influx {
-        let mut line = format!(
-            "{} points written, {} dropped",
-            influx.written, influx.dropped
-        );
-        if let Some(error) = &influx.first_error {
-            line.push_str(&format!(" (first error: {error})"));
-        }
-        artifacts.log(&format!("influx: {line}"));
-        summary.meta.facts.push(("influx".into(), line.clone()));
-        export_lines.push(format!("influx: {line}"));
-        if let Some(warning) = influx_warning(influx) {
-            summary.warnings.push(warning);
-        }
-    }
-    if let Some(failure) = &measured.write_failed {
-        summary.warnings.insert(
-            0,
-            format!("{failure}: the run stopped there; the artifacts hold what was written before"),
-        );
-    }
+    let first_shot = collected.totals.active_us.map(|(first, _)| first);
+    let mut summary = summarize(facts, &report, &mut collected, &counts, artifacts);
     let fail_on_warnings = spec.fail_on_warnings || config.core.fail_on_warnings;
-    let verdict = match (&measured.stopped, &measured.write_failed) {
-        (Some(reason), _) => Verdict::Autostop(reason.code),
-        (None, Some(_)) => Verdict::ArtifactWrite,
-        (None, None) if stopped_early || queue_failed => Verdict::Interrupted,
-        (None, None) if fail_on_warnings && !summary.warnings.is_empty() => Verdict::Warnings,
-        (None, None) => Verdict::Completed,
+    let verdict = verdict_of(&collected, stop.is_some(), fail_on_warnings, &summary);
+    let remap = |verdict: Verdict| {
+        rcassert(
+            verdict.code(),
+            &config.rcassert.pass,
+            config.rcassert.fail_code,
+        )
     };
     // The summary is printed even when the reports cannot be written (a full disk).
-    summary.exit_code = Some(rcassert(
-        verdict.code(),
-        &config.rcassert.pass,
-        config.rcassert.fail_code,
-    ));
+    summary.exit_code = Some(remap(verdict));
     let written = write_outputs(&summary, artifacts.dir());
     let verdict = match (&written, verdict) {
         (Err(_), Verdict::Completed | Verdict::Warnings) => Verdict::ArtifactWrite,
         (_, verdict) => verdict,
     };
-    let exit_code = rcassert(
-        verdict.code(),
-        &config.rcassert.pass,
-        config.rcassert.fail_code,
-    );
+    let exit_code = remap(verdict);
     summary.exit_code = Some(exit_code);
-    let mut text = summary.to_text();
-    if let Some(why) = &notes.timer_fallback {
-        let _ = writeln!(
-            text,
-            "note: no precise shot timer ({why}): shots may have started up to 1 ms late"
-        );
-    }
-    if config
-        .queues
-        .iter()
-        .any(|q| q.tank_type == tank_config::TankType::Memcached)
-    {
-        // mcperf's lines, from the phout just written.
-        match tank_report::memcached::McperfLines::from_phout(&artifacts.file("phout.log")) {
-            Ok(lines) => {
-                text.push('\n');
-                text.push_str(&lines.to_text(summary.active_or_whole_s()));
-            }
-            Err(error) => {
-                let _ = writeln!(text, "memcached lines: {error}");
-            }
-        }
-    }
-    if report.queues.len() > 1 {
-        for queue in &report.queues {
-            let _ = writeln!(text, "[{}] {}", queue.name, queue_counts(queue));
-        }
-    }
-    for line in &export_lines {
-        let _ = writeln!(text, "{line}");
-    }
-    let _ = writeln!(
-        text,
-        "artifacts: {} (report.html, summary.json, phout.log)",
-        artifacts.dir().display()
+    let text = end_text(&summary, &report, &collected.mcperf, &notes, artifacts);
+    write_record_end(
+        notes.record,
+        first_shot,
+        &report,
+        stop,
+        exit_code,
+        artifacts,
     );
     artifacts.log(&format!("finished with exit code {exit_code}\n{text}"));
-    if verdict == Verdict::Interrupted && !queue_failed {
-        artifacts.log("interrupted");
+    if let Some(stop) = &stop {
+        artifacts.log(stop.cause.describe());
     }
     Outcome {
         verdict,
@@ -361,8 +283,187 @@ pub(crate) fn finish(
     }
 }
 
+/// The summary of the run's results, with the replay, gRPC, monitoring and export rows.
+fn summarize(
+    facts: Facts,
+    report: &RunReport,
+    collected: &mut Collected,
+    counts: &RunCounts,
+    artifacts: &Artifacts,
+) -> Summary {
+    let mut summary = Summary::build(
+        facts.meta,
+        &collected.totals,
+        std::mem::take(&mut collected.timeline),
+        Some(counts),
+        collected.stopped.as_ref(),
+        None,
+    );
+    for queue in &report.queues {
+        for (status, count) in &queue.grpc_statuses {
+            *summary.grpc_statuses.entry(status.name()).or_default() += count;
+        }
+    }
+    summary.replay = collected.sessions.map(|sessions| ReplayRow {
+        sessions,
+        pool: facts.replay_pool,
+    });
+    if let Some(row) = scenario_row(report) {
+        summary.set_scenarios(row);
+    }
+    log_monitoring(&mut summary, collected.watched.as_ref(), artifacts);
+    add_exports_and_failures(
+        &mut summary,
+        collected.exported.influx.as_ref(),
+        collected.write_failed.as_ref(),
+        artifacts,
+    );
+    summary
+}
+
+/// How the run ended, before the reports are written: an autostop, a failed artifact, an
+/// interruption, warnings the user asked to fail on, or a completed run.
+fn verdict_of(
+    collected: &Collected,
+    interrupted: bool,
+    fail_on_warnings: bool,
+    summary: &Summary,
+) -> Verdict {
+    match (&collected.stopped, &collected.write_failed) {
+        (Some(reason), _) => Verdict::Autostop(reason.code),
+        (None, Some(_)) => Verdict::ArtifactWrite,
+        (None, None) if interrupted => Verdict::Interrupted,
+        (None, None) if fail_on_warnings && !summary.warnings.is_empty() => Verdict::Warnings,
+        (None, None) => Verdict::Completed,
+    }
+}
+
+/// What the exporters did and the artifact that could not be written, in the summary.
+fn add_exports_and_failures(
+    summary: &mut Summary,
+    influx: Option<&InfluxReport>,
+    write_failed: Option<&SinkError>,
+    artifacts: &Artifacts,
+) {
+    summary.influx = influx.map(|influx| InfluxRow {
+        written: influx.written,
+        dropped: influx.dropped,
+        first_error: influx.first_error.as_ref().map(ToString::to_string),
+    });
+    if let Some(row) = &summary.influx {
+        artifacts.log(&format!("influx: {row}"));
+    }
+    summary.warnings.extend(influx.and_then(influx_warning));
+    if let Some(failure) = write_failed {
+        summary.warnings.insert(
+            0,
+            format!("{failure}: the run stopped there; the artifacts hold what was written before"),
+        );
+    }
+}
+
+/// Complete `shard.json` with how the run ended, for `tank merge`.
+fn write_record_end(
+    mut record: ShardRecord,
+    first_shot_unix_us: Option<u64>,
+    report: &RunReport,
+    stop: Option<Stop>,
+    exit_code: i32,
+    artifacts: &Artifacts,
+) {
+    record.first_shot_unix_us = first_shot_unix_us;
+    record.fired = Some(report.queues.iter().map(|q| q.fired).sum());
+    record.max_rss_kib = ShardRecord::peak_rss_kib();
+    record.exit_code = Some(exit_code);
+    record.stopped = stop;
+    if let Err(error) = record.write(artifacts.dir()) {
+        artifacts.log(&format!("cannot update {SHARD_JSON}: {error}"));
+    }
+}
+
+/// How the run was stopped before its plan ended, if it was.
+fn stop_of(collected: &Collected, stopped_early: bool, queue_failed: bool) -> Option<Stop> {
+    let cause = if collected.stopped.is_some() {
+        StopCause::Autostop
+    } else if collected.write_failed.is_some() {
+        StopCause::WriteFailed
+    } else if queue_failed {
+        StopCause::QueueFailed
+    } else if stopped_early {
+        StopCause::Interrupted
+    } else {
+        return None;
+    };
+    let seen = collected.stop_seen;
+    Some(Stop {
+        cause,
+        after_s: seen.map(|s| s.after_s),
+        due: seen.and_then(|s| s.due),
+    })
+}
+
+/// Monitoring's series on the summary's seconds, and its notes in tank.log.
+fn log_monitoring(summary: &mut Summary, watched: Option<&Watched>, artifacts: &Artifacts) {
+    let Some(watched) = watched else {
+        return;
+    };
+    summary.monitoring = watched.recorder.align(&summary.timeline.ts);
+    for warning in &watched.warnings {
+        artifacts.log(&format!("monitoring: {warning}"));
+    }
+    artifacts.log(&format!(
+        "monitoring: {} host seconds written to monitoring.log, {} dropped",
+        watched.seconds, watched.dropped
+    ));
+    summary.warnings.extend(watched.silent.iter().cloned());
+}
+
+/// What `tank -c` prints at the end: the summary, then what only the console
+/// says, and the artifacts that are there to open.
+fn end_text(
+    summary: &Summary,
+    report: &RunReport,
+    mcperf: &Option<McperfLines>,
+    notes: &Notes,
+    artifacts: &Artifacts,
+) -> String {
+    let mut text = summary.to_text();
+    if let Some(why) = &notes.timer_fallback {
+        let _ = writeln!(
+            text,
+            "note: no precise shot timer ({why}): shots may have started up to 1 ms late"
+        );
+    }
+    // mcperf's lines, for a run with a memcached queue.
+    if let Some(lines) = mcperf {
+        text.push('\n');
+        text.push_str(&lines.to_text(summary.active_or_whole_s()));
+    }
+    if report.queues.len() > 1 {
+        for queue in &report.queues {
+            let _ = writeln!(text, "[{}] {}", queue.name, queue_counts(queue));
+        }
+    }
+    // Only what was written: a full disk may have left no report.
+    let present: Vec<&str> = [files::HTML, files::SUMMARY_JSON, PHOUT]
+        .into_iter()
+        .filter(|name| artifacts.file(name).is_file())
+        .collect();
+    let _ = writeln!(
+        text,
+        "artifacts: {} ({})",
+        artifacts.dir().display(),
+        if present.is_empty() {
+            "none of the reports could be written".to_owned()
+        } else {
+            present.join(", ")
+        }
+    );
+    text
+}
+
 /// A warning when InfluxDB lost points: dashboards then lack them.
-fn influx_warning(influx: &tank_export::influx::InfluxReport) -> Option<String> {
+fn influx_warning(influx: &InfluxReport) -> Option<String> {
     let cause = influx
         .first_error
         .as_ref()

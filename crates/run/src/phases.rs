@@ -11,18 +11,16 @@ use std::thread::JoinHandle;
 
 use tank_config::{TestConfig, WriteLog};
 use tank_engine::{priority, AnswerSink, Clock, Control, Engine, IoThreads, SampleSink};
-use tank_report::stream::files::JSON_LINES;
-use tank_shard::ShardRecord;
-use tank_stats::Aggregator;
 
 use crate::artifacts::Artifacts;
 use crate::captures::Captures;
-use crate::collector::{self, Measured};
+use crate::collector::{self, Collected};
 use crate::observer::{Notice, Observer, Started};
 use crate::outcome::{self, Facts, Notes, Outcome};
-use crate::planned::Planned;
 use crate::prepare::{OriginSetup, Prepared};
-use crate::{answers, io, limits, preload_workloads, start, watch, Handle, RunError, Spec};
+use crate::record::clock::ClockInfo;
+use crate::record::{time, ShardRecord, SHARD_JSON};
+use crate::{answers, io, preload_workloads, rlimit, start, watch, Handle, RunError, Spec};
 
 /// Samples buffered between the shooters and the results thread.
 const SAMPLE_QUEUE: usize = 1 << 18;
@@ -51,7 +49,7 @@ pub struct Running {
     facts: Facts,
     control: Control,
     samples: SampleSink,
-    collector: JoinHandle<Measured>,
+    collector: JoinHandle<Collected>,
     answers: Option<Answers>,
 }
 
@@ -65,7 +63,7 @@ pub struct Fired {
     artifacts: Artifacts,
     facts: Facts,
     report: tank_engine::RunReport,
-    measured: Measured,
+    collected: Collected,
     stopped_early: bool,
     notes: Notes,
 }
@@ -106,15 +104,8 @@ impl Prepared {
         // `[memcached] preload`: every record set before the measured run.
         let targets: Vec<_> = engine.queues().iter().map(|q| q.target()).collect();
         preload_workloads(config, &targets, &mut *observer, false)?;
-        limits::raise_file_limit(engine.total_instances() as u64)?;
-        let io_threads_ask = short_slice.is_ok();
-        let io_threads = IoThreads::start(engine.io_threads().count, move || {
-            if io_threads_ask {
-                // Granted to this thread a moment ago: a refusal now changes nothing that matters.
-                let _ = priority::short_slice();
-            }
-        })
-        .map_err(io("starting the I/O threads"))?;
+        rlimit::raise_file_limit(engine.total_instances() as u64)?;
+        let io_threads = start_io_threads(engine.io_threads().count, short_slice.is_ok())?;
         let artifacts = Artifacts::create(config, &spec.overrides)?;
         log_setup(&artifacts, config, &engine, &short_slice);
         let cpus_awake = keep_cpus_awake(config, &artifacts);
@@ -159,6 +150,21 @@ impl Prepared {
     }
 }
 
+/// The I/O threads the instances run on; each asks for the short time slice when this
+/// thread was granted it.
+fn start_io_threads(
+    count: std::num::NonZeroUsize,
+    ask_short_slice: bool,
+) -> Result<IoThreads, RunError> {
+    IoThreads::start(count, move || {
+        if ask_short_slice {
+            // Granted to this thread a moment ago: a refusal now changes nothing that matters.
+            let _ = priority::short_slice();
+        }
+    })
+    .map_err(io("starting the I/O threads"))
+}
+
 impl Running {
     /// Fire every queue until its plan ends or the run is stopped, then wait
     /// for the results and answers threads to write what they were given.
@@ -173,7 +179,7 @@ impl Running {
             artifacts,
             cpus_awake,
             clock,
-            mut record,
+            record,
             facts,
             control,
             samples,
@@ -191,17 +197,9 @@ impl Running {
             report
         });
         drop(cpus_awake);
-        let measured = collector.join().map_err(|_| RunError::Thread("results"))?;
-        record.first_shot_unix_us = measured.totals.active_us.map(|(first, _)| first);
-        record.fired = Some(report.queues.iter().map(|q| q.fired).sum());
-        record.max_rss_kib = ShardRecord::peak_rss_kib();
-        if let Err(error) = record.write(artifacts.dir()) {
-            artifacts.log(&format!(
-                "cannot update {}: {error}",
-                tank_shard::SHARD_JSON
-            ));
-        }
+        let collected = collector.join().map_err(|_| RunError::Thread("results"))?;
         let mut notes = Notes {
+            record,
             answers_dropped: 0,
             timer_fallback: io_threads.timer_fallback().map(str::to_owned),
         };
@@ -220,7 +218,7 @@ impl Running {
             artifacts,
             facts,
             report,
-            measured,
+            collected,
             stopped_early: control.stop.is_cancelled(),
             notes,
         })
@@ -234,7 +232,7 @@ impl Fired {
             &self.spec,
             self.facts,
             self.report,
-            self.measured,
+            self.collected,
             self.stopped_early,
             self.notes,
             &self.artifacts,
@@ -296,9 +294,9 @@ fn start_clock(
 ) -> Result<(Clock, ShardRecord), RunError> {
     // A time daemon is asked only when the start is shared with other shards.
     let clock_info = if spec.shard.is_whole() && spec.start_at.is_none() {
-        tank_shard::ClockInfo::read_local()
+        ClockInfo::read_local()
     } else {
-        tank_shard::ClockInfo::read()
+        ClockInfo::read()
     };
     artifacts.log(&clock_info.describe());
     let clock = match spec.start_at {
@@ -306,23 +304,21 @@ fn start_clock(
             artifacts.log(&format!(
                 "shard {}: waiting for the common start {}",
                 spec.shard,
-                tank_shard::time::format_rfc3339(at)
+                time::format_rfc3339(at)
             ));
             start::wait_for(at, COMMON_START_LEAD, runtime, &handle.control)?
         }
         None => Clock::starting_in(START_LEAD),
     };
     let record = start::record(spec, engine, clock.start_unix_us, clock_info);
-    record
-        .write(artifacts.dir())
-        .map_err(io(tank_shard::SHARD_JSON))?;
+    record.write(artifacts.dir()).map_err(io(SHARD_JSON))?;
     Ok((clock, record))
 }
 
 /// Start the results thread: it takes the samples off the shooters (the sink
-/// returned), writes phout and `test_data.log`, judges autostop (stopping the
-/// run through `control`), watches monitoring, feeds the exports and shows
-/// each finished second to `observer`.
+/// returned) and drives the results pipeline: phout and `test_data.log`,
+/// autostop (stopping the run through `control`), monitoring, the exports,
+/// and each finished second shown to `observer`.
 fn start_results(
     config: &TestConfig,
     engine: &Engine,
@@ -331,47 +327,21 @@ fn start_results(
     autostop: tank_stats::autostop::Autostop,
     control: Control,
     mut observer: Box<dyn Observer>,
-) -> Result<(SampleSink, JoinHandle<Measured>), RunError> {
-    let live = collector::Live {
-        aggregator: aggregator(config),
+) -> Result<(SampleSink, JoinHandle<Collected>), RunError> {
+    let live = collector::Live::new(collector::Parts {
+        config,
+        engine,
+        artifacts,
+        start_unix_us,
         autostop,
         control,
-        json: Some(artifacts.create_file(JSON_LINES)?),
-        json_path: artifacts.file(JSON_LINES),
-        autostop_report: artifacts.file(&config.autostop.report_file),
-        active: engine.queues().iter().map(|q| q.active()).collect(),
-        sessions: engine
-            .queues()
-            .iter()
-            .filter_map(|q| q.sessions())
-            .collect(),
-        replay: None,
-        planned: Planned::new(
-            engine
-                .queues()
-                .iter()
-                .filter_map(|q| q.planned().cloned())
-                .collect(),
-            start_unix_us,
-        ),
         watch: start_watch(config, artifacts, &mut *observer)?,
         exports: start_exports(config, artifacts)?,
         observer,
-        started: std::time::Instant::now(),
-    };
+    })?;
     let (samples, sample_rx) = SampleSink::new(SAMPLE_QUEUE);
-    let phout = artifacts.create_file("phout.log")?;
-    let collector = collector::spawn(sample_rx, phout, artifacts.file("phout.log"), live)
-        .map_err(io("starting the results thread"))?;
+    let collector = collector::spawn(sample_rx, live).map_err(io("starting the results thread"))?;
     Ok((samples, collector))
-}
-
-/// The per-second aggregation, with the measuring queues (`measure = 1`) apart.
-fn aggregator(config: &TestConfig) -> Aggregator {
-    Aggregator::new(config.run.buffered_seconds).with_probes(
-        config.queues.iter().map(|q| q.name.clone()).collect(),
-        config.queues.iter().map(|q| q.measure).collect(),
-    )
 }
 
 /// Start watching the monitored hosts (`[telegraf]`), if the config has any.

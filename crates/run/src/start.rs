@@ -4,10 +4,11 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::record::clock::ClockInfo;
+use crate::record::time::format_rfc3339;
+use crate::record::{QueuePlan, ShardRecord};
 use tank_config::LoadProfile;
 use tank_engine::{Clock, Control, Engine};
-use tank_shard::time::format_rfc3339;
-use tank_shard::{ClockInfo, QueuePlan, ShardRecord};
 
 use crate::{RunError, Spec};
 
@@ -106,5 +107,7 @@ pub(crate) fn record(
         first_shot_unix_us: None,
         fired: None,
         max_rss_kib: None,
+        exit_code: None,
+        stopped: None,
     }
 }

@@ -16,11 +16,14 @@
 //!
 //! Like yandex-tank, only seconds with responses are written, and untagged responses are in
 //! `overall` only (its reader takes an empty tag for "no tag", which grouping drops).
+//!
+//! The file is written and read here only: [`write_second`] and [`read_line`] share the one
+//! set of types ([`Line`]), so a reader (`--processes`' console) cannot drift from the writer.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::aggregate::SecondStats;
 use crate::columns::Field;
@@ -30,44 +33,85 @@ use crate::quantile::{percent, QUANTILES};
 /// Write `second` as one JSON line (with its `\n`). Seconds without responses are skipped,
 /// as yandex-tank never writes them.
 pub fn write_second<W: Write>(out: &mut W, second: &SecondStats) -> io::Result<()> {
-    if second.overall.is_empty() {
+    let Some(line) = Line::of(second) else {
         return Ok(());
-    }
-    let line = Line {
-        data: Data {
-            ts: second.ts,
-            tagged: second
-                .tagged
-                .iter()
-                .filter(|(tag, _)| !tag.is_empty())
-                .map(|(tag, group)| (tag.as_str(), Agg::of(group)))
-                .collect(),
-            overall: Agg::of(&second.overall),
-            counted_rps: second.overall.len(),
-        },
-        stats: Stats {
-            ts: second.ts,
-            metrics: Metrics {
-                instances: second.instances,
-                reqps: second.planned,
-            },
-        },
-        tank: Extra {
-            sent: second.sent,
-            lag: Q::of(&second.lag.values_us, second.lag.count),
-            intended: Q::of(&second.intended.values_us, second.intended.count),
-            retries: second.retries,
-        },
     };
     serde_json::to_writer(&mut *out, &line)?;
     out.write_all(b"\n")
 }
 
+/// Read one line of a `test_data.log` (tank's, or yandex-tank's: without the `tank` member,
+/// its counts read as 0).
+pub fn read_line(text: &str) -> Result<Line, serde_json::Error> {
+    serde_json::from_str(text)
+}
+
+/// One line of `test_data.log`: one finished second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Line {
+    /// The responses of the second.
+    pub data: Data,
+    /// What the generator did in the second.
+    pub stats: Stats,
+    /// tank's own member (absent from yandex-tank's lines: then all zero).
+    #[serde(default)]
+    pub tank: Extra,
+}
+
+impl Line {
+    /// `second` as a line, or `None` when it had no responses (yandex-tank writes none then).
+    pub fn of(second: &SecondStats) -> Option<Line> {
+        if second.overall.is_empty() {
+            return None;
+        }
+        Some(Line {
+            data: Data {
+                ts: second.ts,
+                tagged: second
+                    .tagged
+                    .iter()
+                    .filter(|(tag, _)| !tag.is_empty())
+                    .map(|(tag, group)| (tag.clone(), Agg::of(group)))
+                    .collect(),
+                overall: Agg::of(&second.overall),
+                counted_rps: second.overall.len(),
+            },
+            stats: Stats {
+                ts: second.ts,
+                metrics: Metrics {
+                    instances: second.instances,
+                    reqps: second.planned,
+                },
+            },
+            tank: Extra {
+                sent: second.sent,
+                lag: Q::of(&second.lag.values_us, second.lag.count),
+                intended: Q::of(&second.intended.values_us, second.intended.count),
+                retries: second.retries,
+            },
+        })
+    }
+
+    /// Responses of the second that failed at the network level (net code not 0).
+    pub fn net_errors(&self) -> u64 {
+        self.data
+            .overall
+            .net_code
+            .count
+            .iter()
+            .filter(|(code, _)| code.as_str() != "0")
+            .map(|(_, n)| n)
+            .sum()
+    }
+}
+
 /// A percent for the `q` list: integers as integers (yandex-tank writes `50`, not `50.0`).
-#[derive(Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
-enum Percent {
+pub enum Percent {
+    /// A whole percent.
     Whole(u16),
+    /// A fraction (99.5).
     Fraction(f64),
 }
 
@@ -79,53 +123,65 @@ fn percent_value(per_mille: u16) -> Percent {
     }
 }
 
-#[derive(Serialize)]
-struct Line<'a> {
-    data: Data<'a>,
-    stats: Stats,
-    tank: Extra,
+/// The responses of one second: per tag (tagged responses only) and overall.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Data {
+    /// The second, unix seconds.
+    pub ts: u64,
+    /// Per tag (cut at its last `#`); untagged responses are in `overall` only.
+    pub tagged: BTreeMap<String, Agg>,
+    /// Every response of the second.
+    pub overall: Agg,
+    /// Responses in the second.
+    pub counted_rps: u64,
 }
 
-#[derive(Serialize)]
-struct Data<'a> {
-    ts: u64,
-    tagged: BTreeMap<&'a str, Agg>,
-    overall: Agg,
-    counted_rps: u64,
+/// The generator's side of one second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// The second, unix seconds.
+    pub ts: u64,
+    /// Its counts.
+    pub metrics: Metrics,
 }
 
-#[derive(Serialize)]
-struct Stats {
-    ts: u64,
-    metrics: Metrics,
+/// Instances and planned shots of one second.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Instances active.
+    pub instances: u64,
+    /// Shots planned (yandex-tank's name).
+    pub reqps: u64,
 }
 
-#[derive(Serialize)]
-struct Metrics {
-    instances: u64,
-    reqps: u64,
+/// tank's own member of a line.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Extra {
+    /// Shots started in the second.
+    pub sent: u64,
+    /// Lag behind the plan of the shots started in the second, µs.
+    pub lag: Q,
+    /// Latency from the intended start of the second's responses, µs.
+    pub intended: Q,
+    /// Requests of the second's responses sent a second time.
+    pub retries: u64,
 }
 
-#[derive(Serialize)]
-struct Extra {
-    sent: u64,
-    lag: Q,
-    intended: Q,
-    retries: u64,
-}
-
-#[derive(Serialize)]
-struct Agg {
-    interval_real: Real,
-    connect_time: Basic,
-    send_time: Basic,
-    latency: Basic,
-    receive_time: Basic,
-    interval_event: Basic,
-    size_out: Basic,
-    size_in: Basic,
-    net_code: Count,
-    proto_code: Count,
+/// One group's second: `interval_real` with quantiles and histogram, the other columns'
+/// totals, and the codes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)] // phout's column names, documented in `crate::columns`
+pub struct Agg {
+    pub interval_real: Real,
+    pub connect_time: Basic,
+    pub send_time: Basic,
+    pub latency: Basic,
+    pub receive_time: Basic,
+    pub interval_event: Basic,
+    pub size_out: Basic,
+    pub size_in: Basic,
+    pub net_code: Count,
+    pub proto_code: Count,
 }
 
 impl Agg {
@@ -157,22 +213,34 @@ impl Agg {
     }
 }
 
-#[derive(Serialize)]
-struct Real {
-    total: u64,
-    max: u64,
-    min: u64,
-    len: u64,
-    q: Q,
-    hist: Hist,
+/// `interval_real`: totals, quantiles and yandex-tank's histogram (µs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Real {
+    /// Sum.
+    pub total: u64,
+    /// Largest.
+    pub max: u64,
+    /// Smallest.
+    pub min: u64,
+    /// How many.
+    pub len: u64,
+    /// Quantiles.
+    pub q: Q,
+    /// Histogram.
+    pub hist: Hist,
 }
 
-#[derive(Serialize)]
-struct Basic {
-    total: u64,
-    max: u64,
-    min: u64,
-    len: u64,
+/// `{total, min, max, len}` of one column.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Basic {
+    /// Sum.
+    pub total: u64,
+    /// Largest.
+    pub max: u64,
+    /// Smallest.
+    pub min: u64,
+    /// How many.
+    pub len: u64,
 }
 
 impl Basic {
@@ -186,19 +254,19 @@ impl Basic {
     }
 }
 
-#[derive(Serialize)]
-struct Q {
-    q: Vec<Percent>,
-    value: Vec<f64>,
+/// Quantiles: percents and their values (µs); both empty when nothing was measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Q {
+    /// The percents.
+    pub q: Vec<Percent>,
+    /// The values, µs.
+    pub value: Vec<f64>,
 }
 
 impl Q {
     fn of(values: &[f64; QUANTILES.len()], count: u64) -> Q {
         if count == 0 {
-            return Q {
-                q: Vec::new(),
-                value: Vec::new(),
-            };
+            return Q::default();
         }
         Q {
             q: QUANTILES.iter().map(|q| percent_value(*q)).collect(),
@@ -207,15 +275,20 @@ impl Q {
     }
 }
 
-#[derive(Serialize)]
-struct Hist {
-    data: Vec<u64>,
-    bins: Vec<u64>,
+/// yandex-tank's histogram: counts per bin, by the bins' lower edges (µs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hist {
+    /// Counts.
+    pub data: Vec<u64>,
+    /// Lower edges.
+    pub bins: Vec<u64>,
 }
 
-#[derive(Serialize)]
-struct Count {
-    count: BTreeMap<String, u64>,
+/// Codes and their counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Count {
+    /// Code → count.
+    pub count: BTreeMap<String, u64>,
 }
 
 impl Count {
@@ -290,5 +363,40 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["tank"]["retries"], 1);
         assert_eq!(v["data"]["overall"]["interval_real"]["len"], 1);
+    }
+
+    #[test]
+    fn a_line_reads_back_as_written_and_a_reference_line_without_tanks_member_too() {
+        let mut agg = Aggregator::new(0);
+        for line in [
+            "100.000\tsearch#1\t1500\t100\t20\t1300\t80\t1400\t74\t230\t0\t200",
+            "100.200\t\t2500\t100\t20\t2300\t80\t2400\t74\t0\t110\t0",
+        ] {
+            agg.add_record(&parse_line(line.as_bytes()).unwrap());
+        }
+        agg.note_planned(100, 3);
+        agg.note_sent(100, 2);
+        agg.finish();
+        let second = agg.pop_ready().unwrap();
+        let mut out = Vec::new();
+        write_second(&mut out, &second).unwrap();
+        let text = std::str::from_utf8(&out).unwrap();
+        let line = read_line(text.trim_end()).unwrap();
+        assert_eq!(Some(line.clone()), Line::of(&second));
+        assert_eq!(
+            (
+                line.data.ts,
+                line.data.counted_rps,
+                line.stats.metrics.reqps,
+                line.tank.sent
+            ),
+            (100, 2, 3, 2)
+        );
+        assert_eq!(line.net_errors(), 1);
+        let mut reference: serde_json::Value = serde_json::from_str(text).unwrap();
+        reference.as_object_mut().unwrap().remove("tank");
+        let line = read_line(&reference.to_string()).unwrap();
+        assert_eq!((line.tank.sent, line.data.counted_rps), (0, 2));
+        assert!(read_line("{}").is_err());
     }
 }

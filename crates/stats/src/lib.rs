@@ -18,9 +18,11 @@ pub mod json;
 pub mod phout;
 pub mod quantile;
 pub mod sample;
+pub mod sessions;
 
 pub use aggregate::{Aggregator, Quantiles, SecondStats, TotalStats};
 pub use columns::{Field, COLUMNS, FIELD_NAMES};
 pub use group::{CodeCounts, FieldStats, GroupStats};
 pub use quantile::QUANTILES;
 pub use sample::{case_of, micros, Measured, NetCode, QueueIndex, Sample, Tag};
+pub use sessions::SessionCounts;

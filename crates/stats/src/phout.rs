@@ -57,7 +57,15 @@ impl Record<'_> {
     /// The second this shot is counted in, as yandex-tank counts it:
     /// `int(send_ts + interval_real / 1e6)`, the second its response ended.
     pub fn receive_second(&self) -> u64 {
-        (self.send_ms * 1000 + self.measured.interval_real_us) / 1_000_000
+        self.end_us() / 1_000_000
+    }
+
+    /// When the response ended, µs since the Unix epoch (saturating: a row
+    /// from year 500,000,000 does not wrap round to 1970).
+    pub fn end_us(&self) -> u64 {
+        self.send_ms
+            .saturating_mul(1000)
+            .saturating_add(self.measured.interval_real_us)
     }
 
     /// The tag with a trailing `#N` (from `enum_ammo`) cut off, as yandex-tank's readers do.
@@ -125,6 +133,13 @@ pub fn parse_line(line: &[u8]) -> Result<Record<'_>, ParseError> {
         tag,
         measured,
     })
+}
+
+/// The second a line's shot was sent in, from its first field alone (without
+/// reading the rest: a quick pass over a file); `None` when that field does not read.
+pub fn send_second(line: &[u8]) -> Option<u64> {
+    let end = line.iter().position(|b| *b == b'\t')?;
+    parse_seconds(&line[..end]).ok().map(|ms| ms / 1000)
 }
 
 fn parse_u64(text: &[u8]) -> Option<u64> {

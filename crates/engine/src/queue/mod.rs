@@ -21,7 +21,7 @@
 
 pub(crate) mod scenario;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,6 +38,7 @@ use crate::feed::Shot;
 use crate::gun::{Barrel, Gun, Guns, Placement};
 use crate::io_threads::Spawner;
 use crate::sink::{Answer, AnswerSink, SampleSink};
+use crate::started::StartedShots;
 use crate::Clock;
 
 /// How much of a reply the answers log keeps.
@@ -57,8 +58,8 @@ pub(crate) struct Shared {
     pub stop: CancellationToken,
     pub abort: CancellationToken,
     pub active: Arc<Active>,
-    /// Shots fired so far (each has its sample).
-    pub fired: AtomicU64,
+    /// Shots fired so far (each has its sample), by the second they started.
+    pub started: Arc<StartedShots>,
     /// Set when the schedule's end stopped the queue, for the feeder to count
     /// the plan's rest; `None` when the plan's length is known without that.
     pub count_rest: Option<Arc<AtomicBool>>,
@@ -266,11 +267,13 @@ impl<'a> InFlight<'a> {
         tag: &Tag,
     ) -> Self {
         shared.active.enter();
+        let start_unix_us = shared.clock.unix_us(since_start);
+        shared.started.note(start_unix_us);
         InFlight {
             shared,
             start,
             sample: Some(Sample {
-                start_unix_us: shared.clock.unix_us(since_start),
+                start_unix_us,
                 // A shot due "at once" is never late.
                 lag_us: due.map_or(0, |due| micros(since_start.saturating_sub(due))),
                 tag: Arc::clone(tag),
@@ -287,7 +290,6 @@ impl<'a> InFlight<'a> {
     pub(super) fn land(mut self, measured: Measured) -> Option<Sample> {
         let mut sample = self.sample.take()?;
         self.shared.active.leave();
-        self.shared.fired.fetch_add(1, Ordering::Relaxed);
         sample.measured = Measured {
             queue: self.shared.queue,
             ..measured
@@ -302,7 +304,6 @@ impl Drop for InFlight<'_> {
             return;
         };
         self.shared.active.leave();
-        self.shared.fired.fetch_add(1, Ordering::Relaxed);
         let elapsed = micros(self.start.elapsed());
         sample.measured = Measured {
             interval_real_us: elapsed,

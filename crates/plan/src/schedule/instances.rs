@@ -12,7 +12,7 @@ use regex::Regex;
 use crate::duration::parse_duration_ms;
 use crate::error::{PlanError, Result};
 use crate::pynum::py_trunc;
-use tank_config::limits::{grouped, MAX_INSTANCES};
+use tank_config::bounds::{grouped, MAX_INSTANCES};
 
 const KEY: &str = "instances_schedule";
 
@@ -66,9 +66,9 @@ impl Segment {
 
 /// Start times of instances, then 0 forever.
 ///
-/// Parsing checks the bounds of [`tank_config::limits`]: at most
+/// Parsing checks the bounds of [`tank_config::bounds`]: at most
 /// [`MAX_INSTANCES`] instances, started within
-/// [`MAX_DURATION_MS`](tank_config::limits::MAX_DURATION_MS).
+/// [`MAX_DURATION_MS`](tank_config::bounds::MAX_DURATION_MS).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct InstancesSchedule {
     segments: Vec<(u64, Segment)>,
@@ -353,7 +353,7 @@ mod tests {
     use super::*;
     use crate::schedule::split_steps;
     use proptest::prelude::*;
-    use tank_config::limits::MAX_DURATION_MS;
+    use tank_config::bounds::MAX_DURATION_MS;
 
     fn take(schedule: &str, n: u64) -> Vec<i64> {
         let plan = InstancesSchedule::parse(&split_steps(schedule)).expect("valid schedule");

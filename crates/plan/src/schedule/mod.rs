@@ -30,7 +30,7 @@ pub fn split_steps(schedule: &str) -> Vec<String> {
 fn extend_duration(total: i64, add: i64, key: &'static str, step: &str) -> Result<i64> {
     total
         .checked_add(add)
-        .filter(|ms| *ms <= tank_config::limits::MAX_DURATION_MS)
+        .filter(|ms| *ms <= tank_config::bounds::MAX_DURATION_MS)
         .ok_or_else(|| {
             PlanError::schedule(
                 key,
@@ -177,7 +177,7 @@ mod tests {
         assert!(is_blank(" \n "));
     }
 
-    use tank_config::limits::{MAX_DURATION_MS, MAX_INSTANCES, MAX_SHOTS, MAX_STEPS};
+    use tank_config::bounds::{MAX_DURATION_MS, MAX_INSTANCES, MAX_SHOTS, MAX_STEPS};
 
     /// Schedule text near the syntax: every step kind (and junk), numbers at and
     /// past the bounds, signs, fractions, durations in every unit, a missing `)`.

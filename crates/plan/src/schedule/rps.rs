@@ -14,7 +14,7 @@ use super::waveform;
 use crate::duration::parse_duration_ms;
 use crate::error::{PlanError, Result};
 use crate::pynum::{py_float, py_trunc};
-use tank_config::limits::{grouped, MAX_DURATION_MS, MAX_RPS, MAX_SHOTS, MAX_STEPS};
+use tank_config::bounds::{grouped, MAX_DURATION_MS, MAX_RPS, MAX_SHOTS, MAX_STEPS};
 
 const KEY: &str = "rps_schedule";
 
@@ -172,7 +172,7 @@ pub struct Cursor {
 /// spaced by drawn gaps ([`RpsSchedule::with_arrivals`]); either way each
 /// step has the same number of shots, and shot `i`'s time is closed form.
 ///
-/// Parsing checks the bounds of [`tank_config::limits`]: every rate at most
+/// Parsing checks the bounds of [`tank_config::bounds`]: every rate at most
 /// [`MAX_RPS`], the schedule at most [`MAX_DURATION_MS`] long, with at most
 /// [`MAX_SHOTS`] shots in at most [`MAX_STEPS`] steps, so every schedule that
 /// parses ends, and soon enough to be run.

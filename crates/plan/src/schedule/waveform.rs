@@ -21,7 +21,7 @@ use super::rps::RpsStep;
 use crate::duration::parse_duration_ms;
 use crate::error::{PlanError, Result};
 use crate::splitmix::{mix, unit, GAMMA};
-use tank_config::limits::{grouped, MAX_DURATION_MS, MAX_RPS, MAX_STEPS};
+use tank_config::bounds::{grouped, MAX_DURATION_MS, MAX_RPS, MAX_STEPS};
 
 const KEY: &str = "rps_schedule";
 
@@ -240,7 +240,7 @@ mod tests {
     use crate::error::PlanError;
     use crate::schedule::{split_steps, RpsSchedule};
     use proptest::prelude::*;
-    use tank_config::limits::MAX_STEPS;
+    use tank_config::bounds::MAX_STEPS;
 
     fn parsed(text: &str, seed: u64) -> RpsSchedule {
         RpsSchedule::parse_seeded(&split_steps(text), seed)
@@ -405,7 +405,7 @@ mod tests {
                 Ok(plan) => {
                     prop_assert!(plan.steps().count() <= MAX_STEPS);
                     prop_assert!(plan.steps().all(|s| (0.0..=10_000_000.0).contains(&s.rates().0)));
-                    prop_assert!(plan.duration_ms() <= tank_config::limits::MAX_DURATION_MS);
+                    prop_assert!(plan.duration_ms() <= tank_config::bounds::MAX_DURATION_MS);
                 }
                 Err(PlanError::Schedule { step, message, .. }) => {
                     prop_assert_eq!(step, split_steps(&text)[0].clone());

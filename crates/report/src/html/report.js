@@ -336,6 +336,19 @@
     if (s.autostop) {
       facts.push(["autostop", s.autostop.criterion + " (exit " + s.autostop.code + "): " + s.autostop.explanation]);
     }
+    if (s.influx) {
+      facts.push(["influx", fmt(s.influx.written) + " points written, " + fmt(s.influx.dropped) + " dropped" +
+        (s.influx.first_error ? " (first error: " + s.influx.first_error + ")" : "")]);
+    }
+    if (s.stopped) {
+      var causes = { interrupted: "interrupted (Ctrl-C or SIGTERM)", autostop: "by autostop",
+                     write_failed: "an artifact could not be written", queue_failed: "a queue failed",
+                     shard_lost: "a shard died" };
+      var stop = causes[s.stopped.cause] || s.stopped.cause;
+      if (s.stopped.after_s !== null) { stop += " after " + fmt(s.stopped.after_s, 1) + " s"; }
+      if (s.stopped.due !== null) { stop += "; " + fmt(s.stopped.due) + " shots were due over a second before"; }
+      facts.push(["stopped", stop]);
+    }
     if (s.exit_code !== null) { facts.push(["exit code", String(s.exit_code)]); }
     table(meta, ["", ""], facts);
     headline(s, names);
@@ -389,7 +402,7 @@
       table(section("Replay"),
         ["sessions started", "completed", "most running at once", "session pool",
          "capture rps", "achieved rps"],
-        [[s.replay.sessions_started, s.replay.sessions_completed, s.replay.peak_running,
+        [[s.replay.started, s.replay.completed, s.replay.peak,
           s.replay.pool, s.rps.planned === null ? "unknown" : s.rps.planned, s.rps.actual]]);
     }
     if (s.scenarios) {
@@ -403,10 +416,11 @@
         }));
       }
     }
-    if (s.probes && s.probes.length) {
-      table(section("Measuring probes (measure = 1)"),
-        ["probe", "count", "errors", "avg ms", "p50 ms", "p95 ms", "p99 ms", "max ms"],
-        s.probes.map(function (q) {
+    var measuring = s.measuring || s.probes;
+    if (measuring && measuring.length) {
+      table(section("Measuring queues (measure = 1)"),
+        ["queue", "count", "errors", "avg ms", "p50 ms", "p95 ms", "p99 ms", "max ms"],
+        measuring.map(function (q) {
           return [q.queue, q.count, q.errors, q.avg_ms,
                   q.quantiles_ms[0], q.quantiles_ms[5], q.quantiles_ms[7], q.quantiles_ms[9]];
         }));

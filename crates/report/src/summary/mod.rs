@@ -12,7 +12,7 @@ use tank_stats::quantile::percent;
 use tank_stats::{Field, GroupStats, TotalStats, QUANTILES};
 
 use crate::monitoring::HostSeries;
-use crate::timeline::Timeline;
+use tank_results::Timeline;
 
 mod scenario;
 #[cfg(test)]
@@ -59,11 +59,11 @@ pub struct Summary {
     /// Per queue, in config order; empty unless the run had more than one queue.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queues: Vec<QueueRow>,
-    /// The measuring probes (queues with `measure = 1`), in config order: their
-    /// latency on its own, apart from the load queues (their responses are in the
-    /// overall numbers too).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub probes: Vec<QueueRow>,
+    /// The measuring queues (`measure = 1`), in config order: their latency on
+    /// its own, apart from the load queues (their responses are in the overall
+    /// numbers too). Summaries written before the rename call them `probes`.
+    #[serde(default, alias = "probes", skip_serializing_if = "Vec::is_empty")]
+    pub measuring: Vec<QueueRow>,
     /// A replay's sessions (`ammo_type = sessions`), when the run was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayRow>,
@@ -72,6 +72,10 @@ pub struct Summary {
     pub scenarios: Option<ScenarioRow>,
     /// Why autostop stopped the run, if it did.
     pub autostop: Option<AutostopRow>,
+    /// How the run was stopped before its plan ended, if it was (`None` also
+    /// for a report of a phout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stop>,
     /// What makes the numbers untrustworthy, or says nothing worked (see [`crate::warnings`]).
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -88,6 +92,34 @@ pub struct Summary {
     /// Monitored hosts' metrics on the timeline's seconds (`[telegraf]` / `[monitoring]`).
     #[serde(default)]
     pub monitoring: Vec<HostSeries>,
+    /// What the `[influx]` exporter sent, when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub influx: Option<InfluxRow>,
+}
+
+/// What the `[influx]` exporter sent over the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InfluxRow {
+    /// Points InfluxDB accepted.
+    pub written: u64,
+    /// Points given up on (InfluxDB down, slow or refusing them).
+    pub dropped: u64,
+    /// The first failure, when there was one.
+    pub first_error: Option<String>,
+}
+
+impl std::fmt::Display for InfluxRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} points written, {} dropped",
+            self.written, self.dropped
+        )?;
+        if let Some(error) = &self.first_error {
+            write!(f, " (first error: {error})")?;
+        }
+        Ok(())
+    }
 }
 
 /// One bin of [`Summary::spread`].
@@ -156,8 +188,53 @@ pub struct RunCounts {
     pub dropped: u64,
     /// Answers-log entries the answers thread could not take in time.
     pub answers_dropped: u64,
-    /// The run stopped before its plan ended (Ctrl-C, autostop, a failure).
-    pub stopped_early: bool,
+    /// How the run was stopped before its plan ended, if it was.
+    pub stop: Option<Stop>,
+    /// The instances the run could use, over its queues (`None`: not known).
+    pub instances: Option<u64>,
+}
+
+/// Why a run stopped before its plan ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopCause {
+    /// Ctrl-C or SIGTERM (or a caller's stop): the user stopped it.
+    Interrupted,
+    /// An autostop criterion fired.
+    Autostop,
+    /// An artifact could not be written (a full disk).
+    WriteFailed,
+    /// A queue failed on its plan or ammo mid-run.
+    QueueFailed,
+    /// A shard of the test died (a `--processes` child killed by a signal).
+    ShardLost,
+}
+
+impl StopCause {
+    /// For people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            StopCause::Interrupted => "interrupted (Ctrl-C or SIGTERM)",
+            StopCause::Autostop => "stopped by autostop",
+            StopCause::WriteFailed => "stopped: an artifact could not be written",
+            StopCause::QueueFailed => "stopped: a queue failed",
+            StopCause::ShardLost => "stopped: a shard died",
+        }
+    }
+}
+
+/// A run stopped before its plan ended: why, when, and what was due by then.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stop {
+    /// Why.
+    pub cause: StopCause,
+    /// When, seconds after the schedules' start (`None`: not known).
+    pub after_s: Option<f64>,
+    /// Shots the plans had due over a second before the stop (`None`: a plan
+    /// without a closed form, or the moment is unknown). The unsent shots that
+    /// matter: those due later were never meant to be fired yet, and one due a
+    /// moment before was only late (its lag says by how much).
+    pub due: Option<u64>,
 }
 
 /// Average rates.
@@ -173,14 +250,13 @@ pub struct Rps {
 
 /// A replay's sessions over the run (Apiary's tallies and levels); its
 /// requests' rate against the capture's is `rps.planned` against `rps.actual`.
+/// In `summary.json` its fields sit beside `pool` (`started`, `completed`,
+/// `peak`, `running`); summaries written before read as well.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplayRow {
-    /// Sessions started.
-    pub sessions_started: u64,
-    /// Sessions completed (their connection closed after their last reply).
-    pub sessions_completed: u64,
-    /// The most sessions running at once.
-    pub peak_running: u64,
+    /// The sessions at the end (`peak`: the most running at once over the run).
+    #[serde(flatten)]
+    pub sessions: tank_stats::SessionCounts,
     /// The session pool (`instances`, or the capture's peak of open sessions).
     pub pool: u64,
 }
@@ -328,7 +404,12 @@ impl Summary {
             net_codes: &net_codes,
             proto_codes: &proto_codes,
             run: run.is_some(),
-            stopped_early: run.is_some_and(|r| r.stopped_early),
+            stop: run.and_then(|r| r.stop),
+            instances: run
+                .and_then(|r| r.instances)
+                .map(|pool| (totals.max_instances, pool)),
+            lag_max_ms: (totals.lag.count > 0)
+                .then(|| ms(totals.lag.values_us[QUANTILES.len() - 1])),
         });
         Summary {
             meta,
@@ -378,12 +459,13 @@ impl Summary {
                 .iter()
                 .map(|(queue, group)| queue_row(queue, group, overall.len()))
                 .collect(),
-            probes: totals
-                .probes
+            measuring: totals
+                .measuring
                 .iter()
                 .map(|(queue, group)| queue_row(queue, group, overall.len()))
                 .collect(),
             autostop: autostop.map(AutostopRow::from),
+            stopped: run.and_then(|r| r.stop),
             warnings,
             exit_code,
             distribution: overall
@@ -402,6 +484,7 @@ impl Summary {
                 .collect(),
             timeline,
             monitoring: Vec::new(),
+            influx: None,
         }
     }
 

@@ -99,7 +99,8 @@ fn retries_are_counted_for_a_run_and_unknown_for_a_phout() {
         planned_rps: None,
         dropped: 0,
         answers_dropped: 0,
-        stopped_early: false,
+        stop: None,
+        instances: None,
     };
     let run = Summary::build(
         Meta::default(),
@@ -165,4 +166,70 @@ fn several_queues_get_a_row_each_in_json_and_text() {
     assert!(one.queues.is_empty());
     assert!(!one.to_json().contains("\"queues\""));
     assert!(!one.to_text().contains("\nqueue "));
+}
+
+#[test]
+fn a_summary_from_before_the_renames_reads_its_replay_and_measuring_rows() {
+    let mut s = sample_summary();
+    s.replay = Some(ReplayRow {
+        sessions: tank_stats::SessionCounts {
+            running: 0,
+            peak: 3,
+            started: 5,
+            completed: 5,
+        },
+        pool: 3,
+    });
+    let round = Summary::from_json(&s.to_json()).unwrap();
+    assert_eq!(round.replay, s.replay);
+    let mut json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+    json["replay"] = serde_json::json!({"sessions_started": 5, "sessions_completed": 5,
+        "peak_running": 3, "pool": 3});
+    json["probes"] = serde_json::json!([{"queue": "probe", "count": 1, "percent": 100.0,
+        "errors": 0, "avg_ms": 1.0, "quantiles_ms": []}]);
+    let old = Summary::from_json(&json.to_string()).unwrap();
+    assert_eq!(old.replay, s.replay);
+    assert_eq!(old.measuring.len(), 1);
+}
+
+#[test]
+fn summary_text_shows_monitoring_the_influx_line_and_a_stop() {
+    let mut s = sample_summary();
+    s.influx = Some(InfluxRow {
+        written: 3,
+        dropped: 1,
+        first_error: Some("timed out".into()),
+    });
+    s.monitoring = vec![crate::monitoring::HostSeries {
+        host: "web".into(),
+        comment: String::new(),
+        metrics: [
+            (
+                "custom:cpu-cpu0_busy".to_string(),
+                vec![Some(10.0), Some(30.0)],
+            ),
+            ("System_la1".to_string(), vec![Some(1.0), None]),
+        ]
+        .into_iter()
+        .collect(),
+    }];
+    s.stopped = Some(Stop {
+        cause: StopCause::Interrupted,
+        after_s: Some(4.9),
+        due: Some(980),
+    });
+    let text = s.to_text();
+    assert!(
+        text.contains("\ninflux: 3 points written, 1 dropped (first error: timed out)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  web: load 1.00 / 1.00\n    cores busy: cpu0 20% / 30%"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\ninterrupted (Ctrl-C or SIGTERM) after 4.9 s: 980 shots were due over a second before\n"),
+        "{text}"
+    );
+    assert_eq!(Summary::from_json(&s.to_json()).unwrap(), s);
 }

@@ -33,6 +33,20 @@ impl Summary {
             let _ = write!(out, ", late {}", self.shots.late);
         }
         let _ = writeln!(out);
+        if let Some(stop) = &self.stopped {
+            let _ = write!(out, "{}", stop.cause.describe());
+            if let Some(after) = stop.after_s {
+                let _ = write!(out, " after {after:.1} s");
+            }
+            match stop.due {
+                Some(due) => {
+                    let _ = writeln!(out, ": {due} shots were due over a second before");
+                }
+                None => {
+                    let _ = writeln!(out);
+                }
+            }
+        }
         let _ = write!(
             out,
             "rps: actual {:.1} (max {})",
@@ -142,21 +156,21 @@ impl Summary {
                 );
             }
         }
-        if !self.probes.is_empty() {
+        if !self.measuring.is_empty() {
             let _ = writeln!(
                 out,
                 "\n{:<24} {:>10} {:>8} {:>10} {:>10} {:>10}",
-                "probe (measure = 1)", "count", "errors", "avg ms", "p50 ms", "p99 ms"
+                "measuring (measure = 1)", "count", "errors", "avg ms", "p50 ms", "p99 ms"
             );
-            for probe in &self.probes {
-                let at = |i: usize| probe.quantiles_ms.get(i).copied().unwrap_or(0.0);
+            for queue in &self.measuring {
+                let at = |i: usize| queue.quantiles_ms.get(i).copied().unwrap_or(0.0);
                 let _ = writeln!(
                     out,
                     "{:<24} {:>10} {:>8} {:>10.3} {:>10.3} {:>10.3}",
-                    probe.queue,
-                    probe.count,
-                    probe.errors,
-                    probe.avg_ms,
+                    queue.queue,
+                    queue.count,
+                    queue.errors,
+                    queue.avg_ms,
                     at(0),
                     at(7)
                 );
@@ -167,9 +181,9 @@ impl Summary {
                 out,
                 "\nreplay: sessions started {}, completed {}, at most {} running at once \
                  (pool {}); requests per second: the capture's {}, achieved {:.1}",
-                replay.sessions_started,
-                replay.sessions_completed,
-                replay.peak_running,
+                replay.sessions.started,
+                replay.sessions.completed,
+                replay.sessions.peak,
                 replay.pool,
                 self.rps
                     .planned
@@ -184,6 +198,10 @@ impl Summary {
                 "\nautostop {} (exit code {}): {}",
                 stop.criterion, stop.code, stop.explanation
             );
+        }
+        out.push_str(&crate::monitoring::describe(&self.monitoring));
+        if let Some(influx) = &self.influx {
+            let _ = writeln!(out, "\ninflux: {influx}");
         }
         if !self.warnings.is_empty() {
             let _ = writeln!(out, "\nWARNINGS:");

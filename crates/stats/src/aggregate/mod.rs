@@ -94,8 +94,8 @@ pub struct Aggregator {
     total_groups: Groups,
     /// The queues' names, when responses are counted per queue (more than one queue).
     queue_names: Vec<String>,
-    /// Which queues (by index) are measuring probes, reported apart.
-    probes: Vec<bool>,
+    /// Which queues (by index) are measuring queues (`measure = 1`), reported apart.
+    measuring: Vec<bool>,
     total_lag: Histogram<u64>,
     total_intended: Histogram<u64>,
     span: Option<(u64, u64)>,
@@ -119,7 +119,7 @@ impl Aggregator {
             total_overall: GroupAcc::new(),
             total_groups: Groups::default(),
             queue_names: Vec::new(),
-            probes: Vec::new(),
+            measuring: Vec::new(),
             total_lag: new_histogram(),
             total_intended: new_histogram(),
             span: None,
@@ -143,30 +143,31 @@ impl Aggregator {
     }
 
     /// Count responses per queue, the queues named by `names`, and report the
-    /// queues marked in `probes` (`measure = 1`: low-rate open-loop probes) apart
-    /// from the load queues, in [`TotalStats::probes`] and [`SecondStats::probes`].
-    /// A probe is counted on its own even when it is the only queue.
-    pub fn with_probes(mut self, names: Vec<String>, probes: Vec<bool>) -> Aggregator {
-        if probes.iter().any(|probe| *probe) {
+    /// queues marked in `measuring` (`measure = 1`: low-rate open-loop measuring
+    /// queues) apart from the load queues, in [`TotalStats::measuring`] and
+    /// [`SecondStats::measuring`]. A measuring queue is counted on its own even
+    /// when it is the only queue.
+    pub fn with_measuring(mut self, names: Vec<String>, measuring: Vec<bool>) -> Aggregator {
+        if measuring.iter().any(|m| *m) {
             self.queue_names = names;
-            self.probes = probes;
+            self.measuring = measuring;
             self
         } else {
             self.with_queues(names)
         }
     }
 
-    /// Per-queue stats split into (load queues, probes).
-    fn split_probes(&self, all: Vec<Named>) -> (Vec<Named>, Vec<Named>) {
-        let (mut queues, mut probes) = (Vec::new(), Vec::new());
+    /// Per-queue stats split into (load queues, measuring queues).
+    fn split_measuring(&self, all: Vec<Named>) -> (Vec<Named>, Vec<Named>) {
+        let (mut queues, mut measuring) = (Vec::new(), Vec::new());
         for (index, group) in all.into_iter().enumerate() {
-            if self.probes.get(index).copied().unwrap_or(false) {
-                probes.push(group);
+            if self.measuring.get(index).copied().unwrap_or(false) {
+                measuring.push(group);
             } else {
                 queues.push(group);
             }
         }
-        (queues, probes)
+        (queues, measuring)
     }
 
     /// Count one measured shot (the engine's path). Its lag also goes into the latency from
@@ -293,14 +294,15 @@ impl Aggregator {
 
     /// The run so far: finished seconds plus late arrivals (open seconds are not in yet).
     pub fn totals(&self) -> TotalStats {
-        let (queues, probes) = self.split_probes(self.total_groups.queue_stats(&self.queue_names));
+        let (queues, measuring) =
+            self.split_measuring(self.total_groups.queue_stats(&self.queue_names));
         TotalStats {
             span: self.span,
             active_us: self.active_us,
             overall: self.total_overall.stats(),
             tagged: self.total_groups.tag_stats(),
             queues,
-            probes,
+            measuring,
             planned: self.planned,
             sent: self.sent,
             max_instances: self.max_instances,
@@ -358,13 +360,13 @@ impl Aggregator {
         // They auto-resize: adding cannot fail.
         let _ = self.total_intended.add(&open.intended);
         let _ = self.total_lag.add(&open.lag);
-        let (queues, probes) = self.split_probes(open.groups.queue_stats(&self.queue_names));
+        let (queues, measuring) = self.split_measuring(open.groups.queue_stats(&self.queue_names));
         SecondStats {
             ts,
             overall: overall.stats(),
             tagged: open.groups.tag_stats(),
             queues,
-            probes,
+            measuring,
             planned: open.planned,
             sent: open.sent,
             instances: open.instances,

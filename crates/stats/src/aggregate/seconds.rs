@@ -48,9 +48,9 @@ pub struct SecondStats {
     /// Per queue, in config order, named by its section; empty unless the run
     /// has more than one queue (see [`super::Aggregator::with_queues`]).
     pub queues: Vec<(String, GroupStats)>,
-    /// The measuring probes' queues (`measure = 1`), apart from [`SecondStats::queues`]
-    /// (see [`super::Aggregator::with_probes`]); in the overall group too.
-    pub probes: Vec<(String, GroupStats)>,
+    /// The measuring queues (`measure = 1`), apart from [`SecondStats::queues`]
+    /// (see [`super::Aggregator::with_measuring`]); in the overall group too.
+    pub measuring: Vec<(String, GroupStats)>,
     /// Shots the schedule planned for this second (yandex-tank's `reqps`).
     pub planned: u64,
     /// Shots actually started in this second.
@@ -83,8 +83,8 @@ pub struct TotalStats {
     pub tagged: BTreeMap<String, GroupStats>,
     /// Per queue, as in [`SecondStats::queues`].
     pub queues: Vec<(String, GroupStats)>,
-    /// The measuring probes, as in [`SecondStats::probes`].
-    pub probes: Vec<(String, GroupStats)>,
+    /// The measuring queues, as in [`SecondStats::measuring`].
+    pub measuring: Vec<(String, GroupStats)>,
     /// Shots planned, summed over the seconds.
     pub planned: u64,
     /// Shots started.

@@ -274,9 +274,9 @@ fn one_queue_has_no_queue_groups() {
 }
 
 #[test]
-fn probes_are_counted_apart_from_the_load_queues() {
+fn measuring_queues_are_counted_apart_from_the_load_queues() {
     let names = vec!["load".to_owned(), "probe".to_owned()];
-    let mut agg = Aggregator::new(0).with_probes(names, vec![false, true]);
+    let mut agg = Aggregator::new(0).with_measuring(names, vec![false, true]);
     agg.add_sample(&shot_of(0, 10_000_000, 200));
     agg.add_sample(&shot_of(0, 10_100_000, 503));
     agg.add_sample(&shot_of(1, 10_200_000, 200));
@@ -287,18 +287,18 @@ fn probes_are_counted_apart_from_the_load_queues() {
         (groups[0].0.clone(), groups[0].1.len())
     };
     assert_eq!(only(&seconds[0].queues), ("load".to_owned(), 2));
-    assert_eq!(only(&seconds[0].probes), ("probe".to_owned(), 1));
+    assert_eq!(only(&seconds[0].measuring), ("probe".to_owned(), 1));
     let totals = agg.totals();
-    assert_eq!(only(&totals.probes), ("probe".to_owned(), 1));
+    assert_eq!(only(&totals.measuring), ("probe".to_owned(), 1));
     assert_eq!(totals.overall.len(), 3);
 }
 
 #[test]
-fn a_probe_alone_is_still_reported_as_a_probe() {
-    let mut agg = Aggregator::new(0).with_probes(vec!["probe".to_owned()], vec![true]);
+fn a_measuring_queue_alone_is_still_reported_apart() {
+    let mut agg = Aggregator::new(0).with_measuring(vec!["probe".to_owned()], vec![true]);
     agg.add_sample(&shot_of(0, 10_000_000, 200));
     agg.finish();
-    assert_eq!(drain(&mut agg)[0].probes.len(), 1);
+    assert_eq!(drain(&mut agg)[0].measuring.len(), 1);
     assert!(agg.totals().queues.is_empty());
-    assert_eq!(agg.totals().probes[0].1.len(), 1);
+    assert_eq!(agg.totals().measuring[0].1.len(), 1);
 }

@@ -100,7 +100,7 @@ pub fn pod_args(spec: &K8sSpec, placed: &[Placed]) -> Vec<String> {
         "--shard".to_owned(),
         format!("$(JOB_COMPLETION_INDEX)/{}", spec.shards),
         "--start-at".to_owned(),
-        crate::time::format_rfc3339(spec.start_at_us),
+        tank_run::time::format_rfc3339(spec.start_at_us),
         "--quiet".to_owned(),
         "-o".to_owned(),
         format!(
@@ -127,7 +127,7 @@ pub fn manifests(spec: &K8sSpec) -> Result<String, String> {
         "# tank k8s: {} shards of {} starting at {}; apply before then.",
         spec.shards,
         spec.config.display(),
-        crate::time::format_rfc3339(spec.start_at_us)
+        tank_run::time::format_rfc3339(spec.start_at_us)
     );
     let _ = writeln!(out, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:");
     let _ = writeln!(

@@ -1,4 +1,4 @@
-//! The process limits a run needs: one open file per instance.
+//! The process resource limits (RLIMIT_NOFILE) a run needs: one open file per instance.
 
 use crate::RunError;
 
@@ -18,7 +18,7 @@ pub fn raise_file_limit(instances: u64) -> Result<(), RunError> {
         return Ok(());
     }
     if limit.rlim_max < needed {
-        return Err(RunError::Limits(format!(
+        return Err(RunError::OpenFiles(format!(
             "the test needs {needed} open files (one per instance, plus {SPARE_FILES}), but the hard limit is {}: \
              lower `instances` or raise the limit (ulimit -Hn)",
             limit.rlim_max
@@ -32,7 +32,7 @@ pub fn raise_file_limit(instances: u64) -> Result<(), RunError> {
         // SAFETY: setrlimit reads the struct we own.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 && limit.rlim_cur < needed
         {
-            return Err(RunError::Limits(format!(
+            return Err(RunError::OpenFiles(format!(
                 "cannot raise the open-files limit to {needed}: {}",
                 std::io::Error::last_os_error()
             )));

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use tank_stats::{Field, GroupStats, SecondStats, QUANTILES};
 
+use crate::sink::{SecondSink, SinkError, SoFar};
+
 /// Columns of per-second values; every column has one entry per second in `ts`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timeline {
@@ -133,6 +135,13 @@ impl Timeline {
     /// True when there are no seconds.
     pub fn is_empty(&self) -> bool {
         self.ts.is_empty()
+    }
+}
+
+impl SecondSink for Timeline {
+    fn second(&mut self, second: &SecondStats, _: SoFar<'_>) -> Result<(), SinkError> {
+        self.push(second);
+        Ok(())
     }
 }
 

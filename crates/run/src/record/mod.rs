@@ -3,15 +3,21 @@
 //! which shard it was, when it started and on what clock, each queue's plan in
 //! closed form (the schedule text and the whole plan's length, from which every
 //! second's planned count follows), the autostop criteria, and, at the end, when
-//! its first shot actually left.
+//! its first shot actually left. Every run writes one, sharded or not: a run
+//! is shard 0 of 1. Beside it, what the run knows of its clock ([`clock`]) and
+//! the wall-clock times it reads and writes ([`time`]).
+
+pub mod clock;
+pub mod time;
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use tank_config::{ArrivalProcess, Arrivals};
 use tank_plan::{PlannedCount, Schedule, Shard};
+use tank_report::summary::Stop;
 
-use crate::clock::ClockInfo;
+use clock::ClockInfo;
 
 /// The file's name in a run's artifacts directory.
 pub const SHARD_JSON: &str = "shard.json";
@@ -45,6 +51,13 @@ pub struct ShardRecord {
     /// The process's peak resident memory, KiB (written at the end of the run).
     #[serde(default)]
     pub max_rss_kib: Option<u64>,
+    /// The run's exit code (written at the end; `None` before, or when the
+    /// process died without finishing).
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// How the run was stopped before its plan ended, if it was (written at the end).
+    #[serde(default)]
+    pub stopped: Option<Stop>,
 }
 
 fn uniform() -> String {
@@ -71,6 +84,34 @@ pub struct QueuePlan {
     pub planned: Option<u64>,
     /// When this shard's first shot is due, ms from the start.
     pub first_due_ms: Option<i64>,
+}
+
+impl QueuePlan {
+    /// Whether `other` is a slice of the same whole plan: the same section,
+    /// schedule, arrivals and plan length, and, when the plan is drawn, the
+    /// same seed (shards differ only in their own share of it; a plan that
+    /// draws nothing has a seed that changes nothing).
+    pub fn same_whole_plan(&self, other: &QueuePlan) -> bool {
+        self.name == other.name
+            && self.rps_schedule == other.rps_schedule
+            && self.arrivals == other.arrivals
+            && self.whole_len == other.whole_len
+            && (self.arrivals_seed == other.arrivals_seed || !self.drawn())
+    }
+
+    /// Whether the plan draws from its seed (drawn arrivals, `random(...)` steps).
+    fn drawn(&self) -> bool {
+        let (Some(text), Ok(process)) = (&self.rps_schedule, ArrivalProcess::parse(&self.arrivals))
+        else {
+            return false;
+        };
+        let arrivals = Arrivals {
+            process,
+            seed: self.arrivals_seed,
+            seed_chosen: false,
+        };
+        matches!(Schedule::rps_with(text, &arrivals), Ok(Schedule::Rps(rps)) if rps.uses_seed())
+    }
 }
 
 impl ShardRecord {
@@ -157,7 +198,7 @@ mod tests {
             index: 1,
             count: 3,
             start_unix_us: 1_000_000,
-            start: crate::time::format_rfc3339(1_000_000),
+            start: time::format_rfc3339(1_000_000),
             common_start: true,
             clock: ClockInfo {
                 source: "tsc".into(),
@@ -180,6 +221,8 @@ mod tests {
             first_shot_unix_us: None,
             fired: None,
             max_rss_kib: None,
+            exit_code: None,
+            stopped: None,
         }
     }
 
@@ -229,6 +272,23 @@ mod tests {
         assert_eq!(counts.len(), 1);
         assert_eq!(counts[0].total(), 10);
         assert_eq!(counts[0].first_due_ms(), Some(33));
+    }
+
+    #[test]
+    fn a_seed_makes_a_plan_another_only_when_the_plan_draws() {
+        let uniform = record().queues[0].clone();
+        let mut other_seed = uniform.clone();
+        other_seed.arrivals_seed = 7;
+        other_seed.planned = Some(9);
+        assert!(uniform.same_whole_plan(&other_seed));
+        let mut poisson = uniform.clone();
+        poisson.arrivals = "poisson".into();
+        let mut poisson_other = poisson.clone();
+        poisson_other.arrivals_seed = 7;
+        assert!(!poisson.same_whole_plan(&poisson_other));
+        let mut longer = uniform.clone();
+        longer.whole_len = Some(31);
+        assert!(!uniform.same_whole_plan(&longer));
     }
 
     #[test]
