@@ -269,14 +269,16 @@ fn three_shards_with_a_common_start_merge_into_the_unsharded_plan() {
         recomputed["shots"]["responses"]
     );
 
-    // Every shard started on the common start, its first shot within 5 ms of it.
+    // Every shard started on the common start, its first shot near it: within 250 ms, a
+    // margin a machine busy with another build meets (a shard that ignored the common
+    // start would be seconds off; the skew's precision is the benchmarks' business).
     let merge = json(&merged.join("merge.json"));
     assert_eq!(merge["start_spread_us"], 0);
     for shard in merge["shards"].as_array().unwrap() {
         assert_eq!(shard["start_unix_us"], start_s * 1_000_000);
         assert_eq!(shard["share"], 1.0, "{shard}");
         let skew = shard["skew_us"].as_i64().unwrap();
-        assert!(skew.abs() < 5_000, "first-shot skew {skew} µs: {shard}");
+        assert!(skew.abs() < 250_000, "first-shot skew {skew} µs: {shard}");
     }
     if spaces.is_some() {
         // Each shard really came from its own address.

@@ -1,8 +1,11 @@
 //! tank-engine: fires each queue of a test on time and measures every shot.
 //!
-//! [`Engine::prepare`] does everything that can fail on bad input before a
-//! shot is fired (resolving targets, opening plans and ammo, TLS files,
-//! limits); [`Engine::run`] then runs every queue side by side, its instances
+//! [`CheckedQueue::check`] does everything that can fail on bad input with
+//! no side effect (opening plans and ammo, TLS files, the gun's options:
+//! tank-run's prepare stage calls it for every queue); [`Engine::new`] then
+//! resolves the targets, and [`Engine::prepare`] does both at once for a
+//! caller with nothing to check in between. [`Engine::run`] runs every queue
+//! side by side, its instances
 //! spread over the [`IoThreads`]. Each queue has a feeder thread running its
 //! plan (`feed`), a `dispatch` that hands its shots to free instances when
 //! they are due, and a pool of instances (`queue`) firing through the gun its

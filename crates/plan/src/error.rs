@@ -63,7 +63,7 @@ pub enum PlanError {
 impl PlanError {
     /// A [`PlanError::Schedule`] located at `place`, the option it was read from;
     /// any other error as it is.
-    pub fn located_at(self, place: &tank_config::OptionPlace) -> Self {
+    pub(crate) fn located_at(self, place: &tank_config::OptionPlace) -> Self {
         match self {
             PlanError::Schedule { step, message, .. } => {
                 PlanError::Located(Box::new(place.error(format!("step `{step}`: {message}"))))
@@ -83,7 +83,7 @@ impl PlanError {
     }
 
     /// This error located in `places`: at `ammo_key` for ammo, else at the section.
-    pub fn located_in(self, places: &tank_config::Places, ammo_key: &str) -> Self {
+    pub(crate) fn located_in(self, places: &tank_config::Places, ammo_key: &str) -> Self {
         let located = match &self {
             PlanError::Located(_) => return self,
             PlanError::Ammo { .. }

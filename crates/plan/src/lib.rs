@@ -26,27 +26,27 @@
 //! into its own shot. [`PlanTotals`] is what `tank plan` prints about a plan;
 //! a run's summary is `tank_report::Summary`.
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod ammo;
 /// The stepper's duration syntax (kept in tank-config, which reads `timeout` with it).
 pub use tank_config::duration;
 // Python's number rules, shared with tank-config.
 pub(crate) use tank_config::pynum;
-pub mod error;
+mod error;
 #[cfg(test)]
 mod ks;
 pub mod marker;
-pub mod plan;
-pub mod planned;
+mod plan;
+mod planned;
 pub mod replay;
 pub mod schedule;
 pub mod sessions;
-pub mod shard;
+mod shard;
 mod splitmix;
-pub mod stepper;
+mod stepper;
 pub mod stpd;
-pub mod summary;
+mod summary;
 pub mod words;
 pub mod writer;
 

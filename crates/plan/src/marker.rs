@@ -24,12 +24,12 @@ impl Marker {
     }
 
     /// Whether markers are numbered (`enum_ammo`): then each pass gives new ones.
-    pub fn enumerates(&self) -> bool {
+    pub(crate) fn enumerates(&self) -> bool {
         self.enumerate
     }
 
     /// The index the next enumerated marker gets.
-    pub fn next_index(&self) -> u64 {
+    pub(crate) fn next_index(&self) -> u64 {
         self.next_index
     }
 

@@ -40,7 +40,7 @@ enum Counted {
 
 /// A walked plan's shots per ms of due time: 4 bytes per ms of the plan.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DueHistogram {
+pub(crate) struct DueHistogram {
     /// Shots due in each ms, from 0.
     per_ms: Vec<u32>,
     /// Shots due before each whole second (`before_second[s]`: before `s × 1000` ms).
@@ -50,10 +50,11 @@ pub struct DueHistogram {
 
 impl DueHistogram {
     /// The longest plan walked: an hour, 14 MB of counts.
-    pub const MAX_SPAN_MS: u64 = 3_600_000;
+    pub(crate) const MAX_SPAN_MS: u64 = 3_600_000;
 
     /// Count shots due at these ms; `None` once one is past [`Self::MAX_SPAN_MS`].
-    pub fn from_due_ms(due_ms: impl IntoIterator<Item = u64>) -> Option<DueHistogram> {
+    #[cfg(test)]
+    pub(crate) fn from_due_ms(due_ms: impl IntoIterator<Item = u64>) -> Option<DueHistogram> {
         let mut histogram = DueHistogram::default();
         for ms in due_ms {
             histogram.add(ms)?;
@@ -62,7 +63,7 @@ impl DueHistogram {
     }
 
     /// Count one shot due at `ms`; `None` past [`Self::MAX_SPAN_MS`].
-    pub fn add(&mut self, ms: u64) -> Option<()> {
+    pub(crate) fn add(&mut self, ms: u64) -> Option<()> {
         if ms > Self::MAX_SPAN_MS {
             return None;
         }
@@ -76,7 +77,7 @@ impl DueHistogram {
     }
 
     /// Index the counts by second (after the last [`Self::add`]).
-    pub fn finish(mut self) -> DueHistogram {
+    pub(crate) fn finish(mut self) -> DueHistogram {
         let mut before = 0;
         self.before_second = self
             .per_ms
@@ -91,7 +92,7 @@ impl DueHistogram {
     }
 
     /// As a planned count.
-    pub fn into_count(self) -> PlannedCount {
+    pub(crate) fn into_count(self) -> PlannedCount {
         PlannedCount {
             counted: Counted::Walked(Arc::new(self)),
             shard: Shard::WHOLE,

@@ -44,7 +44,7 @@ use crate::error::{PlanError, Result};
 const LARGE_BUFFER: usize = 1 << 20;
 
 /// The first line of every sessions file (without its line feed).
-pub const MAGIC: &str = "tank-sessions 1";
+pub(crate) const MAGIC: &str = "tank-sessions 1";
 
 /// The latest offset a sessions file may hold: 366 days, µs. Longer than any
 /// capture a replay is meant to reproduce (a year of access logs fits); an
@@ -65,7 +65,7 @@ pub fn human_span(us: u64) -> String {
 }
 
 /// Whether `head`, the first bytes of a file, starts a sessions file.
-pub fn is_sessions(head: &[u8]) -> bool {
+pub(crate) fn is_sessions(head: &[u8]) -> bool {
     head.strip_prefix(MAGIC.as_bytes())
         .is_some_and(|rest| matches!(rest.first(), None | Some(b'\n' | b'\r')))
 }
@@ -430,7 +430,7 @@ impl SessionsReader {
 
     /// Swap the last request's bytes with `other`'s: a replay keeps them
     /// without copying (one 300 MB request is one 300 MB buffer, not two).
-    pub fn swap_request_bytes(&mut self, other: &mut Vec<u8>) {
+    pub(crate) fn swap_request_bytes(&mut self, other: &mut Vec<u8>) {
         std::mem::swap(&mut self.bytes, other);
     }
 

@@ -9,10 +9,6 @@
 
 use std::fmt;
 
-use crate::error::Result;
-use crate::plan::Plan;
-use crate::stepper::ShotRef;
-
 /// Which slice of a plan a process fires: shard `index` of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Shard {
@@ -73,7 +69,7 @@ impl Shard {
     }
 
     /// How many of the plan's first `prefix` shots are this shard's.
-    pub fn in_prefix(self, prefix: u64) -> u64 {
+    pub(crate) fn in_prefix(self, prefix: u64) -> u64 {
         // ceil((prefix − index) / count) for prefix > index, else 0.
         prefix
             .checked_sub(self.index)
@@ -95,48 +91,6 @@ impl Shard {
 impl fmt::Display for Shard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.index, self.count)
-    }
-}
-
-/// A plan of which only one shard's shots are read out. Shots keep their index
-/// in the whole plan (`seq`), so the stages after see where each shot belongs.
-pub struct ShardedPlan {
-    plan: Plan,
-    shard: Shard,
-    /// The whole plan's index of the next shot `plan` will give.
-    next: u64,
-}
-
-impl ShardedPlan {
-    /// `shard`'s slice of `plan`.
-    pub fn new(plan: Plan, shard: Shard) -> ShardedPlan {
-        ShardedPlan {
-            plan,
-            shard,
-            next: 0,
-        }
-    }
-
-    /// The plan being sliced.
-    pub fn inner(&self) -> &Plan {
-        &self.plan
-    }
-
-    /// The slice.
-    pub fn shard(&self) -> Shard {
-        self.shard
-    }
-
-    /// This shard's next shot, or `None` at the plan's end.
-    pub fn next_shot(&mut self) -> Result<Option<ShotRef<'_>>> {
-        while !self.shard.owns(self.next) {
-            if self.plan.next_shot()?.is_none() {
-                return Ok(None);
-            }
-            self.next += 1;
-        }
-        self.next += 1;
-        self.plan.next_shot()
     }
 }
 

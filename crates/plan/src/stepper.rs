@@ -43,7 +43,7 @@ enum Limit {
 }
 
 /// Streams the shots of one queue.
-pub struct Stepper {
+pub(crate) struct Stepper {
     schedule: Schedule,
     reader: AmmoReader,
     slot: Slot,
@@ -64,7 +64,7 @@ pub struct Stepper {
 
 impl Stepper {
     /// Plan `queue` with `schedule` (an rps or instances schedule) over `ammo`.
-    pub fn new(queue: &QueueConfig, schedule: Schedule, ammo: &AmmoSource) -> Result<Self> {
+    pub(crate) fn new(queue: &QueueConfig, schedule: Schedule, ammo: &AmmoSource) -> Result<Self> {
         let rps = matches!(schedule, Schedule::Rps(_));
         let mut loop_limit = (queue.loop_count != -1).then_some(queue.loop_count);
         let user_limit = (queue.ammo_limit != -1).then_some(queue.ammo_limit);
@@ -116,7 +116,7 @@ impl Stepper {
     }
 
     /// The schedule being followed.
-    pub fn schedule(&self) -> &Schedule {
+    pub(crate) fn schedule(&self) -> &Schedule {
         &self.schedule
     }
 
@@ -124,7 +124,7 @@ impl Stepper {
     /// an rps schedule whose ammo is looped without end (so every due time gets a
     /// shot), capped by `ammo_limit`. `None` when the ammo's end can end the plan
     /// first (a `loop` limit, `uris` × `loop`) or the schedule has no end.
-    pub fn known_len(&self) -> Option<u64> {
+    pub(crate) fn known_len(&self) -> Option<u64> {
         let len = self.schedule.len()?;
         if !self.state.passes.unlimited() {
             return None;
@@ -137,22 +137,22 @@ impl Stepper {
     }
 
     /// A scenario file's compiled book (`None` for other ammo).
-    pub fn scenarios(&self) -> Option<&std::sync::Arc<tank_scenario::Book>> {
+    pub(crate) fn scenarios(&self) -> Option<&std::sync::Arc<tank_scenario::Book>> {
         self.reader.scenarios()
     }
 
     /// The ammo format being read (after the phantom/uri sniff).
-    pub fn ammo_format(&self) -> &'static str {
+    pub(crate) fn ammo_format(&self) -> &'static str {
         self.reader.format()
     }
 
     /// Passes over the ammo finished so far.
-    pub fn passes(&self) -> u64 {
+    pub(crate) fn passes(&self) -> u64 {
         self.state.passes.done()
     }
 
     /// The next shot, or `None` when the plan has ended.
-    pub fn next_shot(&mut self) -> Result<Option<ShotRef<'_>>> {
+    pub(crate) fn next_shot(&mut self) -> Result<Option<ShotRef<'_>>> {
         if self.stopped {
             return Ok(None);
         }

@@ -47,7 +47,7 @@ const HEAD_ROOM: usize = 2 * 21 + 2 + MARKER_ROOM + 1;
 
 /// Reads an stpd file (`stpd_file`) back into shots. Blank lines before a
 /// header are skipped; the marker is the third field, or empty.
-pub struct StpdReader {
+pub(crate) struct StpdReader {
     file: AmmoFile,
     line: Vec<u8>,
     marker: Vec<u8>,
@@ -57,7 +57,7 @@ pub struct StpdReader {
 
 impl StpdReader {
     /// Open an stpd file.
-    pub fn open(path: &Path) -> Result<Self> {
+    pub(crate) fn open(path: &Path) -> Result<Self> {
         Ok(StpdReader {
             file: AmmoFile::open(path)?,
             line: Vec::new(),
@@ -68,7 +68,7 @@ impl StpdReader {
     }
 
     /// The next record, or `None` at the end of the file.
-    pub fn next_shot(&mut self) -> Result<Option<ShotRef<'_>>> {
+    pub(crate) fn next_shot(&mut self) -> Result<Option<ShotRef<'_>>> {
         let header = loop {
             if !self.file.read_line(&mut self.line)? {
                 return Ok(None);

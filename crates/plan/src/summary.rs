@@ -7,7 +7,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use crate::stepper::ShotRef;
 
 /// Distinct tags counted one by one; the rest are counted together.
-pub const MAX_TAGS: usize = 1000;
+pub(crate) const MAX_TAGS: usize = 1000;
 
 /// Totals of a streamed plan (what `tank plan` prints; not to be confused with
 /// a run's summary, `tank_report::Summary`).
@@ -105,7 +105,7 @@ fn fingerprint(tag: &[u8]) -> u64 {
 /// FNV-1a: tags are short, and this map is looked up once per shot, where
 /// SipHash's setup cost dominated the whole plan (a profile showed 17%).
 #[derive(Debug, Clone, Copy)]
-pub struct Fnv1a(u64);
+pub(crate) struct Fnv1a(u64);
 
 impl Default for Fnv1a {
     fn default() -> Self {

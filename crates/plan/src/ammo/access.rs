@@ -10,7 +10,7 @@ use super::Slot;
 use crate::error::{PlanError, Result};
 
 /// Reader of access logs.
-pub struct AccessReader {
+pub(crate) struct AccessReader {
     file: AmmoFile,
     headers: HeaderSet,
     line: Vec<u8>,
@@ -20,7 +20,7 @@ pub struct AccessReader {
 
 impl AccessReader {
     /// Read `file`; `headers` are the config's, used verbatim.
-    pub fn new(file: AmmoFile, headers: &[String]) -> Self {
+    pub(crate) fn new(file: AmmoFile, headers: &[String]) -> Self {
         let headers = HeaderSet::new(headers.iter().map(|h| h.as_bytes().to_vec()));
         AccessReader {
             file,
@@ -32,7 +32,7 @@ impl AccessReader {
     }
 
     /// Advance to the next missile; `false` when reading has ended.
-    pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
+    pub(crate) fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
         while !self.done {
             if !self.file.read_line(&mut self.line)? {
                 self.file.rewind()?;

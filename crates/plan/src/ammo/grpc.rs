@@ -23,7 +23,7 @@ use crate::error::{PlanError, Result};
 const MEMO_BYTES: usize = 64 << 20;
 
 /// Reader of grpc/json ammo.
-pub struct GrpcReader {
+pub(crate) struct GrpcReader {
     file: AmmoFile,
     compiler: Compiler,
     line: Vec<u8>,
@@ -59,7 +59,7 @@ pub fn schema(grpc: &GrpcConfig) -> Result<Schema> {
 
 impl GrpcReader {
     /// Read `file` for `queue` (a `tank_type = grpc` queue).
-    pub fn new(file: AmmoFile, queue: &QueueConfig) -> Result<Self> {
+    pub(crate) fn new(file: AmmoFile, queue: &QueueConfig) -> Result<Self> {
         let grpc = queue.grpc.as_ref().ok_or_else(|| {
             PlanError::Config("grpc/json ammo is for a `tank_type = grpc` queue".into())
         })?;
@@ -82,7 +82,7 @@ impl GrpcReader {
     }
 
     /// Advance to the next call; `false` when reading has ended.
-    pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
+    pub(crate) fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
         while !self.done {
             if let Some(kept) = &self.kept {
                 if let Some((request, tag)) = kept.get(self.replay_at) {

@@ -8,14 +8,14 @@ use super::request::HeaderSet;
 
 /// Header name → value, in first-seen order.
 #[derive(Debug, Clone, Default)]
-pub struct HeaderMap {
+pub(crate) struct HeaderMap {
     entries: Vec<(String, String)>,
     built: Option<HeaderSet>,
 }
 
 impl HeaderMap {
     /// Start from the config's `headers` (each `Name: value`, split at the first `:`).
-    pub fn from_config(headers: &[String]) -> Result<Self, String> {
+    pub(crate) fn from_config(headers: &[String]) -> Result<Self, String> {
         let mut map = HeaderMap::default();
         for header in headers {
             let (name, value) = header
@@ -27,7 +27,7 @@ impl HeaderMap {
     }
 
     /// Apply a `[Name: value]` line from the file (the whole line, as read).
-    pub fn apply_line(&mut self, line: &[u8]) -> Result<(), String> {
+    pub(crate) fn apply_line(&mut self, line: &[u8]) -> Result<(), String> {
         let inner = strip_set(line, b"\r\n[]\t ");
         let colon = inner.iter().position(|b| *b == b':').ok_or_else(|| {
             format!(
@@ -55,7 +55,7 @@ impl HeaderMap {
     }
 
     /// The current headers as a request header set (rebuilt only after a change).
-    pub fn set(&mut self) -> &HeaderSet {
+    pub(crate) fn set(&mut self) -> &HeaderSet {
         let entries = &self.entries;
         self.built.get_or_insert_with(|| {
             HeaderSet::new(

@@ -20,11 +20,11 @@ use crate::error::Result;
 use crate::splitmix::{mix, unit};
 
 /// The tags of generated requests.
-pub const TAG_GET: &[u8] = b"get";
+pub(crate) const TAG_GET: &[u8] = b"get";
 /// A multiget's tag.
-pub const TAG_MULTIGET: &[u8] = b"multiget";
+pub(crate) const TAG_MULTIGET: &[u8] = b"multiget";
 /// A set's tag.
-pub const TAG_SET: &[u8] = b"set";
+pub(crate) const TAG_SET: &[u8] = b"set";
 
 /// One line about a workload, with its seed, so a run can be repeated.
 pub fn describe(config: &MemcachedConfig) -> String {
@@ -45,7 +45,7 @@ pub fn describe(config: &MemcachedConfig) -> String {
 
 /// A distribution ready to draw from.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Sampler(Distribution);
+pub(crate) struct Sampler(Distribution);
 
 /// Facebook ETC's key sizes (mcperf's `fb_key`).
 const FB_KEY: Distribution = Distribution::Gev {
@@ -83,14 +83,14 @@ const FB_VALUE_HEAD: [(f64, f64); 15] = [
 
 impl Sampler {
     /// A sampler of `distribution`.
-    pub fn new(distribution: Distribution) -> Self {
+    pub(crate) fn new(distribution: Distribution) -> Self {
         Sampler(distribution)
     }
 
     /// The value at `u` in (0, 1] (the inverse CDF); `v`, also in (0, 1],
     /// is a second uniform for the normal distribution (Box–Muller) and for
     /// `fb_value`'s choice between its head and its tail.
-    pub fn at(&self, u: f64, v: f64) -> f64 {
+    pub(crate) fn at(&self, u: f64, v: f64) -> f64 {
         match self.0 {
             Distribution::Fixed(value) => value,
             Distribution::Uniform { max } => (1.0 - u) * max,
@@ -128,7 +128,7 @@ impl Sampler {
     }
 
     /// One draw.
-    pub fn sample(&self, rng: &mut impl Rng) -> f64 {
+    pub(crate) fn sample(&self, rng: &mut impl Rng) -> f64 {
         self.at(unit(rng.random::<u64>()), unit(rng.random::<u64>()))
     }
 }
@@ -143,7 +143,7 @@ fn size(drawn: f64, low: u64, high: u64) -> u64 {
 
 /// The keys of a workload: record `i` to its text.
 #[derive(Debug, Clone)]
-pub struct Keys {
+pub(crate) struct Keys {
     keysize: Sampler,
     /// The digits of the largest record: no key is shorter.
     digits: u64,
@@ -151,7 +151,7 @@ pub struct Keys {
 
 impl Keys {
     /// The keys of `config`'s records.
-    pub fn new(config: &MemcachedConfig) -> Self {
+    pub(crate) fn new(config: &MemcachedConfig) -> Self {
         let largest = config.records.saturating_sub(1);
         Keys {
             keysize: Sampler::new(config.keysize),
@@ -160,7 +160,7 @@ impl Keys {
     }
 
     /// Append record `i`'s key to `out`.
-    pub fn write(&self, i: u64, out: &mut Vec<u8>) {
+    pub(crate) fn write(&self, i: u64, out: &mut Vec<u8>) {
         let drawn = self.keysize.at(unit(mix(i)), unit(mix(!i)));
         let len = size(drawn, self.digits, MAX_KEY) as usize;
         let mut digits = itoa::Buffer::new();
@@ -183,7 +183,7 @@ fn write_set(keys: &Keys, record: u64, value_size: u64, out: &mut Vec<u8>) {
 }
 
 /// Generates the workload's requests, pass after pass.
-pub struct WorkloadReader {
+pub(crate) struct WorkloadReader {
     config: MemcachedConfig,
     keys: Keys,
     valuesize: Sampler,
@@ -198,7 +198,7 @@ pub struct WorkloadReader {
 
 impl WorkloadReader {
     /// The workload of `config`, from its seed.
-    pub fn new(config: &MemcachedConfig) -> Self {
+    pub(crate) fn new(config: &MemcachedConfig) -> Self {
         WorkloadReader {
             config: config.clone(),
             keys: Keys::new(config),
@@ -230,7 +230,7 @@ impl WorkloadReader {
     }
 
     /// Advance to the next request; `false` when reading has ended.
-    pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
+    pub(crate) fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
         if self.done {
             return Ok(false);
         }

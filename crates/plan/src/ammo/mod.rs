@@ -14,7 +14,7 @@ mod passes;
 mod phantom;
 mod pybytes;
 pub mod request;
-pub mod scenario;
+mod scenario;
 pub mod source;
 mod uri;
 mod uripost;
@@ -26,7 +26,7 @@ use tank_config::{AmmoSource, AmmoType, QueueConfig};
 
 use crate::error::{PlanError, Result};
 use crate::marker::Marker;
-pub use passes::{Passes, ReadState};
+pub(crate) use passes::{Passes, ReadState};
 pub(crate) use pybytes::show;
 use source::AmmoFile;
 
@@ -46,7 +46,7 @@ impl Slot {
     }
 
     /// Give an untagged missile its computed marker (a file tag is kept as is).
-    pub fn mark_untagged(&mut self, marker: &mut Marker) -> Result<(), String> {
+    pub(crate) fn mark_untagged(&mut self, marker: &mut Marker) -> Result<(), String> {
         if !self.has_tag {
             marker.mark(&self.missile, &mut self.tag)?;
         }
@@ -63,7 +63,7 @@ impl Slot {
 }
 
 /// A reader of any supported ammo source.
-pub enum AmmoReader {
+pub(crate) enum AmmoReader {
     /// Request-style file.
     Phantom(phantom::PhantomReader),
     /// URI-per-line file.
@@ -85,7 +85,7 @@ pub enum AmmoReader {
 impl AmmoReader {
     /// Open the queue's ammo source. `ammo_type = phantom` files whose first
     /// line does not start with a digit are read as uri ammo, as the reference does.
-    pub fn open(queue: &QueueConfig, source: &AmmoSource) -> Result<Self> {
+    pub(crate) fn open(queue: &QueueConfig, source: &AmmoSource) -> Result<Self> {
         let http_ver = queue.header_http.as_str();
         let (path, ammo_type) = match source {
             AmmoSource::Uris(uris) => {
@@ -131,7 +131,7 @@ impl AmmoReader {
     }
 
     /// The format being read (after sniffing), for summaries.
-    pub fn format(&self) -> &'static str {
+    pub(crate) fn format(&self) -> &'static str {
         match self {
             AmmoReader::Phantom(_) => "phantom",
             AmmoReader::Uri(_) => "uri",
@@ -145,7 +145,7 @@ impl AmmoReader {
     }
 
     /// Read the next missile into `slot`; `false` when the source has ended.
-    pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
+    pub(crate) fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
         match self {
             AmmoReader::Phantom(r) => r.advance(st, slot),
             AmmoReader::Uri(r) => r.advance(st, slot),
@@ -159,7 +159,7 @@ impl AmmoReader {
     }
 
     /// A scenario file's compiled book (`None` for other ammo).
-    pub fn scenarios(&self) -> Option<&std::sync::Arc<tank_scenario::Book>> {
+    pub(crate) fn scenarios(&self) -> Option<&std::sync::Arc<tank_scenario::Book>> {
         match self {
             AmmoReader::Scenario(r) => Some(r.book()),
             _ => None,

@@ -4,7 +4,7 @@ use crate::error::{PlanError, Result};
 
 /// Passes finished so far, and the `loop` limit.
 #[derive(Debug, Clone)]
-pub struct Passes {
+pub(crate) struct Passes {
     done: u64,
     /// `None` for no limit; the reference also treats `0` as no limit.
     limit: Option<i64>,
@@ -12,17 +12,17 @@ pub struct Passes {
 
 impl Passes {
     /// `limit` is the effective `loop` value (`None` = unlimited).
-    pub fn new(limit: Option<i64>) -> Self {
+    pub(crate) fn new(limit: Option<i64>) -> Self {
         Passes { done: 0, limit }
     }
 
     /// Passes finished so far.
-    pub fn done(&self) -> u64 {
+    pub(crate) fn done(&self) -> u64 {
         self.done
     }
 
     /// Whether passes go on forever (no limit, or the reference's falsy `0`).
-    pub fn unlimited(&self) -> bool {
+    pub(crate) fn unlimited(&self) -> bool {
         matches!(self.limit, None | Some(0))
     }
 
@@ -32,7 +32,7 @@ impl Passes {
     /// the reference would read forever, so it is an error here, naming
     /// `source`; with a limit it would read the remaining passes for nothing,
     /// so the reading ends here, with the same shots.
-    pub fn finish(&mut self, yielded: bool, source: &dyn std::fmt::Display) -> Result<bool> {
+    pub(crate) fn finish(&mut self, yielded: bool, source: &dyn std::fmt::Display) -> Result<bool> {
         self.done += 1;
         if !yielded {
             if self.unlimited() {
@@ -52,7 +52,7 @@ impl Passes {
 
 /// What a reader may look at beyond its own file.
 #[derive(Debug, Clone)]
-pub struct ReadState {
+pub(crate) struct ReadState {
     /// Passes over the source.
     pub passes: Passes,
     /// Shots written so far (the uri reader fails a pass when none were).

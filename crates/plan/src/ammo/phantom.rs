@@ -54,7 +54,7 @@ enum Replay {
 }
 
 /// Reader of request-style ammo.
-pub struct PhantomReader {
+pub(crate) struct PhantomReader {
     file: AmmoFile,
     state: State,
     yielded: bool,
@@ -65,7 +65,7 @@ pub struct PhantomReader {
 
 impl PhantomReader {
     /// Read `file` as request-style ammo.
-    pub fn new(file: AmmoFile) -> Self {
+    pub(crate) fn new(file: AmmoFile) -> Self {
         let replay = match file.memory() {
             Some(_) => Replay::Recording(Vec::new()),
             None => Replay::Off,
@@ -144,7 +144,7 @@ impl PhantomReader {
     }
 
     /// Advance to the next missile; `false` when reading has ended.
-    pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
+    pub(crate) fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
         if matches!(self.replay, Replay::Replaying { .. }) {
             return self.replay_next(st, slot);
         }

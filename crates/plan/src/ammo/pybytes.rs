@@ -1,25 +1,25 @@
 //! Python `bytes`/`str` splitting and stripping rules the readers depend on.
 
 /// Python's ASCII whitespace for `bytes.split()` / `bytes.strip()` (includes `\x0b`).
-pub fn is_space(byte: u8) -> bool {
+pub(super) fn is_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c')
 }
 
 /// Python `str.isspace()` for one character (Unicode whitespace plus the
 /// separators `\x1c`..`\x1f`, which Python treats as whitespace).
-pub fn is_str_space(c: char) -> bool {
+pub(super) fn is_str_space(c: char) -> bool {
     c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
 }
 
 /// Python `bytes.split()`: runs of whitespace separate fields; no empty fields.
-pub fn split_fields(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub(super) fn split_fields(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     bytes
         .split(|b| is_space(*b))
         .filter(|field| !field.is_empty())
 }
 
 /// Python `bytes.strip(chars)`.
-pub fn strip_set<'a>(bytes: &'a [u8], chars: &[u8]) -> &'a [u8] {
+pub(super) fn strip_set<'a>(bytes: &'a [u8], chars: &[u8]) -> &'a [u8] {
     let start = bytes
         .iter()
         .position(|b| !chars.contains(b))
@@ -32,12 +32,12 @@ pub fn strip_set<'a>(bytes: &'a [u8], chars: &[u8]) -> &'a [u8] {
 }
 
 /// Python `bytes.strip()`.
-pub fn strip_space(bytes: &[u8]) -> &[u8] {
+pub(super) fn strip_space(bytes: &[u8]) -> &[u8] {
     strip_set(bytes, b" \t\n\r\x0b\x0c")
 }
 
 /// Show bytes in a message: lossy UTF-8, control characters escaped, cut at 80 chars.
-pub fn show(bytes: &[u8]) -> String {
+pub(crate) fn show(bytes: &[u8]) -> String {
     let text: String = String::from_utf8_lossy(bytes)
         .chars()
         .flat_map(char::escape_debug)

@@ -25,7 +25,7 @@ use crate::error::{PlanError, Result};
 const MAX_ROUND: u64 = 1 << 20;
 
 /// Draws a scenario file's scenarios, round after round.
-pub struct ScenarioReader {
+pub(crate) struct ScenarioReader {
     book: Arc<Book>,
     round: Vec<usize>,
     next: usize,
@@ -35,7 +35,7 @@ pub struct ScenarioReader {
 
 impl ScenarioReader {
     /// Load the scenario file at `path` (its checks all run here), drawing with `seed`.
-    pub fn open(path: &Path, seed: u64) -> Result<Self> {
+    pub(crate) fn open(path: &Path, seed: u64) -> Result<Self> {
         let book = tank_scenario::load(path, seed).map_err(PlanError::Scenario)?;
         let weights: Vec<u64> = book.scenarios().iter().map(|s| s.weight).collect();
         let divisor = weights.iter().copied().fold(0, gcd).max(1);
@@ -67,12 +67,12 @@ impl ScenarioReader {
     }
 
     /// The compiled file.
-    pub fn book(&self) -> &Arc<Book> {
+    pub(crate) fn book(&self) -> &Arc<Book> {
         &self.book
     }
 
     /// Advance to the next run; `false` when reading has ended.
-    pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
+    pub(crate) fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
         if self.done || self.round.is_empty() {
             return Ok(false);
         }

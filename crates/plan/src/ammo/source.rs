@@ -16,7 +16,7 @@ use flate2::read::MultiGzDecoder;
 use crate::error::{PlanError, Result};
 
 /// Files (decompressed) up to this size are kept in memory.
-pub const IN_MEMORY_LIMIT: u64 = 16 << 20;
+pub(crate) const IN_MEMORY_LIMIT: u64 = 16 << 20;
 const STREAM_BUFFER: usize = 256 << 10;
 
 enum Inner {
@@ -26,7 +26,7 @@ enum Inner {
 }
 
 /// An open ammo file positioned somewhere in its (decompressed) bytes.
-pub struct AmmoFile {
+pub(crate) struct AmmoFile {
     path: PathBuf,
     inner: Inner,
     offset: u64,
@@ -36,7 +36,7 @@ pub struct AmmoFile {
 
 impl AmmoFile {
     /// Open `path`, detecting gzip by its first two bytes.
-    pub fn open(path: &Path) -> Result<Self> {
+    pub(crate) fn open(path: &Path) -> Result<Self> {
         let io_err = |error| PlanError::Io {
             path: path.to_path_buf(),
             error,
@@ -77,12 +77,12 @@ impl AmmoFile {
     }
 
     /// The file's path, for messages.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// A malformed-ammo error at the current offset, naming the file.
-    pub fn error(&self, message: String) -> PlanError {
+    pub(crate) fn error(&self, message: String) -> PlanError {
         PlanError::Ammo {
             path: self.path.clone(),
             offset: self.offset,
@@ -91,12 +91,12 @@ impl AmmoFile {
     }
 
     /// Bytes consumed so far (in the decompressed stream for gzip).
-    pub fn offset(&self) -> u64 {
+    pub(crate) fn offset(&self) -> u64 {
         self.offset
     }
 
     /// The whole (decompressed) file, when it is held in memory.
-    pub fn memory(&self) -> Option<&[u8]> {
+    pub(crate) fn memory(&self) -> Option<&[u8]> {
         match &self.inner {
             Inner::Memory(cursor) => Some(cursor.get_ref()),
             Inner::Plain(_) | Inner::Gzip(_) => None,
@@ -115,7 +115,7 @@ impl AmmoFile {
 
     /// Python `readline()`: replaces `line` with the next line including its
     /// `\n` (none on the last line). Returns `false` at the end of the file.
-    pub fn read_line(&mut self, line: &mut Vec<u8>) -> Result<bool> {
+    pub(crate) fn read_line(&mut self, line: &mut Vec<u8>) -> Result<bool> {
         line.clear();
         let read = match &mut self.inner {
             // In memory: one memchr and one copy, no buffered-reader machinery.
@@ -141,7 +141,7 @@ impl AmmoFile {
     /// once stripped, and stripping a header line removes them from its start
     /// anyway, so readers looking for the next non-blank header may skip them
     /// without reading blank lines one by one.
-    pub fn skip_line_breaks(&mut self) -> Result<()> {
+    pub(crate) fn skip_line_breaks(&mut self) -> Result<()> {
         let skipped = match &mut self.inner {
             Inner::Memory(cursor) => {
                 let n = remaining(cursor)
@@ -179,7 +179,7 @@ impl AmmoFile {
 
     /// Read the next line (with its `\n`) and hand it to `parse` without
     /// copying it when the file is in memory; `None` at the end of the file.
-    pub fn with_line<R>(&mut self, parse: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+    pub(crate) fn with_line<R>(&mut self, parse: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         match &mut self.inner {
             Inner::Memory(cursor) => {
                 let start = usize::try_from(cursor.position()).unwrap_or(usize::MAX);
@@ -205,7 +205,7 @@ impl AmmoFile {
     }
 
     /// Python `read(n)`: replaces `out` with up to `n` bytes (fewer only at the end).
-    pub fn read_up_to(&mut self, n: u64, out: &mut Vec<u8>) -> Result<()> {
+    pub(crate) fn read_up_to(&mut self, n: u64, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         let read = match &mut self.inner {
             Inner::Memory(cursor) => {
@@ -242,12 +242,12 @@ impl AmmoFile {
     }
 
     /// Python `read()`: replaces `out` with the rest of the file.
-    pub fn read_rest(&mut self, out: &mut Vec<u8>) -> Result<()> {
+    pub(crate) fn read_rest(&mut self, out: &mut Vec<u8>) -> Result<()> {
         self.read_up_to(u64::MAX, out)
     }
 
     /// Python `seek(0)`: start the file over.
-    pub fn rewind(&mut self) -> Result<()> {
+    pub(crate) fn rewind(&mut self) -> Result<()> {
         // Called once per pass, which is once per shot for a one-request ammo
         // file: nothing here allocates unless it fails.
         let path = &self.path;

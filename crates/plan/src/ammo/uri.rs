@@ -9,7 +9,7 @@ use super::Slot;
 use crate::error::Result;
 
 /// Reader of URI-style ammo.
-pub struct UriReader {
+pub(crate) struct UriReader {
     file: AmmoFile,
     headers: HeaderMap,
     http_ver: Vec<u8>,
@@ -19,7 +19,7 @@ pub struct UriReader {
 
 impl UriReader {
     /// Read `file`, starting from the config's headers.
-    pub fn new(file: AmmoFile, headers: HeaderMap, http_ver: &str) -> Self {
+    pub(crate) fn new(file: AmmoFile, headers: HeaderMap, http_ver: &str) -> Self {
         UriReader {
             file,
             headers,
@@ -30,7 +30,7 @@ impl UriReader {
     }
 
     /// Advance to the next missile; `false` when reading has ended.
-    pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
+    pub(crate) fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
         while !self.done {
             if !self.file.read_line(&mut self.line)? {
                 if st.written == 0 {

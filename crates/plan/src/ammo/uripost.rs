@@ -17,7 +17,7 @@ enum State {
 }
 
 /// Reader of URI+POST ammo.
-pub struct UriPostReader {
+pub(crate) struct UriPostReader {
     file: AmmoFile,
     headers: HeaderMap,
     http_ver: Vec<u8>,
@@ -29,7 +29,7 @@ pub struct UriPostReader {
 
 impl UriPostReader {
     /// Read `file`, starting from the config's headers.
-    pub fn new(file: AmmoFile, headers: HeaderMap, http_ver: &str) -> Self {
+    pub(crate) fn new(file: AmmoFile, headers: HeaderMap, http_ver: &str) -> Self {
         UriPostReader {
             file,
             headers,
@@ -64,7 +64,7 @@ impl UriPostReader {
     }
 
     /// Advance to the next missile; `false` when reading has ended.
-    pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
+    pub(crate) fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
         let has_header = match self.state {
             State::Done => false,
             State::Start => self.read_header()?,

@@ -6,7 +6,7 @@ use super::Slot;
 use crate::error::Result;
 
 /// Cycles over the requests built from the config's `uris`.
-pub struct UrisReader {
+pub(crate) struct UrisReader {
     requests: Vec<Vec<u8>>,
     next: usize,
     done: bool,
@@ -14,7 +14,7 @@ pub struct UrisReader {
 
 impl UrisReader {
     /// Build one GET request per URI with the config's headers (verbatim).
-    pub fn new(uris: &[String], headers: &[String], http_ver: &str) -> Self {
+    pub(crate) fn new(uris: &[String], headers: &[String], http_ver: &str) -> Self {
         let set = HeaderSet::new(headers.iter().map(|h| h.as_bytes().to_vec()));
         let requests = uris
             .iter()
@@ -32,7 +32,7 @@ impl UrisReader {
     }
 
     /// Advance to the next missile; `false` when reading has ended.
-    pub fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
+    pub(crate) fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
         if self.done || self.requests.is_empty() {
             return Ok(false);
         }

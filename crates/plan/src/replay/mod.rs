@@ -27,7 +27,8 @@ use crate::sessions::{Record, SessionsReader};
 use crate::shard::Shard;
 use crate::words::count;
 
-pub use stats::{CaptureStats, RateProfile, Selection};
+pub use stats::CaptureStats;
+pub use stats::{RateProfile, Selection};
 
 /// A session of the replay: its number in the plan, unique across passes
 /// (pass × sessions per pass + its index in the pass).
@@ -79,7 +80,7 @@ pub fn scaled(offset_us: u64, speed: f64) -> Duration {
 /// What a replay fires and how much of it: the parts of the config the
 /// stream needs, resolved.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ReplaySettings {
+pub(crate) struct ReplaySettings {
     /// The time scale and the selection.
     pub replay: Replay,
     /// The shard's slice.
@@ -146,7 +147,7 @@ impl ReplaySettings {
     }
 
     /// The selection these settings make of one pass.
-    pub fn selection(&self) -> Selection {
+    pub(crate) fn selection(&self) -> Selection {
         Selection {
             skip: self.replay.skip,
             offset: self.replay.offset,
@@ -183,7 +184,7 @@ struct Open {
 }
 
 /// The steps of a replay, streamed from its sessions file.
-pub struct ReplayStream {
+pub(crate) struct ReplayStream {
     reader: SessionsReader,
     settings: ReplaySettings,
     pass: u64,
@@ -205,7 +206,7 @@ pub struct ReplayStream {
 
 impl ReplayStream {
     /// Stream `path` under `settings`.
-    pub fn open(path: &Path, settings: ReplaySettings) -> Result<ReplayStream> {
+    pub(crate) fn open(path: &Path, settings: ReplaySettings) -> Result<ReplayStream> {
         Ok(ReplayStream {
             reader: SessionsReader::open(path)?,
             settings,
@@ -226,12 +227,12 @@ impl ReplayStream {
     }
 
     /// Passes over the capture finished so far.
-    pub fn passes(&self) -> u64 {
+    pub(crate) fn passes(&self) -> u64 {
         self.pass
     }
 
     /// The next step, or `None` at the replay's end.
-    pub fn next_step(&mut self) -> Result<Option<Step<'_>>> {
+    pub(crate) fn next_step(&mut self) -> Result<Option<Step<'_>>> {
         loop {
             if let Some(pending) = self.pending.pop_front() {
                 return Ok(Some(match pending {
@@ -258,7 +259,7 @@ impl ReplayStream {
 
     /// The last request handed out by [`Self::next_step`]: its index in the
     /// plan, due time, tag and bytes.
-    pub fn last_request(&self) -> Option<(u64, Duration, &[u8], &[u8])> {
+    pub(crate) fn last_request(&self) -> Option<(u64, Duration, &[u8], &[u8])> {
         self.last
             .map(|(seq, due)| (seq, due, self.tag.as_slice(), self.bytes.as_slice()))
     }

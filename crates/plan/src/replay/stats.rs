@@ -127,7 +127,7 @@ impl CaptureStats {
     /// How far a looped pass is from the one before, µs of the capture: the
     /// capture's duration plus the mean gap between its requests (at least
     /// 1 ms), so that a looped capture keeps its rate across the seam.
-    pub fn period_us(&self) -> u64 {
+    pub(crate) fn period_us(&self) -> u64 {
         let duration = u64::try_from(self.duration.as_micros()).unwrap_or(u64::MAX);
         let mean_gap = duration / self.requests.saturating_sub(1).max(1);
         duration.saturating_add(mean_gap.max(1000))
@@ -156,7 +156,7 @@ pub struct RateProfile {
 
 impl RateProfile {
     /// Seconds kept one by one.
-    pub const SHOWN: usize = 20;
+    pub(crate) const SHOWN: usize = 20;
 
     /// A request in `second` (nondecreasing from call to call).
     fn request(&mut self, second: u64) {

@@ -12,10 +12,11 @@ mod waveform;
 
 use crate::error::{PlanError, Result};
 pub use instances::InstancesSchedule;
-pub use rps::{Cursor, RpsSchedule, RpsStep};
+pub use rps::RpsSchedule;
+pub use rps::{Cursor, RpsStep};
 
 /// Split a schedule string into steps, as the reference does.
-pub fn split_steps(schedule: &str) -> Vec<String> {
+pub(crate) fn split_steps(schedule: &str) -> Vec<String> {
     schedule
         .replace('\n', " ")
         .split(')')

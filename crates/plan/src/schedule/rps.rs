@@ -112,7 +112,7 @@ impl RpsStep {
     /// `u = i` this is where [`Self::offset_ms`] puts shot `i`, before its
     /// truncation to ms. Clamped to the step, strictly before its end, so a
     /// shot never reaches into the next step, nor onto the queue's deadline.
-    pub fn offset_ns_at(&self, u: f64) -> i64 {
+    pub(crate) fn offset_ns_at(&self, u: f64) -> i64 {
         let seconds = match *self {
             RpsStep::Const { rps, .. } => u / rps,
             RpsStep::Line { from, slope, .. } => {
@@ -196,7 +196,7 @@ impl RpsSchedule {
 
     /// Parse the steps; a `random(...)` step without a seed of its own draws
     /// from `seed` (a queue's `arrivals_seed`) and its place in the schedule.
-    pub fn parse_seeded(steps: &[String], seed: u64) -> Result<Self> {
+    pub(crate) fn parse_seeded(steps: &[String], seed: u64) -> Result<Self> {
         let mut schedule = RpsSchedule {
             segments: Vec::with_capacity(steps.len()),
             len: 0,
@@ -251,7 +251,7 @@ impl RpsSchedule {
     }
 
     /// The same steps, their shots spaced by `arrivals` (uniform: evenly, as parsed).
-    pub fn with_arrivals(self, arrivals: &tank_config::Arrivals) -> Self {
+    pub(crate) fn with_arrivals(self, arrivals: &tank_config::Arrivals) -> Self {
         RpsSchedule {
             arrivals: Drawn::new(arrivals),
             ..self
