@@ -2,8 +2,10 @@
 //! not a flag: each protocol is a module behind the two traits here, and
 //! `tank_type` becomes a protocol in one place, [`GunSpec::check`].
 //!
-//! Above the guns, an instance (`queue.rs`) takes work from its dispatch —
-//! a shot, a replayed session's request — stamps its start and lag, fires it
+//! Above the guns, an instance (`queue/`) takes work from its dispatch —
+//! a shot, a replayed session's request, a scenario run's step (built by the
+//! run's state before it is fired, its reply read after) — stamps its start
+//! and lag, fires it
 //! through its [`Barrel`] and sends one sample per request. Below them, the
 //! protocol owns everything on the wire. The split is that one question —
 //! "what happened to this request?" — is answered by the barrel alone, as a
