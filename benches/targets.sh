@@ -23,9 +23,10 @@ start_origin() { # recipe-json -> sets origin_addr, origin_pid
 }
 stop_origin() { kill "$origin_pid" 2>/dev/null || true; wait "$origin_pid" 2>/dev/null || true; origin_pid=''; }
 
-# nginx, one worker, keep-alive, access log off, a 100-byte /small; the argument, if any,
-# is added to `listen` (`http2`: h2c with prior knowledge).
-start_nginx() { # [listen-options] -> sets origin_addr, origin_pid
+# nginx, one worker, keep-alive, access log off, a 100-byte /small. The first
+# argument, if any, is added to `listen` (`http2`: h2c with prior knowledge); the
+# second, if any, to the server (other locations).
+start_nginx() { # [listen-options [server-lines]] -> sets origin_addr, origin_pid
     local port; port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     cat > "$work/nginx.conf" <<CONF
 worker_processes 1;
@@ -38,6 +39,7 @@ http {
     server {
         listen 127.0.0.1:$port ${1:-};
         location /small { return 200 "0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"; }
+        ${2:-}
     }
 }
 CONF

@@ -21,6 +21,7 @@ mod processes;
 mod replay;
 mod report;
 mod run;
+mod scenario;
 mod shards;
 mod shoot;
 mod support;

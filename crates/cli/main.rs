@@ -97,6 +97,10 @@ fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
 enum Command {
     /// Run a test: fire every queue's plan at its target, write phout.log and a
     /// summary into a new artifacts directory (logs/<time>_<id>/ by default).
+    /// With `ammo_type = scenario` each shot is a run of a scenario in Pandora's
+    /// format (HCL, YAML or JSON: log in, list, buy, with variables, sources,
+    /// templates and checks), one phout row per request (docs/scenarios.md).
+    ///
     /// Ctrl-C (or SIGTERM) stops firing and waits for shots in flight; a second
     /// one stops at once. Exit codes, as yandex-tank's: 0 completed, 1 interrupted
     /// or failed, 21-33 stopped by an autostop criterion; and tank's own: 34 an
@@ -113,7 +117,10 @@ enum Command {
     /// yandex-tank's stepper would write for the same config, byte for byte.
     /// For a replay (`ammo_type = sessions`), also the capture: sessions,
     /// requests, duration, largest gap, peak of open sessions (the default
-    /// session pool) and its requests per second.
+    /// session pool) and its requests per second. For a scenario file
+    /// (`ammo_type = scenario`, Pandora's format: docs/scenarios.md), its
+    /// scenarios (weight, requests and sleeps a run, shortest run) and
+    /// sources (rows), every template and reference checked, and the runs drawn.
     Plan(PlanArgs),
     /// Run the origin simulator: a target whose status, latency, body and
     /// faults follow a JSON recipe over time (OriginSimulator's format, plus

@@ -101,6 +101,8 @@ struct QueueSummary {
     schedule: Option<Schedule>,
     /// A replay's capture and pool.
     replay: Option<(CaptureStats, usize)>,
+    /// A scenario file's compiled book.
+    scenarios: Option<std::sync::Arc<tank_scenario::Book>>,
 }
 
 fn plan_queue(
@@ -108,6 +110,13 @@ fn plan_queue(
     plan: &mut Plan,
     stpd_out: Option<&Path>,
 ) -> Result<QueueSummary> {
+    if stpd_out.is_some() && plan.scenarios().is_some() {
+        bail!(
+            "[{}] a scenario's requests are built as each run goes (variables, cookies): \
+             an stpd file cannot hold them; plan without --stpd",
+            queue.name
+        );
+    }
     if stpd_out.is_some() && plan.capture().is_some() {
         errln!(
             "tank: warning: [{}] an stpd file has no sessions: it keeps each request's due \
@@ -158,6 +167,7 @@ fn plan_queue(
         replay: plan
             .capture()
             .map(|capture| (capture.clone(), plan.model().instances())),
+        scenarios: plan.scenarios().cloned(),
     })
 }
 
@@ -250,11 +260,21 @@ fn describe(
         }
         _ => String::new(),
     };
-    let _ = writeln!(report, "  shots          {}{span}", totals.shots);
+    if let Some(book) = &summary.scenarios {
+        describe_scenarios(report, book);
+        let _ = writeln!(report, "  runs           {}{span}", totals.shots);
+    } else {
+        let _ = writeln!(report, "  shots          {}{span}", totals.shots);
+    }
     if let Some(end) = Plan::closed_model_end(queue) {
         let _ = writeln!(report, "  the test       {end}");
     }
-    if let Some(average) = totals.bytes.checked_div(totals.shots) {
+    // A scenario shot's bytes are its scenario's name: the requests are built as it runs.
+    if let Some(average) = totals
+        .bytes
+        .checked_div(totals.shots)
+        .filter(|_| summary.scenarios.is_none())
+    {
         let _ = writeln!(
             report,
             "  request bytes  {} (average {average})",
@@ -288,7 +308,13 @@ fn describe(
         ));
     }
     if !tags.is_empty() {
-        let _ = writeln!(report, "  tags           {}", tags.join(", "));
+        // A scenario run's tag is its scenario's name: the draw.
+        let label = if summary.scenarios.is_some() {
+            "drawn"
+        } else {
+            "tags"
+        };
+        let _ = writeln!(report, "  {label:<14} {}", tags.join(", "));
     }
     if let Some(path) = stpd_out {
         let _ = writeln!(
@@ -299,6 +325,57 @@ fn describe(
             } else {
                 path.display().to_string()
             }
+        );
+    }
+}
+
+/// What `tank plan` says of a scenario file: each scenario (its weight,
+/// requests and sleeps per run, shortest run) and each source (its rows).
+fn describe_scenarios(report: &mut String, book: &tank_scenario::Book) {
+    let total_weight: u64 = book.scenarios().iter().map(|s| s.weight).sum();
+    let _ = writeln!(
+        report,
+        "  scenario file  {}: {} scenario(s), {} request(s), {} source(s)",
+        book.path().display(),
+        book.scenarios().len(),
+        book.request_count(),
+        book.sources().len()
+    );
+    for scenario in book.scenarios() {
+        let ms = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        let _ = writeln!(
+            report,
+            "    {:<12} weight {} ({:.1}% of runs), {} request(s) a run, sleeps {}, at least {} a run",
+            scenario.name,
+            scenario.weight,
+            scenario.weight as f64 * 100.0 / total_weight.max(1) as f64,
+            scenario.steps.len(),
+            human_ms(ms(scenario.sleeps())),
+            human_ms(ms(scenario.min_duration())),
+        );
+    }
+    for source in book.sources() {
+        let what = match &source.data {
+            tank_scenario::SourceData::Csv(table) => {
+                format!("{} rows of {}", table.rows(), table.fields().join(", "))
+            }
+            tank_scenario::SourceData::Json(serde_json::Value::Array(items)) => {
+                format!("a list of {}", items.len())
+            }
+            tank_scenario::SourceData::Json(serde_json::Value::Object(map)) => {
+                format!("{} key(s)", map.len())
+            }
+            tank_scenario::SourceData::Json(_) => "one value".to_owned(),
+        };
+        let file = source
+            .file
+            .as_ref()
+            .map(|f| format!(" {}", f.display()))
+            .unwrap_or_default();
+        let _ = writeln!(
+            report,
+            "    source {:<8} {}{file}: {what}",
+            source.name, source.kind
         );
     }
 }

@@ -5,6 +5,7 @@ pub mod h2server;
 pub mod mariadb;
 pub mod memcached;
 pub mod server;
+pub mod shop;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

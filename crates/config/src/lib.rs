@@ -59,6 +59,7 @@ pub mod units;
 mod validate;
 pub mod web;
 mod yaml;
+pub mod yaml_tree;
 
 pub use arrivals::{ArrivalProcess, Arrivals};
 pub use error::{ConfigError, OptionPlace, Place};

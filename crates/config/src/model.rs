@@ -358,6 +358,10 @@ pub enum AmmoType {
     /// A sessions file (tank's own; see `docs/replay.md`): captured requests
     /// with their offsets and sessions, replayed with the capture's timing.
     Sessions,
+    /// A scenario file in Pandora's format (`.hcl`, `.yaml`, `.json`; see
+    /// `docs/scenarios.md`): each shot is one run of a scenario, its requests
+    /// built from templates, variables and sources as it goes.
+    Scenario,
     /// Pandora's `grpc/json`: one JSON object a line, `{"tag", "call",
     /// "metadata", "payload"}`, for `tank_type = grpc` (its default there).
     GrpcJson,

@@ -23,6 +23,7 @@ use crate::units;
 
 mod framing;
 mod replay;
+mod scenario;
 
 /// The options one queue sees: its own entries over the ones it inherits.
 pub(crate) struct Layered<'a> {
@@ -171,6 +172,7 @@ pub(crate) fn build(
     };
     let open_loop = matches!(load_profile, LoadProfile::Rps(_));
     let tank_type = q.parsed("tank_type", TankType::Http, tank_type)?;
+    scenario::check(q, &load_profile, tank_type)?;
     // A memcached queue without ammo of its own generates the [memcached] workload.
     let workload = (tank_type == TankType::Memcached).then_some(shared.memcached);
     let ammo = match load_profile {
@@ -460,9 +462,10 @@ fn ammo_type(text: &str) -> Result<AmmoType, String> {
         "uripost" => Ok(AmmoType::UriPost),
         "access" => Ok(AmmoType::Access),
         "sessions" => Ok(AmmoType::Sessions),
+        "scenario" => Ok(AmmoType::Scenario),
         "grpc/json" => Ok(AmmoType::GrpcJson),
         other => Err(format!(
-            "expected one of `phantom`, `uri`, `uripost`, `access`, `sessions`, `grpc/json`, \
+            "expected one of `phantom`, `uri`, `uripost`, `access`, `sessions`, `scenario`, `grpc/json`, \
              found `{other}`"
         )),
     }

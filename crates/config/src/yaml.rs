@@ -1,203 +1,27 @@
 //! The YAML reader: yandex-tank 2's `load.yaml`.
 //!
-//! yaml-rust2's document loader drops positions, so this module builds its own
-//! small tree from the parser's marked events: every node keeps its line, and
-//! errors can point at it. Plain scalars get YAML 1.2 core types (`3` is an
-//! integer, `true` a boolean, `~` null), quoted ones stay strings. Aliases are
-//! expanded, with a cap on the total size so a crafted file cannot blow up.
+//! The text is read into [`yaml_tree`]'s marked tree (every node keeps its
+//! line, so errors can point at it; aliases and merge keys are expanded), and
+//! that tree into the raw form.
 //!
 //! The document must be a mapping of sections (`phantom:`, `autostop:`, ...),
 //! each a mapping of options (or null).
 
-use std::collections::HashMap;
-
-use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
-use yaml_rust2::scanner::{Marker, TScalarStyle};
-use yaml_rust2::Yaml;
-
 use crate::error::{ConfigError, Place};
 use crate::raw::{RawConfig, RawEntry, RawValue};
-
-/// Deepest nesting accepted.
-const MAX_DEPTH: usize = 64;
-/// Most nodes a document may expand to (aliases included).
-const MAX_NODES: usize = 1_000_000;
-
-/// A YAML node with the line it starts on.
-#[derive(Debug, Clone)]
-struct Node {
-    line: usize,
-    kind: Kind,
-}
-
-#[derive(Debug, Clone)]
-enum Kind {
-    Scalar(RawValue),
-    Seq(Vec<Node>),
-    Map(Vec<(Node, Node)>),
-}
-
-/// Builds [`Node`]s from parser events.
-#[derive(Default)]
-struct Builder {
-    /// Open collections: the node, its anchor id, and a pending map key.
-    stack: Vec<(Node, usize, Option<Node>)>,
-    root: Option<Node>,
-    anchors: HashMap<usize, Node>,
-    nodes: usize,
-    error: Option<ConfigError>,
-}
-
-impl Builder {
-    fn fail(&mut self, message: &str, mark: Marker) {
-        if self.error.is_none() {
-            self.error = Some(ConfigError::new(message).at(Place::Line(mark.line())));
-        }
-    }
-
-    fn size(node: &Node) -> usize {
-        match &node.kind {
-            Kind::Scalar(_) => 1,
-            Kind::Seq(items) => 1 + items.iter().map(Self::size).sum::<usize>(),
-            Kind::Map(pairs) => {
-                1 + pairs
-                    .iter()
-                    .map(|(k, v)| Self::size(k) + Self::size(v))
-                    .sum::<usize>()
-            }
-        }
-    }
-
-    /// Adds a finished node to its parent (or makes it the root).
-    fn finish(&mut self, node: Node, anchor: usize, mark: Marker) {
-        if anchor > 0 {
-            self.anchors.insert(anchor, node.clone());
-        }
-        match self.stack.last_mut() {
-            None => {
-                if self.root.is_none() {
-                    self.root = Some(node);
-                }
-            }
-            Some((parent, _, pending_key)) => match &mut parent.kind {
-                Kind::Seq(items) => items.push(node),
-                Kind::Map(pairs) => match pending_key.take() {
-                    None => *pending_key = Some(node),
-                    Some(key) => pairs.push((key, node)),
-                },
-                Kind::Scalar(_) => self.fail("internal: scalar parent", mark),
-            },
-        }
-    }
-}
-
-impl MarkedEventReceiver for Builder {
-    fn on_event(&mut self, event: Event, mark: Marker) {
-        if self.error.is_some() {
-            return;
-        }
-        self.nodes += 1;
-        if self.nodes > MAX_NODES {
-            self.fail("document is too large", mark);
-            return;
-        }
-        let line = mark.line();
-        match event {
-            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
-                if self.stack.len() >= MAX_DEPTH {
-                    self.fail("nested too deeply", mark);
-                    return;
-                }
-                let kind = if matches!(event, Event::SequenceStart(..)) {
-                    Kind::Seq(Vec::new())
-                } else {
-                    Kind::Map(Vec::new())
-                };
-                self.stack.push((Node { line, kind }, anchor, None));
-            }
-            Event::SequenceEnd | Event::MappingEnd => {
-                if let Some((node, anchor, _)) = self.stack.pop() {
-                    self.finish(node, anchor, mark);
-                }
-            }
-            Event::Scalar(text, style, anchor, tag) => {
-                let is_str_tagged = tag.as_ref().is_some_and(|t| t.suffix == "str");
-                let value = if style != TScalarStyle::Plain || is_str_tagged {
-                    RawValue::Str(text)
-                } else {
-                    typed_scalar(&text)
-                };
-                let node = Node {
-                    line,
-                    kind: Kind::Scalar(value),
-                };
-                self.finish(node, anchor, mark);
-            }
-            Event::Alias(id) => match self.anchors.get(&id).cloned() {
-                Some(node) => {
-                    self.nodes += Self::size(&node);
-                    if self.nodes > MAX_NODES {
-                        self.fail("document is too large (aliases)", mark);
-                        return;
-                    }
-                    self.finish(node, 0, mark);
-                }
-                None => self.fail("alias to an unknown anchor", mark),
-            },
-            Event::Nothing
-            | Event::StreamStart
-            | Event::StreamEnd
-            | Event::DocumentStart
-            | Event::DocumentEnd => {}
-        }
-    }
-}
-
-/// A plain scalar typed by the YAML core schema.
-fn typed_scalar(text: &str) -> RawValue {
-    match Yaml::from_str(text) {
-        Yaml::Integer(i) => RawValue::Int(i),
-        Yaml::Real(r) => match r.parse::<f64>() {
-            Ok(f) => RawValue::Float(f),
-            Err(_) => match r
-                .trim_start_matches(['+', '-'])
-                .to_ascii_lowercase()
-                .as_str()
-            {
-                ".inf" => RawValue::Float(if r.starts_with('-') {
-                    f64::NEG_INFINITY
-                } else {
-                    f64::INFINITY
-                }),
-                ".nan" => RawValue::Float(f64::NAN),
-                _ => RawValue::Str(r),
-            },
-        },
-        Yaml::Boolean(b) => RawValue::Bool(b),
-        Yaml::Null => RawValue::Null,
-        _ => RawValue::Str(text.to_owned()),
-    }
-}
+use crate::yaml_tree::{self, Kind, Node, Scalar};
 
 /// Reads YAML text into the raw form.
 pub(crate) fn read(text: &str) -> Result<RawConfig, ConfigError> {
-    let mut builder = Builder::default();
-    let mut parser = Parser::new_from_str(text);
-    parser.load(&mut builder, false).map_err(|e| {
-        // At the end of a text without a final newline the parser counts one line more.
-        let line = e.marker().line().min(text.split('\n').count());
-        ConfigError::new(format!("invalid YAML: {}", e.info())).at(Place::Line(line))
-    })?;
-    if let Some(error) = builder.error {
-        return Err(error);
-    }
+    let root =
+        yaml_tree::parse(text).map_err(|e| ConfigError::new(e.message).at(Place::Line(e.line)))?;
     let mut raw = RawConfig::default();
-    let Some(root) = builder.root else {
+    let Some(root) = root else {
         return Ok(raw);
     };
     let pairs = match root.kind {
         Kind::Map(pairs) => pairs,
-        Kind::Scalar(RawValue::Null) => return Ok(raw),
+        Kind::Scalar(Scalar::Null) => return Ok(raw),
         _ => {
             return Err(ConfigError::new(
                 "expected a mapping of sections (phantom:, autostop:, core:, ...)",
@@ -215,7 +39,7 @@ pub(crate) fn read(text: &str) -> Result<RawConfig, ConfigError> {
         }
         let options = match value.kind {
             Kind::Map(options) => options,
-            Kind::Scalar(RawValue::Null) => Vec::new(),
+            Kind::Scalar(Scalar::Null) => Vec::new(),
             _ => {
                 let message = "expected a mapping of options".to_owned();
                 return Err(ConfigError::new(message).at(place).in_section(&name));
@@ -234,17 +58,20 @@ pub(crate) fn read(text: &str) -> Result<RawConfig, ConfigError> {
 /// A mapping key as text (scalars only).
 fn key_text(node: &Node) -> Result<String, ConfigError> {
     match &node.kind {
-        Kind::Scalar(RawValue::Str(s)) => Ok(s.clone()),
-        Kind::Scalar(RawValue::Int(i)) => Ok(i.to_string()),
-        Kind::Scalar(RawValue::Bool(b)) => Ok(b.to_string()),
-        Kind::Scalar(RawValue::Float(f)) => Ok(f.to_string()),
+        Kind::Scalar(scalar) if *scalar != Scalar::Null => Ok(scalar.text().unwrap_or_default()),
         _ => Err(ConfigError::new("expected a plain key").at(Place::Line(node.line))),
     }
 }
 
 fn to_raw(node: Node) -> RawValue {
     match node.kind {
-        Kind::Scalar(value) => value,
+        Kind::Scalar(scalar) => match scalar {
+            Scalar::Str(s) => RawValue::Str(s),
+            Scalar::Int(i) => RawValue::Int(i),
+            Scalar::Float(f) => RawValue::Float(f),
+            Scalar::Bool(b) => RawValue::Bool(b),
+            Scalar::Null => RawValue::Null,
+        },
         Kind::Seq(items) => RawValue::List(items.into_iter().map(to_raw).collect()),
         Kind::Map(pairs) => RawValue::Table(
             pairs

@@ -51,11 +51,13 @@ pub struct FeedReport {
 /// ready stpd file's (which may be either) as phantom does, at once and held
 /// until due, which is what makes an instance start at its start time; a
 /// replay's sessions go to instances of their own.
-/// A replay counts its sessions in `tally`.
+/// A replay counts its sessions in `tally`; a scenario queue's shots are
+/// runs its instances play through `play`.
 pub(crate) fn handoff(
     model: &Model,
     start: std::time::Instant,
     tally: &Arc<crate::tally::SessionTally>,
+    play: Option<Arc<crate::queue::scenario::Play>>,
 ) -> Handoff {
     let discipline = match model {
         Model::Open { .. } => Discipline::Open,
@@ -65,7 +67,11 @@ pub(crate) fn handoff(
             return Handoff::Sessions(Arc::new(sessions));
         }
     };
-    Handoff::Shots(Arc::new(Dispatch::new(start, discipline)))
+    let dispatch = Arc::new(Dispatch::new(start, discipline));
+    match play {
+        Some(play) => Handoff::Scenarios(dispatch, play),
+        None => Handoff::Shots(dispatch),
+    }
 }
 
 /// Hand `batch` over, waiting while the dispatch is full. It sleeps: the
@@ -108,7 +114,7 @@ const MAX_REFILL_PAUSE: Duration = Duration::from_millis(8);
 /// generated workload's requests, each for one of many keys) are not worth
 /// the lookup: once the interner is full and more of the strings looked up
 /// since were missing than found (past `max_count` missing), it stops looking.
-struct Interner {
+pub(crate) struct Interner {
     // Looked up per shot; the strings are the user's own, so a fast hasher is safe.
     index: foldhash::HashMap<Arc<[u8]>, usize>,
     kept: Vec<Kept>,
@@ -130,7 +136,7 @@ struct Kept {
 }
 
 impl Interner {
-    fn new(max_count: usize, max_bytes: usize) -> Self {
+    pub(crate) fn new(max_count: usize, max_bytes: usize) -> Self {
         Interner {
             index: foldhash::HashMap::default(),
             kept: Vec::new(),
@@ -143,7 +149,7 @@ impl Interner {
         }
     }
 
-    fn get(&mut self, bytes: &[u8]) -> Arc<[u8]> {
+    pub(crate) fn get(&mut self, bytes: &[u8]) -> Arc<[u8]> {
         if self.missing > self.max_count.max(self.found) {
             return bytes.into();
         }

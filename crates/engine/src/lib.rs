@@ -45,6 +45,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use active::Active;
 pub use io_threads::IoThreads;
+pub use queue::scenario::{FailureCount, ScenarioCounts, ScenarioReport, ScenarioTally};
 pub use sink::{Answer, AnswerSink, SampleSink};
 pub use started::{StartedSeconds, StartedShots};
 pub use tally::SessionTally;
@@ -130,6 +131,8 @@ pub struct PreparedQueue {
     started: Arc<StartedShots>,
     /// A replay's sessions as they go (`None` for other models).
     sessions: Option<Arc<SessionTally>>,
+    /// A scenario queue's setup (`None` for other ammo).
+    scenario: Option<Arc<queue::scenario::Play>>,
 }
 
 impl PreparedQueue {
@@ -174,6 +177,11 @@ impl PreparedQueue {
     /// A replay's sessions running, started and completed (`None` for other models).
     pub fn sessions(&self) -> Option<Arc<SessionTally>> {
         self.sessions.clone()
+    }
+
+    /// A scenario queue's runs as they go (`None` for other ammo).
+    pub fn scenarios(&self) -> Option<Arc<ScenarioTally>> {
+        self.scenario.as_ref().map(|play| Arc::clone(play.tally()))
     }
 
     /// A replay's span: when its last request is due, from the start (`None`
@@ -236,6 +244,9 @@ pub struct QueueReport {
     /// What the gun met that no row explains (a MySQL login it cannot
     /// complete: its rows have net code 71), to be said once.
     pub problem: Option<String>,
+    /// A scenario queue's runs (`None` for other ammo). Its `planned` and
+    /// `fired` count requests (rows); the runs are counted here.
+    pub scenario: Option<ScenarioReport>,
     /// A `tank_type = grpc` queue's replies by `grpc-status` (code, count;
     /// codes with none left out): what phout's proto code cannot tell apart
     /// (ABORTED and ALREADY_EXISTS are both 409). Empty for other queues.
@@ -391,6 +402,8 @@ enum Feeding {
         /// The queue's gun (shared with its instances), asked at the end
         /// what it met.
         gun: gun::Guns,
+        /// A scenario queue's setup: its plan counts runs, not rows.
+        scenario: Option<Arc<queue::scenario::Play>>,
         /// A gRPC queue's statuses as its gun counts them.
         statuses: Option<Arc<gun::h2::StatusTally>>,
     },
@@ -407,14 +420,21 @@ impl PreparedQueue {
         let known = self.planned.as_ref().map(PlannedCount::total);
         let count_rest = Arc::new(AtomicBool::new(false));
         let tally = self.sessions.clone().unwrap_or_default();
-        let handoff = feed::handoff(self.plan.model(), along.clock.start.into_std(), &tally);
+        let handoff = feed::handoff(
+            self.plan.model(),
+            along.clock.start.into_std(),
+            &tally,
+            self.scenario.clone(),
+        );
         let spawned = match &handoff {
-            queue::Handoff::Shots(dispatch) => feed::spawn(
-                self.plan,
-                self.name.clone(),
-                Arc::clone(&count_rest),
-                Arc::clone(dispatch),
-            ),
+            queue::Handoff::Shots(dispatch) | queue::Handoff::Scenarios(dispatch, _) => {
+                feed::spawn(
+                    self.plan,
+                    self.name.clone(),
+                    Arc::clone(&count_rest),
+                    Arc::clone(dispatch),
+                )
+            }
             queue::Handoff::Sessions(sessions) => feed::spawn_replay(
                 self.plan,
                 self.name.clone(),
@@ -457,6 +477,7 @@ impl PreparedQueue {
             shared: Arc::clone(&shared),
             known,
             gun: self.gun.clone(),
+            scenario: self.scenario,
             statuses: self.gun.grpc_statuses(),
         };
         (running, Some((shared, self.gun, self.pool)))
@@ -467,7 +488,7 @@ impl Feeding {
     /// The queue's report, once its instances have ended: its feeder halted
     /// and joined, the plan's rest counted when the count was not known.
     async fn finish(self) -> QueueReport {
-        let (name, feeder, shared, known, gun, statuses) = match self {
+        let (name, feeder, shared, known, gun, scenario, statuses) = match self {
             Feeding::Failed { name, message } => {
                 return QueueReport {
                     name: name.clone(),
@@ -478,6 +499,7 @@ impl Feeding {
                         message,
                     }),
                     problem: None,
+                    scenario: None,
                     grpc_statuses: Vec::new(),
                 }
             }
@@ -487,8 +509,9 @@ impl Feeding {
                 shared,
                 known,
                 gun,
+                scenario,
                 statuses,
-            } => (name, feeder, shared, known, gun, statuses),
+            } => (name, feeder, shared, known, gun, scenario, statuses),
         };
         // Halting lets a feeder waiting for room see the end.
         shared.handoff.halt();
@@ -505,13 +528,28 @@ impl Feeding {
                 }),
             ),
         };
-        QueueReport {
-            name,
-            planned: known.or(counted),
-            fired,
-            error,
-            problem: gun.problem(),
-            grpc_statuses: statuses.map_or_else(Vec::new, |tally| tally.counts()),
+        let problem = gun.problem();
+        let grpc_statuses = statuses.map_or_else(Vec::new, |tally| tally.counts());
+        match scenario {
+            // The plan counts runs; the rows they made are `fired`.
+            Some(play) => QueueReport {
+                name,
+                planned: None,
+                fired,
+                error,
+                problem,
+                scenario: Some(play.report(counted)),
+                grpc_statuses,
+            },
+            None => QueueReport {
+                name,
+                planned: known.or(counted),
+                fired,
+                error,
+                problem,
+                scenario: None,
+                grpc_statuses,
+            },
         }
     }
 }
@@ -524,6 +562,8 @@ pub struct CheckedQueue {
     plan: Plan,
     gun: gun::GunSpec,
     writelog: WriteLog,
+    /// A scenario queue's setup (`None` for other ammo).
+    scenario: Option<Arc<queue::scenario::Play>>,
 }
 
 impl CheckedQueue {
@@ -535,11 +575,24 @@ impl CheckedQueue {
         has_origin: bool,
         shard: Shard,
     ) -> Result<CheckedQueue, EngineError> {
+        let plan = Plan::sharded(queue, shard).map_err(EngineError::Plan)?;
+        let gun = gun::GunSpec::check(queue, has_origin)?;
+        let scenario = match plan.scenarios() {
+            None => None,
+            Some(book) => {
+                let runs = plan.planned_count().map(PlannedCount::total);
+                let play =
+                    queue::scenario::Play::new(queue, Arc::clone(book), &gun.host(), shard, runs)
+                        .map_err(|m| EngineError::Option(queue.places.of("headers").error(m)))?;
+                Some(Arc::new(play))
+            }
+        };
         Ok(CheckedQueue {
             name: queue.name.clone(),
-            plan: Plan::sharded(queue, shard).map_err(EngineError::Plan)?,
-            gun: gun::GunSpec::check(queue, has_origin)?,
+            plan,
+            gun,
             writelog: queue.writelog,
+            scenario,
         })
     }
 
@@ -580,13 +633,18 @@ impl CheckedQueue {
                 .model()
                 .deadline()
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-            planned: plan.planned_count().cloned(),
+            // A scenario plan counts runs; the rows a run makes are not known ahead.
+            planned: plan
+                .planned_count()
+                .filter(|_| self.scenario.is_none())
+                .cloned(),
             plan,
             gun: self.gun.resolve(origin)?,
             writelog: self.writelog,
             active: Arc::default(),
             started: Arc::default(),
             sessions,
+            scenario: self.scenario,
         })
     }
 }
@@ -660,7 +718,15 @@ pub fn reflect_schemas(
 /// warning about connection-specific headers HTTP/2 drops, if any were
 /// found; other queues have nothing to check here.
 pub fn check_http2_ammo(queue: &QueueConfig) -> Result<Option<String>, EngineError> {
-    if queue.tank_type != tank_config::TankType::Http2 {
+    // A scenario's shots name runs; its requests are built as HTTP/1.1 as it goes.
+    let scenario = matches!(
+        queue.ammo,
+        Some(tank_config::AmmoSource::File {
+            ammo_type: tank_config::AmmoType::Scenario,
+            ..
+        })
+    );
+    if queue.tank_type != tank_config::TankType::Http2 || scenario {
         return Ok(None);
     }
     let mut plan = Plan::new(queue).map_err(EngineError::Plan)?;

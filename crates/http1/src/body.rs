@@ -149,18 +149,34 @@ impl BodyDecoder {
         max_line: usize,
         max_body: u64,
     ) -> Result<(usize, bool), BodyError> {
+        self.decode_with(data, max_line, max_body, |_| {})
+    }
+
+    /// As [`BodyDecoder::decode`], handing `keep` the body's own bytes in
+    /// order (a chunked body's data without its framing), for a caller that
+    /// reads the body: a scenario's postprocessors.
+    #[inline]
+    pub fn decode_with(
+        &mut self,
+        data: &[u8],
+        max_line: usize,
+        max_body: u64,
+        mut keep: impl FnMut(&[u8]),
+    ) -> Result<(usize, bool), BodyError> {
         match self.kind {
             Kind::Length(left) => {
                 let take = left.min(data.len() as u64);
                 self.count(take, max_body)?;
+                keep(&data[..take as usize]);
                 self.kind = Kind::Length(left - take);
                 Ok((take as usize, take == left))
             }
             Kind::Eof => {
                 self.count(data.len() as u64, max_body)?;
+                keep(data);
                 Ok((data.len(), false))
             }
-            Kind::Chunked(chunk) => self.decode_chunked(chunk, data, max_line, max_body),
+            Kind::Chunked(chunk) => self.decode_chunked(chunk, data, max_line, max_body, &mut keep),
         }
     }
 
@@ -180,6 +196,7 @@ impl BodyDecoder {
         data: &[u8],
         max_line: usize,
         max_body: u64,
+        keep: &mut impl FnMut(&[u8]),
     ) -> Result<(usize, bool), BodyError> {
         let mut at = 0;
         while at < data.len() {
@@ -187,6 +204,7 @@ impl BodyDecoder {
                 Chunk::Data(left) => {
                     let take = left.min((data.len() - at) as u64);
                     self.count(take, max_body)?;
+                    keep(&data[at..at + take as usize]);
                     at += take as usize;
                     chunk = if take == left {
                         Chunk::DataEnd { cr: false }
@@ -395,7 +413,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_chunked_body_decodes_to_its_data_split_anywhere(
+        fn any_chunked_body_decodes_to_its_data_split_anywhere_and_keeps_it(
             chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 1..40), 0..6),
             cuts in proptest::collection::vec(any::<usize>(), 0..6),
             upper in any::<bool>(),
@@ -416,8 +434,11 @@ mod tests {
             let mut decoder = BodyDecoder::chunked();
             let mut taken = 0;
             let mut done = false;
+            let mut kept = Vec::new();
             for piece in pieces {
-                let (used, ended) = decoder.decode(piece, 64, u64::MAX).unwrap();
+                let (used, ended) = decoder
+                    .decode_with(piece, 64, u64::MAX, |data| kept.extend_from_slice(data))
+                    .unwrap();
                 taken += used;
                 done = ended;
                 if ended {
@@ -427,6 +448,7 @@ mod tests {
             prop_assert!(done);
             prop_assert_eq!(taken, body.len());
             prop_assert_eq!(decoder.body_bytes(), chunks.iter().map(|c| c.len() as u64).sum::<u64>());
+            prop_assert_eq!(kept, chunks.concat());
         }
 
         #[test]

@@ -35,6 +35,10 @@ pub enum PlanError {
         /// What was wrong and what was expected.
         message: String,
     },
+    /// A scenario file (or one of its sources) that cannot be used: names
+    /// the file and line.
+    #[error("{0}")]
+    Scenario(tank_scenario::ScenarioError),
     /// A malformed line of line-based ammo (`grpc/json`): names the file and
     /// the line (1-based).
     #[error("{}:{line}: {message}", path.display())]
@@ -82,9 +86,10 @@ impl PlanError {
     pub(crate) fn located_in(self, places: &tank_config::Places, ammo_key: &str) -> Self {
         let located = match &self {
             PlanError::Located(_) => return self,
-            PlanError::Ammo { .. } | PlanError::AmmoLine { .. } | PlanError::Io { .. } => {
-                places.of(ammo_key).error(self.to_string())
-            }
+            PlanError::Ammo { .. }
+            | PlanError::AmmoLine { .. }
+            | PlanError::Io { .. }
+            | PlanError::Scenario(_) => places.of(ammo_key).error(self.to_string()),
             PlanError::Schedule { key, .. } => places.of(key).error(self.to_string()),
             PlanError::Config(message) => places.error(message.clone()),
         };

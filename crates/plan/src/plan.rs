@@ -446,18 +446,43 @@ impl Plan {
 
     /// What `queue`'s plan draws from, for the user to note so that a run can
     /// be repeated: `arrivals poisson, seed 42`, when the plan depends on the
-    /// seed (drawn arrivals, or a `random(...)` step without a seed of its
-    /// own); `None` otherwise, and for a schedule that does not parse (the
-    /// plan itself reports that).
+    /// seed (drawn arrivals, a `random(...)` step without a seed of its own,
+    /// or a scenario file's draw of scenarios); `None` otherwise, and for a
+    /// schedule that does not parse (the plan itself reports that).
     pub fn seed_note(queue: &QueueConfig) -> Option<String> {
-        let LoadProfile::Rps(text) = &queue.load_profile else {
-            return None;
-        };
-        match Schedule::rps_with(text, &queue.arrivals) {
-            Ok(Schedule::Rps(rps)) if rps.uses_seed() => {
-                Some(format!("arrivals {}", queue.arrivals.describe()))
-            }
+        let arrivals = match &queue.load_profile {
+            LoadProfile::Rps(text) => match Schedule::rps_with(text, &queue.arrivals) {
+                Ok(Schedule::Rps(rps)) if rps.uses_seed() => {
+                    Some(format!("arrivals {}", queue.arrivals.describe()))
+                }
+                _ => None,
+            },
             _ => None,
+        };
+        // A scenario file's draw (which scenario each run is) uses the seed too.
+        let scenario = matches!(
+            &queue.ammo,
+            Some(tank_config::AmmoSource::File {
+                ammo_type: tank_config::AmmoType::Scenario,
+                ..
+            })
+        );
+        match (arrivals, scenario) {
+            (Some(arrivals), true) => {
+                Some(format!("{arrivals}; scenarios drawn with the same seed"))
+            }
+            (None, true) => {
+                let chosen = if queue.arrivals.seed_chosen {
+                    " (chosen by tank: set `arrivals_seed` to repeat it)"
+                } else {
+                    ""
+                };
+                Some(format!(
+                    "scenarios drawn with seed {}{chosen}",
+                    queue.arrivals.seed
+                ))
+            }
+            (arrivals, false) => arrivals,
         }
     }
 
@@ -493,6 +518,16 @@ impl Plan {
             Model::Open { planned, .. } => planned.as_ref(),
             Model::Sessions { .. } => self.planned.as_ref(),
             _ => None,
+        }
+    }
+
+    /// A scenario file's compiled book (`ammo_type = scenario`; `None` for
+    /// other plans): each of this plan's shots is a run of one of its
+    /// scenarios, named by the shot's bytes.
+    pub fn scenarios(&self) -> Option<&std::sync::Arc<tank_scenario::Book>> {
+        match &self.source {
+            Source::Stepped(stepper) => stepper.scenarios(),
+            Source::Stpd(_) | Source::Sessions(_) => None,
         }
     }
 

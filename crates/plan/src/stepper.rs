@@ -136,6 +136,11 @@ impl Stepper {
         }
     }
 
+    /// A scenario file's compiled book (`None` for other ammo).
+    pub(crate) fn scenarios(&self) -> Option<&std::sync::Arc<tank_scenario::Book>> {
+        self.reader.scenarios()
+    }
+
     /// The ammo format being read (after the phantom/uri sniff).
     pub(crate) fn ammo_format(&self) -> &'static str {
         self.reader.format()

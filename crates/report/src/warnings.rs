@@ -41,10 +41,17 @@ pub fn judge(facts: &Facts) -> Vec<String> {
         out.push("no shot was fired".to_string());
     }
     let responses = shots.responses;
+    // A scenario's failures (901 to 903) are not the network's: their own warning says them.
+    let network = |code: &str| {
+        code != "0"
+            && !code
+                .parse::<u16>()
+                .is_ok_and(|c| tank_stats::NetCode(c).is_scenario_failure())
+    };
     let net_errors: u64 = facts
         .net_codes
         .iter()
-        .filter(|(code, _)| code.as_str() != "0")
+        .filter(|(code, _)| network(code))
         .map(|(_, n)| n)
         .sum();
     if responses > 0 && net_errors > 0 && percent(net_errors, responses) >= SHARE_PERCENT {
@@ -148,7 +155,15 @@ fn percent(part: u64, whole: u64) -> f64 {
 
 /// `111 connection refused × 600, 110 timed out × 3`, the most frequent first.
 fn net_breakdown(codes: &BTreeMap<String, u64>) -> String {
-    let mut errors: Vec<(&String, &u64)> = codes.iter().filter(|(c, _)| *c != "0").collect();
+    let mut errors: Vec<(&String, &u64)> = codes
+        .iter()
+        .filter(|(c, _)| {
+            *c != "0"
+                && !c
+                    .parse::<u16>()
+                    .is_ok_and(|c| tank_stats::NetCode(c).is_scenario_failure())
+        })
+        .collect();
     errors.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     errors
         .iter()

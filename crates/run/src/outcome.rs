@@ -13,7 +13,7 @@ use tank_engine::{Engine, QueueReport, RunReport};
 use tank_export::influx::InfluxReport;
 use tank_report::memcached::McperfLines;
 use tank_report::stream::{files, write_outputs};
-use tank_report::summary::{InfluxRow, ReplayRow, Stop, StopCause};
+use tank_report::summary::{FailureRow, InfluxRow, ReplayRow, ScenarioRow, Stop, StopCause};
 use tank_report::{Meta, RunCounts, Summary};
 use tank_results::SinkError;
 use tank_stats::autostop::{codes, rcassert};
@@ -182,6 +182,42 @@ pub(crate) struct Notes {
     pub timer_fallback: Option<String>,
 }
 
+/// The scenario queues' runs, added up (`None` when no queue ran scenarios).
+fn scenario_row(report: &RunReport) -> Option<ScenarioRow> {
+    let mut total: Option<ScenarioRow> = None;
+    for queue in &report.queues {
+        let Some(scenario) = &queue.scenario else {
+            continue;
+        };
+        let counts = scenario.counts;
+        total
+            .get_or_insert_with(|| ScenarioRow {
+                runs_planned: Some(0),
+                ..ScenarioRow::default()
+            })
+            .add(ScenarioRow {
+                runs_planned: scenario.planned_runs,
+                runs_started: counts.started,
+                runs_completed: counts.completed,
+                runs_failed: counts.failed,
+                runs_broken: counts.broken,
+                runs_stopped: counts.stopped,
+                failures: scenario
+                    .failures
+                    .iter()
+                    .map(|f| FailureRow {
+                        queue: queue.name.clone(),
+                        request: f.request.clone(),
+                        code: f.code.0,
+                        reason: f.reason.clone(),
+                        count: f.count,
+                    })
+                    .collect(),
+            });
+    }
+    total
+}
+
 /// Build the summary, decide the exit code, write the reports and log the end.
 pub(crate) fn finish(
     spec: &Spec,
@@ -281,6 +317,9 @@ fn summarize(
                 queue.name
             ));
         }
+    }
+    if let Some(row) = scenario_row(report) {
+        summary.set_scenarios(row);
     }
     log_monitoring(&mut summary, collected.watched.as_ref(), artifacts);
     add_exports_and_failures(

@@ -103,8 +103,11 @@ impl Prepared {
             .iter()
             .map(|queue| {
                 let checked = CheckedQueue::check(queue, origin.is_some(), spec.shard)?;
-                // Bad ammo found mid-run would stop a test already under way.
-                Plan::check_ammo(queue).map_err(EngineError::Plan)?;
+                // Bad ammo found mid-run would stop a test already under way. (A
+                // scenario file is checked whole when its plan opens it: above.)
+                if checked.plan().scenarios().is_none() {
+                    Plan::check_ammo(queue).map_err(EngineError::Plan)?;
+                }
                 if let Some(warning) = tank_engine::check_http2_ammo(queue)? {
                     notes.push(Note::Warning(warning));
                 }

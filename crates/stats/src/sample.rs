@@ -27,6 +27,24 @@ impl NetCode {
     pub const PROTOCOL: NetCode = NetCode(71);
     /// ECANCELED: the shot was in flight when a second Ctrl-C stopped the run at once.
     pub const CANCELED: NetCode = NetCode(125);
+    /// tank's own, above every errno: a scenario's `assert/response` check
+    /// failed on this request's reply (its status is kept); the run ended.
+    pub const ASSERTION: NetCode = NetCode(901);
+    /// tank's own: a scenario's request needed a value its run did not have
+    /// (a variable not set, an index past a list's end); it was not sent,
+    /// and the run ended.
+    pub const UNSET: NetCode = NetCode(902);
+    /// tank's own: a scenario's `var/jsonpath` or `var/xpath` matched
+    /// nothing in this request's reply, or could not read it; the run ended.
+    pub const EXTRACTION: NetCode = NetCode(903);
+
+    /// Whether the code is a scenario's failure (901 to 903), not the network's.
+    pub fn is_scenario_failure(self) -> bool {
+        matches!(
+            self,
+            NetCode::ASSERTION | NetCode::UNSET | NetCode::EXTRACTION
+        )
+    }
     /// HTTP/2: the server reset the stream (RST_STREAM); the code is this
     /// plus the reset's error code (0 NO_ERROR to 13 HTTP_1_1_REQUIRED; 1099
     /// for a code HTTP/2 does not define). REFUSED_STREAM is 1007: the server
@@ -62,6 +80,9 @@ impl NetCode {
             111 => "connection refused",
             113 => "no route to host",
             125 => "cancelled (stopped at once)",
+            901 => "assertion failed",
+            902 => "variable not set",
+            903 => "extraction failed",
             1000..=1099 => H2_RESETS[usize::from(self.0 - 1000).min(H2_RESETS.len() - 1)],
             1100..=1199 => H2_GOAWAYS[usize::from(self.0 - 1100).min(H2_GOAWAYS.len() - 1)],
             1200 => "HTTP/2 connection lost with the stream in flight",

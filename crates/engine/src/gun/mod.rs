@@ -2,8 +2,10 @@
 //! not a flag: each protocol is a module behind the two traits here, and
 //! `tank_type` becomes a protocol in one place, [`GunSpec::check`].
 //!
-//! Above the guns, an instance (`queue.rs`) takes work from its dispatch —
-//! a shot, a replayed session's request — stamps its start and lag, fires it
+//! Above the guns, an instance (`queue/`) takes work from its dispatch —
+//! a shot, a replayed session's request, a scenario run's step (built by the
+//! run's state before it is fired, its reply read after) — stamps its start
+//! and lag, fires it
 //! through its [`Barrel`] and sends one sample per request. Below them, the
 //! protocol owns everything on the wire. The split is that one question —
 //! "what happened to this request?" — is answered by the barrel alone, as a
@@ -232,6 +234,24 @@ impl GunSpec {
             h2,
             address_at: queue.places.of("address"),
         })
+    }
+
+    /// The host requests name (an HTTP `Host` header's default): the
+    /// address without its port, an IPv6 address in brackets; `localhost`
+    /// for the origin simulator. No lookup.
+    pub fn host(&self) -> String {
+        match &self.address {
+            Address::Origin => "localhost".to_owned(),
+            Address::Host { address, .. } => {
+                let host = target::split_address(address)
+                    .map_or_else(|_| address.trim().to_owned(), |(host, _)| host);
+                if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host
+                }
+            }
+        }
     }
 
     /// The target, resolved (a host name is looked up now); `origin` is the

@@ -14,6 +14,7 @@ mod passes;
 mod phantom;
 mod pybytes;
 pub mod request;
+mod scenario;
 pub mod source;
 mod uri;
 mod uripost;
@@ -75,6 +76,8 @@ pub(crate) enum AmmoReader {
     Uris(uris::UrisReader),
     /// The `[memcached]` workload.
     Memcached(Box<memcached::WorkloadReader>),
+    /// A scenario file: each missile is a scenario run, by name.
+    Scenario(scenario::ScenarioReader),
     /// Pandora's grpc/json file.
     Grpc(Box<grpc::GrpcReader>),
 }
@@ -121,6 +124,9 @@ impl AmmoReader {
                         .into(),
                 ))
             }
+            AmmoType::Scenario => {
+                AmmoReader::Scenario(scenario::ScenarioReader::open(path, queue.arrivals.seed)?)
+            }
         })
     }
 
@@ -133,6 +139,7 @@ impl AmmoReader {
             AmmoReader::Access(_) => "access",
             AmmoReader::Uris(_) => "uris",
             AmmoReader::Memcached(_) => "memcached",
+            AmmoReader::Scenario(_) => "scenario",
             AmmoReader::Grpc(_) => "grpc/json",
         }
     }
@@ -146,7 +153,16 @@ impl AmmoReader {
             AmmoReader::Access(r) => r.advance(st, slot),
             AmmoReader::Uris(r) => r.advance(st, slot),
             AmmoReader::Memcached(r) => r.advance(st, slot),
+            AmmoReader::Scenario(r) => r.advance(st, slot),
             AmmoReader::Grpc(r) => r.advance(st, slot),
+        }
+    }
+
+    /// A scenario file's compiled book (`None` for other ammo).
+    pub(crate) fn scenarios(&self) -> Option<&std::sync::Arc<tank_scenario::Book>> {
+        match self {
+            AmmoReader::Scenario(r) => Some(r.book()),
+            _ => None,
         }
     }
 }

@@ -290,6 +290,17 @@
         [[s.replay.started, s.replay.completed, s.replay.peak,
           s.replay.pool, s.rps.planned === null ? "unknown" : s.rps.planned, s.rps.actual]]);
     }
+    if (s.scenarios) {
+      var sc = s.scenarios, runs = section("Scenario runs");
+      table(runs, ["planned", "started", "completed", "failed", "ended by the network", "cut short"],
+        [[sc.runs_planned === null ? "unknown" : sc.runs_planned, sc.runs_started, sc.runs_completed,
+          sc.runs_failed, sc.runs_broken, sc.runs_stopped]]);
+      if (sc.failures.length) {
+        table(runs, ["queue", "request", "net code", "reason", "runs"], sc.failures.map(function (f) {
+          return [f.queue, f.request, f.code + " " + (names.net[String(f.code)] || ""), f.reason, f.count];
+        }));
+      }
+    }
     var measuring = s.measuring || s.probes;
     if (measuring && measuring.length) {
       table(section("Measuring queues (measure = 1)"),

@@ -15,9 +15,12 @@ use tank_stats::{Field, GroupStats, TotalStats, QUANTILES};
 use crate::monitoring::HostSeries;
 use tank_results::Timeline;
 
+mod scenario;
 #[cfg(test)]
 pub(crate) mod tests;
 mod text;
+
+pub use scenario::{FailureRow, ScenarioRow};
 
 /// `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,6 +71,9 @@ pub struct Summary {
     /// Apiary's statistics view, every interval (`tank -c … --apiary`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apiary: Option<crate::apiary::ApiaryRow>,
+    /// Scenario runs (`ammo_type = scenario`), when the run had any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenarios: Option<ScenarioRow>,
     /// Why autostop stopped the run, if it did.
     pub autostop: Option<AutostopRow>,
     /// How the run was stopped before its plan ended, if it was (`None` also
@@ -420,6 +426,7 @@ impl Summary {
             meta,
             replay: None,
             apiary: None,
+            scenarios: None,
             duration_s,
             active_s,
             start_unix_s: totals.span.map(|(first, _)| first),

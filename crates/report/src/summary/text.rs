@@ -197,6 +197,7 @@ impl Summary {
                 self.rps.actual
             );
         }
+        self.scenarios_text(&mut out);
         if let Some(stop) = &self.autostop {
             let _ = writeln!(
                 out,

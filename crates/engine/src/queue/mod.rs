@@ -12,16 +12,21 @@
 //! [`SessionDispatch`], firing its requests over one connection (the barrel's)
 //! and hanging up at its end; with `per_request`, every request is a session.
 //!
+//! Scenarios (`ammo_type = scenario`): the open or closed dispatch's shots,
+//! each a run of a scenario whose steps [`scenario`] plays in order.
+//!
 //! Every shot fired gets exactly one sample (one phout row), also when the run
 //! is stopped at once: a shot then in flight is recorded as abandoned, with net
 //! code 125 (ECANCELED), by [`InFlight`]'s drop.
+
+pub(crate) mod scenario;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tank_config::WriteLog;
-use tank_stats::{micros, Measured, NetCode, QueueIndex, Sample};
+use tank_stats::{micros, Measured, NetCode, QueueIndex, Sample, Tag};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -65,20 +70,22 @@ pub(crate) struct Shared {
 pub(crate) enum Handoff {
     Shots(Arc<Dispatch>),
     Sessions(Arc<SessionDispatch>),
+    /// A scenario queue: its shots (runs) from the dispatch, played by `Play`.
+    Scenarios(Arc<Dispatch>, Arc<scenario::Play>),
 }
 
 impl Handoff {
     /// Stop handing out: see [`Dispatch::halt`]; the count of shots dropped.
     pub fn halt(&self) -> usize {
         match self {
-            Handoff::Shots(dispatch) => dispatch.halt(),
+            Handoff::Shots(dispatch) | Handoff::Scenarios(dispatch, _) => dispatch.halt(),
             Handoff::Sessions(sessions) => sessions.halt(),
         }
     }
 
     fn start_timers(&self, io: &Spawner) -> JoinSet<()> {
         match self {
-            Handoff::Shots(dispatch) => dispatch.start_timers(io),
+            Handoff::Shots(dispatch) | Handoff::Scenarios(dispatch, _) => dispatch.start_timers(io),
             Handoff::Sessions(sessions) => sessions.start_timers(io),
         }
     }
@@ -122,6 +129,18 @@ async fn run_with<G: Gun>(
                 let seat = sessions.seat(thread);
                 let task =
                     session_instance(Arc::clone(&shared), Arc::clone(sessions), barrel, seat);
+                io.spawn(&mut instances, thread, task);
+            }
+            Handoff::Scenarios(dispatch, play) => {
+                let seat = dispatch.seat(thread);
+                let task = scenario::scenario_instance(
+                    Arc::clone(&shared),
+                    Arc::clone(dispatch),
+                    Arc::clone(play),
+                    barrel,
+                    seat,
+                    first + index,
+                );
                 io.spawn(&mut instances, thread, task);
             }
         }
@@ -208,7 +227,7 @@ async fn shoot<B: Barrel>(
     mut reply: Option<&mut Vec<u8>>,
 ) {
     let since_start = start.saturating_duration_since(shared.clock.start);
-    let in_flight = InFlight::enter(shared, start, since_start, shot);
+    let in_flight = InFlight::enter(shared, start, since_start, shot.due, &shot.tag);
     let measured = barrel
         .fire(&shot.request, start, reply.as_deref_mut())
         .await;
@@ -232,7 +251,7 @@ async fn shoot<B: Barrel>(
 /// (the instance was aborted mid-shot), it still counts the shot as fired and
 /// sends its sample: abandoned, net code 125, timed to the abort, as phantom
 /// writes an interrupted shot.
-struct InFlight<'a> {
+pub(super) struct InFlight<'a> {
     shared: &'a Shared,
     start: Instant,
     /// The sample so far; `None` once landed.
@@ -240,7 +259,14 @@ struct InFlight<'a> {
 }
 
 impl<'a> InFlight<'a> {
-    fn enter(shared: &'a Shared, start: Instant, since_start: Duration, shot: &Shot) -> Self {
+    /// A shot (due at `due`, tagged `tag`) starting now, at `start`.
+    pub(super) fn enter(
+        shared: &'a Shared,
+        start: Instant,
+        since_start: Duration,
+        due: Option<Duration>,
+        tag: &Tag,
+    ) -> Self {
         shared.active.enter();
         let start_unix_us = shared.clock.unix_us(since_start);
         shared.started.note(start_unix_us);
@@ -250,10 +276,8 @@ impl<'a> InFlight<'a> {
             sample: Some(Sample {
                 start_unix_us,
                 // A shot due "at once" is never late.
-                lag_us: shot
-                    .due
-                    .map_or(0, |due| micros(since_start.saturating_sub(due))),
-                tag: Arc::clone(&shot.tag),
+                lag_us: due.map_or(0, |due| micros(since_start.saturating_sub(due))),
+                tag: Arc::clone(tag),
                 measured: Measured {
                     queue: shared.queue,
                     ..Measured::default()
@@ -264,7 +288,7 @@ impl<'a> InFlight<'a> {
 
     /// The shot ended with `measured`: its sample, to send (`None` only if it
     /// was already taken, which one `enter` and one `land` never do).
-    fn land(mut self, measured: Measured) -> Option<Sample> {
+    pub(super) fn land(mut self, measured: Measured) -> Option<Sample> {
         let mut sample = self.sample.take()?;
         self.shared.active.leave();
         sample.measured = Measured {
@@ -297,7 +321,7 @@ impl Drop for InFlight<'_> {
 }
 
 /// Whether `writelog` wants this shot in the answers log.
-fn logged(level: WriteLog, net: NetCode, proto: u16) -> bool {
+pub(super) fn logged(level: WriteLog, net: NetCode, proto: u16) -> bool {
     match level {
         WriteLog::Off => false,
         WriteLog::All => true,
