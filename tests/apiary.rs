@@ -16,7 +16,7 @@ fn the_view_is_printed_every_interval_and_its_tallies_count_every_response() {
     std::fs::write(
         dir.path().join("load.ini"),
         format!(
-            "[phantom]\naddress = {}\nrps_schedule = const(40,3s)\nuris = /\n",
+            "[phantom]\naddress = {}\nrps_schedule = const(40,4s)\nuris = /\n",
             server.addr()
         ),
     )
@@ -58,7 +58,9 @@ fn the_view_is_printed_every_interval_and_its_tallies_count_every_response() {
     let apiary = &summary["apiary"];
     assert_eq!(apiary["interval_s"], 1.0);
     let intervals = apiary["intervals"].as_array().expect("intervals");
-    assert!(intervals.len() >= 3, "{apiary}");
+    // A 4 s run at 1 s intervals: several intervals, however late the ticks (each
+    // interval's `seconds` says how long it really was).
+    assert!(intervals.len() >= 2, "{apiary}");
     let completed = |interval: &Value| -> (u64, u64) {
         let tally = interval["tallies"]
             .as_array()
