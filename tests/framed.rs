@@ -92,7 +92,7 @@ fn a_delimited_protocol_is_shot_over_kept_connections() {
     std::fs::write(dir.path().join("ammo.txt"), "12 count\n{\"count\":1}\0\n").unwrap();
     let config = format!(
         "[phantom]\naddress = {server}\ntank_type = none\nreply_delimiter = \\0\n\
-         ammofile = ammo.txt\nrps_schedule = const(20,1s)\ninstances = 2\n"
+         ammofile = ammo.txt\nrps_schedule = const(10,2s)\ninstances = 2\n"
     );
     assert_ran(&shoot(dir.path(), &config, Duration::from_secs(60)));
     let rows = phout(&artifacts(dir.path()));

@@ -244,8 +244,19 @@ fn a_captured_mysql_conversation_and_its_slow_log_replay_their_commands_per_conn
         &config(target.port, &capture),
         &["-q", "--apiary", "--interval", "1s"],
     );
-    let replayed = by_connection(&target.general_log());
+    let mut replayed = by_connection(&target.general_log());
     drop(target);
+    // Connections paired by what they ran: which of two connections opened within
+    // moments of each other logs first is the machine's business (each entry's time
+    // is checked below).
+    let mut captured = captured;
+    let by_statements = |rows: &Vec<Entry>| -> Vec<(String, String)> {
+        rows.iter()
+            .map(|(c, a, _)| (c.clone(), a.clone()))
+            .collect()
+    };
+    replayed.sort_by_key(by_statements);
+    captured.sort_by_key(by_statements);
     let commands = |connections: &[Vec<Entry>]| -> Vec<Vec<(String, String)>> {
         connections
             .iter()
