@@ -264,11 +264,17 @@ impl SecondSink for ApiarySink {
     }
 }
 
-/// The sinks a caller added, as one sink (each is handed every second; the
-/// first failure of them is the one returned).
+/// The sinks a caller added, as one sink (each is handed every response and
+/// every second; the first failure of them is the one returned).
 struct Added(Vec<Box<dyn SecondSink + Send>>);
 
 impl SecondSink for Added {
+    fn response(&mut self, response: Response<'_>) {
+        for sink in &mut self.0 {
+            sink.response(response);
+        }
+    }
+
     fn second(&mut self, second: &SecondStats, so_far: SoFar<'_>) -> Result<(), SinkError> {
         let mut result = Ok(());
         for sink in &mut self.0 {
