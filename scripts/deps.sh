@@ -35,7 +35,7 @@ python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
     echo "the tests need: ${missing[*]}" >&2
-    echo "install them with: sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    echo "install them with: sudo apt-get update && sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
     exit 1
 fi
 apt-get update -q
