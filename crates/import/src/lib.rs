@@ -303,7 +303,7 @@ pub fn import(
         writer,
         tags: options.tag_by != TagBy::None,
         spill: Arc::clone(&spill),
-        ids: HashMap::new(),
+        ids: HashMap::default(),
         labels: Labels::new(),
         next_id: 0,
         base_us: None,
@@ -526,7 +526,8 @@ struct Emitter<W: Write> {
     tags: bool,
     /// Where spilled request bodies are read back from.
     spill: Arc<SpillFile>,
-    ids: HashMap<u64, u64>,
+    /// Looked up per request: the importer's own session numbers, so a fast hasher is safe.
+    ids: HashMap<u64, u64, foldhash::fast::RandomState>,
     /// Labels of sessions not yet begun, for formats whose requests do not carry them.
     labels: Labels,
     next_id: u64,
