@@ -160,7 +160,10 @@ pub(crate) fn read(
                     }
                     PcapBlockOwned::NG(_) => {}
                 }
-                reader.consume(used);
+                // Not `consume`, which moves the rest of the buffer to its front
+                // whenever half of it is read (a copy of half the file in all):
+                // `refill` moves only the partial block left when it needs room.
+                reader.consume_noshift(used);
             }
             Err(PcapError::Eof) => return Ok(()),
             Err(PcapError::Incomplete(_)) => refill(&mut reader, path, at)?,
