@@ -132,7 +132,6 @@ impl MysqlGun {
             statements: Vec::new(),
             connect: None,
             out: Vec::new(),
-            payload: Vec::new(),
             budget: None,
         }
     }
@@ -173,10 +172,8 @@ pub struct MysqlBarrel {
     statements: Vec<Option<u32>>,
     /// The session's `CONNECT`: what a reconnect logs in with.
     connect: Option<Connect>,
-    /// The packets of the request being sent.
+    /// The packets of the request being sent, its statement named by the server's id.
     out: Vec<u8>,
-    /// The request's payload, its statement named by the server's id.
-    payload: Vec<u8>,
     /// The commands' timer (see `wire::budget`): one for the barrel's life,
     /// not one per wait.
     budget: Option<Budget>,
@@ -276,9 +273,9 @@ impl MysqlBarrel {
         } else {
             marks.connected = Some(0);
         }
-        self.prepare_payload(command, request);
         self.out.clear();
-        let next_seq = packet::write(&mut self.out, 0, &self.payload);
+        let next_seq = packet::write(&mut self.out, 0, request);
+        self.name_statement(command, request);
         let Some(session) = self.session.as_mut() else {
             return Err(Failure::Net(NetCode::PROTOCOL));
         };
@@ -329,10 +326,9 @@ impl MysqlBarrel {
         Ok((proto_code(&outcome), end_us))
     }
 
-    /// Copy `request` into the payload to send, naming its statement by the server's id.
-    fn prepare_payload(&mut self, command: Command, request: &[u8]) {
-        self.payload.clear();
-        self.payload.extend_from_slice(request);
+    /// In the packets of `request` to send, name its statement by the
+    /// server's id (its number sits in the first packet, after the header).
+    fn name_statement(&mut self, command: Command, request: &[u8]) {
         if !command.names_statement() {
             return;
         }
@@ -347,7 +343,9 @@ impl MysqlBarrel {
             .and_then(|n| n.checked_sub(1))
             .and_then(|index| self.statements.get(index).copied().flatten())
             .unwrap_or(0);
-        command::set_statement_id(&mut self.payload, id);
+        if let Some(payload) = self.out.get_mut(packet::HEADER..) {
+            command::set_statement_id(payload, id);
+        }
     }
 
     /// Connect and log in: `Some(error number)` when the server refused the login.
