@@ -382,7 +382,8 @@ fn a_run_where_nothing_worked_warns_and_fails_ci_when_asked() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = closed.local_addr().unwrap();
     drop(closed);
-    let cfg = format!("[phantom]\naddress = {addr}\nrps_schedule = const(20,1s)\nuris = /\n");
+    let cfg =
+        format!("[phantom]\naddress = {addr}\nrps_schedule = const(20,1s) const(0,2s)\nuris = /\n");
     let dir = tempfile::tempdir().unwrap();
     let out = shoot(dir.path(), &cfg, LIMIT);
     // yandex-tank's code is kept when the config asks for nothing...

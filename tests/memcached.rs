@@ -96,7 +96,7 @@ fn a_preloaded_run_never_misses_and_stores_the_sizes_asked_for() {
     let outcome = run(
         dir.path(),
         &server,
-        "rps_schedule = const(300,1s)",
+        "rps_schedule = const(300,1s) const(0,2s)",
         workload,
     );
     let rows = rows(&outcome);

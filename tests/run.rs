@@ -48,7 +48,8 @@ impl Observer for Seen {
 #[test]
 fn a_test_runs_in_process_and_says_how_it_went() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec(dir.path(), "const(50,1s)");
+    // Idle seconds after the shots: a starved machine still sends every one.
+    let spec = spec(dir.path(), "const(50,1s) const(0,2s)");
     let seen = Seen::default();
     let outcome = tank_run::run(&spec, Box::new(seen.clone()), &Handle::default()).unwrap();
     assert_eq!(outcome.verdict, Verdict::Completed);
@@ -125,12 +126,14 @@ fn bad_autostop_criteria_fail_before_the_artifacts_exist() {
 #[test]
 fn several_queues_are_shown_each_as_its_own_group() {
     let dir = tempfile::tempdir().unwrap();
-    let mut spec = spec(dir.path(), "const(30,1s)");
+    // Two idle seconds after the shots: a shot a starved machine starts
+    // after its schedule's end would be unsent, and these counts exact.
+    let mut spec = spec(dir.path(), "const(30,1s) const(0,2s)");
     let path = spec.config.path.clone();
     let text = std::fs::read_to_string(&path).unwrap();
     let text = text.replace(
         "[origin]",
-        "[phantom-2]\nuris = /other\nrps_schedule = const(20,1s)\n[origin]",
+        "[phantom-2]\nuris = /other\nrps_schedule = const(20,1s) const(0,2s)\n[origin]",
     );
     std::fs::write(&path, text).unwrap();
     spec.config = tank_config::load(&path, &[]).unwrap();
@@ -167,12 +170,13 @@ fn several_queues_are_shown_each_as_its_own_group() {
 #[test]
 fn a_measuring_queue_is_reported_apart_from_the_load() {
     let dir = tempfile::tempdir().unwrap();
-    let mut spec = spec(dir.path(), "const(30,1s)");
+    // Idle seconds after the shots, as above: the counts are exact.
+    let mut spec = spec(dir.path(), "const(30,1s) const(0,2s)");
     let path = spec.config.path.clone();
     let text = std::fs::read_to_string(&path).unwrap();
     let text = text.replace(
         "[origin]",
-        "[phantom-probe]\nuris = /probe\nrps_schedule = const(5,1s)\nmeasure = 1\n[origin]",
+        "[phantom-probe]\nuris = /probe\nrps_schedule = const(5,1s) const(0,2s)\nmeasure = 1\n[origin]",
     );
     std::fs::write(&path, text).unwrap();
     spec.config = tank_config::load(&path, &[]).unwrap();

@@ -9,6 +9,9 @@ use crate::support::{artifacts, assert_ran, interrupted, phout, shoot, tank, Row
 
 const LIMIT: Duration = Duration::from_secs(30);
 
+// Schedules of one second end in `const(0,2s)`: a shot that a machine
+// starved beside other work starts after its schedule's end is rightly
+// unsent, and these tests count every shot exactly.
 fn config(addr: std::net::SocketAddr, rest: &str) -> String {
     format!("[phantom]\naddress = {addr}\n{rest}\n")
 }
@@ -27,7 +30,7 @@ fn open_model_accounts_for_every_shot_and_reuses_the_connection() {
     let server = Server::start(Behaviour::KeepAlive);
     let (out, rows) = shoot_at(
         &server,
-        "rps_schedule = const(20,1s)\nuris = /a /b\nheader_http = 1.1\ninstances = 1",
+        "rps_schedule = const(20,1s) const(0,2s)\nuris = /a /b\nheader_http = 1.1\ninstances = 1",
     );
     // On a loaded machine one instance may fall behind: shots not started by the
     // schedule's end are unsent, never fired late, and every shot is accounted for.
@@ -126,7 +129,7 @@ fn plain_tcp_gun_sends_bytes_and_reads_until_close() {
     let server = Server::start(Behaviour::Close);
     let (_, rows) = shoot_at(
         &server,
-        "rps_schedule = const(5,1s)\nuris = /\ntank_type = none",
+        "rps_schedule = const(5,1s) const(0,2s)\nuris = /\ntank_type = none",
     );
     assert_eq!(rows.len(), 5);
     // No HTTP parsing: proto_code 0, every reply byte counted.
@@ -257,7 +260,7 @@ fn tank_log_says_whether_the_cpus_are_kept_awake() {
         let dir = tempfile::tempdir().unwrap();
         let config = config(
             server.addr(),
-            &format!("rps_schedule = const(10,1s)\nuris = /\ninstances = 2\n{extra}"),
+            &format!("rps_schedule = const(10,1s) const(0,2s)\nuris = /\ninstances = 2\n{extra}"),
         );
         assert_ran(&shoot(dir.path(), &config, LIMIT));
         let log = std::fs::read_to_string(artifacts(dir.path()).join("tank.log")).unwrap();
@@ -289,7 +292,7 @@ fn threads_sets_the_io_threads_and_instances_keep_their_connections_on_them() {
         dir.path(),
         &config(
             server.addr(),
-            "rps_schedule = const(200,1s)\nuris = /\nheader_http = 1.1\ninstances = 6\nthreads = 3",
+            "rps_schedule = const(200,1s) const(0,2s)\nuris = /\nheader_http = 1.1\ninstances = 6\nthreads = 3",
         ),
         LIMIT,
     );
@@ -313,7 +316,7 @@ fn queues_run_side_by_side_into_one_phout() {
     std::fs::write(dir.path().join("a.txt"), "/a first\n").unwrap();
     std::fs::write(dir.path().join("b.txt"), "/b second\n").unwrap();
     let cfg = format!(
-        "[phantom]\naddress = {0}\nrps_schedule = const(5,1s)\nammofile = a.txt\n\n[phantom-2]\nrps_schedule = const(3,1s)\nammofile = b.txt\n",
+        "[phantom]\naddress = {0}\nrps_schedule = const(5,1s) const(0,2s)\nammofile = a.txt\n\n[phantom-2]\nrps_schedule = const(3,1s) const(0,2s)\nammofile = b.txt\n",
         server.addr()
     );
     let out = shoot(dir.path(), &cfg, LIMIT);
@@ -336,7 +339,7 @@ fn close_chunked_and_http_1_0_replies_are_all_read_whole() {
             dir.path(),
             &config(
                 server.addr(),
-                "rps_schedule = const(10,1s)\nuris = /\ninstances = 2",
+                "rps_schedule = const(10,1s) const(0,2s)\nuris = /\ninstances = 2",
             ),
             LIMIT,
         );
@@ -378,7 +381,7 @@ fn failures_become_errno_net_codes() {
             dir.path(),
             &config(
                 addr,
-                "rps_schedule = const(4,1s)\nuris = /\ntimeout = 700ms",
+                "rps_schedule = const(4,1s) const(0,2s)\nuris = /\ntimeout = 700ms",
             ),
             LIMIT,
         );
@@ -400,7 +403,7 @@ fn tls_with_a_self_signed_certificate() {
     let server = Server::start_with(Behaviour::KeepAlive, Some(tls_server_config(None)));
     let dir = tempfile::tempdir().unwrap();
     let cfg = format!(
-        "[phantom]\naddress = localhost:{}\nssl = 1\nrps_schedule = const(10,1s)\nuris = /\nheader_http = 1.1\nheaders = [Host: localhost]\ninstances = 1",
+        "[phantom]\naddress = localhost:{}\nssl = 1\nrps_schedule = const(10,1s) const(0,2s)\nuris = /\nheader_http = 1.1\nheaders = [Host: localhost]\ninstances = 1",
         server.addr().port()
     );
     let out = shoot(dir.path(), &cfg, LIMIT);
@@ -450,7 +453,7 @@ fn tls_server_config(
 
 fn tls_config(port: u16, extra: &str) -> String {
     format!(
-        "[phantom]\naddress = localhost:{port}\nssl = 1\nrps_schedule = const(4,1s)\nuris = /\nheader_http = 1.1\n\
+        "[phantom]\naddress = localhost:{port}\nssl = 1\nrps_schedule = const(4,1s) const(0,2s)\nuris = /\nheader_http = 1.1\n\
          headers = [Host: localhost]\ninstances = 1\ntimeout = 2s\n{extra}\n"
     )
 }
@@ -519,7 +522,7 @@ fn writelog_keeps_requests_and_replies_of_selected_shots() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(
         server.addr(),
-        "rps_schedule = const(4,1s)\nuris = /status/200 /status/503\nwritelog = proto_error",
+        "rps_schedule = const(4,1s) const(0,2s)\nuris = /status/200 /status/503\nwritelog = proto_error",
     );
     let out = shoot(dir.path(), &cfg, LIMIT);
     assert_ran(&out);
@@ -657,8 +660,8 @@ fn yandex_tanks_reader_reads_tanks_phout() {
     .unwrap();
     std::fs::write(dir.path().join("down.txt"), "/x\n").unwrap();
     let cfg = format!(
-        "[phantom]\naddress = {}\nrps_schedule = const(30,1s)\nammofile = ammo.txt\nautocases = 1\nenum_ammo = 1\n\n\
-         [phantom-down]\naddress = {refused}\nrps_schedule = const(5,1s)\nammofile = down.txt\n",
+        "[phantom]\naddress = {}\nrps_schedule = const(30,1s) const(0,2s)\nammofile = ammo.txt\nautocases = 1\nenum_ammo = 1\n\n\
+         [phantom-down]\naddress = {refused}\nrps_schedule = const(5,1s) const(0,2s)\nammofile = down.txt\n",
         server.addr()
     );
     let out = shoot(dir.path(), &cfg, LIMIT);
@@ -795,7 +798,7 @@ fn every_resent_request_is_counted_where_the_server_can_see_it() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(
         server.addr(),
-        "rps_schedule = const(20,1s)\nuris = /a /b\nheader_http = 1.1\ninstances = 2",
+        "rps_schedule = const(20,1s) const(0,2s)\nuris = /a /b\nheader_http = 1.1\ninstances = 2",
     );
     let out = shoot(dir.path(), &cfg, LIMIT);
     assert_ran(&out);
@@ -952,7 +955,7 @@ fn a_search_section_is_named_as_unused_by_a_plain_run() {
     let dir = tempfile::tempdir().unwrap();
     let text = config(
         server.addr(),
-        "rps_schedule = const(5,1s)\nuris = /a\n[search]\nquantile = 99\nunder = 50ms",
+        "rps_schedule = const(5,1s) const(0,2s)\nuris = /a\n[search]\nquantile = 99\nunder = 50ms",
     );
     let out = shoot(dir.path(), &text, LIMIT);
     assert_ran(&out);
@@ -982,7 +985,7 @@ fn tank_plan_counts_agree_in_number() {
             &["ammo           1 uri (uris), 1 full pass\n"][..],
         ),
         (
-            "uris = /a /b\nrps_schedule = const(5,1s)\n",
+            "uris = /a /b\nrps_schedule = const(5,1s) const(0,2s)\n",
             &["ammo           2 uris (uris), 2 full passes\n"][..],
         ),
         (

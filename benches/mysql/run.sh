@@ -13,32 +13,42 @@
 #             over THREADS sessions, each a prepare then executes back to back (all due at
 #             once: a closed loop like sysbench's threads). CPU seconds (user + system, from
 #             /usr/bin/time) per query of each. Goal: tank's <= sysbench's.
+#   counts    instructions (valgrind --tool=callgrind: user space, load-independent) and
+#             syscalls (strace -c -f) per query of sysbench's oltp_point_select and of tank's
+#             replay of it, as in `cpu` (THREADS connections of prepared point selects): each
+#             run twice, 2,000 and 2,000 + COUNT queries, the difference over the difference
+#             (start-up and exit cancelled out). Counts, not times: it may run on a busy machine.
+#             KEEP=DIR keeps the callgrind profiles and strace tables there.
 #   import    `tank import` of a generated MySQL pcap (benches/mysql/gen.py pcap, SIZE_MB,
 #             CONNECTIONS interleaved): MB/s and peak RSS, the import checked lossless.
 #             Goal: >= 300 MB/s in flat memory (run two sizes to see RSS not grow).
 #
-#   benches/mysql/run.sh [--quick] [arrivals] [cpu] [import]     (default: all three)
+#   benches/mysql/run.sh [--quick] [arrivals] [cpu] [counts] [import]
+#                                                        (default: arrivals, cpu and import)
 #   TANK=target/debug/tank benches/mysql/run.sh --quick          (a smoke check, no release build)
 #
 # Defaults: arrivals 200 sessions for 20 s; cpu 8 threads for 20 s on 100,000 rows; import
-# 1,000 MB over 2,000 connections. --quick: 50 sessions, 500 queries/s for 5 s; 2 threads for
-# 3 s on 10,000 rows; 50 MB. Needs mariadb-server, mariadb-client, sysbench, python3,
-# /usr/bin/time. Prints a markdown table per part.
+# 1,000 MB over 2,000 connections; counts 20,000 more queries. --quick: 50 sessions, 500
+# queries/s for 5 s; 2 threads for 3 s on 10,000 rows; 50 MB; counts 5,000 more queries.
+# Needs mariadb-server, mariadb-client, sysbench, python3, /usr/bin/time (counts: valgrind,
+# strace). Prints a markdown table per part.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 quick=0 parts=()
 for arg in "$@"; do
     case "$arg" in
         --quick) quick=1 ;;
-        arrivals | cpu | import) parts+=("$arg") ;;
-        *) echo "usage: $0 [--quick] [arrivals] [cpu] [import]" >&2; exit 2 ;;
+        arrivals | cpu | counts | import) parts+=("$arg") ;;
+        *) echo "usage: $0 [--quick] [arrivals] [cpu] [counts] [import]" >&2; exit 2 ;;
     esac
 done
 [ ${#parts[@]} -eq 0 ] && parts=(arrivals cpu import)
 if [ "$quick" = 1 ]; then
     sessions=50 rate=500 seconds=5 threads=2 cpu_seconds=3 rows=10000 size_mb=50 connections=200
+    count=5000
 else
     sessions=200 rate=5000 seconds=20 threads=8 cpu_seconds=20 rows=100000 size_mb=1000 connections=2000
+    count=20000
 fi
 if [ -n "${TANK:-}" ]; then
     tank=$(realpath "$TANK")
@@ -163,6 +173,81 @@ PY
     rm -rf "$work/logs"
 }
 
+# Instructions and syscalls of $1 point selects over $threads connections, by sysbench
+# and by tank: "sysbench|tank QUERIES INSTRUCTIONS" lines, and strace's tables in
+# $work/strace-{sysbench,tank}-$1.txt.
+count_run() {
+    local n=$1 sb=("${@:2}")
+    valgrind --tool=callgrind --callgrind-out-file="$work/cg-sysbench-$n.out" \
+        "${sb[@]}" --threads="$threads" --events="$n" --time=0 run > "$work/sb-$n.log" 2> "$work/sb-$n.err"
+    echo "sysbench $(awk '/queries:/ { print $2; exit }' "$work/sb-$n.log") \
+$(grep -oE 'Collected : [0-9]+' "$work/sb-$n.err" | grep -oE '[0-9]+$')"
+    strace -c -f -o "$work/strace-sysbench-$n.txt" \
+        "${sb[@]}" --threads="$threads" --events="$n" --time=0 run > /dev/null
+    python3 benches/mysql/gen.py points "$work/points-$n.sessions" "$threads" "$((n / threads))" "$rows"
+    replay_config "$work/points-$n.sessions"
+    (cd "$work" && valgrind --tool=callgrind --callgrind-out-file="$work/cg-tank-$n.out" \
+        "$tank" -c load.ini --quiet > /dev/null 2> "cg-tank-$n.err") || { cat "$work/cg-tank-$n.err"; exit 1; }
+    local run
+    run=$(ls -d "$work"/logs/*/ | tail -1)
+    echo "tank $(grep -c . "$run/phout.log") $(grep -oE 'Collected : [0-9]+' "$work/cg-tank-$n.err" | grep -oE '[0-9]+$')"
+    rm -rf "$work/logs"
+    (cd "$work" && strace -c -f -o "$work/strace-tank-$n.txt" "$tank" -c load.ini --quiet > /dev/null)
+    rm -rf "$work/logs"
+}
+
+counts() {
+    command -v valgrind > /dev/null || { echo "valgrind not found (Debian: apt-get install -y valgrind)"; exit 1; }
+    command -v strace > /dev/null || { echo "strace not found (Debian: apt-get install -y strace)"; exit 1; }
+    start_mariadb
+    local sb=(sysbench oltp_point_select --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port"
+        --mysql-user=bench --mysql-password=bench --mysql-db=sbtest --tables=1 --table-size="$rows")
+    "${sb[@]}" prepare > "$work/prepare.log"
+    local base=2000
+    count_run "$base" "${sb[@]}" > "$work/counts-small.txt"
+    count_run "$((base + count))" "${sb[@]}" > "$work/counts-large.txt"
+    stop_mariadb
+    echo
+    echo "## MySQL instructions and syscalls per query: $threads connections of point selects (prepared)"
+    echo
+    python3 - "$work" "$base" "$((base + count))" <<'PY'
+import re, sys
+work, small, large = sys.argv[1], sys.argv[2], sys.argv[3]
+def runs(size):
+    return {tool: (int(q), int(i)) for tool, q, i in (l.split() for l in open(f"{work}/counts-{size}.txt"))}
+def syscalls(tool, n):
+    calls = {}
+    for line in open(f"{work}/strace-{tool}-{n}.txt"):
+        f = line.split()
+        # "% time  seconds  usecs/call  calls  [errors]  syscall"
+        if len(f) >= 5 and re.match(r"^[0-9.]+$", f[0]) and f[-1] != "total":
+            calls[f[-1]] = int(f[3])
+    return calls
+a, b = runs("small"), runs("large")
+print("| tool | queries | instructions per query | syscalls per query | of which |")
+print("|---|---|---|---|---|")
+for tool in ("sysbench", "tank"):
+    (q1, i1), (q2, i2) = a[tool], b[tool]
+    dq = q2 - q1
+    s1, s2 = syscalls(tool, small), syscalls(tool, large)
+    per = {name: (s2.get(name, 0) - s1.get(name, 0)) / dq for name in set(s1) | set(s2)}
+    shown = sorted(((v, k) for k, v in per.items() if v >= 0.01), reverse=True)
+    print("| %s | %d + %d | **%d** | **%.2f** | %s |" % (tool, q1, dq, (i2 - i1) / dq, sum(per.values()),
+        ", ".join("%s %.2f" % (k, v) for v, k in shown)))
+PY
+    echo
+    echo "tank's functions with the most instructions (self cost) in the larger run:"
+    echo
+    echo '```'
+    callgrind_annotate --inclusive=no "$work/cg-tank-$((base + count)).out" 2>/dev/null \
+        | grep -E '^ *[0-9,]+ \(' | awk 'NR <= 25'
+    echo '```'
+    if [ -n "${KEEP:-}" ]; then
+        mkdir -p "$KEEP"
+        cp "$work"/cg-*.out "$work"/strace-*.txt "$KEEP"/
+    fi
+}
+
 import_bench() {
     local capture="$work/mysql-${size_mb}MB.pcap"
     python3 benches/mysql/gen.py pcap "$capture" "$size_mb" "$connections" > "$work/counts.txt"
@@ -192,6 +277,7 @@ for part in "${parts[@]}"; do
     case "$part" in
         arrivals) arrivals ;;
         cpu) cpu ;;
+        counts) counts ;;
         import) import_bench ;;
     esac
 done

@@ -10,6 +10,8 @@
 //! being held; an [`Assembler`] hands out whole payloads (a command, a
 //! handshake), up to a bound.
 
+/// A packet's header: its payload's length (3 bytes) and sequence number.
+pub const HEADER: usize = 4;
 /// The largest chunk: a payload this long or longer continues in the next packet.
 pub const MAX_CHUNK: usize = 0xFF_FFFF;
 /// The first bytes of a packet kept by a [`Splitter`]: enough for every
@@ -37,6 +39,60 @@ impl PacketHead {
     /// The payload's first byte (`None` for an empty payload).
     pub fn first(&self) -> Option<u8> {
         self.head().first().copied()
+    }
+
+    /// The head, borrowed.
+    pub(crate) fn view(&self) -> Head<'_> {
+        Head {
+            len: self.len,
+            seq: self.seq,
+            head: self.head(),
+        }
+    }
+}
+
+/// A packet's head as a reply's framing reads it: a [`PacketHead`]'s, or one
+/// read in place from a buffer that holds the whole packet.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Head<'a> {
+    /// The first chunk's payload length.
+    pub len: usize,
+    /// Its sequence number.
+    pub seq: u8,
+    /// The payload's first bytes (up to [`HEAD`]).
+    head: &'a [u8],
+}
+
+impl<'a> Head<'a> {
+    /// The payload's first bytes (all of it up to [`HEAD`] bytes).
+    pub fn head(&self) -> &'a [u8] {
+        self.head
+    }
+
+    /// The payload's first byte (`None` for an empty payload).
+    pub fn first(&self) -> Option<u8> {
+        self.head.first().copied()
+    }
+
+    /// The packet at the start of `data` when `data` holds all of it and it
+    /// is a single chunk: its length with the header, and its head. Reading
+    /// it in place is what a [`Splitter`] would make of it, without the copy.
+    pub fn whole(data: &'a [u8]) -> Option<(usize, Head<'a>)> {
+        let header = data.get(..4)?;
+        let len =
+            usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+        if len == MAX_CHUNK {
+            return None;
+        }
+        let payload = data.get(4..4 + len)?;
+        Some((
+            4 + len,
+            Head {
+                len,
+                seq: header[3],
+                head: &payload[..len.min(HEAD)],
+            },
+        ))
     }
 }
 
@@ -471,6 +527,27 @@ mod tests {
         }
 
         #[test]
+        fn a_whole_packet_read_in_place_is_what_the_splitter_makes(
+            payload in proptest::collection::vec(any::<u8>(), 0..200),
+            seq in any::<u8>(),
+            after in proptest::collection::vec(any::<u8>(), 0..8),
+        ) {
+            let mut data = Vec::new();
+            write(&mut data, seq, &payload);
+            let packet_len = data.len();
+            data.extend_from_slice(&after);
+            let (took, head) = Head::whole(&data).unwrap();
+            let (used, split) = Splitter::default().next(&data);
+            let split = split.unwrap();
+            prop_assert_eq!(took, used);
+            prop_assert_eq!((head.len, head.seq, head.head()), (split.len, split.seq, split.head()));
+            // Cut anywhere short of its end, it is not whole.
+            for cut in 0..packet_len {
+                prop_assert!(Head::whole(&data[..cut]).is_none());
+            }
+        }
+
+        #[test]
         fn readers_never_panic_on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
             let mut reader = Reader::new(&bytes);
             let _ = reader.lenenc_bytes();
@@ -479,6 +556,7 @@ mod tests {
             let _ = reader.nul_terminated_or_rest();
             let mut splitter = Splitter::default();
             let _ = splitter.next(&bytes);
+            let _ = Head::whole(&bytes);
         }
     }
 }

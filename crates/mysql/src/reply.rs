@@ -31,7 +31,7 @@
 
 use crate::command::{Answer, Command};
 use crate::flags::{self, Caps, Status};
-use crate::packet::{PacketHead, Reader, Splitter, MAX_CHUNK};
+use crate::packet::{Head, PacketHead, Reader, Splitter, MAX_CHUNK};
 
 /// MariaDB's progress report: an ERR packet of this code, not an error.
 const PROGRESS: u16 = 0xFFFF;
@@ -173,10 +173,24 @@ impl ReplyReader {
             if used == data.len() {
                 return (used, Progress::More);
             }
-            let (took, packet) = self.splitter.next(&data[used..]);
-            used += took;
-            let Some(packet) = packet else {
-                continue;
+            let rest = &data[used..];
+            let gathered: PacketHead;
+            // A packet whole in this read (a small reply's usually are) is
+            // read in place; the splitter gathers one the read cut.
+            let packet = match Head::whole(rest).filter(|_| self.splitter.between_packets()) {
+                Some((took, head)) => {
+                    used += took;
+                    head
+                }
+                None => {
+                    let (took, packet) = self.splitter.next(rest);
+                    used += took;
+                    let Some(packet) = packet else {
+                        continue;
+                    };
+                    gathered = packet;
+                    gathered.view()
+                }
             };
             if let Some(expected) = self.seq {
                 if packet.seq != expected {
@@ -202,7 +216,7 @@ impl ReplyReader {
         self.outcome.error
     }
 
-    fn packet(&mut self, packet: &PacketHead) -> Result<(), &'static str> {
+    fn packet(&mut self, packet: &Head<'_>) -> Result<(), &'static str> {
         let first = packet.first();
         // No definition or row starts 0xFF (a lenenc never does; binary rows start 0x00).
         if first == Some(0xFF) {
@@ -291,7 +305,7 @@ impl ReplyReader {
     }
 
     /// A result's first packet.
-    fn first(&mut self, packet: &PacketHead) -> Result<State, &'static str> {
+    fn first(&mut self, packet: &Head<'_>) -> Result<State, &'static str> {
         let answer = self.command.answer();
         if answer == Answer::OnePacket {
             return Ok(State::Done);
@@ -377,7 +391,7 @@ impl ReplyReader {
     }
 
     /// The status of a rows' terminator, `None` for a row.
-    fn terminator_status(&self, packet: &PacketHead) -> Option<Status> {
+    fn terminator_status(&self, packet: &Head<'_>) -> Option<Status> {
         if packet.first() != Some(0xFE) {
             return None;
         }
@@ -402,7 +416,7 @@ fn prepared_columns(columns: u16) -> State {
 }
 
 /// An EOF packet's status (`0xFE`, warnings, status: 5 bytes).
-fn eof_status(packet: &PacketHead) -> Option<Status> {
+fn eof_status(packet: &Head<'_>) -> Option<Status> {
     if packet.first() != Some(0xFE) || packet.len != 5 {
         return None;
     }
@@ -411,7 +425,7 @@ fn eof_status(packet: &PacketHead) -> Option<Status> {
 }
 
 /// An OK packet's status (its header, affected rows, last insert id, status).
-fn ok_status(packet: &PacketHead) -> Option<Status> {
+fn ok_status(packet: &Head<'_>) -> Option<Status> {
     let mut reader = Reader::new(packet.head().get(1..)?);
     reader.lenenc()?;
     reader.lenenc()?;

@@ -239,10 +239,13 @@ impl Plan {
             let instances = sessions
                 .instances
                 .map(|total| usize::try_from(shard.instances(total as u64)).unwrap_or(usize::MAX));
-            match Plan::sessions_source(&sessions.path, settings, instances) {
+            let resharded =
+                CaptureStats::walk(&sessions.path, settings.selection()).and_then(|stats| {
+                    Plan::sessions_source(&sessions.path, settings, instances, stats)
+                });
+            match resharded {
                 Ok((mut resharded, model, planned)) => {
                     resharded.instances = sessions.instances;
-                    resharded.stats.peak_sessions = sessions.stats.peak_sessions;
                     **sessions = resharded;
                     self.model = model;
                     self.planned = planned;
@@ -287,7 +290,8 @@ impl Plan {
     }
 
     /// A replay of `queue`'s sessions file: the capture is read through once
-    /// for its statistics and pool, and once more to count its due times.
+    /// for its statistics and pool (which also checks every record), and
+    /// once more to count its due times.
     fn replay(queue: &QueueConfig, shard: Shard) -> Result<Plan> {
         let (LoadProfile::Replay(replay), Some(tank_config::AmmoSource::File { path, .. })) =
             (&queue.load_profile, &queue.ammo)
@@ -303,28 +307,32 @@ impl Plan {
             0 => None,
             n => Some(n.unsigned_abs()),
         };
-        let stats = CaptureStats::walk(path, crate::replay::Selection::ALL)?;
-        let settings = ReplaySettings {
+        let mut settings = ReplaySettings {
             replay: *replay,
             shard,
             passes,
             limit: u64::try_from(queue.ammo_limit).ok(),
-            period_us: stats.period_us(),
-            per_pass: if replay.connections == ReplayConnections::PerRequest {
-                stats.requests
-            } else {
-                stats.sessions
-            },
+            // Both from the statistics, below.
+            period_us: 0,
+            per_pass: 0,
             marking: (queue.autocases, queue.enum_ammo),
+        };
+        // The capture's figures do not depend on the selection; the
+        // selection's own (its pool, its requests) come from the same pass.
+        let stats = CaptureStats::walk(path, settings.selection())?;
+        settings.period_us = stats.period_us();
+        settings.per_pass = if replay.connections == ReplayConnections::PerRequest {
+            stats.requests
+        } else {
+            stats.sessions
         };
         let per_request = replay.connections == ReplayConnections::PerRequest;
         let instances = (queue.places.is_written("instances") || per_request)
             .then_some(queue.instances as usize);
         let sharded = instances
             .map(|total| usize::try_from(shard.instances(total as u64)).unwrap_or(usize::MAX));
-        let (mut sessions, model, planned) = Plan::sessions_source(path, settings, sharded)?;
+        let (mut sessions, model, planned) = Plan::sessions_source(path, settings, sharded, stats)?;
         sessions.instances = instances;
-        sessions.stats.peak_sessions = stats.peak_sessions;
         Ok(Plan {
             source: Source::Sessions(Box::new(sessions)),
             model,
@@ -343,8 +351,8 @@ impl Plan {
         path: &std::path::Path,
         settings: ReplaySettings,
         instances: Option<usize>,
+        stats: CaptureStats,
     ) -> Result<(Sessions, Model, Option<PlannedCount>)> {
-        let stats = CaptureStats::walk(path, settings.selection())?;
         settings.check_fires(path, &stats)?;
         let peak = usize::try_from(stats.peak_selected.max(1)).unwrap_or(usize::MAX);
         let model = Model::Sessions {
@@ -490,10 +498,20 @@ impl Plan {
     /// report the first error, as the run would meet it mid-way: so that bad
     /// ammo stops a test before its first shot, not after its start. The
     /// shots are not kept; memory does not grow with the ammo.
+    ///
+    /// Not needed for a plan whose making read all of its ammo already
+    /// ([`Plan::ammo_checked`]).
     pub fn check_ammo(queue: &QueueConfig) -> Result<()> {
         let mut plan = Plan::new(queue)?;
         while plan.passes() == 0 && plan.next_shot()?.is_some() {}
         Ok(())
+    }
+
+    /// Whether making the plan read and checked every record of its ammo
+    /// (a replay's sessions file, walked whole for its statistics), so that
+    /// [`Plan::check_ammo`] would only read it again.
+    pub fn ammo_checked(&self) -> bool {
+        matches!(self.source, Source::Sessions(_))
     }
 
     /// How the shots are to be fired.

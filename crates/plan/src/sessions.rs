@@ -38,7 +38,6 @@
 //! request (their `S` records), and the file stays a text one can `grep`,
 //! `diff` and cut, as stpd is.
 
-use std::collections::HashSet;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -357,7 +356,8 @@ pub struct SessionsReader {
     label: String,
     bytes: Vec<u8>,
     last_offset_us: u64,
-    open: HashSet<u64>,
+    /// Looked up per request: the ids are the file's own, so a fast hasher is safe.
+    open: foldhash::HashSet<u64>,
     /// Where the record being read starts, for errors.
     record_start: u64,
 }
@@ -388,7 +388,7 @@ impl SessionsReader {
             label: String::new(),
             bytes: Vec::new(),
             last_offset_us: 0,
-            open: HashSet::new(),
+            open: foldhash::HashSet::default(),
             record_start: 0,
         })
     }
@@ -527,9 +527,9 @@ impl SessionsReader {
                 self.bytes.len()
             )));
         }
-        let mut end = Vec::new();
-        self.file.read_up_to(1, &mut end)?;
-        match end.as_slice() {
+        // The header line is parsed: its buffer takes the byte after the request.
+        self.file.read_up_to(1, &mut self.line)?;
+        match self.line.as_slice() {
             b"\n" | b"" => Ok(()),
             other => Err(self.error(format!(
                 "expected a line feed after the request's {len} bytes, found `{}`: \
@@ -562,17 +562,12 @@ impl SessionsReader {
     /// The number at the start of `text`, and what follows its space.
     fn number<'t>(&self, text: &'t [u8], what: &str) -> Result<(u64, &'t [u8])> {
         let (field, rest) = split_field(text);
-        std::str::from_utf8(field)
-            .ok()
-            .filter(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|f| f.parse().ok())
-            .map(|n| (n, rest))
-            .ok_or_else(|| {
-                self.error(format!(
-                    "expected the {what} (an unsigned integer), found `{}`",
-                    show(field)
-                ))
-            })
+        decimal(field).map(|n| (n, rest)).ok_or_else(|| {
+            self.error(format!(
+                "expected the {what} (an unsigned integer), found `{}`",
+                show(field)
+            ))
+        })
     }
 
     fn error(&self, message: String) -> PlanError {
@@ -607,6 +602,20 @@ fn trim_line_end(line: &[u8]) -> &[u8] {
         .rposition(|b| !matches!(b, b'\n' | b'\r'))
         .map_or(0, |i| i + 1);
     &line[..end]
+}
+
+/// `field` as an unsigned decimal: digits only, at least one, within `u64`.
+fn decimal(field: &[u8]) -> Option<u64> {
+    if field.is_empty() {
+        return None;
+    }
+    field.iter().try_fold(0u64, |n, &byte| {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        n.checked_mul(10)?.checked_add(u64::from(digit))
+    })
 }
 
 /// The text up to the first space, and the text after it (empty if none).

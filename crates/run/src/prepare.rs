@@ -104,8 +104,10 @@ impl Prepared {
             .map(|queue| {
                 let checked = CheckedQueue::check(queue, origin.is_some(), spec.shard)?;
                 // Bad ammo found mid-run would stop a test already under way. (A
-                // scenario file is checked whole when its plan opens it: above.)
-                if checked.plan().scenarios().is_none() {
+                // scenario file and a sessions file are checked whole when their
+                // plan opens them: above.)
+                let plan = checked.plan();
+                if plan.scenarios().is_none() && !plan.ammo_checked() {
                     Plan::check_ammo(queue).map_err(EngineError::Plan)?;
                 }
                 if let Some(warning) = tank_engine::check_http2_ammo(queue)? {

@@ -43,7 +43,7 @@
 //!   ([`SessionDispatch::close`]), or by `halt`.
 //! - The timer tasks ([`SessionDispatch::start_timers`]) end when the dispatch halts.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -101,7 +101,9 @@ pub(crate) struct SessionDispatch {
 }
 
 pub(super) struct State {
-    lanes: HashMap<SessionKey, Lane>,
+    /// Looked up twice per request (offered, taken): the keys are the plan's
+    /// own numbers, so a fast hasher is safe.
+    lanes: foldhash::HashMap<SessionKey, Lane>,
     /// Sessions begun and not yet taken, in order, with their first due time.
     waiting: VecDeque<(SessionKey, Duration)>,
     /// Requests in lanes.
@@ -120,7 +122,7 @@ impl SessionDispatch {
             start,
             tally,
             state: Mutex::new(State {
-                lanes: HashMap::new(),
+                lanes: foldhash::HashMap::default(),
                 waiting: VecDeque::new(),
                 buffered: 0,
                 closed: false,

@@ -273,3 +273,21 @@ fn a_mysql_request_that_is_no_command_is_a_located_error() {
         assert!(error.contains(&format!("byte {}:", head.len())), "{error}");
     }
 }
+
+proptest! {
+    /// A field is a number exactly when Rust's own parser, given only digits, says so.
+    #[test]
+    fn a_decimal_field_reads_as_str_parse_does(field in "[0-9+ a-]{0,22}") {
+        let digits = !field.is_empty() && field.bytes().all(|b| b.is_ascii_digit());
+        let expected = digits.then(|| field.parse::<u64>().ok()).flatten();
+        prop_assert_eq!(decimal(field.as_bytes()), expected);
+    }
+}
+
+#[test]
+fn a_decimal_field_stops_at_u64() {
+    assert_eq!(decimal(b"18446744073709551615"), Some(u64::MAX));
+    assert_eq!(decimal(b"18446744073709551616"), None);
+    assert_eq!(decimal(b"007"), Some(7));
+    assert_eq!(decimal(b""), None);
+}

@@ -16,7 +16,6 @@ use tank_mysql::handshake::{AuthStep, Greeting, Login as Response};
 use tank_mysql::packet::{self, Assembler, Packet};
 use tank_mysql::{auth, reply};
 use tank_stats::{Measured, NetCode};
-use tokio::time::Instant;
 
 use super::{Failure, MysqlGun};
 use crate::gun::wire::budget::Budget;
@@ -69,7 +68,6 @@ pub(super) struct Login<'a> {
     pub source: Option<IpAddr>,
     /// The session's `CONNECT` (`None` for a session captured without one).
     pub connect: Option<&'a Connect>,
-    pub deadline: Instant,
 }
 
 /// The server's side of the handshake, packet by packet.
@@ -84,7 +82,7 @@ impl Packets {
     async fn next(
         &mut self,
         conn: &mut Conn,
-        deadline: Instant,
+        budget: &mut Budget,
         measured: &mut Measured,
     ) -> Result<Packet, LoginError> {
         loop {
@@ -99,7 +97,7 @@ impl Packets {
                 }
             }
             let read = conn
-                .read(&mut Budget::new(deadline), |data| {
+                .read(budget, |data| {
                     self.pending.extend_from_slice(data);
                     data.len()
                 })
@@ -115,20 +113,24 @@ impl Packets {
 }
 
 impl Login<'_> {
-    /// Connect and log in.
-    pub(super) async fn run(&self, measured: &mut Measured) -> Result<Logged, LoginError> {
+    /// Connect and log in, every wait within `budget`.
+    pub(super) async fn run(
+        &self,
+        budget: &mut Budget,
+        measured: &mut Measured,
+    ) -> Result<Logged, LoginError> {
         let gun = self.gun;
         let connecting = conn::connect(&gun.target, self.source, None, b"");
-        let mut conn = match tokio::time::timeout_at(self.deadline, connecting).await {
-            Err(_) => return Err(Failure::Timeout.into()),
-            Ok(Err(code)) => return Err(Failure::Net(code).into()),
-            Ok(Ok(conn)) => conn,
+        let mut conn = match budget.within(connecting).await {
+            None => return Err(Failure::Timeout.into()),
+            Some(Err(code)) => return Err(Failure::Net(code).into()),
+            Some(Ok(conn)) => conn,
         };
         let mut packets = Packets {
             assembler: Assembler::new(MAX_HANDSHAKE),
             pending: Vec::new(),
         };
-        let first = packets.next(&mut conn, self.deadline, measured).await?;
+        let first = packets.next(&mut conn, budget, measured).await?;
         if first.payload.first() == Some(&0xFF) {
             // Refused before the greeting: too many connections, a blocked host.
             return match AuthStep::parse(&first.payload) {
@@ -185,13 +187,14 @@ impl Login<'_> {
             }
             .ssl_request();
             seq = packet::write(&mut out, seq, &request);
-            self.send(&mut conn, &out, measured).await?;
+            self.send(&mut conn, &out, budget, measured).await?;
             if !packets.pending.is_empty() {
                 return Err(Failure::Net(NetCode::PROTOCOL).into());
             }
-            conn = conn
-                .start_tls(connector, &gun.target.host)
+            conn = budget
+                .within(conn.start_tls(connector, &gun.target.host))
                 .await
+                .ok_or(Failure::Timeout)?
                 .map_err(Failure::Net)?;
         }
         let password = gun.credentials.password.as_bytes();
@@ -205,9 +208,9 @@ impl Login<'_> {
         };
         out.clear();
         packet::write(&mut out, seq, &response(plugin, &auth));
-        self.send(&mut conn, &out, measured).await?;
+        self.send(&mut conn, &out, budget, measured).await?;
         loop {
-            let packet = packets.next(&mut conn, self.deadline, measured).await?;
+            let packet = packets.next(&mut conn, budget, measured).await?;
             seq = packet.seq.wrapping_add(1);
             let step = AuthStep::parse(&packet.payload)
                 .map_err(|why| LoginError::Problem(format!("logging in: {why}")))?;
@@ -245,7 +248,7 @@ impl Login<'_> {
             };
             out.clear();
             packet::write(&mut out, seq, &reply);
-            self.send(&mut conn, &out, measured).await?;
+            self.send(&mut conn, &out, budget, measured).await?;
         }
     }
 
@@ -253,12 +256,11 @@ impl Login<'_> {
         &self,
         conn: &mut Conn,
         bytes: &[u8],
+        budget: &mut Budget,
         measured: &mut Measured,
     ) -> Result<(), LoginError> {
         let mut written = 0;
-        let result = conn
-            .write_all(bytes, &mut Budget::new(self.deadline), &mut written)
-            .await;
+        let result = conn.write_all(bytes, budget, &mut written).await;
         measured.size_out += written;
         match result {
             Ok(()) => Ok(()),

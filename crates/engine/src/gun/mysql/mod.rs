@@ -132,7 +132,7 @@ impl MysqlGun {
             statements: Vec::new(),
             connect: None,
             out: Vec::new(),
-            payload: Vec::new(),
+            budget: None,
         }
     }
 }
@@ -172,10 +172,11 @@ pub struct MysqlBarrel {
     statements: Vec<Option<u32>>,
     /// The session's `CONNECT`: what a reconnect logs in with.
     connect: Option<Connect>,
-    /// The packets of the request being sent.
+    /// The packets of the request being sent, its statement named by the server's id.
     out: Vec<u8>,
-    /// The request's payload, its statement named by the server's id.
-    payload: Vec<u8>,
+    /// The commands' timer (see `wire::budget`): one for the barrel's life,
+    /// not one per wait.
+    budget: Option<Budget>,
 }
 
 impl MysqlBarrel {
@@ -187,20 +188,29 @@ impl MysqlBarrel {
         start: Instant,
         mut capture: Option<&mut Vec<u8>>,
     ) -> Measured {
-        let deadline = start + self.gun.timeout;
+        let mut budget = Budget::take(&mut self.budget, start + self.gun.timeout);
         let mut measured = Measured::default();
         let mut marks = Marks::default();
         if let Some(capture) = capture.as_deref_mut() {
             capture.clear();
         }
         let result = self
-            .attempt(request, start, deadline, &mut marks, &mut measured, capture)
+            .attempt(
+                request,
+                start,
+                &mut budget,
+                &mut marks,
+                &mut measured,
+                capture,
+            )
             .await;
+        self.budget = Some(budget);
         measured.sends = u8::from(measured.size_out > 0);
-        match result {
-            Ok(code) => {
+        let end_us = match result {
+            Ok((code, end_us)) => {
                 measured.proto_code = code;
                 measured.net_code = NetCode::OK;
+                end_us
             }
             Err(failure) => {
                 self.lose_connection();
@@ -208,14 +218,10 @@ impl MysqlBarrel {
                     Failure::Net(code) => code,
                     Failure::Timeout => NetCode::TIMED_OUT,
                 };
+                micros(start.elapsed())
             }
-        }
-        fill(
-            &mut measured,
-            &marks,
-            micros(start.elapsed()),
-            micros(self.gun.timeout),
-        );
+        };
+        fill(&mut measured, &marks, end_us, micros(self.gun.timeout));
         measured
     }
 
@@ -232,17 +238,22 @@ impl MysqlBarrel {
         self.statements.iter_mut().for_each(|id| *id = None);
     }
 
-    /// One command: its proto code, or why it failed (`measured.proto_code`
-    /// then holds the error number read before it broke, if any).
+    /// One command: its proto code and when it ended (µs from `start`), or
+    /// why it failed (`measured.proto_code` then holds the error number read
+    /// before it broke, if any).
+    ///
+    /// The clock is read once per mark: after the write, and at each read
+    /// that brings bytes (the first is the first byte's mark, the one that
+    /// makes the reply whole its end).
     async fn attempt(
         &mut self,
         request: &[u8],
         start: Instant,
-        deadline: Instant,
+        budget: &mut Budget,
         marks: &mut Marks,
         measured: &mut Measured,
         capture: Option<&mut Vec<u8>>,
-    ) -> Result<u16, Failure> {
+    ) -> Result<(u16, u64), Failure> {
         let Some(command) = request.first().copied().and_then(Command::from_byte) else {
             // The plan checks every request; a stray one is a reply never read.
             return Err(Failure::Net(NetCode::PROTOCOL));
@@ -250,28 +261,28 @@ impl MysqlBarrel {
         if command == Command::Connect {
             self.hang_up();
             self.connect = Some(Connect::decode(request).ok_or(Failure::Net(NetCode::PROTOCOL))?);
-            let refused = self.open(start, deadline, marks, measured).await?;
+            let refused = self.open(start, budget, marks, measured).await?;
             let connected = marks.connected;
             (marks.sent, marks.first_byte) = (connected, connected);
-            return Ok(refused.unwrap_or(OK));
+            return Ok((refused.unwrap_or(OK), connected.unwrap_or(0)));
         }
         if self.session.is_none() {
-            if let Some(code) = self.open(start, deadline, marks, measured).await? {
-                return Ok(code);
+            if let Some(code) = self.open(start, budget, marks, measured).await? {
+                return Ok((code, marks.connected.unwrap_or(0)));
             }
         } else {
             marks.connected = Some(0);
         }
-        self.prepare_payload(command, request);
         self.out.clear();
-        let next_seq = packet::write(&mut self.out, 0, &self.payload);
+        let next_seq = packet::write(&mut self.out, 0, request);
+        self.name_statement(command, request);
         let Some(session) = self.session.as_mut() else {
             return Err(Failure::Net(NetCode::PROTOCOL));
         };
         let mut written = 0;
         let sent = session
             .conn
-            .write_all(&self.out, &mut Budget::new(deadline), &mut written)
+            .write_all(&self.out, budget, &mut written)
             .await;
         measured.size_out += written;
         match sent {
@@ -279,16 +290,17 @@ impl MysqlBarrel {
             Err(WriteError::Timeout) => return Err(Failure::Timeout),
             Err(WriteError::Net { code, .. }) => return Err(Failure::Net(code)),
         }
-        marks.sent = Some(micros(start.elapsed()));
+        let sent_us = micros(start.elapsed());
+        marks.sent = Some(sent_us);
         let mut reply = ReplyReader::new(command, session.options, next_seq);
-        let outcome = match reply.whole_unread() {
-            Some(outcome) => outcome,
+        let (outcome, end_us) = match reply.whole_unread() {
+            Some(outcome) => (outcome, sent_us),
             None => {
                 let read = read_reply(
                     &mut session.conn,
                     &mut reply,
                     start,
-                    deadline,
+                    budget,
                     marks,
                     measured,
                     capture,
@@ -311,13 +323,12 @@ impl MysqlBarrel {
             // The server closes after a quit.
             self.session = None;
         }
-        Ok(proto_code(&outcome))
+        Ok((proto_code(&outcome), end_us))
     }
 
-    /// Copy `request` into the payload to send, naming its statement by the server's id.
-    fn prepare_payload(&mut self, command: Command, request: &[u8]) {
-        self.payload.clear();
-        self.payload.extend_from_slice(request);
+    /// In the packets of `request` to send, name its statement by the
+    /// server's id (its number sits in the first packet, after the header).
+    fn name_statement(&mut self, command: Command, request: &[u8]) {
         if !command.names_statement() {
             return;
         }
@@ -332,14 +343,16 @@ impl MysqlBarrel {
             .and_then(|n| n.checked_sub(1))
             .and_then(|index| self.statements.get(index).copied().flatten())
             .unwrap_or(0);
-        command::set_statement_id(&mut self.payload, id);
+        if let Some(payload) = self.out.get_mut(packet::HEADER..) {
+            command::set_statement_id(payload, id);
+        }
     }
 
     /// Connect and log in: `Some(error number)` when the server refused the login.
     async fn open(
         &mut self,
         start: Instant,
-        deadline: Instant,
+        budget: &mut Budget,
         marks: &mut Marks,
         measured: &mut Measured,
     ) -> Result<Option<u16>, Failure> {
@@ -349,9 +362,8 @@ impl MysqlBarrel {
             gun: &gun,
             source: self.source,
             connect: self.connect.as_ref(),
-            deadline,
         };
-        let result = login.run(measured).await;
+        let result = login.run(budget, measured).await;
         marks.connected = Some(micros(start.elapsed()));
         match result {
             Ok(login::Logged::In(conn, options)) => {
@@ -368,20 +380,20 @@ impl MysqlBarrel {
     }
 }
 
-/// Read `reply` off `conn` to its end.
+/// Read `reply` off `conn` to its end: what it said, and when it was whole
+/// (µs from `start`).
 async fn read_reply(
     conn: &mut Conn,
     reply: &mut ReplyReader,
     start: Instant,
-    deadline: Instant,
+    budget: &mut Budget,
     marks: &mut Marks,
     measured: &mut Measured,
     mut capture: Option<&mut Vec<u8>>,
-) -> Result<Outcome, Failure> {
-    let mut budget = Budget::new(deadline);
+) -> Result<(Outcome, u64), Failure> {
     loop {
         let read = conn
-            .read(&mut budget, |data| {
+            .read(budget, |data| {
                 if let Some(capture) = capture.as_deref_mut() {
                     let room = capture
                         .capacity()
@@ -400,16 +412,16 @@ async fn read_reply(
             Err(Some(code)) => return Err(Failure::Net(code)),
             Err(None) => return Err(Failure::Timeout),
         };
-        if bytes > 0 && marks.first_byte.is_none() {
-            marks.first_byte = Some(micros(start.elapsed()));
-        }
+        // A read returns at least one byte.
+        let now_us = micros(start.elapsed());
+        marks.first_byte.get_or_insert(now_us);
         measured.size_in += bytes as u64;
         match progress {
             Progress::More => continue,
             Progress::Broken(_) => return Err(Failure::Net(NetCode::PROTOCOL)),
             // Bytes past the reply's end belong to no command.
             Progress::Whole(_) if used < bytes => return Err(Failure::Net(NetCode::PROTOCOL)),
-            Progress::Whole(outcome) => return Ok(outcome),
+            Progress::Whole(outcome) => return Ok((outcome, now_us)),
         }
     }
 }

@@ -421,3 +421,56 @@ fn password_env_is_read_when_the_gun_is_resolved_and_named_when_missing() {
     );
     assert!(spec.resolve(None).is_err());
 }
+
+#[test]
+fn a_tls_handshake_the_server_never_answers_ends_at_the_budget() {
+    block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Greets offering TLS, reads the SSL request, then says nothing more.
+        let server = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let greeting = build::greeting(
+                "5.5.5-10.11-test",
+                7,
+                SERVER_CAPS | flags::SSL,
+                &SCRAMBLE,
+                "mysql_native_password",
+            );
+            send(&mut stream, 0, &[greeting]).await;
+            read_packet(&mut stream).await;
+            let mut rest = Vec::new();
+            // Until the client gives up and closes.
+            let _ = stream.read_to_end(&mut rest).await;
+        });
+        let options = crate::tls::TlsOptions {
+            verify: false,
+            client_certificate: None,
+            client_key: None,
+            cipher_suites: Vec::new(),
+        };
+        let credentials = Credentials {
+            user: "tank".into(),
+            password: "secret".into(),
+            database: None,
+        };
+        let target = Target {
+            addr,
+            host: "localhost".into(),
+        };
+        let timeout = Duration::from_millis(300);
+        let gun = Arc::new(MysqlGun::new(
+            target,
+            Some(crate::tls::client_config(&options).unwrap()),
+            credentials,
+            timeout,
+            Vec::new(),
+        ));
+        let mut barrel = gun.instance(0);
+        let ping = barrel.fire(b"\x0e", Instant::now(), None).await;
+        assert_eq!(codes(&ping), (NetCode::TIMED_OUT, 0));
+        assert!(ping.interval_real_us >= micros(timeout));
+        drop(barrel);
+        server.await.unwrap();
+    });
+}

@@ -47,8 +47,21 @@ impl Budget {
         }
     }
 
+    /// A barrel's timer `kept`, taken for a shot ending at `deadline` and to
+    /// be put back after it (a barrel dropped mid-shot drops its timer with
+    /// it); made at the barrel's first shot, on its I/O thread.
+    pub(in crate::gun) fn take(kept: &mut Option<Budget>, deadline: Instant) -> Budget {
+        match kept.take() {
+            Some(mut budget) => {
+                budget.reset(deadline);
+                budget
+            }
+            None => Budget::new(deadline),
+        }
+    }
+
     /// The next shot's budget, ending at `deadline`.
-    pub(super) fn reset(&mut self, deadline: Instant) {
+    fn reset(&mut self, deadline: Instant) {
         if deadline < self.sleep.deadline() {
             // Sooner than the sleep (a shorter budget, or a clock that went
             // back): the sleep must not be late.

@@ -278,7 +278,7 @@ impl WireBarrel {
             let (pipe, slot) = (Arc::clone(pipe), *slot);
             return self.fire_pipelined(&pipe, slot, request, start).await;
         }
-        let mut budget = self.budget(start + self.gun.timeout);
+        let mut budget = Budget::take(&mut self.budget, start + self.gun.timeout);
         let mut measured = Measured::default();
         // Whether the request may go out again is asked only when a kept
         // connection turns out closed: most shots never need to know.
@@ -331,19 +331,6 @@ impl WireBarrel {
         measured
     }
 
-    /// The shot's budget, ending at `deadline`: the barrel's timer, taken
-    /// for the shot and put back after it (a barrel dropped mid-shot takes
-    /// its timer with it).
-    fn budget(&mut self, deadline: Instant) -> Budget {
-        match self.budget.take() {
-            Some(mut budget) => {
-                budget.reset(deadline);
-                budget
-            }
-            None => Budget::new(deadline),
-        }
-    }
-
     /// Fire `request` over the connection shared with other instances, from
     /// its `slot` there.
     async fn fire_pipelined(
@@ -354,7 +341,7 @@ impl WireBarrel {
         start: Instant,
     ) -> Measured {
         let gun = Arc::clone(&self.gun);
-        let mut budget = self.budget(start + gun.timeout);
+        let mut budget = Budget::take(&mut self.budget, start + gun.timeout);
         let landed = pipe
             .fire(
                 slot,
