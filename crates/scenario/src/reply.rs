@@ -8,6 +8,32 @@ use std::borrow::Cow;
 
 /// Most header lines a reply may have here (phantom's default limit is 128).
 const MAX_HEADERS: usize = 256;
+/// Header lines a reply is read with room for first: replies have a dozen or
+/// so, and the room is cleared for every reply (8 KiB for [`MAX_HEADERS`],
+/// which cost more than the parse). A reply with more is read again with
+/// room for [`MAX_HEADERS`].
+const FEW_HEADERS: usize = 32;
+
+/// Why a head cannot be read.
+#[derive(Debug)]
+enum HeadError {
+    /// More header lines than the room given.
+    TooMany,
+    /// Anything else, said.
+    Other(String),
+}
+
+impl From<HeadError> for String {
+    fn from(error: HeadError) -> String {
+        match error {
+            HeadError::TooMany => format!(
+                "the reply's head cannot be read: {}",
+                httparse::Error::TooManyHeaders
+            ),
+            HeadError::Other(text) => text,
+        }
+    }
+}
 
 /// A reply, borrowing the captured bytes where it can.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,15 +71,18 @@ impl<'r> Reply<'r> {
 fn parse_head<'r, 'h>(
     bytes: &'r [u8],
     storage: &'h mut [httparse::Header<'r>],
-) -> Result<(u16, usize, &'h [httparse::Header<'r>]), String> {
-    let cut = || "the reply's head is cut short".to_owned();
-    let unreadable = |e: httparse::Error| format!("the reply's head cannot be read: {e}");
+) -> Result<(u16, usize, &'h [httparse::Header<'r>]), HeadError> {
+    let cut = || HeadError::Other("the reply's head is cut short".to_owned());
+    let unreadable = |e: httparse::Error| match e {
+        httparse::Error::TooManyHeaders => HeadError::TooMany,
+        e => HeadError::Other(format!("the reply's head cannot be read: {e}")),
+    };
     if let Some(after) = bytes.strip_prefix(b"HTTP/2 ") {
         let line_end = memchr::memmem::find(after, b"\r\n").ok_or_else(cut)?;
         let status = std::str::from_utf8(&after[..line_end])
             .ok()
             .and_then(|line| line.split(' ').next()?.parse::<u16>().ok())
-            .ok_or("the reply's status line cannot be read")?;
+            .ok_or_else(|| HeadError::Other("the reply's status line cannot be read".into()))?;
         let start = 7 + line_end + 2;
         return match httparse::parse_headers(&bytes[start..], storage).map_err(unreadable)? {
             httparse::Status::Complete((length, headers)) => Ok((status, start + length, headers)),
@@ -73,8 +102,15 @@ fn parse_head<'r, 'h>(
 pub(crate) fn read(bytes: &[u8], head: bool) -> Result<Reply<'_>, String> {
     let mut rest = bytes;
     loop {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let (status, length, headers) = parse_head(rest, &mut headers)?;
+        let mut few = [httparse::EMPTY_HEADER; FEW_HEADERS];
+        let mut many = Vec::new();
+        let (status, length, headers) = match parse_head(rest, &mut few) {
+            Err(HeadError::TooMany) => {
+                many.resize(MAX_HEADERS, httparse::EMPTY_HEADER);
+                parse_head(rest, &mut many)
+            }
+            parsed => parsed,
+        }?;
         let body = &rest[length..];
         if (100..200).contains(&status) && status != 101 {
             rest = body;
@@ -170,6 +206,25 @@ mod tests {
         assert_eq!(&*reply.body, b"{}");
         assert!(read(b"HTTP/2 2x\r\n\r\n", false).is_err());
         assert!(read(b"HTTP/2 200\r\nx: y", false).is_err());
+    }
+
+    #[test]
+    fn a_reply_with_many_headers_is_read_whole() {
+        let mut wire = String::from("HTTP/1.1 200 OK\r\n");
+        for i in 0..FEW_HEADERS * 2 {
+            wire.push_str(&format!("X-{i}: {i}\r\n"));
+        }
+        wire.push_str("Content-Length: 2\r\n\r\nhi");
+        let reply = read(wire.as_bytes(), false).unwrap();
+        assert_eq!(reply.headers.len(), FEW_HEADERS * 2 + 1);
+        assert_eq!(reply.header("x-40"), Some(&b"40"[..]));
+        assert_eq!(&*reply.body, b"hi");
+        let mut wire = String::from("HTTP/1.1 200 OK\r\n");
+        for i in 0..=MAX_HEADERS {
+            wire.push_str(&format!("X-{i}: {i}\r\n"));
+        }
+        wire.push_str("\r\n");
+        assert!(read(wire.as_bytes(), false).is_err());
     }
 
     #[test]
