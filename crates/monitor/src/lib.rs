@@ -38,7 +38,8 @@ use tank_config::MonitoringConfig;
 /// second per host, minutes of them).
 const QUEUE: usize = 4096;
 
-/// One host's metrics for one second (the interval that starts then).
+/// One host's metrics for one second: the interval that starts then, at least
+/// 100 ms long (so the first row may reach into the next second).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostSecond {
     /// Unix second.
@@ -237,6 +238,12 @@ mod tests {
             hosts: vec![local, dead],
             warnings: Vec::new(),
         };
+        // Start 3 ms before an interval boundary: a first interval cut that
+        // short holds no CPU tick, so its row would have no CPU at all.
+        let ms = |d: std::time::Duration| d.as_millis() as u64;
+        let since = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        let phase = ms(since().unwrap()) % 200;
+        std::thread::sleep(std::time::Duration::from_millis((197 + 200 - phase) % 200));
         let monitor = Monitor::start(&config).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(700));
         let events = monitor.stop();
@@ -249,7 +256,7 @@ mod tests {
             .collect();
         assert!(!seconds.is_empty(), "{events:?}");
         assert!(seconds.iter().all(|s| s.host == "localhost"));
-        assert!(seconds[0].total_busy().is_some());
+        assert!(seconds[0].total_busy().is_some(), "{:?}", seconds[0]);
         assert!(events
             .iter()
             .any(|e| matches!(e, Event::Warning(w) if w.contains("dead") && w.contains("gap"))));

@@ -23,6 +23,8 @@ use crate::{custom, node, procfs, prom, Event, HostSecond};
 const MAX_PAGE: usize = 32 << 20;
 /// How often a waiting thread looks at the stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(50);
+/// The shortest span a row covers: at 100 ticks a second, 10 per core.
+const MIN_SPAN: Duration = Duration::from_millis(100);
 
 /// What a host thread owns.
 pub(crate) struct Task {
@@ -62,6 +64,22 @@ impl Task {
             Err(TrySendError::Full(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// Sends the row of the span from `opened` (a reading and its second) to `now`.
+    fn emit(&self, opened: Option<(Reading, u64)>, now: &Reading) {
+        let Some((before, ts)) = opened else {
+            return;
+        };
+        let metrics = derive(&before, now, self.host.groups.percpu);
+        if !metrics.is_empty() {
+            self.send(Event::Second(HostSecond {
+                ts,
+                host: self.host.address.clone(),
+                comment: self.host.comment.clone(),
+                metrics,
+            }));
         }
     }
 
@@ -113,22 +131,33 @@ pub(crate) fn run(task: Task) {
     let interval = Duration::from_millis(host.interval_ms);
     // A request may take most of an interval, never more than 2 s.
     let timeout = (interval * 4 / 5).clamp(Duration::from_millis(100), Duration::from_secs(2));
+    let min_span = (interval / 2).min(MIN_SPAN);
     let mut parts = parts(host);
-    let mut previous = collect(&task, &mut parts, timeout).map(|r| (r, unix_now().as_secs()));
+    // The row of the second the monitor starts in opens now and closes at the
+    // first boundary at least `min_span` away: a span of a few ms holds no CPU
+    // tick, so a row that short would have no CPU at all. When the start falls
+    // just before a boundary, this row overlaps the next one.
+    let mut first = collect(&task, &mut parts, timeout).map(|r| (r, unix_now().as_secs()));
+    let mut previous: Option<(Reading, u64)> = None;
     loop {
         let stopping = !wait_for_boundary(&task.stop, interval);
+        if stopping {
+            // The last row is cut by the stop: give it `min_span` too.
+            let opened = previous.as_ref().or(first.as_ref()).map(|(r, _)| r.at);
+            if let Some(opened) = opened {
+                std::thread::sleep(min_span.saturating_sub(opened.elapsed()));
+            }
+        }
         let ts = unix_now().as_secs();
         let reading = collect(&task, &mut parts, timeout);
-        if let (Some((before, before_ts)), Some(now)) = (&previous, &reading) {
-            let metrics = derive(before, now, host.groups.percpu);
-            if !metrics.is_empty() {
-                task.send(Event::Second(HostSecond {
-                    ts: *before_ts,
-                    host: host.address.clone(),
-                    comment: host.comment.clone(),
-                    metrics,
-                }));
+        if let Some(now) = &reading {
+            let long_enough = |(before, _): &(Reading, u64)| {
+                stopping || now.at.saturating_duration_since(before.at) >= min_span
+            };
+            if first.as_ref().is_some_and(long_enough) {
+                task.emit(first.take(), now);
             }
+            task.emit(previous.take(), now);
         }
         previous = reading.map(|r| (r, ts));
         if stopping {
