@@ -8,7 +8,7 @@ use tank_config::{Autocases, LoadProfile, Places, QueueConfig, ReplayConnections
 
 use crate::error::{PlanError, Result};
 use crate::planned::PlannedCount;
-use crate::replay::{CaptureStats, ReplaySettings, Step};
+use crate::replay::{CaptureStats, FirstPass, ReplaySettings, Step};
 use crate::schedule::Schedule;
 use crate::shard::Shard;
 use crate::stepper::{ShotRef, Stepper};
@@ -239,10 +239,11 @@ impl Plan {
             let instances = sessions
                 .instances
                 .map(|total| usize::try_from(shard.instances(total as u64)).unwrap_or(usize::MAX));
+            let speed = settings.replay.speed;
             let resharded =
-                CaptureStats::walk(&sessions.path, settings.selection()).and_then(|stats| {
-                    Plan::sessions_source(&sessions.path, settings, instances, stats)
-                });
+                CaptureStats::walk_counting(&sessions.path, settings.selection(), speed).and_then(
+                    |walked| Plan::sessions_source(&sessions.path, settings, instances, walked),
+                );
             match resharded {
                 Ok((mut resharded, model, planned)) => {
                     resharded.instances = sessions.instances;
@@ -290,8 +291,9 @@ impl Plan {
     }
 
     /// A replay of `queue`'s sessions file: the capture is read through once
-    /// for its statistics and pool (which also checks every record), and
-    /// once more to count its due times.
+    /// for its statistics, its pool and its first pass's due times (which
+    /// also checks every record); only a replay of more than one pass, or one
+    /// that `ammo_limit` cuts, is walked once more to count its due times.
     fn replay(queue: &QueueConfig, shard: Shard) -> Result<Plan> {
         let (LoadProfile::Replay(replay), Some(tank_config::AmmoSource::File { path, .. })) =
             (&queue.load_profile, &queue.ammo)
@@ -319,7 +321,7 @@ impl Plan {
         };
         // The capture's figures do not depend on the selection; the
         // selection's own (its pool, its requests) come from the same pass.
-        let stats = CaptureStats::walk(path, settings.selection())?;
+        let (stats, first) = CaptureStats::walk_counting(path, settings.selection(), replay.speed)?;
         settings.period_us = stats.period_us();
         settings.per_pass = if replay.connections == ReplayConnections::PerRequest {
             stats.requests
@@ -331,7 +333,8 @@ impl Plan {
             .then_some(queue.instances as usize);
         let sharded = instances
             .map(|total| usize::try_from(shard.instances(total as u64)).unwrap_or(usize::MAX));
-        let (mut sessions, model, planned) = Plan::sessions_source(path, settings, sharded, stats)?;
+        let (mut sessions, model, planned) =
+            Plan::sessions_source(path, settings, sharded, (stats, first))?;
         sessions.instances = instances;
         Ok(Plan {
             source: Source::Sessions(Box::new(sessions)),
@@ -351,7 +354,7 @@ impl Plan {
         path: &std::path::Path,
         settings: ReplaySettings,
         instances: Option<usize>,
-        stats: CaptureStats,
+        (stats, first): (CaptureStats, FirstPass),
     ) -> Result<(Sessions, Model, Option<PlannedCount>)> {
         settings.check_fires(path, &stats)?;
         let peak = usize::try_from(stats.peak_selected.max(1)).unwrap_or(usize::MAX);
@@ -360,8 +363,12 @@ impl Plan {
             speed: settings.replay.speed,
             connections: settings.replay.connections,
         };
+        let uncut = settings
+            .limit
+            .is_none_or(|limit| limit >= first.kept_requests);
         let planned = match settings.passes {
             None => None,
+            Some(1) if uncut => first.due.map(|due| due.finish().into_count()),
             Some(_) => {
                 let mut walk = crate::replay::ReplayStream::open(path, settings)?;
                 let mut histogram = crate::planned::DueHistogram::default();

@@ -28,6 +28,7 @@ use crate::shard::Shard;
 use crate::words::count;
 
 pub use stats::CaptureStats;
+pub(crate) use stats::FirstPass;
 pub use stats::{RateProfile, Selection};
 
 /// A session of the replay: its number in the plan, unique across passes

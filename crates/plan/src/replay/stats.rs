@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
+use super::scaled;
 use crate::error::Result;
+use crate::planned::DueHistogram;
 use crate::sessions::{Record, SessionsReader};
 use crate::shard::Shard;
 
@@ -68,15 +70,42 @@ pub struct CaptureStats {
     pub requests_selected: u64,
 }
 
+/// A replay's first pass, counted by the walk that makes its statistics: a
+/// replay of one pass needs no other walk for its planned count.
+#[derive(Debug, Default)]
+pub(crate) struct FirstPass {
+    /// Requests of the sessions the skip keeps (every shard's): what
+    /// `ammo_limit` counts.
+    pub(crate) kept_requests: u64,
+    /// The selection's requests per ms of due time; `None` past
+    /// [`DueHistogram::MAX_SPAN_MS`].
+    pub(crate) due: Option<DueHistogram>,
+}
+
 impl CaptureStats {
     /// Read `path` through once, counting the capture and `selection`'s sessions.
     pub fn walk(path: &Path, selection: Selection) -> Result<CaptureStats> {
+        CaptureStats::walk_counting(path, selection, 1.0).map(|(stats, _)| stats)
+    }
+
+    /// [`CaptureStats::walk`], counting the first pass's due times too, at
+    /// `speed` (`replay_speed`).
+    pub(crate) fn walk_counting(
+        path: &Path,
+        selection: Selection,
+        speed: f64,
+    ) -> Result<(CaptureStats, FirstPass)> {
         let mut reader = SessionsReader::open(path)?;
         let mut stats = CaptureStats::default();
+        let mut first = FirstPass {
+            kept_requests: 0,
+            due: Some(DueHistogram::default()),
+        };
         let mut all = Peak::default();
         let mut chosen = Peak::default();
-        // The selection's open sessions, by id.
-        let mut open: HashMap<u64, bool> = HashMap::new();
+        // The sessions open, by id: whether the skip keeps each, and if so
+        // whether this shard owns it.
+        let mut open: HashMap<u64, Option<bool>> = HashMap::new();
         let mut last_request: Option<u64> = None;
         while let Some(record) = reader.next_record()? {
             let offset_us = record.offset_us();
@@ -84,21 +113,30 @@ impl CaptureStats {
             chosen.at(offset_us);
             match record {
                 Record::Begin { id, .. } => {
-                    let owned = selection.owns(stats.sessions) == Some(true);
+                    let owns = selection.owns(stats.sessions);
                     stats.sessions += 1;
                     all.begins += 1;
-                    if owned {
+                    if owns == Some(true) {
                         chosen.begins += 1;
                     }
-                    open.insert(id, owned);
+                    open.insert(id, owns);
                 }
                 Record::Request { id, .. } => {
-                    let owned = if selection.per_request {
-                        selection.owns(stats.requests) == Some(true)
+                    let owns = if selection.per_request {
+                        selection.owns(stats.requests)
                     } else {
-                        open.get(&id) == Some(&true)
+                        open.get(&id).copied().flatten()
                     };
-                    stats.requests_selected += u64::from(owned);
+                    first.kept_requests += u64::from(owns.is_some());
+                    if owns == Some(true) {
+                        stats.requests_selected += 1;
+                        let due = scaled(offset_us, speed).as_millis();
+                        let ms = u64::try_from(due).unwrap_or(u64::MAX);
+                        first.due = first.due.take().and_then(|mut due| {
+                            due.add(ms)?;
+                            Some(due)
+                        });
+                    }
                     stats.requests += 1;
                     if let Some(last) = last_request {
                         let gap = Duration::from_micros(offset_us - last);
@@ -110,7 +148,7 @@ impl CaptureStats {
                 }
                 Record::End { id, .. } => {
                     all.ends += 1;
-                    if open.remove(&id) == Some(true) {
+                    if open.remove(&id) == Some(Some(true)) {
                         chosen.ends += 1;
                     }
                 }
@@ -121,7 +159,7 @@ impl CaptureStats {
         chosen.at(u64::MAX);
         stats.peak_sessions = all.peak;
         stats.peak_selected = chosen.peak;
-        Ok(stats)
+        Ok((stats, first))
     }
 
     /// How far a looped pass is from the one before, µs of the capture: the

@@ -240,6 +240,35 @@ proptest! {
         prop_assert_eq!(due, expected);
     }
 
+    /// The statistics walk counts the first pass as the stream fires it: each
+    /// due ms, and the kept requests `ammo_limit` counts (every shard's).
+    #[test]
+    fn the_statistics_walk_counts_the_first_pass_as_fired(
+        capture in captures(), skip in 1u64..4, offset_seed in 0u64..4,
+        (shards, index_seed) in (1u64..4, 0u64..4), speed in 0.1f64..20.0, per_request: bool,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.sessions");
+        write(&path, &capture);
+        let connections = if per_request {
+            ReplayConnections::PerRequest
+        } else {
+            ReplayConnections::Captured
+        };
+        let replay = Replay { skip, offset: offset_seed % skip, speed, connections };
+        let shard = Shard::new(index_seed % shards, shards).unwrap();
+        let mut settings = settings(&capture, replay, shard);
+        if per_request {
+            settings.per_pass = capture.iter().map(|r| r.len() as u64).sum();
+        }
+        let (_, first) = CaptureStats::walk_counting(&path, settings.selection(), speed).unwrap();
+        let due_ms = fire(&path, settings).into_iter().map(|f| f.1.as_millis() as u64);
+        let expected = crate::planned::DueHistogram::from_due_ms(due_ms).unwrap();
+        prop_assert_eq!(first.due.map(|due| due.finish()), Some(expected));
+        let whole = fire(&path, ReplaySettings { shard: Shard::WHOLE, ..settings });
+        prop_assert_eq!(first.kept_requests, whole.len() as u64);
+    }
+
     /// The peak of open sessions is the brute-force maximum, over every
     /// session's start, of the sessions open then (both ends included).
     #[test]
@@ -304,6 +333,20 @@ fn a_replay_plan_states_its_model_and_counts_its_due_times() {
     }
     assert_eq!(due, [0, 5, 10, 750_000, 1_000_000]);
     assert_eq!(plan.capture().unwrap().peak_sessions, 2);
+    // A limit that cuts the pass, and a second pass, are counted by walking.
+    for (options, total) in [
+        ("ammo_limit = 2", 2),
+        ("ammo_limit = 5", 5),
+        ("loop = 2", 10),
+    ] {
+        let q = queue(dir.path(), &capture, options);
+        let count = crate::Plan::new(&q)
+            .unwrap()
+            .planned_count()
+            .unwrap()
+            .total();
+        assert_eq!(count, total, "{options}");
+    }
     // Written instances are the pool; a shard has its own sessions' peak.
     let q = queue(dir.path(), &capture, "instances = 7");
     assert_eq!(crate::Plan::new(&q).unwrap().model().instances(), 7);
