@@ -240,10 +240,10 @@ impl Plan {
                 .instances
                 .map(|total| usize::try_from(shard.instances(total as u64)).unwrap_or(usize::MAX));
             let speed = settings.replay.speed;
-            let resharded =
-                CaptureStats::walk_counting(&sessions.path, settings.selection(), speed).and_then(
-                    |walked| Plan::sessions_source(&sessions.path, settings, instances, walked),
-                );
+            let resharded = CaptureStats::walk(&sessions.path, settings.selection(), speed)
+                .and_then(|walked| {
+                    Plan::sessions_source(&sessions.path, settings, instances, walked)
+                });
             match resharded {
                 Ok((mut resharded, model, planned)) => {
                     resharded.instances = sessions.instances;
@@ -321,7 +321,7 @@ impl Plan {
         };
         // The capture's figures do not depend on the selection; the
         // selection's own (its pool, its requests) come from the same pass.
-        let (stats, first) = CaptureStats::walk_counting(path, settings.selection(), replay.speed)?;
+        let (stats, first) = CaptureStats::walk(path, settings.selection(), replay.speed)?;
         settings.period_us = stats.period_us();
         settings.per_pass = if replay.connections == ReplayConnections::PerRequest {
             stats.requests

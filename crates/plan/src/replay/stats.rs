@@ -83,14 +83,9 @@ pub(crate) struct FirstPass {
 }
 
 impl CaptureStats {
-    /// Read `path` through once, counting the capture and `selection`'s sessions.
-    pub fn walk(path: &Path, selection: Selection) -> Result<CaptureStats> {
-        CaptureStats::walk_counting(path, selection, 1.0).map(|(stats, _)| stats)
-    }
-
-    /// [`CaptureStats::walk`], counting the first pass's due times too, at
-    /// `speed` (`replay_speed`).
-    pub(crate) fn walk_counting(
+    /// Read `path` through once, counting the capture, `selection`'s
+    /// sessions and its first pass's due times at `speed` (`replay_speed`).
+    pub(crate) fn walk(
         path: &Path,
         selection: Selection,
         speed: f64,

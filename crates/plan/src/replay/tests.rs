@@ -118,7 +118,7 @@ fn requests_keep_their_sessions_order_and_bytes_and_the_capture_is_counted() {
     let bytes: Vec<&str> = fired.iter().map(|(_, _, b)| b.as_str()).collect();
     assert_eq!(bytes, ["s0r0", "s1r0", "s1r1", "s0r1", "s0r2", "s2r0"]);
     assert_eq!(fired[5].1, Duration::from_secs(2));
-    let stats = CaptureStats::walk(&path, Selection::ALL).unwrap();
+    let stats = CaptureStats::walk(&path, Selection::ALL, 1.0).unwrap().0;
     assert_eq!((stats.sessions, stats.requests), (3, 6));
     assert_eq!(stats.duration, Duration::from_secs(2));
     assert_eq!(stats.peak_sessions, 2);
@@ -134,7 +134,7 @@ fn a_capture_of_the_longest_span_is_walked_in_memory_independent_of_it() {
     let path = dir.path().join("c.sessions");
     let last = crate::sessions::MAX_OFFSET_US;
     write(&path, &vec![vec![0, 2], vec![last]]);
-    let stats = CaptureStats::walk(&path, Selection::ALL).unwrap();
+    let stats = CaptureStats::walk(&path, Selection::ALL, 1.0).unwrap().0;
     assert_eq!(stats.duration, Duration::from_micros(last));
     let profile = &stats.per_second;
     let mut first = vec![0; RateProfile::SHOWN];
@@ -261,7 +261,7 @@ proptest! {
         if per_request {
             settings.per_pass = capture.iter().map(|r| r.len() as u64).sum();
         }
-        let (_, first) = CaptureStats::walk_counting(&path, settings.selection(), speed).unwrap();
+        let (_, first) = CaptureStats::walk(&path, settings.selection(), speed).unwrap();
         let due_ms = fire(&path, settings).into_iter().map(|f| f.1.as_millis() as u64);
         let expected = crate::planned::DueHistogram::from_due_ms(due_ms).unwrap();
         prop_assert_eq!(first.due.map(|due| due.finish()), Some(expected));
@@ -283,7 +283,7 @@ proptest! {
             .map(|(at, _)| spans.iter().filter(|(s, e)| s <= at && at <= e).count() as u64)
             .max()
             .unwrap_or(0);
-        let stats = CaptureStats::walk(&path, Selection::ALL).unwrap();
+        let stats = CaptureStats::walk(&path, Selection::ALL, 1.0).unwrap().0;
         prop_assert_eq!(stats.peak_sessions, brute);
         prop_assert_eq!(stats.peak_selected, brute);
         prop_assert_eq!(stats.sessions, capture.len() as u64);
@@ -371,7 +371,10 @@ fn the_selection_counts_its_own_requests() {
         ..Selection::ALL
     };
     assert_eq!(
-        CaptureStats::walk(&path, kept).unwrap().requests_selected,
+        CaptureStats::walk(&path, kept, 1.0)
+            .unwrap()
+            .0
+            .requests_selected,
         5
     );
     let per_request = Selection {
@@ -379,8 +382,9 @@ fn the_selection_counts_its_own_requests() {
         ..kept
     };
     assert_eq!(
-        CaptureStats::walk(&path, per_request)
+        CaptureStats::walk(&path, per_request, 1.0)
             .unwrap()
+            .0
             .requests_selected,
         3
     );
