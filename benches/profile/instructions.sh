@@ -4,6 +4,7 @@
 #   benches/profile/instructions.sh [REQUESTS]
 #   PEER=wrk benches/profile/instructions.sh    # wrk -t1 -c8 beside it, the same way
 #   TANK_BIN=/tmp/tank-main benches/profile/instructions.sh   # a binary built elsewhere (main's, to compare)
+#   HTTP2=1 benches/profile/instructions.sh     # HTTP/2: nginx h2c, 2 connections, 128 streams
 #
 # Runs `tank -c` under `valgrind --tool=callgrind` twice against a local target (nginx with
 # one worker when installed, else `tank origin`), closed model with 8 instances and
@@ -12,6 +13,9 @@
 # request in tank's own threads (user space: the gun, the feeder, the results thread with
 # phout and aggregation; the kernel is not counted), start-up and exit cancelled out. Then
 # prints the functions that cost the most instructions in the larger run.
+#
+# With HTTP2=1 the same over HTTP/2 (`tank_type = http2`) against nginx speaking h2c, with
+# 128 instances on 2 connections, as benches/http2/run.sh's closed model.
 #
 # With PEER=wrk, wrk (-t1 -c8, keep-alive, the same target and path) is measured the same
 # way: two runs of different lengths, the difference of its instructions over the
@@ -32,7 +36,17 @@ else
 fi
 work=$(mktemp -d)
 . benches/targets.sh
-start_fast_target
+if [ -n "${HTTP2:-}" ]; then
+    [ -n "$nginx" ] || { echo "HTTP2=1 needs nginx (apt-get install -y nginx-light)"; exit 1; }
+    start_nginx http2
+    target_name="nginx (1 worker, h2c)"
+    queue=$'tank_type = http2\nconnections = 2'
+    instances=128
+else
+    start_fast_target
+    queue=''
+    instances=8
+fi
 addr=$origin_addr
 
 # Instructions of one run firing $1 shots (with uris, the shots are len(uris) x loop).
@@ -45,8 +59,9 @@ address = $addr
 uris = /small
 header_http = 1.1
 headers = [Host: bench]
-instances_schedule = const(8, 600s)
+instances_schedule = const($instances, 600s)
 loop = $1
+$queue
 INI
     valgrind --tool=callgrind --callgrind-out-file="$work/cg-$1.out" "$tank" -q -c "$work/load.ini" \
         > /dev/null 2> "$work/cg-$1.err"
@@ -56,7 +71,7 @@ INI
 }
 small=$(instructions "$base")
 large=$(instructions $((base + requests)))
-echo "## Instructions per request (callgrind), closed model, 8 instances, keep-alive, $target_name"
+echo "## Instructions per request (callgrind), closed model, $instances instances, keep-alive, $target_name"
 echo
 echo "| shots | instructions | per request, marginal |"
 echo "|---|---|---|"

@@ -3,19 +3,18 @@
 //!
 //! The ammo stays what it is for HTTP/1 (every format, and replayed
 //! sessions): `request.rs` turns each distinct request into an HTTP/2 one
-//! once. gRPC's ammo is compiled by the plan into such a request (see
-//! `tank_grpc::call`), so a gRPC call is an HTTP/2 stream like any other;
-//! only its reply is read another way ([`Kind`]). `pool.rs` multiplexes the
-//! streams over connections per I/O thread; `ledger.rs` follows the frames
-//! on each connection, which gives every stream its bytes as framed and the
-//! moments its request left and its reply's HEADERS and END_STREAM arrived.
+//! once, its header block encoded then. gRPC's ammo is compiled by the plan
+//! into such a request (see `tank_grpc::call`), so a gRPC call is an HTTP/2
+//! stream like any other; only its reply is read another way ([`Kind`]).
+//! `pool.rs` multiplexes the streams over connections per I/O thread.
 //!
-//! The h2 crate (hyper's HTTP/2) does the protocol: HPACK, flow control,
-//! SETTINGS, GOAWAY, resets. It is used directly rather than through
-//! hyper's client, whose pooling, retries of requests it deems safe and
-//! body types would stand between a shot and its stream; h2 gives the
-//! stream itself (its id, its reset reason, GOAWAY), and the ledger gives
-//! the timing h2's API does not.
+//! The protocol is tank-h2's: a client connection made for this hot path
+//! (a request's block copied, not encoded; a reply decoded only as far as
+//! its status, unless it is kept), which counts every stream's frames and
+//! marks when its request left and its reply's HEADERS and END_STREAM
+//! arrived. The h2 crate (hyper's) did this before at about three times the
+//! instructions per request, most of them decoding reply headers no row
+//! uses, and hid the frames, which a second parser had to follow.
 //!
 //! # A shot's row
 //!
@@ -27,14 +26,16 @@
 //! - latency: until the reply's HEADERS began to arrive;
 //! - receive: until its END_STREAM (the last DATA or the trailers);
 //! - size out / in: the stream's frames, their 9-byte headers included
-//!   (HEADERS as HPACK encoded them, DATA, the client's WINDOW_UPDATEs and
-//!   RST_STREAM for it out; the server's frames of it in). The connection's
-//!   own frames belong to no row.
+//!   (HEADERS as HPACK encoded them: static table and literals, Huffman-coded
+//!   where shorter; DATA, the client's WINDOW_UPDATEs and RST_STREAM for it
+//!   out; the server's frames of it in). The connection's own frames belong
+//!   to no row.
 //!
 //! # Net codes of HTTP/2's own
 //!
 //! Besides the errno (a connection refused, reset: 111, 104...), 110 for the
-//! budget and 71 for a reply h2 found malformed, a stream's row may carry
+//! budget and 71 for a reply that broke the protocol or phantom's limits, a
+//! stream's row may carry
 //! (see `tank_stats::NetCode`, and docs/http2.md):
 //! - 1000 + the error code: the server reset the stream (RST_STREAM);
 //!   1007 is REFUSED_STREAM, a request the server did not process;
@@ -51,7 +52,6 @@
 //! connection closed before its stream opened goes to another connection;
 //! it had not been sent, so that is no retry.
 
-mod ledger;
 mod outcome;
 mod pool;
 mod reflect;
@@ -62,21 +62,22 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rustls::ClientConfig;
+use tank_h2::{Collect, Failure};
 use tank_stats::{micros, Measured, NetCode};
-use tokio::time::{timeout_at, Instant};
+use tokio::time::Instant;
 
 use super::measure::{fill, Marks};
+use super::wire::budget::Budget;
 use super::{Barrel, Gun, Placement};
 use crate::http::Limits;
 use crate::target::Target;
 pub use outcome::Kind;
-use pool::{Dial, Pools, Slot};
+use pool::{Dial, Pools};
 
 /// An HTTP/2 gun: a queue's connections and how its shots go over them.
 pub struct H2Gun {
     dial: Dial,
     kind: Kind,
-    limits: Limits,
     timeout: Duration,
     connections: Option<usize>,
     sources: Arc<[IpAddr]>,
@@ -171,20 +172,19 @@ impl H2Gun {
         let header_list = u32::try_from(limits.field)
             .unwrap_or(u32::MAX)
             .max(MIN_HEADER_LIST);
-        let mut builder = h2::client::Builder::new();
-        builder
-            .enable_push(false)
-            .initial_window_size(STREAM_WINDOW)
-            .initial_connection_window_size(CONNECTION_WINDOW)
-            .max_header_list_size(header_list);
+        let config = tank_h2::Config {
+            stream_window: STREAM_WINDOW,
+            connection_window: CONNECTION_WINDOW,
+            max_header_list: header_list,
+            max_body: limits.entity,
+        };
         H2Gun {
             dial: Dial {
                 target,
                 tls,
-                builder,
+                config,
             },
             kind,
-            limits,
             timeout,
             connections,
             sources: Arc::from(sources),
@@ -225,26 +225,12 @@ pub fn check_request(request: &[u8]) -> Result<Vec<String>, String> {
     request::convert(request, "check:0", "http").map(|c| c.dropped)
 }
 
-/// One instance's end of an HTTP/2 gun: its pool.
+/// One instance's end of an HTTP/2 gun: its pool, and its timer.
 pub struct H2Barrel {
     gun: Arc<H2Gun>,
     pool: usize,
-}
-
-/// Why a shot failed before its reply was read.
-enum Failure {
-    Net(NetCode),
-    /// The connection could not open a stream (closed, or GOAWAY): nothing
-    /// was sent, so another connection may carry the shot.
-    Unusable(NetCode),
-}
-
-/// What a shot got to, for its row when it fails or runs out of time.
-#[derive(Default)]
-struct Progress {
-    /// The stream, once opened: its ledger and id.
-    stream: Option<(Arc<pool::Connection>, u32)>,
-    outcome: outcome::Outcome,
+    /// The shots' budget, one timer for the barrel's life.
+    budget: Option<Budget>,
 }
 
 impl H2Barrel {
@@ -255,79 +241,71 @@ impl H2Barrel {
         start: Instant,
         mut reply: Option<&mut Vec<u8>>,
     ) -> Measured {
-        let gun = Arc::clone(&self.gun);
-        let deadline = start + gun.timeout;
+        let timeout = self.gun.timeout;
         let mut marks = Marks::default();
-        let mut progress = Progress::default();
-        if let Some(reply) = reply.as_deref_mut() {
-            reply.clear();
-        }
-        let shot = self.shoot(request, start, &mut marks, &mut progress, reply);
-        let result = match timeout_at(deadline, shot).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(code)) => Err(code),
-            Err(_) => Err(NetCode::TIMED_OUT),
+        let mut stream = None;
+        let mut collect = match reply.as_deref_mut() {
+            Some(text) => {
+                text.clear();
+                Collect::Text(std::mem::take(text))
+            }
+            None => Collect::Nothing,
         };
+        let mut budget = Budget::take(&mut self.budget, start + timeout);
+        let shot = self.shoot(request, start, &mut marks, &mut stream, &mut collect);
+        let result = budget.within(shot).await.unwrap_or(Err(NetCode::TIMED_OUT));
+        self.budget = Some(budget);
         let end_now = micros(start.elapsed());
         let mut measured = Measured::default();
         let mut end_us = end_now;
-        if let Some((connection, id)) = &progress.stream {
-            // The stream's frames, and the moments they mark.
-            let record = connection
-                .ready_ledger()
-                .map(|ledger| ledger.take(*id))
-                .unwrap_or_default();
+        let mut net = result.err().unwrap_or(NetCode::OK);
+        let mut outcome = outcome::Outcome::default();
+        if let Some(stream) = stream {
+            let got = stream.finish();
             let at = |moment: Option<Instant>| {
                 moment.map(|at| micros(at.saturating_duration_since(start)))
             };
-            measured.size_out = record.out;
-            measured.size_in = record.input;
-            marks.sent = at(record.sent);
-            marks.first_byte = at(record.head);
+            measured.size_out = got.record.out;
+            measured.size_in = got.record.input;
+            marks.sent = at(got.record.sent);
+            marks.first_byte = at(got.record.head);
             if result.is_ok() {
-                end_us = at(record.end).unwrap_or(end_now).min(end_now);
+                end_us = at(got.record.end).unwrap_or(end_now).min(end_now);
             }
-            if result == Err(NetCode::TIMED_OUT) && record.sent.is_none() {
+            if net == NetCode::TIMED_OUT && got.record.sent.is_none() {
                 // The budget ran out before the request left whole: flow control held it.
-                return self.row(
-                    measured,
-                    marks,
-                    Err(NetCode::H2_STALLED),
-                    &progress,
-                    end_now,
-                );
+                net = NetCode::H2_STALLED;
             }
+            outcome = outcome::classify(
+                self.gun.kind,
+                got.status,
+                got.grpc_status.as_deref(),
+                result.is_ok(),
+            );
+            collect = got.collect;
         }
-        self.row(measured, marks, result, &progress, end_us)
-    }
-
-    /// The shot's row.
-    fn row(
-        &self,
-        mut measured: Measured,
-        marks: Marks,
-        result: Result<(), NetCode>,
-        progress: &Progress,
-        end_us: u64,
-    ) -> Measured {
+        if let (Some(text), Collect::Text(kept)) = (reply, collect) {
+            *text = kept;
+        }
         measured.sends = u8::from(measured.size_out > 0);
-        measured.proto_code = progress.outcome.code;
-        if let Some(status) = progress.outcome.grpc {
+        measured.proto_code = outcome.code;
+        if let Some(status) = outcome.grpc {
             self.gun.statuses.count(status);
         }
-        measured.net_code = result.err().unwrap_or(NetCode::OK);
-        fill(&mut measured, &marks, end_us, micros(self.gun.timeout));
+        measured.net_code = net;
+        fill(&mut measured, &marks, end_us, micros(timeout));
         measured
     }
 
-    /// The shot up to its reply's end; `progress` keeps what it got to.
+    /// The shot up to its reply's end; `stream` keeps the stream once
+    /// opened (its record makes the row, whatever happens after).
     async fn shoot(
         &mut self,
         request: &[u8],
         start: Instant,
         marks: &mut Marks,
-        progress: &mut Progress,
-        reply: Option<&mut Vec<u8>>,
+        stream: &mut Option<tank_h2::Stream>,
+        collect: &mut Collect,
     ) -> Result<(), NetCode> {
         let gun = Arc::clone(&self.gun);
         // Made by `barrel` with the run's thread count; the count is not used again.
@@ -338,82 +316,46 @@ impl H2Barrel {
             // that slipped through is a protocol error of the ammo's.
             return Err(NetCode::PROTOCOL);
         };
-        // A connection found closed before the stream opened: once more on another.
+        // A stream that never left (its connection closed or said GOAWAY
+        // first): once more on another connection. Nothing was sent, so
+        // that is no retry.
         let mut attempts = 0;
-        let (slot, response) = loop {
+        loop {
             attempts += 1;
             let slot = pools.with(self.pool, pool::Pool::take);
-            match self
-                .open_stream(&slot, &h2_request, request, start, marks)
-                .await
-            {
-                Ok((id, response)) => {
-                    progress.stream = Some((Arc::clone(&slot.0), id));
-                    break (slot, response);
-                }
-                Err(Failure::Unusable(code)) => {
-                    slot.0.retire();
+            let connection = &slot.0;
+            let was_open = connection.is_open();
+            let dial = &gun.dial;
+            // Boxed: the connect path is seldom taken, and inline it would
+            // make every shot's future as large as a TLS handshake's.
+            let ready = connection
+                .open(|source| Box::pin(pool::open(dial, source, request)))
+                .await?;
+            marks.connected = Some(if was_open { 0 } else { micros(start.elapsed()) });
+            let opened = match ready.conn.open(&h2_request, collect) {
+                Ok(opened) => stream.insert(opened),
+                Err(closed) => {
+                    connection.retire();
                     if attempts == 2 {
-                        return Err(code);
+                        return Err(outcome::net_code(Failure::NotSent(closed)));
+                    }
+                    continue;
+                }
+            };
+            match opened.end().await {
+                Ok(()) => return Ok(()),
+                Err(Failure::NotSent(closed)) => {
+                    connection.retire();
+                    if let Some(unsent) = stream.take() {
+                        *collect = unsent.finish().collect;
+                    }
+                    if attempts == 2 {
+                        return Err(outcome::net_code(Failure::NotSent(closed)));
                     }
                 }
-                Err(Failure::Net(code)) => return Err(code),
+                Err(failure) => return Err(outcome::net_code(failure)),
             }
-        };
-        let read = outcome::read(
-            response,
-            gun.kind,
-            &gun.limits,
-            &mut progress.outcome,
-            reply,
-        )
-        .await;
-        drop(slot);
-        read
-    }
-
-    /// Take a stream on `slot`'s connection (opening it if need be) and send
-    /// the request on it: the stream's id and its reply to come.
-    async fn open_stream(
-        &self,
-        slot: &Slot,
-        h2_request: &request::H2Request,
-        raw: &[u8],
-        start: Instant,
-        marks: &mut Marks,
-    ) -> Result<(u32, h2::client::ResponseFuture), Failure> {
-        let connection = &slot.0;
-        let was_open = connection.is_open();
-        let dial = &self.gun.dial;
-        let ready = connection
-            .open(|source| pool::open(dial, source, raw))
-            .await
-            .map_err(Failure::Net)?;
-        marks.connected = Some(if was_open { 0 } else { micros(start.elapsed()) });
-        let send = ready
-            .send
-            .clone()
-            .ready()
-            .await
-            .map_err(|e| Failure::Unusable(outcome::net_code(&e)))?;
-        let mut send = send;
-        let empty = h2_request.body.is_empty();
-        let (response, mut body) = send
-            .send_request(h2_request.to_request(), empty)
-            .map_err(|e| Failure::Unusable(outcome::net_code(&e)))?;
-        let id = u32::from(response.stream_id());
-        if !empty {
-            body.send_data(h2_request.body.clone(), true)
-                .map_err(|e| Failure::Net(outcome::net_code(&e)))?;
         }
-        Ok((id, response))
-    }
-}
-
-impl pool::Connection {
-    /// Its ledger, once open.
-    fn ready_ledger(&self) -> Option<&Arc<ledger::Ledger>> {
-        self.ready_now().map(|ready| &ready.ledger)
     }
 }
 
@@ -425,6 +367,7 @@ impl Gun for H2Gun {
         H2Barrel {
             gun: Arc::clone(self),
             pool: pools.index_for(placement.thread.index()),
+            budget: None,
         }
     }
 }

@@ -1,16 +1,11 @@
-//! How an HTTP/2 stream's reply is read and classified: the status (or, for
-//! gRPC, `grpc-status` by Pandora's table) as the proto code, h2's errors as
-//! net codes, and the reply written for the answers log as HTTP/1-shaped
-//! text (`HTTP/2 200`, the headers, a blank line, the body, then any
-//! trailers as header lines).
+//! How an HTTP/2 stream's end is classified: the status (or, for gRPC,
+//! `grpc-status` by Pandora's table) as the proto code, the connection's
+//! failures as net codes.
 
-use bytes::Bytes;
-use h2::client::ResponseFuture;
-use http::HeaderMap;
 use tank_grpc::Status;
+use tank_h2::{Closed, Failure};
 use tank_stats::NetCode;
 
-use crate::http::Limits;
 use crate::netcode;
 
 /// What a gun's replies mean.
@@ -24,85 +19,50 @@ pub enum Kind {
     Grpc,
 }
 
-/// The net code of an h2 error: the server's reset or GOAWAY with its
-/// reason; the kernel's errno; the connection gone without either; 71 for a
-/// protocol error h2 found in what the server sent.
-pub(super) fn net_code(error: &h2::Error) -> NetCode {
-    let reason = || error.reason().map_or(0, u32::from);
-    if error.is_go_away() && error.is_remote() {
-        return NetCode::h2(NetCode::H2_GOAWAY, reason());
-    }
-    if error.is_reset() && error.is_remote() {
-        return NetCode::h2(NetCode::H2_RESET, reason());
-    }
-    match error.get_io() {
-        Some(io) => io_code(io),
-        None => NetCode::PROTOCOL,
+/// The net code of a stream's failure: the server's reset or GOAWAY with
+/// its reason; the kernel's errno; the connection gone without either; 71
+/// for a reply that broke the protocol or the limits.
+pub(super) fn net_code(failure: Failure) -> NetCode {
+    match failure {
+        Failure::Reset(reason) => NetCode::h2(NetCode::H2_RESET, reason),
+        Failure::Closed(closed) | Failure::NotSent(closed) => closed_code(closed),
+        Failure::Malformed => NetCode::PROTOCOL,
     }
 }
 
-/// The connection failed under the stream: the errno when the kernel gave
-/// one, else the connection was simply gone.
-fn io_code(io: &std::io::Error) -> NetCode {
-    match io.raw_os_error() {
-        Some(_) => netcode::of_io(io),
-        None => NetCode::H2_CONNECTION_LOST,
+/// The net code of a connection's end.
+fn closed_code(closed: Closed) -> NetCode {
+    match closed {
+        Closed::GoAway(reason) => NetCode::h2(NetCode::H2_GOAWAY, reason),
+        Closed::Io(errno) => netcode::of_io(&std::io::Error::from_raw_os_error(errno)),
+        Closed::Lost => NetCode::H2_CONNECTION_LOST,
+        Closed::Protocol => NetCode::PROTOCOL,
     }
 }
 
 /// Where a reply stands once it ended, or broke.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Outcome {
-    /// The proto code so far (0 before the head).
+    /// The proto code (0 before the head).
     pub code: u16,
     /// gRPC's status, once read.
     pub grpc: Option<Status>,
 }
 
-/// Read the reply to a stream, within `limits` (the body's size; the head's
-/// is h2's `max_header_list_size`), into `outcome` as it goes; `reply`, when
-/// kept, gets its text up to its capacity. `Err` is the net code of a reply that broke.
-pub(super) async fn read(
-    response: ResponseFuture,
+/// The outcome of a reply with `status` (0: no head) and `grpc_status`
+/// (from its trailers or head); `whole` when the reply ended whole.
+pub(super) fn classify(
     kind: Kind,
-    limits: &Limits,
-    outcome: &mut Outcome,
-    mut reply: Option<&mut Vec<u8>>,
-) -> Result<(), NetCode> {
-    let response = response.await.map_err(|e| net_code(&e))?;
-    let status = response.status().as_u16();
-    outcome.code = status;
-    if let Some(reply) = reply.as_deref_mut() {
-        write_head(reply, status, response.headers());
-    }
-    let in_head = grpc_status(response.headers());
-    let mut body = response.into_body();
-    let mut size: u64 = 0;
-    while let Some(chunk) = body.data().await {
-        let chunk: Bytes = chunk.map_err(|e| net_code(&e))?;
-        // The window reopens at once: tank reads as fast as the server sends.
-        let _ = body.flow_control().release_capacity(chunk.len());
-        size += chunk.len() as u64;
-        if size > limits.entity {
-            // Dropping the stream resets it (CANCEL).
-            return Err(NetCode::PROTOCOL);
-        }
-        if let Some(reply) = reply.as_deref_mut() {
-            keep(reply, &chunk);
-        }
-    }
-    let trailers = body.trailers().await.map_err(|e| net_code(&e))?;
-    if let (Some(reply), Some(trailers)) = (reply, &trailers) {
-        for (name, value) in trailers {
-            keep(reply, name.as_str().as_bytes());
-            keep(reply, b": ");
-            keep(reply, value.as_bytes());
-            keep(reply, b"\r\n");
-        }
-    }
-    if kind == Kind::Grpc {
-        let found = trailers.as_ref().and_then(grpc_status).or(in_head);
-        match found {
+    status: u16,
+    grpc_status: Option<&[u8]>,
+    whole: bool,
+) -> Outcome {
+    let mut outcome = Outcome {
+        code: status,
+        grpc: None,
+    };
+    if kind == Kind::Grpc && whole {
+        match grpc_status.and_then(Status::parse) {
             Some(status) => {
                 outcome.grpc = Some(status);
                 outcome.code = status.http_code();
@@ -115,28 +75,7 @@ pub(super) async fn read(
             None => {}
         }
     }
-    Ok(())
-}
-
-fn grpc_status(headers: &HeaderMap) -> Option<Status> {
-    Status::parse(headers.get("grpc-status")?.as_bytes())
-}
-
-/// Append `data` to `reply` as far as its capacity allows.
-fn keep(reply: &mut Vec<u8>, data: &[u8]) {
-    let room = reply.capacity().saturating_sub(reply.len()).min(data.len());
-    reply.extend_from_slice(&data[..room]);
-}
-
-fn write_head(reply: &mut Vec<u8>, status: u16, headers: &HeaderMap) {
-    keep(reply, format!("HTTP/2 {status}\r\n").as_bytes());
-    for (name, value) in headers {
-        keep(reply, name.as_str().as_bytes());
-        keep(reply, b": ");
-        keep(reply, value.as_bytes());
-        keep(reply, b"\r\n");
-    }
-    keep(reply, b"\r\n");
+    outcome
 }
 
 #[cfg(test)]
@@ -144,32 +83,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_head_is_written_as_http1_text_within_the_kept_reply() {
-        let mut headers = HeaderMap::new();
-        headers.insert("content-type", "text/plain".parse().unwrap());
-        let mut reply = Vec::with_capacity(64);
-        write_head(&mut reply, 404, &headers);
-        assert_eq!(reply, b"HTTP/2 404\r\ncontent-type: text/plain\r\n\r\n");
-        let mut small = Vec::with_capacity(4);
-        write_head(&mut small, 200, &headers);
-        assert_eq!(small, b"HTTP");
+    fn grpc_status_becomes_the_proto_code_and_its_absence_is_unknown() {
+        let ok = classify(Kind::Grpc, 200, Some(b"0"), true);
+        assert_eq!(
+            ok,
+            Outcome {
+                code: 200,
+                grpc: Some(Status::OK)
+            }
+        );
+        let unavailable = classify(Kind::Grpc, 200, Some(b"14"), true);
+        assert_eq!(unavailable.code, Status(14).http_code());
+        let missing = classify(Kind::Grpc, 200, None, true);
+        assert_eq!(missing.grpc, Some(Status::UNKNOWN));
+        let proxy = classify(Kind::Grpc, 502, None, true);
+        assert_eq!(
+            proxy,
+            Outcome {
+                code: 502,
+                grpc: None
+            }
+        );
+        assert_eq!(classify(Kind::Http, 404, Some(b"5"), true).code, 404);
+        // A reply cut short has no gRPC status of its own.
+        assert_eq!(classify(Kind::Grpc, 200, None, false).grpc, None);
     }
 
     #[test]
-    fn grpc_status_is_read_from_headers() {
-        let mut headers = HeaderMap::new();
-        assert_eq!(grpc_status(&headers), None);
-        headers.insert("grpc-status", "14".parse().unwrap());
-        assert_eq!(grpc_status(&headers), Some(Status(14)));
-    }
-
-    #[test]
-    fn io_errors_keep_their_errno_and_a_close_is_connection_lost() {
-        let reset = std::io::Error::from_raw_os_error(104);
-        assert_eq!(io_code(&reset), NetCode::RESET);
-        let closed = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
-        assert_eq!(io_code(&closed), NetCode::H2_CONNECTION_LOST);
-        let library = h2::Error::from(h2::Reason::PROTOCOL_ERROR);
-        assert_eq!(net_code(&library), NetCode::PROTOCOL);
+    fn failures_keep_their_reason_and_errno() {
+        assert_eq!(net_code(Failure::Reset(7)), NetCode(1007));
+        assert_eq!(net_code(Failure::Closed(Closed::GoAway(0))), NetCode(1100));
+        assert_eq!(net_code(Failure::Closed(Closed::Io(104))), NetCode::RESET);
+        assert_eq!(
+            net_code(Failure::Closed(Closed::Lost)),
+            NetCode::H2_CONNECTION_LOST
+        );
+        assert_eq!(net_code(Failure::Malformed), NetCode::PROTOCOL);
+        assert_eq!(
+            net_code(Failure::NotSent(Closed::Protocol)),
+            NetCode::PROTOCOL
+        );
     }
 }

@@ -5,7 +5,7 @@
 //! A shot takes a stream slot on the least loaded connection of its thread's
 //! pool that has one free. When none has, the pool opens another connection,
 //! unless it holds its share of `connections` already: then the shot goes to
-//! the least loaded one and h2 holds its stream until a slot frees (the wait
+//! the least loaded one and the connection holds its stream until a slot frees (the wait
 //! is part of its send phase). Without `connections`, a pool opens as many as
 //! its instances need, and no more: a thread of 64 instances against a
 //! server allowing 128 streams uses one connection.
@@ -25,11 +25,9 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bytes::Bytes;
 use tank_stats::NetCode;
 use tokio::sync::OnceCell;
 
-use super::ledger::{Counted, Ledger};
 use super::request::Cache;
 use crate::gun::wire::conn::{self, Conn};
 use crate::target::Target;
@@ -37,11 +35,7 @@ use crate::target::Target;
 /// An open HTTP/2 connection.
 pub(super) struct Ready {
     /// Opens streams on it.
-    pub send: h2::client::SendRequest<Bytes>,
-    /// Its frames, per stream.
-    pub ledger: Arc<Ledger>,
-    /// Set when its task ended (closed by either side, or failed).
-    closed: Arc<AtomicBool>,
+    pub conn: tank_h2::Connection,
 }
 
 /// A connection of a pool: opening, open, or done.
@@ -55,7 +49,7 @@ pub(super) struct Connection {
     source: Option<IpAddr>,
 }
 
-/// h2's limit before the server's SETTINGS say otherwise.
+/// The connection's limit before the server's SETTINGS say otherwise.
 const ASSUMED_MAX_STREAMS: usize = 100;
 
 impl Connection {
@@ -64,24 +58,19 @@ impl Connection {
             && !self
                 .ready
                 .get()
-                .is_some_and(|ready| ready.closed.load(Ordering::Relaxed))
+                .is_some_and(|ready| ready.conn.is_unusable())
     }
 
-    /// The streams the server allows at once (h2's default until it says).
+    /// The streams the server allows at once (100 until it says).
     fn max_streams(&self) -> usize {
-        self.ready.get().map_or(ASSUMED_MAX_STREAMS, |ready| {
-            ready.send.current_max_send_streams()
-        })
+        self.ready
+            .get()
+            .map_or(ASSUMED_MAX_STREAMS, |ready| ready.conn.max_streams())
     }
 
     /// Whether it is open already.
     pub(super) fn is_open(&self) -> bool {
         self.ready.initialized()
-    }
-
-    /// The open connection, if it is.
-    pub(super) fn ready_now(&self) -> Option<&Ready> {
-        self.ready.get()
     }
 
     /// The open connection, opening it with `open` if no one has: `Err` when
@@ -138,7 +127,7 @@ impl Pool {
 
     /// A stream slot: on the least loaded usable connection with one free,
     /// else on a new connection if the limit allows, else on the least
-    /// loaded usable one (h2 holds the stream until a slot frees).
+    /// loaded usable one (the connection holds the stream until a slot frees).
     pub(super) fn take(&mut self) -> Slot {
         self.connections
             .retain(|c| c.usable() || c.in_flight.load(Ordering::Relaxed) > 0);
@@ -180,7 +169,7 @@ impl Pool {
 pub(super) struct Dial {
     pub target: Target,
     pub tls: Option<tokio_rustls::TlsConnector>,
-    pub builder: h2::client::Builder,
+    pub config: tank_h2::Config,
 }
 
 /// Open an HTTP/2 connection to `dial`'s target from `source`; `request`
@@ -197,26 +186,11 @@ pub(super) async fn open(
             return Err(NetCode::H2_NOT_OFFERED);
         }
     }
-    let ledger = Arc::new(Ledger::default());
-    let counted = Counted::new(io, Arc::clone(&ledger));
-    let (send, connection) = dial
-        .builder
-        .handshake::<_, Bytes>(counted)
-        .await
-        .map_err(|e| super::outcome::net_code(&e))?;
-    let closed = Arc::new(AtomicBool::new(false));
-    let ended = Arc::clone(&closed);
-    tokio::spawn(async move {
-        // Its end (either side closing, or an error) reaches each stream
-        // through h2; here it only marks the connection done.
-        let _ = connection.await;
-        ended.store(true, Ordering::Relaxed);
-    });
-    Ok(Ready {
-        send,
-        ledger,
-        closed,
-    })
+    let (conn, driver) = tank_h2::start(io, dial.config);
+    // Its end (either side closing, an error) reaches each stream through
+    // the connection's state, and marks the connection unusable.
+    tokio::spawn(driver);
+    Ok(Ready { conn })
 }
 
 /// Pools of a gun, one per I/O thread (or per connection, with fewer

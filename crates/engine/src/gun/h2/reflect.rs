@@ -6,8 +6,7 @@
 //! in, one answer out), which every reflection service serves; what to ask
 //! and how to read the answers is `tank_grpc::reflection`'s.
 
-use bytes::{Buf, Bytes};
-use http::{Method, Request, Uri};
+use bytes::Bytes;
 use tank_grpc::reflection::{self, Collector, Next};
 use tank_grpc::Status;
 use tank_stats::NetCode;
@@ -78,78 +77,60 @@ impl H2Gun {
     ) -> Result<Vec<u8>, CallError> {
         let other =
             |what: &str, code: NetCode| CallError::Other(format!("{what}: {}", describe(code)));
-        let uri = Uri::builder()
-            .scheme(self.scheme)
-            .authority(self.authority.as_str())
-            .path_and_query(path)
-            .build()
-            .map_err(|e| {
-                CallError::Other(format!("`{}{path}` is not a URI: {e}", self.authority))
-            })?;
-        let request = Request::builder()
-            .method(Method::POST)
-            .uri(uri)
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .body(())
-            .map_err(|e| CallError::Other(e.to_string()))?;
+        let block = super::request::encode([
+            (&b":method"[..], &b"POST"[..]),
+            (b":scheme", self.scheme.as_bytes()),
+            (b":authority", self.authority.as_bytes()),
+            (b":path", path.as_bytes()),
+            (b"content-type", b"application/grpc"),
+            (b"te", b"trailers"),
+        ]);
         let mut frame = Vec::with_capacity(5 + message.len());
         frame.push(0);
         frame.extend_from_slice(&(message.len() as u32).to_be_bytes());
         frame.extend_from_slice(&message);
-        let mut send = ready
-            .send
-            .clone()
-            .ready()
-            .await
-            .map_err(|e| other("the connection", super::outcome::net_code(&e)))?;
-        let (response, mut body) = send
-            .send_request(request, false)
-            .map_err(|e| other("sending", super::outcome::net_code(&e)))?;
-        body.send_data(Bytes::from(frame), true)
-            .map_err(|e| other("sending", super::outcome::net_code(&e)))?;
-        let response = response
-            .await
-            .map_err(|e| other("the answer", super::outcome::net_code(&e)))?;
-        if response.status() == http::StatusCode::NOT_FOUND {
+        let request = tank_h2::Request {
+            block,
+            body: Bytes::from(frame),
+        };
+        let mut collect = tank_h2::Collect::Body(Vec::new());
+        let mut stream = ready.conn.open(&request, &mut collect).map_err(|closed| {
+            other(
+                "the connection",
+                super::outcome::net_code(tank_h2::Failure::NotSent(closed)),
+            )
+        })?;
+        let ended = stream.end().await;
+        let answer = stream.finish();
+        ended.map_err(|failure| other("the answer", super::outcome::net_code(failure)))?;
+        if answer.status == 404 {
             return Err(CallError::Missing);
         }
-        let head_status = response
-            .headers()
-            .get("grpc-status")
-            .and_then(|v| Status::parse(v.as_bytes()));
-        let mut body = response.into_body();
-        let mut data = Vec::new();
-        while let Some(chunk) = body.data().await {
-            let chunk = chunk.map_err(|e| other("the answer", super::outcome::net_code(&e)))?;
-            let _ = body.flow_control().release_capacity(chunk.len());
-            data.extend_from_slice(chunk.chunk());
-        }
-        let trailers = body
-            .trailers()
-            .await
-            .map_err(|e| other("the answer", super::outcome::net_code(&e)))?;
-        let status = trailers
-            .as_ref()
-            .and_then(|t| t.get("grpc-status"))
-            .and_then(|v| Status::parse(v.as_bytes()))
-            .or(head_status)
+        let status = answer
+            .grpc_status
+            .as_deref()
+            .and_then(Status::parse)
             .unwrap_or(Status::UNKNOWN);
         match status {
             Status::OK => {}
             Status(12) => return Err(CallError::Missing),
             status => {
-                let message = trailers
-                    .as_ref()
-                    .and_then(|t| t.get("grpc-message"))
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("");
+                let message = answer
+                    .grpc_message
+                    .as_deref()
+                    .map(String::from_utf8_lossy)
+                    .unwrap_or_default();
                 return Err(CallError::Other(format!(
                     "the reflection service answered {} {message}",
                     status.name()
                 )));
             }
         }
+        let tank_h2::Collect::Body(data) = answer.collect else {
+            return Err(CallError::Other(
+                "the reflection answer was not kept".into(),
+            ));
+        };
         // One message: its 5-byte frame head, then the message.
         if data.len() < 5 || data[0] != 0 {
             return Err(CallError::Other(

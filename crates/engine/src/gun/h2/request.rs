@@ -21,34 +21,26 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
-use http::{HeaderMap, Method, Request, Uri};
+use http::{Method, Uri};
+use tank_h2::hpack::encode_field;
 
-/// A request ready to go out as HEADERS (and DATA, when it has a body).
-#[derive(Debug, Clone)]
-pub(super) struct H2Request {
-    pub method: Method,
-    pub uri: Uri,
-    pub headers: HeaderMap,
-    pub body: Bytes,
-}
-
-impl H2Request {
-    /// The request for h2 (the body goes separately).
-    pub(super) fn to_request(&self) -> Request<()> {
-        let mut request = Request::new(());
-        *request.method_mut() = self.method.clone();
-        *request.uri_mut() = self.uri.clone();
-        *request.headers_mut() = self.headers.clone();
-        request
-    }
-}
-
-/// A conversion, with the connection-specific headers it dropped.
+/// A conversion: the request encoded, with the connection-specific headers
+/// it dropped.
 #[derive(Debug)]
 pub(super) struct Converted {
-    pub request: H2Request,
+    /// The request as it goes out: its HPACK block and its body.
+    pub request: tank_h2::Request,
     /// The names of the headers dropped, as written.
     pub dropped: Vec<String>,
+}
+
+/// The HPACK block of `fields` (names lowercase, pseudo-headers first).
+pub(super) fn encode<'a>(fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Bytes {
+    let mut block = Vec::new();
+    for (name, value) in fields {
+        encode_field(&mut block, name, value);
+    }
+    Bytes::from(block)
 }
 
 /// The most headers a request may have.
@@ -84,7 +76,7 @@ pub(super) fn convert(bytes: &[u8], authority: &str, scheme: &str) -> Result<Con
         }
         None => target,
     };
-    let mut map = HeaderMap::with_capacity(parsed.headers.len());
+    let mut headers: Vec<(String, Vec<u8>)> = Vec::with_capacity(parsed.headers.len() + 4);
     let mut host = None;
     let mut dropped = Vec::new();
     // Framed as every HTTP/1 request of tank is (tank-http1's rules).
@@ -111,17 +103,18 @@ pub(super) fn convert(bytes: &[u8], authority: &str, scheme: &str) -> Result<Con
             }
             _ => {}
         }
-        let name = HeaderName::from_bytes(lower.as_bytes())
+        HeaderName::from_bytes(lower.as_bytes())
             .map_err(|_| format!("header name `{}` is not a token", header.name))?;
-        let value = HeaderValue::from_bytes(header.value)
+        HeaderValue::from_bytes(header.value)
             .map_err(|_| format!("header `{}` has a value HTTP/2 cannot carry", header.name))?;
-        map.append(name, value);
+        headers.push((lower, header.value.to_vec()));
     }
     framing.request_body().map_err(|e| e.to_string())?;
     let rest = &bytes[head_len..];
     let body = if framing.chunked {
         let body = dechunk(rest)?;
-        map.insert(http::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+        headers.retain(|(name, _)| name != "content-length");
+        headers.push(("content-length".into(), body.len().to_string().into_bytes()));
         body
     } else {
         match framing.length.map(usize::try_from) {
@@ -146,11 +139,19 @@ pub(super) fn convert(bytes: &[u8], authority: &str, scheme: &str) -> Result<Con
         .path_and_query(path)
         .build()
         .map_err(|e| format!("`{authority}` and `{path}` do not make a URI: {e}"))?;
+    let authority = uri.authority().map_or("", |a| a.as_str());
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut fields: Vec<(String, Vec<u8>)> = vec![
+        (":method".into(), method.as_str().as_bytes().to_vec()),
+        (":scheme".into(), scheme.as_bytes().to_vec()),
+        (":authority".into(), authority.as_bytes().to_vec()),
+        (":path".into(), path.as_bytes().to_vec()),
+    ];
+    fields.extend(headers);
+    let block = encode(fields.iter().map(|(n, v)| (n.as_bytes(), v.as_slice())));
     Ok(Converted {
-        request: H2Request {
-            method,
-            uri,
-            headers: map,
+        request: tank_h2::Request {
+            block,
             body: Bytes::from(body),
         },
         dropped,
@@ -182,7 +183,7 @@ fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// A cached conversion: the bytes it came from, and the request.
-type Entry = (Box<[u8]>, Arc<H2Request>);
+type Entry = (Box<[u8]>, Arc<tank_h2::Request>);
 
 /// Conversions by the address and length of the bytes they came from.
 pub(super) struct Cache {
@@ -207,7 +208,7 @@ impl Cache {
     }
 
     /// The conversion of `bytes`.
-    pub(super) fn get(&mut self, bytes: &[u8]) -> Result<Arc<H2Request>, String> {
+    pub(super) fn get(&mut self, bytes: &[u8]) -> Result<Arc<tank_h2::Request>, String> {
         let key = (bytes.as_ptr() as usize, bytes.len());
         if let Some((source, request)) = self.entries.get(&key) {
             if **source == *bytes {
@@ -231,6 +232,27 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The value of `name` among the fields the block decodes to.
+    fn field(converted: &Converted, name: &str) -> Option<Vec<u8>> {
+        decoded(&converted.request)
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
+    }
+
+    /// The fields as the block decodes.
+    fn decoded(request: &tank_h2::Request) -> Vec<(String, Vec<u8>)> {
+        let mut fields = Vec::new();
+        tank_h2::hpack::Decoder::new(4096)
+            .decode(
+                &request.block,
+                |_| true,
+                |n, v| fields.push((String::from_utf8_lossy(n).into_owned(), v.to_vec())),
+            )
+            .unwrap();
+        fields
+    }
+
     #[test]
     fn host_becomes_the_authority_and_hop_by_hop_headers_go() {
         let converted = convert(
@@ -240,13 +262,28 @@ mod tests {
             "http",
         )
         .unwrap();
-        let request = converted.request;
-        assert_eq!(request.method, Method::POST);
-        assert_eq!(request.uri, "http://example.com/a?b=1");
-        assert_eq!(request.headers.get("x-trace").unwrap(), "7");
-        assert!(request.headers.get("host").is_none());
-        assert_eq!(request.body, &b"abc"[..]);
+        assert_eq!(field(&converted, ":method").unwrap(), b"POST");
+        assert_eq!(field(&converted, ":authority").unwrap(), b"example.com");
+        assert_eq!(field(&converted, ":path").unwrap(), b"/a?b=1");
+        assert_eq!(field(&converted, "x-trace").unwrap(), b"7");
+        assert!(field(&converted, "host").is_none());
+        assert_eq!(converted.request.body, &b"abc"[..]);
         assert_eq!(converted.dropped, ["Connection", "Keep-Alive", "TE"]);
+        let names: Vec<String> = decoded(&converted.request)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ":method",
+                ":scheme",
+                ":authority",
+                ":path",
+                "x-trace",
+                "content-length"
+            ]
+        );
     }
 
     #[test]
@@ -257,8 +294,10 @@ mod tests {
             "https",
         )
         .unwrap();
-        assert_eq!(converted.request.uri, "https://10.0.0.1:8080/");
-        assert_eq!(converted.request.headers.get("te").unwrap(), "trailers");
+        assert_eq!(field(&converted, ":scheme").unwrap(), b"https");
+        assert_eq!(field(&converted, ":authority").unwrap(), b"10.0.0.1:8080");
+        assert_eq!(field(&converted, ":path").unwrap(), b"/");
+        assert_eq!(field(&converted, "te").unwrap(), b"trailers");
         assert!(converted.dropped.is_empty());
     }
 
@@ -271,15 +310,13 @@ mod tests {
             "http",
         )
         .unwrap();
-        assert_eq!(converted.request.uri, "http://api.example:81/x");
+        assert_eq!(field(&converted, ":authority").unwrap(), b"api.example:81");
+        assert_eq!(field(&converted, ":path").unwrap(), b"/x");
         assert_eq!(converted.request.body, &b"abcde"[..]);
-        assert_eq!(
-            converted.request.headers.get("content-length").unwrap(),
-            "5"
-        );
+        assert_eq!(field(&converted, "content-length").unwrap(), b"5");
         assert_eq!(converted.dropped, ["Transfer-Encoding"]);
         let head = convert(b"HEAD /x HTTP/1.1\r\n\r\n", "t:1", "http").unwrap();
-        assert_eq!(head.request.method, Method::HEAD);
+        assert_eq!(field(&head, ":method").unwrap(), b"HEAD");
     }
 
     #[test]
@@ -306,10 +343,16 @@ mod tests {
     fn the_cache_checks_the_bytes_behind_an_address() {
         let mut cache = Cache::new("t:1".into(), "http");
         let mut buffer = b"GET /one HTTP/1.1\r\n\r\n".to_vec();
-        assert_eq!(cache.get(&buffer).unwrap().uri.path(), "/one");
+        let path = |request: &tank_h2::Request| {
+            decoded(request)
+                .into_iter()
+                .find(|(n, _)| n == ":path")
+                .map(|(_, v)| v)
+        };
+        assert_eq!(path(&cache.get(&buffer).unwrap()).unwrap(), b"/one");
         // The same address and length, other bytes: converted anew.
         buffer[5..8].copy_from_slice(b"two");
-        assert_eq!(cache.get(&buffer).unwrap().uri.path(), "/two");
+        assert_eq!(path(&cache.get(&buffer).unwrap()).unwrap(), b"/two");
         let again = cache.get(&buffer).unwrap();
         assert!(Arc::ptr_eq(&again, &cache.get(&buffer).unwrap()));
     }

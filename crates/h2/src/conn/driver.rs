@@ -1,0 +1,176 @@
+//! The task that moves a connection's bytes: writes what the streams
+//! queued, reads what the server sent, and hands both to the state.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Instant;
+
+use super::{wake_all, Closed, ConnectionError, Shared};
+use crate::frame;
+
+/// The task that reads and writes a connection's socket: spawn it. It ends
+/// when the connection does (either side closing, an error, GOAWAY with no
+/// stream left), or when every handle and stream is gone.
+pub struct Driver<IO> {
+    shared: Arc<Shared>,
+    io: IO,
+    /// Bytes being written, from `write_pos` on.
+    writing: Vec<u8>,
+    write_pos: usize,
+    /// Bytes written in all.
+    written: u64,
+    /// A write since the last flush (TLS buffers what it encrypts).
+    flush: bool,
+    reading: Vec<u8>,
+    filled: usize,
+}
+
+/// Bytes read at most at once: room for several frames of the largest size
+/// the client allows (16 KiB).
+const READ_BUFFER: usize = 64 << 10;
+
+impl<IO> Driver<IO> {
+    pub(super) fn new(shared: Arc<Shared>, io: IO) -> Self {
+        Driver {
+            shared,
+            io,
+            writing: Vec::with_capacity(16 << 10),
+            write_pos: 0,
+            written: 0,
+            flush: false,
+            reading: vec![0; READ_BUFFER],
+            filled: 0,
+        }
+    }
+}
+
+impl<IO: AsyncRead + AsyncWrite + Unpin> Future for Driver<IO> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        loop {
+            let mut busy = false;
+            let mut wrote = false;
+            let mut ended = None;
+            while this.write_pos < this.writing.len() {
+                match Pin::new(&mut this.io).poll_write(cx, &this.writing[this.write_pos..]) {
+                    Poll::Ready(Ok(0)) => {
+                        ended = Some(Closed::Lost);
+                        break;
+                    }
+                    Poll::Ready(Ok(n)) => {
+                        this.write_pos += n;
+                        this.written += n as u64;
+                        this.flush = true;
+                        wrote = true;
+                    }
+                    Poll::Ready(Err(e)) => {
+                        ended = Some(closed_by(&e));
+                        break;
+                    }
+                    Poll::Pending => break,
+                }
+            }
+            if this.flush && this.write_pos == this.writing.len() && ended.is_none() {
+                match Pin::new(&mut this.io).poll_flush(cx) {
+                    Poll::Ready(Ok(())) => this.flush = false,
+                    Poll::Ready(Err(e)) => ended = Some(closed_by(&e)),
+                    Poll::Pending => {}
+                }
+            }
+            let mut read = false;
+            if ended.is_none() && this.filled < this.reading.len() {
+                let mut buf = ReadBuf::new(&mut this.reading[this.filled..]);
+                match Pin::new(&mut this.io).poll_read(cx, &mut buf) {
+                    Poll::Ready(Ok(())) => {
+                        let n = buf.filled().len();
+                        if n == 0 {
+                            ended = Some(Closed::Lost);
+                        } else {
+                            this.filled += n;
+                            read = true;
+                            busy = true;
+                        }
+                    }
+                    Poll::Ready(Err(e)) => ended = Some(closed_by(&e)),
+                    Poll::Pending => {}
+                }
+            }
+            let now = (wrote || read).then(Instant::now);
+            let mut state = this.shared.lock();
+            if let (true, Some(now)) = (wrote, now) {
+                state.mark_sent(this.written, now);
+            }
+            if let (true, Some(now)) = (read, now) {
+                match state.receive(&this.reading[..this.filled], now) {
+                    Ok(used) => {
+                        this.reading.copy_within(used..this.filled, 0);
+                        this.filled -= used;
+                    }
+                    Err(ConnectionError(code)) => {
+                        // Last stream 0: the client processes no stream the server opens.
+                        frame::put_goaway(&mut state.out, 0, code);
+                        state.fail_all(Closed::Protocol);
+                    }
+                }
+            }
+            if let Some(closed) = ended {
+                state.fail_all(closed);
+            }
+            if this.write_pos == this.writing.len() && !state.out.is_empty() {
+                this.writing.clear();
+                this.write_pos = 0;
+                state.taken += state.out.len() as u64;
+                std::mem::swap(&mut this.writing, &mut state.out);
+                busy = true;
+            }
+            let idle = state.streams.is_empty() && Arc::strong_count(&this.shared) == 1;
+            let drained = state.goaway.is_some() && state.active == 0 && state.waiting.is_empty();
+            if state.goaway.is_some() || state.closed.is_some() {
+                this.shared.unusable.store(true, Ordering::Relaxed);
+            }
+            this.shared
+                .max_streams
+                .store(state.max_streams, Ordering::Relaxed);
+            if state.closed.is_some() || drained || idle {
+                this.shared.unusable.store(true, Ordering::Relaxed);
+                state.fail_all(Closed::Lost);
+                let woken = std::mem::take(&mut state.wake);
+                drop(state);
+                wake_all(woken);
+                // What is left to write (a GOAWAY) goes if the socket takes it now.
+                if ended.is_none() && this.write_pos < this.writing.len() {
+                    let _ = Pin::new(&mut this.io).poll_write(cx, &this.writing[this.write_pos..]);
+                    let _ = Pin::new(&mut this.io).poll_flush(cx);
+                }
+                return Poll::Ready(());
+            }
+            let woken = std::mem::take(&mut state.wake);
+            if !busy {
+                match &state.driver {
+                    Some(waker) if waker.will_wake(cx.waker()) => {}
+                    _ => state.driver = Some(cx.waker().clone()),
+                }
+                drop(state);
+                wake_all(woken);
+                return Poll::Pending;
+            }
+            drop(state);
+            wake_all(woken);
+        }
+    }
+}
+
+/// How a socket error ends a connection.
+fn closed_by(error: &std::io::Error) -> Closed {
+    match error.raw_os_error() {
+        Some(errno) => Closed::Io(errno),
+        None => Closed::Lost,
+    }
+}

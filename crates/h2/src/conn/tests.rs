@@ -1,0 +1,418 @@
+//! The connection against a scripted server on an in-memory pipe: each
+//! test writes the server's frames byte by byte and reads the client's.
+//! (tests/http2.rs and tests/grpc.rs shoot real servers: nginx, grpcio.)
+
+use proptest::prelude::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+use super::*;
+use crate::frame::{error, flag, kind, Head};
+use crate::hpack::encode_field;
+
+const CONFIG: Config = Config {
+    stream_window: 1 << 20,
+    connection_window: 16 << 20,
+    max_header_list: 16 << 10,
+    max_body: 1 << 20,
+};
+
+/// The server's end of the pipe.
+struct Peer {
+    io: DuplexStream,
+}
+
+impl Peer {
+    /// The server's side of a connection just started: the preface read.
+    async fn accept(mut io: DuplexStream) -> Peer {
+        let mut preface = [0u8; 24];
+        io.read_exact(&mut preface).await.unwrap();
+        assert_eq!(&preface[..], frame::PREFACE);
+        Peer { io }
+    }
+
+    async fn frame(&mut self) -> (Head, Vec<u8>) {
+        let mut head = [0u8; frame::HEAD];
+        self.io.read_exact(&mut head).await.unwrap();
+        let head = Head::read(&head);
+        let mut payload = vec![0; head.len];
+        self.io.read_exact(&mut payload).await.unwrap();
+        (head, payload)
+    }
+
+    /// The client's next frame that is not about the connection as a whole
+    /// (SETTINGS, its ACK, WINDOW_UPDATE of stream 0).
+    async fn stream_frame(&mut self) -> (Head, Vec<u8>) {
+        loop {
+            let (head, payload) = self.frame().await;
+            if head.stream != 0 {
+                return (head, payload);
+            }
+        }
+    }
+
+    async fn send(&mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
+        let mut bytes = Vec::new();
+        frame::put_head(&mut bytes, payload.len(), kind, flags, stream);
+        bytes.extend_from_slice(payload);
+        self.io.write_all(&bytes).await.unwrap();
+    }
+
+    /// A reply head: `status` and `fields`, in one HEADERS frame.
+    async fn head(&mut self, stream: u32, status: &[u8], fields: &[(&[u8], &[u8])], end: bool) {
+        let mut block = Vec::new();
+        encode_field(&mut block, b":status", status);
+        for (name, value) in fields {
+            encode_field(&mut block, name, value);
+        }
+        let flags = flag::END_HEADERS | if end { flag::END_STREAM } else { 0 };
+        self.send(kind::HEADERS, flags, stream, &block).await;
+    }
+}
+
+/// `GET /` as a block.
+fn get() -> Request {
+    let mut block = Vec::new();
+    for (name, value) in [
+        (&b":method"[..], &b"GET"[..]),
+        (b":scheme", b"http"),
+        (b":authority", b"t"),
+        (b":path", b"/"),
+    ] {
+        encode_field(&mut block, name, value);
+    }
+    Request {
+        block: Bytes::from(block),
+        body: Bytes::new(),
+    }
+}
+
+fn post(len: usize) -> Request {
+    Request {
+        body: Bytes::from(vec![b'x'; len]),
+        ..get()
+    }
+}
+
+async fn connect(config: Config) -> (Connection, Peer) {
+    let (client, server) = tokio::io::duplex(1 << 20);
+    let (connection, driver) = start(client, config);
+    tokio::spawn(driver);
+    (connection, Peer::accept(server).await)
+}
+
+fn open(connection: &Connection, request: &Request) -> Stream {
+    connection.open(request, &mut Collect::Nothing).unwrap()
+}
+
+/// Let the driver run until `done` holds (a bounded number of turns).
+async fn until(mut done: impl FnMut() -> bool) {
+    for _ in 0..10_000 {
+        if done() {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("the condition never held");
+}
+
+#[tokio::test]
+async fn a_stream_counts_its_frames_and_marks_its_moments() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let request = get();
+    let mut stream = open(&connection, &request);
+    let (head, block) = peer.stream_frame().await;
+    assert_eq!(head.kind, kind::HEADERS);
+    assert_eq!(head.stream, 1);
+    assert_eq!(head.flags, flag::END_HEADERS | flag::END_STREAM);
+    assert_eq!(block, &request.block[..]);
+    peer.send(kind::SETTINGS, 0, 0, &[]).await;
+    peer.head(1, b"200", &[], false).await;
+    peer.send(kind::DATA, flag::END_STREAM, 1, b"hello").await;
+    assert_eq!(stream.end().await, Ok(()));
+    let reply = stream.finish();
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.result, Some(Ok(())));
+    assert_eq!(reply.record.out, 9 + request.block.len() as u64);
+    // HEADERS of one byte (:status 200 is static index 8), DATA of five.
+    assert_eq!(reply.record.input, 10 + 14);
+    let record = reply.record;
+    assert!(record.sent.is_some() && record.head.is_some() && record.end.is_some());
+    assert!(record.sent <= record.head && record.head <= record.end);
+    // The client acknowledged the server's SETTINGS.
+    loop {
+        let (head, _) = peer.frame().await;
+        if head.kind == kind::SETTINGS && head.flags == flag::ACK {
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn streams_beyond_the_servers_limit_wait_for_a_slot() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let mut limit = Vec::new();
+    limit.extend_from_slice(&setting::MAX_CONCURRENT_STREAMS.to_be_bytes());
+    limit.extend_from_slice(&1u32.to_be_bytes());
+    peer.send(kind::SETTINGS, 0, 0, &limit).await;
+    until(|| connection.max_streams() == 1).await;
+    let request = get();
+    let mut first = open(&connection, &request);
+    let mut second = open(&connection, &request);
+    assert_eq!(peer.stream_frame().await.0.stream, 1);
+    // Stream 3 leaves only when stream 1 ended: a PING answered first
+    // shows nothing else was sent meanwhile.
+    peer.send(kind::PING, 0, 0, &[7; 8]).await;
+    let (pong, _) = peer.frame().await;
+    assert!(
+        pong.kind == kind::PING || pong.kind == kind::SETTINGS,
+        "{pong:?}"
+    );
+    peer.head(1, b"204", &[], true).await;
+    assert_eq!(first.end().await, Ok(()));
+    assert_eq!(peer.stream_frame().await.0.stream, 3);
+    peer.head(3, b"204", &[], true).await;
+    assert_eq!(second.end().await, Ok(()));
+    // The second stream's wait was before its request left.
+    let (a, b) = (first.finish(), second.finish());
+    assert!(a.record.end <= b.record.sent);
+}
+
+#[tokio::test]
+async fn goaway_ends_the_streams_above_its_last_and_refuses_new_ones() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let request = get();
+    let mut kept = open(&connection, &request);
+    let mut dropped = open(&connection, &request);
+    assert_eq!(peer.stream_frame().await.0.stream, 1);
+    assert_eq!(peer.stream_frame().await.0.stream, 3);
+    let mut goaway = 1u32.to_be_bytes().to_vec();
+    goaway.extend_from_slice(&error::NO_ERROR.to_be_bytes());
+    peer.send(kind::GOAWAY, 0, 0, &goaway).await;
+    assert_eq!(dropped.end().await, Err(Failure::Closed(Closed::GoAway(0))));
+    assert!(connection.is_unusable());
+    assert!(matches!(
+        connection.open(&request, &mut Collect::Nothing),
+        Err(Closed::GoAway(0))
+    ));
+    peer.head(1, b"200", &[], true).await;
+    assert_eq!(kept.end().await, Ok(()));
+}
+
+#[tokio::test]
+async fn a_reset_ends_its_stream_with_the_servers_reason() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let mut stream = open(&connection, &get());
+    peer.stream_frame().await;
+    peer.send(kind::RST_STREAM, 0, 1, &7u32.to_be_bytes()).await;
+    assert_eq!(stream.end().await, Err(Failure::Reset(7)));
+    let reply = stream.finish();
+    assert_eq!(reply.record.input, 13);
+    assert!(reply.record.end.is_some());
+}
+
+#[tokio::test]
+async fn a_body_goes_as_the_windows_allow() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let request = post(100_000);
+    let mut stream = open(&connection, &request);
+    let (head, _) = peer.stream_frame().await;
+    assert_eq!((head.kind, head.flags), (kind::HEADERS, flag::END_HEADERS));
+    // The default windows: 65,535 bytes, in frames of at most 16 KiB.
+    let mut got = 0;
+    while got < 65_535 {
+        let (head, payload) = peer.stream_frame().await;
+        assert_eq!(head.kind, kind::DATA);
+        assert!(payload.len() <= frame::DEFAULT_MAX_FRAME);
+        assert_eq!(head.flags & flag::END_STREAM, 0);
+        got += payload.len();
+    }
+    assert_eq!(got, 65_535);
+    // Nothing more until the windows open: a PING's answer comes next.
+    peer.send(kind::PING, 0, 0, &[1; 8]).await;
+    let (pong, _) = peer.frame().await;
+    assert_eq!((pong.kind, pong.flags), (kind::PING, flag::ACK));
+    for stream in [0, 1] {
+        peer.send(kind::WINDOW_UPDATE, 0, stream, &100_000u32.to_be_bytes())
+            .await;
+    }
+    while got < 100_000 {
+        let (head, payload) = peer.stream_frame().await;
+        got += payload.len();
+        assert_eq!(head.flags & flag::END_STREAM != 0, got == 100_000);
+    }
+    peer.head(1, b"200", &[], true).await;
+    assert_eq!(stream.end().await, Ok(()));
+    let reply = stream.finish();
+    // HEADERS, 7 DATA frames (4 + 3), and the body.
+    let frames = 1 + 4 + 3;
+    assert_eq!(
+        reply.record.out,
+        9 * frames + request.block.len() as u64 + 100_000
+    );
+}
+
+#[tokio::test]
+async fn a_kept_reply_reads_as_http1_text_with_its_trailers() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let mut collect = Collect::Text(Vec::with_capacity(1024));
+    let mut stream = connection.open(&get(), &mut collect).unwrap();
+    peer.stream_frame().await;
+    peer.head(
+        1,
+        b"200",
+        &[(b"server", b"x"), (b"content-type", b"application/grpc")],
+        false,
+    )
+    .await;
+    peer.send(kind::DATA, 0, 1, b"body").await;
+    let mut trailers = Vec::new();
+    encode_field(&mut trailers, b"grpc-status", b"0");
+    encode_field(&mut trailers, b"grpc-message", b"fine");
+    peer.send(
+        kind::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &trailers,
+    )
+    .await;
+    assert_eq!(stream.end().await, Ok(()));
+    let reply = stream.finish();
+    let Collect::Text(text) = reply.collect else {
+        panic!("the text was not kept");
+    };
+    assert_eq!(
+        String::from_utf8(text).unwrap(),
+        "HTTP/2 200\r\nserver: x\r\ncontent-type: application/grpc\r\n\r\nbody\
+         grpc-status: 0\r\ngrpc-message: fine\r\n"
+    );
+    assert_eq!(reply.grpc_status.as_deref(), Some(&b"0"[..]));
+    assert_eq!(reply.grpc_message.as_deref(), Some(&b"fine"[..]));
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_malformed_and_reset() {
+    let config = Config {
+        max_body: 10,
+        ..CONFIG
+    };
+    let (connection, mut peer) = connect(config).await;
+    let mut stream = open(&connection, &get());
+    peer.stream_frame().await;
+    peer.head(1, b"200", &[], false).await;
+    peer.send(kind::DATA, 0, 1, &[0; 11]).await;
+    assert_eq!(stream.end().await, Err(Failure::Malformed));
+    let (head, code) = peer.stream_frame().await;
+    assert_eq!((head.kind, head.stream), (kind::RST_STREAM, 1));
+    assert_eq!(code, error::CANCEL.to_be_bytes());
+    assert_eq!(
+        stream.finish().record.out,
+        9 + get().block.len() as u64 + 13
+    );
+}
+
+#[tokio::test]
+async fn a_closed_socket_ends_sent_streams_as_lost_and_waiting_ones_as_not_sent() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let mut limit = setting::MAX_CONCURRENT_STREAMS.to_be_bytes().to_vec();
+    limit.extend_from_slice(&1u32.to_be_bytes());
+    peer.send(kind::SETTINGS, 0, 0, &limit).await;
+    until(|| connection.max_streams() == 1).await;
+    let mut sent = open(&connection, &get());
+    let mut waiting = open(&connection, &get());
+    peer.stream_frame().await;
+    drop(peer);
+    assert_eq!(sent.end().await, Err(Failure::Closed(Closed::Lost)));
+    assert_eq!(waiting.end().await, Err(Failure::NotSent(Closed::Lost)));
+    until(|| connection.is_unusable()).await;
+}
+
+#[tokio::test]
+async fn a_stream_given_up_is_reset_with_cancel() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let stream = open(&connection, &get());
+    peer.stream_frame().await;
+    let reply = stream.finish();
+    assert_eq!(reply.result, None);
+    let (head, code) = peer.stream_frame().await;
+    assert_eq!((head.kind, head.stream), (kind::RST_STREAM, 1));
+    assert_eq!(code, error::CANCEL.to_be_bytes());
+    // Its late reply is read past (the table stays in step) and ignored.
+    peer.head(1, b"200", &[], true).await;
+    let mut next = open(&connection, &get());
+    assert_eq!(peer.stream_frame().await.0.stream, 3);
+    peer.head(3, b"404", &[], true).await;
+    assert_eq!(next.end().await, Ok(()));
+    assert_eq!(next.finish().status, 404);
+}
+
+#[tokio::test]
+async fn a_head_in_continuations_feeds_the_dynamic_table() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let mut collect = Collect::Text(Vec::with_capacity(256));
+    let mut first = connection.open(&get(), &mut collect).unwrap();
+    peer.stream_frame().await;
+    // :status 200, then `x-id: 42` with incremental indexing (0x40).
+    let block = [&[0x88, 0x40, 4][..], b"x-id", &[2], b"42"].concat();
+    // END_STREAM is HEADERS' flag; CONTINUATION carries END_HEADERS only.
+    peer.send(kind::HEADERS, flag::END_STREAM, 1, &block[..3])
+        .await;
+    peer.send(kind::CONTINUATION, flag::END_HEADERS, 1, &block[3..])
+        .await;
+    assert_eq!(first.end().await, Ok(()));
+    let reply = first.finish();
+    assert_eq!(reply.record.input, 9 + 3 + 9 + (block.len() as u64 - 3));
+    let mut collect = Collect::Text(Vec::with_capacity(256));
+    let mut second = connection.open(&get(), &mut collect).unwrap();
+    peer.stream_frame().await;
+    // Index 62: the newest entry of the dynamic table.
+    peer.send(
+        kind::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        3,
+        &[0x88, 0xbe],
+    )
+    .await;
+    assert_eq!(second.end().await, Ok(()));
+    let Collect::Text(text) = second.finish().collect else {
+        panic!("the text was not kept");
+    };
+    assert_eq!(text, b"HTTP/2 200\r\nx-id: 42\r\n\r\n");
+}
+
+#[tokio::test]
+async fn a_protocol_error_ends_the_connection_with_goaway() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let mut stream = open(&connection, &get());
+    peer.stream_frame().await;
+    // DATA on stream 0 breaks the protocol.
+    peer.send(kind::DATA, 0, 0, b"x").await;
+    assert_eq!(stream.end().await, Err(Failure::Closed(Closed::Protocol)));
+    loop {
+        let (head, payload) = peer.frame().await;
+        if head.kind == kind::GOAWAY {
+            assert_eq!(payload[4..], error::PROTOCOL_ERROR.to_be_bytes());
+            break;
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever a server sends, the connection ends or goes on: a stream on
+    /// it ends once the socket closes, and nothing panics.
+    #[test]
+    fn any_bytes_from_the_server_end_the_stream_cleanly(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let (connection, mut peer) = connect(CONFIG).await;
+            let mut stream = open(&connection, &get());
+            peer.stream_frame().await;
+            let _ = peer.io.write_all(&bytes).await;
+            drop(peer);
+            let _ = stream.end().await;
+            let reply = stream.finish();
+            assert!(reply.result.is_some());
+        });
+    }
+}
