@@ -8,7 +8,8 @@
 # 1. Closed model, 2 connections x 64 streams: requests per CPU-second of each tool
 #    (its user + system time, from /usr/bin/time), and tank's ratio to each.
 # 2. Open model at 10,000 requests/s on 2 connections: p99 of each (tank's and oha's from
-#    the intended start; h2load's --rps per client, 5,000 on each of 2).
+#    the intended start; h2load's --rps per client, 5,000 on each of 2), and the CPU each
+#    spent on the same requests.
 # Run it on a quiet machine: the numbers are only worth the machine's quiet.
 # Needs: nginx, nghttp2-client (h2load), /usr/bin/time; oha (cargo install oha) optional.
 set -euo pipefail
@@ -45,13 +46,13 @@ fi
 echo
 echo "## HTTP/2, open model, 10,000 requests/s on 2 connections, $duration"
 echo
-echo "| tool | p99 |"
-echo "|---|---|"
-cpu_seconds "$tank" bench --http2 -c 2 -M 64 -t 1 -R 10000 -d "$duration" --artifacts "$work/logs" "$url" > /dev/null
-echo "| tank (from the intended start) | $(grep -E '^ +99%' "$work/out" | awk '{print $2}') |"
-cpu_seconds h2load -c 2 -m 64 -t 1 --rps 5000 -D "$secs" "$url" > /dev/null
-echo "| h2load (--rps 5000 per client; from its send) | $(python3 benches/http2/h2load_p99.py "$work/out") |"
+echo "| tool | p99 | CPU s |"
+echo "|---|---|---|"
+cpu=$(cpu_seconds "$tank" bench --http2 -c 2 -M 64 -t 1 -R 10000 -d "$duration" --artifacts "$work/logs" "$url")
+echo "| tank (from the intended start) | $(grep -E '^ +99%' "$work/out" | awk '{print $2}') | $cpu |"
+cpu=$(cpu_seconds h2load -c 2 -m 64 -t 1 --rps 5000 -D "$secs" "$url")
+echo "| h2load (--rps 5000 per client; from its send) | $(python3 benches/http2/h2load_p99.py "$work/out") | $cpu |"
 if command -v oha > /dev/null; then
-    cpu_seconds oha --http2 -c 2 -p 64 -q 10000 --latency-correction -z "$duration" --no-tui "$url" > /dev/null
-    echo "| oha (--latency-correction) | $(grep -E '99.00%' "$work/out" | head -1 | awk '{print $3, $4}') |"
+    cpu=$(cpu_seconds oha --http2 -c 2 -p 64 -q 10000 --latency-correction -z "$duration" --no-tui "$url")
+    echo "| oha (--latency-correction) | $(grep -E '99.00%' "$work/out" | head -1 | awk '{print $3, $4}') | $cpu |"
 fi
