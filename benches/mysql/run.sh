@@ -12,7 +12,10 @@
 #             statements, SECONDS) beside a replay of the same number of point selects
 #             over THREADS sessions, each a prepare then executes back to back (all due at
 #             once: a closed loop like sysbench's threads). CPU seconds (user + system, from
-#             /usr/bin/time) per query of each. Goal: tank's <= sysbench's.
+#             /usr/bin/time) per query of each. Goal: tank's <= sysbench's. tank runs with
+#             TANK_THREADS I/O threads (default 1: one thread serves the THREADS
+#             connections, as the server needs the other core; phantom's default,
+#             cores/2 + 1, is 2 on two cores: TANK_THREADS=2 measures that).
 #   counts    instructions (valgrind --tool=callgrind: user space, load-independent) and
 #             syscalls (strace -c -f) per query of sysbench's oltp_point_select and of tank's
 #             replay of it, as in `cpu` (THREADS connections of prepared point selects): each
@@ -43,6 +46,7 @@ for arg in "$@"; do
     esac
 done
 [ ${#parts[@]} -eq 0 ] && parts=(arrivals cpu import)
+tank_threads=${TANK_THREADS:-1}
 if [ "$quick" = 1 ]; then
     sessions=50 rate=500 seconds=5 threads=2 cpu_seconds=3 rows=10000 size_mb=50 connections=200
     count=5000
@@ -90,7 +94,7 @@ stop_mariadb() {
     fi
 }
 sql() { mariadb --no-defaults --socket="$work/sock" -uroot -N -B -e "SET SESSION sql_log_off = 1; $1"; }
-replay_config() {
+replay_config() { # sessions-file [phantom-lines]
     cat > "$work/load.ini" <<INI
 [phantom]
 address = 127.0.0.1:$port
@@ -98,6 +102,7 @@ tank_type = mysql
 ammo_type = sessions
 ammofile = $1
 timeout = 10s
+${2:-}
 [mysql]
 user = bench
 password = bench
@@ -150,7 +155,7 @@ cpu() {
     sb_queries=$(awk '/queries:/ { print $2; exit }' "$work/sysbench.log")
     sb_wall=$(awk '/total time:/ { sub("s", "", $3); print $3; exit }' "$work/sysbench.log")
     python3 benches/mysql/gen.py points "$work/points.sessions" "$threads" "$((sb_queries / threads))" "$rows"
-    replay_config "$work/points.sessions"
+    replay_config "$work/points.sessions" "threads = $tank_threads"
     (cd "$work" && /usr/bin/time -f "%U %S %e" -o tank-time.txt "$tank" -c load.ini --quiet > summary.txt 2> err.txt) \
         || { cat "$work/err.txt"; exit 1; }
     read -r tank_user tank_sys tank_wall < "$work/tank-time.txt"
@@ -158,7 +163,7 @@ cpu() {
     tank_queries=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["shots"]["sent"])' "$run/summary.json")
     stop_mariadb
     echo
-    echo "## MySQL CPU per query: $threads connections of point selects (prepared), against sysbench"
+    echo "## MySQL CPU per query: $threads connections of point selects (prepared), against sysbench; tank threads = $tank_threads"
     echo
     python3 - "$sb_queries" "$sb_wall" "$sb_user" "$sb_sys" "$tank_queries" "$tank_wall" "$tank_user" "$tank_sys" <<'PY'
 import sys

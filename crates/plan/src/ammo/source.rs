@@ -9,7 +9,6 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Cursor, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use flate2::read::MultiGzDecoder;
 
@@ -20,7 +19,7 @@ pub(crate) const IN_MEMORY_LIMIT: u64 = 16 << 20;
 const STREAM_BUFFER: usize = 256 << 10;
 
 enum Inner {
-    Memory(Cursor<Arc<[u8]>>),
+    Memory(Cursor<Vec<u8>>),
     Plain(BufReader<File>),
     Gzip(Box<BufReader<MultiGzDecoder<File>>>),
 }
@@ -54,19 +53,23 @@ impl AmmoFile {
                 .read_to_end(&mut data)
                 .map_err(io_err)?;
             if data.len() as u64 <= IN_MEMORY_LIMIT {
-                Inner::Memory(Cursor::new(data.into()))
+                Inner::Memory(Cursor::new(data))
             } else {
                 Inner::Gzip(Box::new(BufReader::with_capacity(
                     STREAM_BUFFER,
                     MultiGzDecoder::new(File::open(path).map_err(io_err)?),
                 )))
             }
-        } else if file.metadata().map_err(io_err)?.len() <= IN_MEMORY_LIMIT {
-            let mut data = Vec::new();
-            file.read_to_end(&mut data).map_err(io_err)?;
-            Inner::Memory(Cursor::new(data.into()))
         } else {
-            Inner::Plain(BufReader::with_capacity(STREAM_BUFFER, file))
+            let len = file.metadata().map_err(io_err)?.len();
+            if len <= IN_MEMORY_LIMIT {
+                // Read once into a buffer of the file's size: no growing, no copy.
+                let mut data = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+                file.read_to_end(&mut data).map_err(io_err)?;
+                Inner::Memory(Cursor::new(data))
+            } else {
+                Inner::Plain(BufReader::with_capacity(STREAM_BUFFER, file))
+            }
         };
         Ok(AmmoFile {
             path: path.to_path_buf(),
@@ -290,7 +293,7 @@ fn io_error(path: &Path, error: io::Error) -> PlanError {
 }
 
 /// The unread part of an in-memory file.
-fn remaining(cursor: &Cursor<Arc<[u8]>>) -> &[u8] {
+fn remaining(cursor: &Cursor<Vec<u8>>) -> &[u8] {
     let data: &[u8] = cursor.get_ref();
     let at = usize::try_from(cursor.position()).map_or(data.len(), |p| p.min(data.len()));
     &data[at..]
