@@ -282,6 +282,15 @@ proptest! {
         let expected = digits.then(|| field.parse::<u64>().ok()).flatten();
         prop_assert_eq!(decimal(field.as_bytes()), expected);
     }
+
+    /// Reading the first field as a number in one pass is splitting at the
+    /// space and reading the field.
+    #[test]
+    fn a_leading_decimal_is_the_first_field_read(text in "[0-9 a]{0,30}") {
+        let (field, rest) = split_field(text.as_bytes());
+        let expected = decimal(field).map(|n| (n, rest));
+        prop_assert_eq!(leading_decimal(text.as_bytes()), expected);
+    }
 }
 
 #[test]
