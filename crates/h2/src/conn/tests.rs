@@ -416,3 +416,66 @@ proptest! {
         });
     }
 }
+
+/// A reply's frames (HEADERS with `:status 200` and `server: x`, DATA of
+/// `body`, trailers with `grpc-status: 0`) for stream 1, as bytes.
+fn reply_bytes(body: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut block = Vec::new();
+    encode_field(&mut block, b":status", b"200");
+    encode_field(&mut block, b"server", b"x");
+    frame::put_head(&mut bytes, block.len(), kind::HEADERS, flag::END_HEADERS, 1);
+    bytes.extend_from_slice(&block);
+    for chunk in body.chunks(700) {
+        frame::put_head(&mut bytes, chunk.len(), kind::DATA, 0, 1);
+        bytes.extend_from_slice(chunk);
+    }
+    let mut trailers = Vec::new();
+    encode_field(&mut trailers, b"grpc-status", b"0");
+    let flags = flag::END_HEADERS | flag::END_STREAM;
+    frame::put_head(&mut bytes, trailers.len(), kind::HEADERS, flags, 1);
+    bytes.extend_from_slice(&trailers);
+    bytes
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// However the server's bytes are cut into reads, the reply reads the
+    /// same: every frame put back together, every byte counted once.
+    #[test]
+    fn a_reply_cut_anywhere_reads_whole(
+        body in proptest::collection::vec(any::<u8>(), 0..3000),
+        cuts in proptest::collection::vec(1usize..400, 1..40),
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let (connection, mut peer) = connect(CONFIG).await;
+            let mut collect = Collect::Text(Vec::with_capacity(8192));
+            let mut stream = connection.open(&get(), &mut collect).unwrap();
+            peer.stream_frame().await;
+            let bytes = reply_bytes(&body);
+            let mut rest = &bytes[..];
+            for cut in cuts.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (now, later) = rest.split_at((*cut).min(rest.len()));
+                peer.io.write_all(now).await.unwrap();
+                tokio::task::yield_now().await;
+                rest = later;
+            }
+            assert_eq!(stream.end().await, Ok(()));
+            let reply = stream.finish();
+            assert_eq!(reply.record.input, bytes.len() as u64);
+            assert_eq!(reply.grpc_status.as_deref(), Some(&b"0"[..]));
+            let Collect::Text(text) = reply.collect else {
+                panic!("the text was not kept");
+            };
+            let mut expected = b"HTTP/2 200\r\nserver: x\r\n\r\n".to_vec();
+            expected.extend_from_slice(&body);
+            expected.extend_from_slice(b"grpc-status: 0\r\n");
+            assert_eq!(text, expected);
+        });
+    }
+}
