@@ -84,6 +84,9 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Future for Driver<IO> {
                     Poll::Pending => {}
                 }
             }
+            // Each side's moment is taken as its call returns: a request's
+            // send ends with its write, not after the read that follows.
+            let wrote_at = wrote.then(Instant::now);
             let mut read = false;
             if ended.is_none() && this.filled < this.reading.len() {
                 let mut buf = ReadBuf::new(&mut this.reading[this.filled..]);
@@ -102,12 +105,12 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Future for Driver<IO> {
                     Poll::Pending => {}
                 }
             }
-            let now = (wrote || read).then(Instant::now);
+            let read_at = read.then(Instant::now);
             let mut state = this.shared.lock();
-            if let (true, Some(now)) = (wrote, now) {
-                state.mark_sent(this.written, now);
+            if let Some(at) = wrote_at {
+                state.mark_sent(this.written, at);
             }
-            if let (true, Some(now)) = (read, now) {
+            if let Some(now) = read_at {
                 match state.receive(&this.reading[..this.filled], now) {
                     Ok(used) => {
                         this.reading.copy_within(used..this.filled, 0);
