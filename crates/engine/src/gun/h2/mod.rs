@@ -12,7 +12,7 @@
 //! (a request's block copied, not encoded; a reply decoded only as far as
 //! its status, unless it is kept), which counts every stream's frames and
 //! marks when its request left and its reply's HEADERS and END_STREAM
-//! arrived. The h2 crate (hyper's) did this before at about three times the
+//! arrived. The h2 crate (hyper's) did this before at nearly four times the
 //! instructions per request, most of them decoding reply headers no row
 //! uses, and hid the frames, which a second parser had to follow.
 //!
@@ -35,8 +35,7 @@
 //!
 //! Besides the errno (a connection refused, reset: 111, 104...), 110 for the
 //! budget and 71 for a reply that broke the protocol or phantom's limits, a
-//! stream's row may carry
-//! (see `tank_stats::NetCode`, and docs/http2.md):
+//! stream's row may carry (see `tank_stats::NetCode`, and docs/http2.md):
 //! - 1000 + the error code: the server reset the stream (RST_STREAM);
 //!   1007 is REFUSED_STREAM, a request the server did not process;
 //! - 1100 + the error code: the server sent GOAWAY and this stream was not

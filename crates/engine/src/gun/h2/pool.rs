@@ -5,10 +5,10 @@
 //! A shot takes a stream slot on the least loaded connection of its thread's
 //! pool that has one free. When none has, the pool opens another connection,
 //! unless it holds its share of `connections` already: then the shot goes to
-//! the least loaded one and the connection holds its stream until a slot frees (the wait
-//! is part of its send phase). Without `connections`, a pool opens as many as
-//! its instances need, and no more: a thread of 64 instances against a
-//! server allowing 128 streams uses one connection.
+//! the least loaded one, and the connection holds its stream until a slot
+//! frees (the wait is part of its send phase). Without `connections`, a pool
+//! opens as many as its instances need, and no more: a thread of 64
+//! instances against a server allowing 128 streams uses one connection.
 //!
 //! `connections = N` is spread over the threads: pool `p` of `min(N,
 //! threads)` pools holds `N / pools` connections, one more for the first `N
