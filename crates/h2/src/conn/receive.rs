@@ -94,7 +94,6 @@ impl State {
                     let stream = &mut self.streams[key];
                     stream.record.input += framed;
                     stream.record.end = Some(now);
-                    self.blocked.retain(|&k| k != key);
                     self.close_stream(key, Err(Failure::Reset(code)));
                 }
                 Ok(())
@@ -142,7 +141,6 @@ impl State {
                     stream.record.input += framed;
                     stream.send_window += i64::from(increment);
                     if increment == 0 || stream.send_window > i64::from(frame::MAX_WINDOW) {
-                        self.blocked.retain(|&k| k != key);
                         self.reset(key, error::PROTOCOL_ERROR, Failure::Malformed);
                     }
                 }
@@ -304,15 +302,11 @@ impl State {
     pub(super) fn remote_end(&mut self, key: usize, now: Instant) {
         let stream = &mut self.streams[key];
         stream.record.end = Some(now);
-        if stream.local_done {
-            self.close_stream(key, Ok(()));
-        } else {
-            self.blocked.retain(|&k| k != key);
-            let stream = &mut self.streams[key];
+        if !stream.local_done {
             frame::put_reset(&mut self.out, stream.id, error::CANCEL);
             stream.record.out += frame::RESET_LEN;
-            self.close_stream(key, Ok(()));
         }
+        self.close_stream(key, Ok(()));
     }
 
     pub(super) fn settings(&mut self, payload: &[u8]) -> Result<(), ConnectionError> {
@@ -374,7 +368,6 @@ impl State {
             .map(|(_, &key)| key)
             .collect();
         for key in unprocessed {
-            self.blocked.retain(|&k| k != key);
             self.close_stream(key, Err(Failure::Closed(Closed::GoAway(code))));
         }
         for key in std::mem::take(&mut self.waiting) {

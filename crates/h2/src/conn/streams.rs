@@ -105,7 +105,11 @@ impl State {
             let Some(key) = self.blocked.pop_front() else {
                 break;
             };
-            if self.streams.get(key).is_some_and(|s| s.result.is_none()) {
+            let sending = self
+                .streams
+                .get(key)
+                .is_some_and(|s| s.result.is_none() && s.id != 0 && !s.local_done);
+            if sending {
                 self.send_body(key);
             }
         }
@@ -130,6 +134,10 @@ impl State {
         stream.result = Some(result);
         if let Some(waker) = stream.waker.take() {
             self.wake.push(waker);
+        }
+        // Its key is reused once its shot is done with it: no queue may keep it.
+        if !self.blocked.is_empty() {
+            self.blocked.retain(|&k| k != key);
         }
         if stream.id != 0 {
             let id = stream.id;
@@ -158,7 +166,6 @@ impl State {
             self.streams[key].result = Some(Err(Failure::Closed(Closed::Lost)));
             return;
         }
-        self.blocked.retain(|&k| k != key);
         if self.closed.is_none() {
             self.reset(key, error::CANCEL, Failure::Closed(Closed::Lost));
         } else {

@@ -479,3 +479,44 @@ proptest! {
         });
     }
 }
+
+#[tokio::test]
+async fn an_early_reply_cuts_the_request_and_no_more_of_its_body_goes() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let mut stream = open(&connection, &post(100_000));
+    peer.stream_frame().await;
+    let mut got = 0;
+    while got < 65_535 {
+        got += peer.stream_frame().await.1.len();
+    }
+    // The server answers before the body is all in (413), ending the stream.
+    peer.head(1, b"413", &[], true).await;
+    assert_eq!(stream.end().await, Ok(()));
+    let (head, code) = peer.stream_frame().await;
+    assert_eq!((head.kind, head.stream), (kind::RST_STREAM, 1));
+    assert_eq!(code, error::CANCEL.to_be_bytes());
+    let reply = stream.finish();
+    assert_eq!((reply.status, reply.record.sent), (413, None));
+    // The stream's slot and key go to the next request; windows that open
+    // now send nothing more of the first one's body.
+    let mut next = open(&connection, &post(10));
+    for stream in [0, 1, 3] {
+        peer.send(kind::WINDOW_UPDATE, 0, stream, &100_000u32.to_be_bytes())
+            .await;
+    }
+    let (head, _) = peer.stream_frame().await;
+    assert_eq!((head.kind, head.stream), (kind::HEADERS, 3));
+    let (head, body) = peer.stream_frame().await;
+    assert_eq!((head.kind, head.stream, body.len()), (kind::DATA, 3, 10));
+    assert_eq!(head.flags, flag::END_STREAM);
+    peer.send(kind::PING, 0, 0, &[2; 8]).await;
+    loop {
+        let (head, _) = peer.frame().await;
+        assert_ne!(head.stream, 1, "{head:?}");
+        if head.kind == kind::PING {
+            break;
+        }
+    }
+    peer.head(3, b"200", &[], true).await;
+    assert_eq!(next.end().await, Ok(()));
+}
