@@ -70,6 +70,12 @@ impl State {
                 if continuation.stream != head.stream {
                     return Err(ConnectionError(error::PROTOCOL_ERROR));
                 }
+                // A head that never ends must not grow without bound: past
+                // what the header list limit could take encoded, it is refused.
+                let most = 4 * self.config.max_header_list as usize + frame::DEFAULT_MAX_FRAME;
+                if continuation.block.len() + payload.len() > most {
+                    return Err(ConnectionError(error::PROTOCOL_ERROR));
+                }
                 continuation.block.extend_from_slice(payload);
                 continuation.framed += framed;
                 if head.flags & flag::END_HEADERS != 0 {

@@ -520,3 +520,20 @@ async fn an_early_reply_cuts_the_request_and_no_more_of_its_body_goes() {
     peer.head(3, b"200", &[], true).await;
     assert_eq!(next.end().await, Ok(()));
 }
+
+#[tokio::test]
+async fn a_head_that_never_ends_is_refused_before_it_grows_without_bound() {
+    let config = Config {
+        max_header_list: 1024,
+        ..CONFIG
+    };
+    let (connection, mut peer) = connect(config).await;
+    let mut stream = open(&connection, &get());
+    peer.stream_frame().await;
+    peer.send(kind::HEADERS, 0, 1, &[0x88]).await;
+    // 4 × 1 KiB + 16 KiB is the most a head may take encoded: a few frames more end it.
+    for _ in 0..3 {
+        peer.send(kind::CONTINUATION, 0, 1, &[0; 10_000]).await;
+    }
+    assert_eq!(stream.end().await, Err(Failure::Closed(Closed::Protocol)));
+}
