@@ -67,6 +67,21 @@ impl Drop for H2Server {
 }
 
 async fn serve(socket: tokio::net::TcpStream) {
+    // A second handle on the socket, for `/drop`: the close must be a FIN,
+    // never a reset, whatever the client sent last (a SETTINGS ACK not yet
+    // read when the socket closes would make the kernel reset it).
+    let Ok(socket) = socket.into_std() else {
+        return;
+    };
+    let Ok(spare) = socket.try_clone() else {
+        return;
+    };
+    let (Ok(socket), Ok(spare)) = (
+        tokio::net::TcpStream::from_std(socket),
+        tokio::net::TcpStream::from_std(spare),
+    ) else {
+        return;
+    };
     let Ok(mut connection) = h2::server::handshake(socket).await else {
         return;
     };
@@ -74,8 +89,13 @@ async fn serve(socket: tokio::net::TcpStream) {
     loop {
         let accepted = tokio::select! {
             accepted = connection.accept() => accepted,
-            // Return, dropping the connection: the socket closes, no GOAWAY.
-            _ = drop_rx.recv() => return,
+            // Drop the connection (no GOAWAY), close the socket's sending
+            // side, and read what comes until the client closes too.
+            _ = drop_rx.recv() => {
+                drop(connection);
+                close_cleanly(spare).await;
+                return;
+            }
         };
         let Some(Ok((request, mut respond))) = accepted else {
             return;
@@ -106,4 +126,20 @@ async fn serve(socket: tokio::net::TcpStream) {
             }
         });
     }
+}
+
+/// Send FIN on `socket` and read until the client closes (or 10 s pass), so
+/// that nothing is left unread when it closes.
+async fn close_cleanly(mut socket: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = socket.shutdown().await;
+    let mut sink = [0u8; 4096];
+    let drain = async {
+        while let Ok(n) = socket.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), drain).await;
 }
