@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
-use super::{wake_all, Closed, ConnectionError, Shared};
+use super::{wake_all, Closed, ConnectionError, Shared, State, HOLD_FOR, HOLD_TIMER};
 use crate::frame;
 
 /// The task that reads and writes a connection's socket: spawn it. It ends
@@ -28,6 +28,51 @@ pub struct Driver<IO> {
     flush: bool,
     reading: Vec<u8>,
     filled: usize,
+    hold: Hold,
+}
+
+/// New requests held back for a bigger write ([`State::may_hold`]).
+#[derive(Default)]
+struct Hold {
+    /// When the requests now held were first held.
+    since: Option<Instant>,
+    /// Sends them if no read does first.
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl Hold {
+    /// Whether to hold `out` back now: while the state allows it, for
+    /// [`HOLD_FOR`] from the first hold as the reads (`read_at`) tell, or
+    /// until the timer fires when no read comes.
+    fn keep(&mut self, state: &State, read_at: Option<Instant>, cx: &mut Context<'_>) -> bool {
+        if !state.may_hold() {
+            self.since = None;
+            return false;
+        }
+        let since = match self.since {
+            Some(since) => since,
+            None => {
+                let now = read_at.unwrap_or_else(Instant::now);
+                self.since = Some(now);
+                let deadline = now + HOLD_TIMER;
+                match &mut self.timer {
+                    Some(timer) => timer.as_mut().reset(deadline),
+                    None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
+                }
+                now
+            }
+        };
+        let long_enough = read_at.is_some_and(|at| at.duration_since(since) >= HOLD_FOR);
+        let timed_out = self
+            .timer
+            .as_mut()
+            .is_some_and(|timer| timer.as_mut().poll(cx).is_ready());
+        if long_enough || timed_out {
+            self.since = None;
+            return false;
+        }
+        true
+    }
 }
 
 /// Bytes read at most at once: room for several frames of the largest size
@@ -45,6 +90,7 @@ impl<IO> Driver<IO> {
             flush: false,
             reading: vec![0; READ_BUFFER],
             filled: 0,
+            hold: Hold::default(),
         }
     }
 }
@@ -126,10 +172,14 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Future for Driver<IO> {
             if let Some(closed) = ended {
                 state.fail_all(closed);
             }
-            if this.write_pos == this.writing.len() && !state.out.is_empty() {
+            if this.write_pos == this.writing.len()
+                && !state.out.is_empty()
+                && (ended.is_some() || !this.hold.keep(&state, read_at, cx))
+            {
+                this.hold.since = None;
                 this.writing.clear();
                 this.write_pos = 0;
-                state.taken += state.out.len() as u64;
+                state.taken_out();
                 std::mem::swap(&mut this.writing, &mut state.out);
                 busy = true;
             }

@@ -56,6 +56,16 @@ pub struct Config {
 /// The streams a connection assumes the server allows before its SETTINGS
 /// say (RFC 9113 leaves it unlimited; 100 is what servers commonly allow).
 const ASSUMED_MAX_STREAMS: usize = 100;
+/// The fewest streams the server must have left to answer before the
+/// driver holds new requests back for a bigger write (below it, a reply may
+/// be the last for a while, and a held request would wait for nothing).
+const HOLD_MIN: usize = 8;
+/// The longest new requests are held back, measured at the reads that
+/// bring the replies they wait for; [`HOLD_TIMER`] if no read comes.
+const HOLD_FOR: std::time::Duration = std::time::Duration::from_micros(200);
+/// The timer that sends held requests when no reply comes to release them
+/// (the runtime's timer counts whole milliseconds).
+const HOLD_TIMER: std::time::Duration = std::time::Duration::from_millis(1);
 /// The dynamic table the client allows the server (SETTINGS_HEADER_TABLE_SIZE's default).
 const HEADER_TABLE: usize = 4096;
 
@@ -198,6 +208,11 @@ struct State {
     next_id: u32,
     /// Streams with an id that have not ended.
     active: usize,
+    /// Streams begun since the driver last took `out`, and the bytes of
+    /// `out` that are theirs: while `out` holds nothing else, the driver may
+    /// hold them back (see [`State::may_hold`]).
+    fresh: usize,
+    fresh_bytes: usize,
     max_streams: usize,
     settings_seen: bool,
     send_window: i64,
@@ -279,6 +294,8 @@ where
         blocked: VecDeque::new(),
         next_id: 1,
         active: 0,
+        fresh: 0,
+        fresh_bytes: 0,
         max_streams: ASSUMED_MAX_STREAMS,
         settings_seen: false,
         send_window: i64::from(frame::DEFAULT_WINDOW),

@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::{Closed, Failure, State};
+use super::{Closed, Failure, State, HOLD_MIN};
 use crate::frame::{self, error, flag, kind};
 use std::task::Waker;
 
@@ -30,6 +30,8 @@ impl State {
         let id = self.next_id;
         self.next_id += 2;
         self.active += 1;
+        self.fresh += 1;
+        let queued = self.out.len();
         self.ids.insert(id, key);
         let max_frame = self.max_frame;
         let stream = &mut self.streams[key];
@@ -64,6 +66,34 @@ impl State {
         } else {
             self.send_body(key);
         }
+        self.fresh_bytes += self.out.len() - queued;
+    }
+
+    /// Whether the driver may hold `out` back for more requests to join it:
+    /// `out` holds only streams just begun, and the server has at least
+    /// [`HOLD_MIN`] other streams to answer, three times as many as are
+    /// held. Their replies are on the way, and each wakes a shot that opens
+    /// the next stream; written at once, every reply's request goes alone,
+    /// a write for one or two requests (the server's next read takes as few,
+    /// and the pattern keeps itself). Held, they go together: a fifth of the
+    /// writes, and the server's reads take them in bulk.
+    pub(super) fn may_hold(&self) -> bool {
+        // Fresh streams that ended while held (GOAWAY, a cancel) still count in
+        // `fresh`, and a connection that is going sends what it has at once.
+        let answering = self.active.saturating_sub(self.fresh);
+        self.goaway.is_none()
+            && self.closed.is_none()
+            && self.fresh > 0
+            && self.fresh_bytes == self.out.len()
+            && answering >= HOLD_MIN
+            && self.fresh * 3 < answering
+    }
+
+    /// `out` was taken to be written: nothing in it is fresh any more.
+    pub(super) fn taken_out(&mut self) {
+        self.taken += self.out.len() as u64;
+        self.fresh = 0;
+        self.fresh_bytes = 0;
     }
 
     /// Queue stream `key`'s body as far as the windows allow; a stream left

@@ -537,3 +537,149 @@ async fn a_head_that_never_ends_is_refused_before_it_grows_without_bound() {
     }
     assert_eq!(stream.end().await, Err(Failure::Closed(Closed::Protocol)));
 }
+
+/// Let every task run until none has more to do (time stands still).
+async fn settle() {
+    for _ in 0..200 {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Streams opened whose HEADERS the driver holds back.
+fn held(connection: &Connection) -> usize {
+    let state = connection.shared.lock();
+    if state.out.is_empty() {
+        0
+    } else {
+        state.fresh
+    }
+}
+
+/// Open `n` streams and read their HEADERS at the server: the ids.
+async fn open_many(connection: &Connection, peer: &mut Peer, n: usize) -> Vec<Stream> {
+    let request = get();
+    let streams: Vec<Stream> = (0..n).map(|_| open(connection, &request)).collect();
+    for _ in 0..n {
+        assert_eq!(peer.stream_frame().await.0.kind, kind::HEADERS);
+    }
+    streams
+}
+
+#[tokio::test(start_paused = true)]
+async fn new_requests_wait_for_more_to_go_in_one_write_while_many_are_answered() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let start = Instant::now();
+    let mut streams = open_many(&connection, &mut peer, 12).await;
+    let request = get();
+    // Each reply's stream is followed by a new one, as a closed model's shot
+    // does. The server has 11, 10 and 9 streams left to answer: the first
+    // two new requests wait (fewer than a third of those), the third
+    // sends the three.
+    let mut new = Vec::new();
+    for (i, id) in [1u32, 3, 5].into_iter().enumerate() {
+        peer.head(id, b"204", &[], true).await;
+        let mut answered = streams.remove(0);
+        assert_eq!(answered.end().await, Ok(()));
+        new.push(open(&connection, &request));
+        settle().await;
+        assert_eq!(held(&connection), if i < 2 { i + 1 } else { 0 });
+    }
+    for id in [25, 27, 29] {
+        assert_eq!(peer.stream_frame().await.0.stream, id);
+    }
+    // The replies released them, not the timer.
+    assert_eq!(Instant::now(), start);
+}
+
+#[tokio::test(start_paused = true)]
+async fn held_requests_go_when_no_reply_comes_within_the_timer() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let mut streams = open_many(&connection, &mut peer, 12).await;
+    peer.head(1, b"204", &[], true).await;
+    assert_eq!(streams[0].end().await, Ok(()));
+    let held_at = Instant::now();
+    let _next = open(&connection, &get());
+    settle().await;
+    assert_eq!(held(&connection), 1);
+    // The server sends nothing more; the timer sends the request.
+    assert_eq!(peer.stream_frame().await.0.stream, 25);
+    let waited = Instant::now() - held_at;
+    assert!(
+        waited >= HOLD_TIMER && waited < HOLD_TIMER * 3,
+        "{waited:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn held_requests_go_with_the_first_read_after_hold_for() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let mut streams = open_many(&connection, &mut peer, 12).await;
+    peer.head(1, b"204", &[], true).await;
+    assert_eq!(streams[0].end().await, Ok(()));
+    let held_at = Instant::now();
+    let _next = open(&connection, &get());
+    settle().await;
+    assert_eq!(held(&connection), 1);
+    // A reply read HOLD_FOR later sends it, though the server still has
+    // more than three times as many to answer.
+    tokio::time::advance(HOLD_FOR).await;
+    settle().await;
+    assert_eq!(held(&connection), 1);
+    peer.head(3, b"204", &[], true).await;
+    assert_eq!(streams[1].end().await, Ok(()));
+    assert_eq!(peer.stream_frame().await.0.stream, 25);
+    assert_eq!(Instant::now() - held_at, HOLD_FOR);
+}
+
+#[tokio::test(start_paused = true)]
+async fn goaway_ends_held_streams_at_once_and_sends_what_is_held() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let start = Instant::now();
+    let mut streams = open_many(&connection, &mut peer, 12).await;
+    peer.head(1, b"204", &[], true).await;
+    assert_eq!(streams.remove(0).end().await, Ok(()));
+    let mut next = open(&connection, &get());
+    settle().await;
+    assert_eq!(held(&connection), 1);
+    // The server takes no stream above 23: the held one (25) ends now.
+    let mut goaway = 23u32.to_be_bytes().to_vec();
+    goaway.extend_from_slice(&error::NO_ERROR.to_be_bytes());
+    peer.send(kind::GOAWAY, 0, 0, &goaway).await;
+    let ended = tokio::time::timeout(HOLD_TIMER / 2, next.end()).await;
+    assert_eq!(ended, Ok(Err(Failure::Closed(Closed::GoAway(0)))));
+    // What was held is written, without waiting for the timer.
+    assert_eq!(peer.stream_frame().await.0.stream, 25);
+    assert_eq!(Instant::now(), start);
+    for (stream, id) in streams.iter_mut().zip((3..).step_by(2)) {
+        peer.head(id, b"204", &[], true).await;
+        assert_eq!(stream.end().await, Ok(()));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_goes_at_once_when_few_are_answered_or_other_frames_wait() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    assert_eq!(HOLD_MIN, 8, "the stream ids below count on it");
+    let start = Instant::now();
+    // Seven streams at the server, fewer than HOLD_MIN: nothing is held.
+    let mut streams = open_many(&connection, &mut peer, 7).await;
+    peer.head(1, b"204", &[], true).await;
+    assert_eq!(streams.remove(0).end().await, Ok(()));
+    let _next = open(&connection, &get());
+    assert_eq!(peer.stream_frame().await.0.stream, 15);
+    // Enough at the server to hold (streams 5 to 31), but a reset queued
+    // after the new request is not held back, nor the request with it.
+    let mut more = open_many(&connection, &mut peer, 8).await;
+    peer.head(3, b"204", &[], true).await;
+    assert_eq!(streams.remove(0).end().await, Ok(()));
+    let _another = open(&connection, &get());
+    settle().await;
+    assert_eq!(held(&connection), 1);
+    drop(more.pop());
+    let (head, _) = peer.stream_frame().await;
+    assert_eq!((head.kind, head.stream), (kind::HEADERS, 33));
+    let (head, payload) = peer.stream_frame().await;
+    assert_eq!(head.kind, kind::RST_STREAM);
+    assert_eq!(payload, error::CANCEL.to_be_bytes());
+    assert_eq!(Instant::now(), start);
+}
