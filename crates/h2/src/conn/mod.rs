@@ -5,8 +5,10 @@
 //! one I/O thread as a rule; on several when a gun has fewer connections
 //! than threads). A shot that opens a stream encodes its frames into the
 //! outgoing buffer and wakes the driver once; the driver writes whatever
-//! accumulated in one call, reads whatever arrived, and wakes each stream
-//! that ended. Socket I/O happens outside the lock.
+//! accumulated in one call (holding new requests back a moment while many
+//! replies are due, so that more go together: `State::may_hold`), reads
+//! whatever arrived, and wakes each stream that ended. Socket I/O happens
+//! outside the lock.
 //!
 //! What a stream's row needs is recorded on the way: its frames' bytes both
 //! ways, when its END_STREAM left (the write that carried its last byte),
