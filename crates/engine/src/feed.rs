@@ -273,6 +273,9 @@ pub fn spawn_replay(
             let mut requests = Interner::new(INTERNED_REQUESTS, INTERNED_REQUEST_BYTES);
             let mut report = FeedReport::default();
             let mut batch = Vec::with_capacity(BATCH);
+            // A moment known to have passed: a step to hand over by then needs
+            // no clock read (all of a replay that is behind, or due at once).
+            let mut passed = std::time::Instant::now();
             let walked = (|| {
                 while let Some(step) = plan.next_step()? {
                     let (handed, due) = match step {
@@ -297,7 +300,11 @@ pub fn spawn_replay(
                     let ahead = due.and_then(|due| {
                         // The start may lie ahead: a step due soon after it is handed over now.
                         let handed_at = (dispatch.start() + due).checked_sub(REPLAY_AHEAD)?;
-                        let wait = handed_at.checked_duration_since(std::time::Instant::now())?;
+                        if handed_at <= passed {
+                            return None;
+                        }
+                        passed = std::time::Instant::now();
+                        let wait = handed_at.checked_duration_since(passed)?;
                         Some(wait + REPLAY_REFILL)
                     });
                     let hand_over = ahead.is_some() || batch.len() == BATCH;
