@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
-use super::{wake_all, Closed, ConnectionError, Shared, State, HOLD_FOR, HOLD_TIMER};
+use super::{wake_all, Closed, ConnectionError, Shared, State, HOLD_FOR, HOLD_GAP, HOLD_TIMER};
 use crate::frame;
 
 /// The task that reads and writes a connection's socket: spawn it. It ends
@@ -38,6 +38,9 @@ struct Hold {
     since: Option<Instant>,
     /// Sends them if no read does first.
     timer: Option<Pin<Box<Sleep>>>,
+    /// The last read, and the time since the one before it.
+    last_read: Option<Instant>,
+    read_gap: Option<std::time::Duration>,
 }
 
 impl Hold {
@@ -52,7 +55,17 @@ impl Hold {
         let since = match self.since {
             Some(since) => since,
             None => {
+                // Only while replies stream in (the last two reads, and now,
+                // within HOLD_GAP): replies that trickle would keep a request
+                // waiting for the next without bringing others to join it.
                 let now = read_at.unwrap_or_else(Instant::now);
+                let streaming = self.read_gap.is_some_and(|gap| gap <= HOLD_GAP)
+                    && self
+                        .last_read
+                        .is_some_and(|last| now.saturating_duration_since(last) <= HOLD_GAP);
+                if !streaming {
+                    return false;
+                }
                 self.since = Some(now);
                 let deadline = now + HOLD_TIMER;
                 match &mut self.timer {
@@ -72,6 +85,14 @@ impl Hold {
             return false;
         }
         true
+    }
+
+    /// A read happened `at`.
+    fn read(&mut self, at: Instant) {
+        self.read_gap = self
+            .last_read
+            .map(|last| at.saturating_duration_since(last));
+        self.last_read = Some(at);
     }
 }
 
@@ -152,6 +173,9 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Future for Driver<IO> {
                 }
             }
             let read_at = read.then(Instant::now);
+            if let Some(at) = read_at {
+                this.hold.read(at);
+            }
             let mut state = this.shared.lock();
             if let Some(at) = wrote_at {
                 state.mark_sent(this.written, at);

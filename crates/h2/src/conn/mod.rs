@@ -65,6 +65,9 @@ const HOLD_MIN: usize = 8;
 /// The longest new requests are held back, measured at the reads that
 /// bring the replies they wait for; [`HOLD_TIMER`] if no read comes.
 const HOLD_FOR: std::time::Duration = std::time::Duration::from_micros(200);
+/// Requests are held only while replies stream in: the last two reads this
+/// close together, and the last this recent.
+const HOLD_GAP: std::time::Duration = std::time::Duration::from_micros(50);
 /// The timer that sends held requests when no reply comes to release them
 /// (the runtime's timer counts whole milliseconds).
 const HOLD_TIMER: std::time::Duration = std::time::Duration::from_millis(1);

@@ -565,11 +565,25 @@ async fn open_many(connection: &Connection, peer: &mut Peer, n: usize) -> Vec<St
     streams
 }
 
+/// A read the client makes now (a PING it answers): requests are held
+/// only after two reads close together, replies streaming in.
+async fn ping(peer: &mut Peer) {
+    peer.send(kind::PING, 0, 0, &[1; 8]).await;
+    loop {
+        let (head, _) = peer.frame().await;
+        if head.kind == kind::PING {
+            assert_eq!(head.flags, flag::ACK);
+            return;
+        }
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn new_requests_wait_for_more_to_go_in_one_write_while_many_are_answered() {
     let (connection, mut peer) = connect(CONFIG).await;
     let start = Instant::now();
     let mut streams = open_many(&connection, &mut peer, 12).await;
+    ping(&mut peer).await;
     let request = get();
     // Each reply's stream is followed by a new one, as a closed model's shot
     // does. The server has 11, 10 and 9 streams left to answer: the first
@@ -595,6 +609,7 @@ async fn new_requests_wait_for_more_to_go_in_one_write_while_many_are_answered()
 async fn held_requests_go_when_no_reply_comes_within_the_timer() {
     let (connection, mut peer) = connect(CONFIG).await;
     let mut streams = open_many(&connection, &mut peer, 12).await;
+    ping(&mut peer).await;
     peer.head(1, b"204", &[], true).await;
     assert_eq!(streams[0].end().await, Ok(()));
     let held_at = Instant::now();
@@ -614,6 +629,7 @@ async fn held_requests_go_when_no_reply_comes_within_the_timer() {
 async fn held_requests_go_with_the_first_read_after_hold_for() {
     let (connection, mut peer) = connect(CONFIG).await;
     let mut streams = open_many(&connection, &mut peer, 12).await;
+    ping(&mut peer).await;
     peer.head(1, b"204", &[], true).await;
     assert_eq!(streams[0].end().await, Ok(()));
     let held_at = Instant::now();
@@ -636,6 +652,7 @@ async fn goaway_ends_held_streams_at_once_and_sends_what_is_held() {
     let (connection, mut peer) = connect(CONFIG).await;
     let start = Instant::now();
     let mut streams = open_many(&connection, &mut peer, 12).await;
+    ping(&mut peer).await;
     peer.head(1, b"204", &[], true).await;
     assert_eq!(streams.remove(0).end().await, Ok(()));
     let mut next = open(&connection, &get());
@@ -670,6 +687,7 @@ async fn a_request_goes_at_once_when_few_are_answered_or_other_frames_wait() {
     // Enough at the server to hold (streams 5 to 31), but a reset queued
     // after the new request is not held back, nor the request with it.
     let mut more = open_many(&connection, &mut peer, 8).await;
+    ping(&mut peer).await;
     peer.head(3, b"204", &[], true).await;
     assert_eq!(streams.remove(0).end().await, Ok(()));
     let _another = open(&connection, &get());
@@ -681,5 +699,20 @@ async fn a_request_goes_at_once_when_few_are_answered_or_other_frames_wait() {
     let (head, payload) = peer.stream_frame().await;
     assert_eq!(head.kind, kind::RST_STREAM);
     assert_eq!(payload, error::CANCEL.to_be_bytes());
+    assert_eq!(Instant::now(), start);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_goes_at_once_while_replies_trickle() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    let mut streams = open_many(&connection, &mut peer, 12).await;
+    ping(&mut peer).await;
+    // The reply comes longer than HOLD_GAP after the read before it.
+    tokio::time::advance(HOLD_GAP * 2).await;
+    peer.head(1, b"204", &[], true).await;
+    assert_eq!(streams.remove(0).end().await, Ok(()));
+    let start = Instant::now();
+    let _next = open(&connection, &get());
+    assert_eq!(peer.stream_frame().await.0.stream, 25);
     assert_eq!(Instant::now(), start);
 }
