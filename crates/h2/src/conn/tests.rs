@@ -555,7 +555,7 @@ fn held(connection: &Connection) -> usize {
     }
 }
 
-/// Open `n` streams and read their HEADERS at the server: the ids.
+/// Open `n` streams and read their HEADERS at the server.
 async fn open_many(connection: &Connection, peer: &mut Peer, n: usize) -> Vec<Stream> {
     let request = get();
     let streams: Vec<Stream> = (0..n).map(|_| open(connection, &request)).collect();
