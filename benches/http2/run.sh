@@ -34,30 +34,9 @@ command -v oha > /dev/null && have_oha=1
 start_nginx http2
 url=http://$origin_addr/small
 
-# Hold the CPUs awake while the file stays open (closed when the script exits).
-awake="no (/dev/cpu_dma_latency not writable)"
-if [ -w /dev/cpu_dma_latency ]; then
-    exec 9> /dev/cpu_dma_latency
-    printf '\x00\x00\x00\x00' >&9 && awake=yes
-fi
-
-# Wait until the machine is under 10% busy over a second (at most 120 s); print the share.
-quiet() {
-    python3 - <<'PY'
-import time
-def busy(window):
-    def sample():
-        f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-        return sum(f), f[3] + (f[4] if len(f) > 4 else 0)
-    t0, i0 = sample(); time.sleep(window); t1, i1 = sample()
-    return 1.0 - (i1 - i0) / max(1, t1 - t0)
-start = time.time()
-b = busy(1.0)
-while b > 0.10 and time.time() - start < 120:
-    b = busy(2.0)
-print(f"{b:.3f}")
-PY
-}
+# The CPUs held awake for every tool; quiet() before each run.
+. benches/quiet.sh
+hold_cpus_awake
 
 results=$work/results.tsv # round, tool, model, requests, cpu, p99, busy
 : > "$results"

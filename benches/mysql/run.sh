@@ -9,13 +9,18 @@
 #             is the arrival minus its offset, the two clocks aligned by the median of those
 #             differences. Goal: error p99 <= 1 ms.
 #   cpu       sysbench's oltp_point_select (Debian's sysbench: THREADS threads, prepared
-#             statements, SECONDS) beside a replay of the same number of point selects
-#             over THREADS sessions, each a prepare then executes back to back (all due at
-#             once: a closed loop like sysbench's threads). CPU seconds (user + system, from
-#             /usr/bin/time) per query of each. Goal: tank's <= sysbench's. tank runs with
-#             TANK_THREADS I/O threads (default 1: one thread serves the THREADS
-#             connections, as the server needs the other core; phantom's default,
-#             cores/2 + 1, is 2 on two cores: TANK_THREADS=2 measures that).
+#             statements) beside a replay of as many point selects over THREADS sessions,
+#             each a prepare then executes back to back (all due at once: a closed loop like
+#             sysbench's threads), both making the same number of queries per run. CPU
+#             seconds (user + system, from /usr/bin/time) per query of each, in RUNS rounds
+#             (default 3) in which the two alternate (sysbench first in odd rounds, tank in
+#             even ones); before each run the script waits until the machine is quiet (under
+#             10% busy over a second) and the CPUs are held awake for both (AWAKE=0: for
+#             neither, tank's keep_cpus_awake off too). The median and spread of the rounds'
+#             ratios. Goal: tank's <= sysbench's. tank runs with TANK_THREADS I/O threads
+#             (default 1: one thread serves the THREADS connections, as the server needs the
+#             other core; phantom's default, cores/2 + 1, is 2 on two cores: TANK_THREADS=2
+#             measures that).
 #   counts    instructions (valgrind --tool=callgrind: user space, load-independent) and
 #             syscalls (strace -c -f) per query of sysbench's oltp_point_select and of tank's
 #             replay of it, as in `cpu` (THREADS connections of prepared point selects): each
@@ -30,9 +35,9 @@
 #                                                        (default: arrivals, cpu and import)
 #   TANK=target/debug/tank benches/mysql/run.sh --quick          (a smoke check, no release build)
 #
-# Defaults: arrivals 200 sessions for 20 s; cpu 8 threads for 20 s on 100,000 rows; import
+# Defaults: arrivals 200 sessions for 20 s; cpu 8 threads, 1,200,000 queries per run on 100,000 rows; import
 # 1,000 MB over 2,000 connections; counts 20,000 more queries. --quick: 50 sessions, 500
-# queries/s for 5 s; 2 threads for 3 s on 10,000 rows; 50 MB; counts 5,000 more queries.
+# queries/s for 5 s; 2 threads, 30,000 queries on 10,000 rows; 50 MB; counts 5,000 more queries.
 # Needs mariadb-server, mariadb-client, sysbench, python3, /usr/bin/time (counts: valgrind,
 # strace). Prints a markdown table per part.
 set -euo pipefail
@@ -47,11 +52,13 @@ for arg in "$@"; do
 done
 [ ${#parts[@]} -eq 0 ] && parts=(arrivals cpu import)
 tank_threads=${TANK_THREADS:-1}
+runs=${RUNS:-3}
+hold=${AWAKE:-1}
 if [ "$quick" = 1 ]; then
-    sessions=50 rate=500 seconds=5 threads=2 cpu_seconds=3 rows=10000 size_mb=50 connections=200
+    sessions=50 rate=500 seconds=5 threads=2 cpu_queries=30000 rows=10000 size_mb=50 connections=200
     count=5000
 else
-    sessions=200 rate=5000 seconds=20 threads=8 cpu_seconds=20 rows=100000 size_mb=1000 connections=2000
+    sessions=200 rate=5000 seconds=20 threads=8 cpu_queries=1200000 rows=100000 size_mb=1000 connections=2000
     count=20000
 fi
 if [ -n "${TANK:-}" ]; then
@@ -67,6 +74,12 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+. benches/quiet.sh
+if [ "$hold" = 1 ]; then
+    hold_cpus_awake
+else
+    awake="no (AWAKE=0: neither tool holds them; tank's keep_cpus_awake = 0)"
+fi
 user_opt=()
 [ "$(id -u)" = 0 ] && user_opt=(--user=root)
 
@@ -147,35 +160,74 @@ PY
 cpu() {
     start_mariadb
     local sb=(sysbench oltp_point_select --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port"
-        --mysql-user=bench --mysql-password=bench --mysql-db=sbtest --tables=1 --table-size="$rows")
+        --mysql-user=bench --mysql-password=bench --mysql-db=sbtest --tables=1 --table-size="$rows"
+        --threads="$threads")
     "${sb[@]}" prepare > "$work/prepare.log"
-    /usr/bin/time -f "%U %S" -o "$work/sb-time.txt" "${sb[@]}" --threads="$threads" --time="$cpu_seconds" run \
-        > "$work/sysbench.log"
-    read -r sb_user sb_sys < "$work/sb-time.txt"
-    sb_queries=$(awk '/queries:/ { print $2; exit }' "$work/sysbench.log")
-    sb_wall=$(awk '/total time:/ { sub("s", "", $3); print $3; exit }' "$work/sysbench.log")
-    python3 benches/mysql/gen.py points "$work/points.sessions" "$threads" "$((sb_queries / threads))" "$rows"
+    # A warm-up (the table into the buffer pool), which also says how many queries sysbench
+    # makes per event, so that each round gives both tools the same number of queries.
+    "${sb[@]}" --time=3 run > "$work/warm.log"
+    local per_event events queries
+    per_event=$(awk '/queries:/ { q = $2 } /total number of events:/ { e = $5 } END { print int(q / e + 0.5) }' \
+        "$work/warm.log")
+    events=$((cpu_queries / per_event))
+    queries=$((events * per_event))
+    python3 benches/mysql/gen.py points "$work/points.sessions" "$threads" "$((queries / threads))" "$rows"
     replay_config "$work/points.sessions" "threads = $tank_threads"
-    (cd "$work" && /usr/bin/time -f "%U %S %e" -o tank-time.txt "$tank" -c load.ini --quiet > summary.txt 2> err.txt) \
-        || { cat "$work/err.txt"; exit 1; }
-    read -r tank_user tank_sys tank_wall < "$work/tank-time.txt"
-    run=$(ls -d "$work"/logs/*/ | tail -1)
-    tank_queries=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["shots"]["sent"])' "$run/summary.json")
+    [ "$hold" = 1 ] || printf '[tank]\nkeep_cpus_awake = 0\n' >> "$work/load.ini"
+    local results=$work/cpu.tsv # round, tool, queries, wall, user, system, busy
+    : > "$results"
+    for round in $(seq "$runs"); do
+        local order=(sysbench tank)
+        [ $((round % 2)) = 0 ] && order=(tank sysbench)
+        for tool in "${order[@]}"; do
+            echo "round $round of $runs: $tool" >&2
+            local busy user system wall done_queries
+            busy=$(quiet)
+            if [ "$tool" = sysbench ]; then
+                /usr/bin/time -f "%U %S %e" -o "$work/time.txt" "${sb[@]}" --events="$events" --time=0 run \
+                    > "$work/sysbench.log"
+                done_queries=$(awk '/queries:/ { print $2; exit }' "$work/sysbench.log")
+            else
+                (cd "$work" && /usr/bin/time -f "%U %S %e" -o time.txt "$tank" -c load.ini --quiet \
+                    > summary.txt 2> err.txt) || { cat "$work/err.txt"; exit 1; }
+                done_queries=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["shots"]["sent"])' \
+                    "$(ls -d "$work"/logs/*/ | tail -1)/summary.json")
+                rm -rf "$work/logs"
+            fi
+            read -r user system wall < "$work/time.txt"
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$tool" "$done_queries" "$wall" "$user" "$system" \
+                "$busy" >> "$results"
+        done
+    done
     stop_mariadb
     echo
-    echo "## MySQL CPU per query: $threads connections of point selects (prepared), against sysbench; tank threads = $tank_threads"
+    echo "## MySQL CPU per query: $threads connections of point selects (prepared), $queries queries per run, against sysbench; tank threads = $tank_threads; CPUs held awake: $awake"
     echo
-    python3 - "$sb_queries" "$sb_wall" "$sb_user" "$sb_sys" "$tank_queries" "$tank_wall" "$tank_user" "$tank_sys" <<'PY'
-import sys
-sb_q, sb_wall, sb_u, sb_s, t_q, t_wall, t_u, t_s = map(float, sys.argv[1:])
-rows = [("sysbench oltp_point_select", sb_q, sb_wall, sb_u + sb_s), ("tank (tank_type = mysql)", t_q, t_wall, t_u + t_s)]
-print("| tool | queries | wall s | queries/s | CPU s | CPU µs per query |")
-print("|---|---|---|---|---|---|")
-for name, q, wall, cpu in rows:
-    print("| %s | %d | %.1f | %.0f | %.2f | %.1f |" % (name, q, wall, q / wall, cpu, cpu / q * 1e6))
-print("\ntank ÷ sysbench, CPU per query: %.2f (goal <= 1)" % ((t_u + t_s) / t_q / ((sb_u + sb_s) / sb_q)))
+    python3 - "$results" <<'PY'
+import statistics, sys
+rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
+runs = {}
+for rnd, tool, queries, wall, user, system, busy in rows:
+    q = int(queries)
+    runs.setdefault(int(rnd), {})[tool] = (q, float(wall), float(user) / q * 1e6, float(system) / q * 1e6, busy)
+print("| round | sysbench queries/s | sysbench µs per query (user + system) | tank queries/s | tank µs per query (user + system) | tank ÷ sysbench | busy before (sysbench, tank) |")
+print("|---|---:|---:|---:|---:|---:|---|")
+ratios = []
+for rnd in sorted(runs):
+    got = runs[rnd]
+    if "sysbench" not in got or "tank" not in got:
+        continue
+    cells = []
+    for tool in ("sysbench", "tank"):
+        q, wall, u, s, _ = got[tool]
+        cells += ["%.0f" % (q / wall), "%.1f (%.1f + %.1f)" % (u + s, u, s)]
+    ratio = (got["tank"][2] + got["tank"][3]) / (got["sysbench"][2] + got["sysbench"][3])
+    ratios.append(ratio)
+    print("| %d | %s | %.2f | %s, %s |" % (rnd, " | ".join(cells), ratio, got["sysbench"][4], got["tank"][4]))
+if ratios:
+    print("\ntank ÷ sysbench, CPU per query: median **%.2f** (%.2f–%.2f) over %d rounds (goal <= 1)"
+          % (statistics.median(ratios), min(ratios), max(ratios), len(ratios)))
 PY
-    rm -rf "$work/logs"
 }
 
 # Instructions and syscalls of $1 point selects over $threads connections, by sysbench
