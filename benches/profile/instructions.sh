@@ -21,6 +21,8 @@
 # way: two runs of different lengths, the difference of its instructions over the
 # difference of its requests. Its requests are counted from its own output.
 #
+# KEEP=DIR copies the callgrind profiles there (for callgrind_annotate --inclusive=yes).
+#
 # Needs: valgrind (Debian: apt-get install -y valgrind); callgrind_annotate comes with it.
 # Takes about a minute.
 set -euo pipefail
@@ -100,6 +102,11 @@ echo
 echo "Functions with the most instructions (self cost) in the larger run:"
 echo
 echo '```'
+# awk, not head: head's early exit would fail the pipeline (pipefail) and end the script here.
 callgrind_annotate --inclusive=no "$work/cg-$((base + requests)).out" 2>/dev/null \
-    | grep -E '^ *[0-9,]+ \(' | head -25
+    | grep -E '^ *[0-9,]+ \(' | awk 'NR <= 25'
 echo '```'
+if [ -n "${KEEP:-}" ]; then
+    mkdir -p "$KEEP"
+    cp "$work"/*.out "$KEEP"/
+fi
