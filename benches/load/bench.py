@@ -511,7 +511,7 @@ def run_scenario(sc, args, tools, targets, work, all_runs):
     target = targets[sc["target"]]
     runnable, skipped = [], []
     for tool in tools:
-        if tool == "tank-bench" and sc["key"] not in ("A", "B", "D30k", "D80"):
+        if tool == "tank-bench" and sc["key"] not in ("A", "A1", "B", "D30k", "D80"):
             skipped.append((tool, "the one-liner has no flags for this scenario's shape"))
         elif tool == "pandora":
             skipped.append((tool, "found, but this benchmark does not drive pandora yet"))
