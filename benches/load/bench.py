@@ -631,7 +631,7 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "target/load-bench/results.md"))
     ap.add_argument("--with-bench", action="store_true",
                     help="also run `tank bench URL` (the one-liner) where a scenario has wrk's flags "
-                         "(A: -c 64; B, D: -R RATE)")
+                         "(A: -c 64; A1: -t 1 -c 64; B, D: -R RATE)")
     args = ap.parse_args()
     args.tank = str(Path(args.tank).resolve())
     args.runs = args.runs or (1 if args.quick else 3)
