@@ -8,7 +8,10 @@
 //!   wait for the running task's slice to end (1.5 ms with EEVDF's default on
 //!   2 CPUs) before it runs: lag the shot carries. The I/O threads ask for a
 //!   0.1 ms slice ([`short_slice`], Linux 6.12 and later), so a woken thread's
-//!   deadline comes before a busy task's.
+//!   deadline comes before a busy task's. A new thread inherits its creator's
+//!   slice, so the run's other threads (results, feeders), started after the
+//!   run's own thread asked, run in short slices too: none holds a core the
+//!   target or an I/O thread waits for longer than that.
 //! - **CPUs kept awake** ([`keep_cpus_awake`]). An idle CPU that halts can take
 //!   long to run again when its timer fires: on a virtual machine the halted
 //!   vCPU waits for the host to schedule it. Measured on the 2-vCPU KVM guest
@@ -202,6 +205,24 @@ mod tests {
         match result {
             Ok(()) => assert_eq!(runtime, SHORT_SLICE_NS),
             Err(why) => assert_ne!(runtime, SHORT_SLICE_NS, "reported {why} yet took"),
+        }
+    }
+
+    /// What the module says of the run's other threads: they get the slice by
+    /// being started after it was granted, without asking.
+    #[test]
+    fn a_thread_started_after_the_slice_was_granted_inherits_it() {
+        let (granted, inherited) = std::thread::spawn(|| {
+            let granted = short_slice().is_ok();
+            let child = std::thread::spawn(|| imp::current().unwrap().runtime)
+                .join()
+                .unwrap();
+            (granted, child)
+        })
+        .join()
+        .unwrap();
+        if granted {
+            assert_eq!(inherited, SHORT_SLICE_NS);
         }
     }
 }

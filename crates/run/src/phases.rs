@@ -87,7 +87,8 @@ impl Prepared {
         } = self;
         let config = &spec.config;
         // Asked on this thread first, to learn (and log) whether the kernel takes it;
-        // then by every I/O thread, where the instances wake.
+        // then by every I/O thread, where the instances wake. Threads started from
+        // here on (results, feeders) inherit it.
         let short_slice = priority::short_slice();
         // This thread's runtime runs the queues' bookkeeping and the embedded origin
         // simulator; the instances run on the I/O threads started below.
@@ -488,7 +489,7 @@ fn log_setup(
     ));
     artifacts.log(&match short_slice {
         Ok(()) => format!(
-            "I/O threads: {} µs scheduler slice, so instances run soon after they wake",
+            "I/O threads (and the run's other threads): {} µs scheduler slice, so instances run soon after they wake",
             priority::SHORT_SLICE_NS / 1000
         ),
         Err(why) => format!("I/O threads: the default scheduler slice ({why})"),
