@@ -531,6 +531,157 @@ fn bench_prints_wrks_summary_and_its_rate_matches_phout() {
     assert!(rows.iter().all(|r| r.proto_code == 200));
 }
 
+/// Runs `tank ARGS` in `dir`, sends it `signals` (300 ms apart) `after` a
+/// phout under `dir` has a row, and returns what it printed; all within [`LIMIT`].
+#[cfg(unix)]
+fn run_interrupted(dir: &Path, args: &[&str], after: Duration, signals: &[i32]) -> Output {
+    let mut child = tank()
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start tank");
+    let started = Instant::now();
+    let firing = || {
+        walk(dir)
+            .into_iter()
+            .any(|f| f.ends_with("phout.log") && std::fs::metadata(&f).is_ok_and(|m| m.len() > 0))
+    };
+    while !firing() {
+        if started.elapsed() > LIMIT || child.try_wait().expect("wait").is_some() {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!("tank {args:?} wrote no phout row\n{}", text(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(after);
+    for (i, signal) in signals.iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        // SAFETY: signalling our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, *signal) }, 0);
+    }
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("tank {args:?} did not stop after {signals:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[cfg(unix)]
+#[test]
+fn bench_stopped_by_ctrl_c_reports_the_part_it_measured_as_its_phout_has_it() {
+    // Before, the signal killed `tank bench`: no summary, phout cut mid-buffer.
+    let _one = one_at_a_time();
+    let origin = Origin::start(CAPACITY_800);
+    let dir = tempfile::tempdir().unwrap();
+    let url = origin.url();
+    let out = run_interrupted(
+        dir.path(),
+        &["bench", &url, "-c", "4", "-d", "60s", "-t", "1"],
+        Duration::ZERO,
+        &[libc::SIGINT],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    let interrupted: f64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Interrupted after "))
+        .and_then(|l| l.split('s').next())
+        .expect("an Interrupted line")
+        .parse()
+        .unwrap();
+    assert!(interrupted > 0.0 && interrupted < 60.0, "{stdout}");
+    let (requests, seconds) = stdout
+        .lines()
+        .find_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            (words.get(1) == Some(&"requests") && words.get(2) == Some(&"in")).then(|| {
+                let seconds = words[3].trim_end_matches(',').trim_end_matches('s');
+                (
+                    words[0].parse::<usize>().unwrap(),
+                    seconds.parse::<f64>().unwrap(),
+                )
+            })
+        })
+        .expect("a `N requests in Ts` line");
+    assert_eq!(seconds, interrupted, "{stdout}");
+    let artifacts = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("artifacts: "))
+        .and_then(|l| l.split(' ').next())
+        .expect("an artifacts line");
+    // Every shot started before the signal and finished: each is a row, and counted.
+    let rows = phout(&dir.path().join(artifacts));
+    assert_eq!(rows.len(), requests, "{stdout}");
+    assert!(rows.iter().all(|r| r.net_code == 0 && r.proto_code == 200));
+    assert!(dir.path().join(artifacts).join("summary.json").exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn sweep_stopped_by_ctrl_c_reports_the_steps_measured_and_runs_no_more() {
+    let _one = one_at_a_time();
+    let origin = Origin::start(CAPACITY_800);
+    let dir = tempfile::tempdir().unwrap();
+    let url = origin.url();
+    let out = run_interrupted(
+        dir.path(),
+        &[
+            "sweep",
+            &url,
+            "-c",
+            "2,4,8",
+            "--step",
+            "60s",
+            "--warmup",
+            "0.2s",
+            "--json",
+            "sweep.json",
+        ],
+        // Into the measured window.
+        Duration::from_secs(1),
+        &[libc::SIGINT],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    let json = read_json(&dir.path().join("sweep.json"));
+    let steps = json["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{stdout}");
+    assert_eq!(steps[0]["concurrency"].as_u64(), Some(2));
+    assert!(steps[0]["achieved_rps"].as_f64().unwrap() > 0.0, "{stdout}");
+    assert!(
+        stdout.contains("interrupted during step 1 of 3 (2 connections), measured over its first"),
+        "{stdout}"
+    );
+    // No directory for the steps after it.
+    let runs = walk(dir.path())
+        .into_iter()
+        .filter(|f| f.ends_with("phout.log"))
+        .count();
+    assert_eq!(runs, 1, "{stdout}");
+}
+
 #[test]
 fn bench_with_drawn_arrivals_fires_the_planned_count_and_logs_the_seed() {
     let _one = one_at_a_time();

@@ -93,14 +93,23 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     }
     let dir = probe_dir(&root, 0, "run");
     let web = args.target.web.start(None, format!("tank bench {name}"))?;
+    let interrupt = crate::signals::interrupt_probes()?;
     let m = run_probe_shown(
         &target,
         &load,
         &timing,
         &dir,
         &crate::web::Web::show(web.as_ref(), "bench".into()),
+        &interrupt,
     )?;
-    let text = summary(&m, threads as u64, args.rate.is_some());
+    let mut text = summary(&m, threads as u64, args.rate.is_some());
+    if m.interrupted {
+        text.push_str(&format!(
+            "Interrupted after {:.2}s of {}: the figures above are of that part\n",
+            m.seconds,
+            human_duration(args.duration)
+        ));
+    }
     out!("{text}");
     if let Some(web) = web {
         web.dashboard.end_run(&text, None);
@@ -110,7 +119,13 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         "artifacts: {} (report.html, summary.json, phout.log)",
         m.artifacts.display()
     );
-    Ok(finish(0, &warnings(&m), args.target.fail_on_warnings))
+    // As `tank -c` stopped by a signal.
+    let code = if interrupt.interrupted() {
+        tank_stats::autostop::codes::INTERRUPTED as u8
+    } else {
+        0
+    };
+    Ok(finish(code, &warnings(&m), args.target.fail_on_warnings))
 }
 
 /// wrk's summary of `m`, its `Req/Sec` per thread of `threads`.

@@ -14,9 +14,12 @@ use tank_config::search::{parse_percent, parse_rates, parse_share};
 use tank_config::{ArrivalProcess, SearchConfig};
 use tank_limit::output::{write_json, write_page, SearchReport};
 use tank_limit::search::{self, bisect, scan_rates, Bound, Probe, Range, Verdict, TRIES};
-use tank_limit::{exit, run_probe_shown, Load, Target, Timing};
+use tank_limit::{exit, run_probe_shown, Interrupt, Load, Target, Timing};
 
 use crate::target_args::{finish, parse_duration, probe_dir, TargetArgs};
+
+/// The exit code of a command stopped by a signal, as `tank -c`'s.
+const INTERRUPTED: u8 = tank_stats::autostop::codes::INTERRUPTED as u8;
 
 /// What both commands judge and how they probe. Each setting may also be
 /// in the `[search]` section of a `--config` file; a flag overrides it.
@@ -141,7 +144,8 @@ pub fn search(args: &SearchArgs) -> Result<ExitCode> {
         .or(file.peak_connections)
         .unwrap_or(64);
     let web = p.target.web.start(None, format!("tank search {name}"))?;
-    let mut prober = Prober::new(&target, &settings, &root, web.as_ref());
+    let interrupt = crate::signals::interrupt_probes()?;
+    let mut prober = Prober::new(&target, &settings, &root, web.as_ref(), &interrupt);
     let to = match args.to.or(file.to) {
         Some(to) => to,
         None => {
@@ -151,7 +155,15 @@ pub fn search(args: &SearchArgs) -> Result<ExitCode> {
             };
             let label = format!("the peak: {peak_connections} connections back to back");
             let show = crate::web::Web::show(web.as_ref(), label);
-            let peak = run_probe_shown(&target, &load, &settings.timing, &dir, &show)?;
+            let peak = run_probe_shown(&target, &load, &settings.timing, &dir, &show, &interrupt)?;
+            if interrupt.interrupted() {
+                errln!(
+                    "tank: interrupted while measuring the peak, before any rate was probed; \
+                     its run is in {}",
+                    dir.display()
+                );
+                return Ok(ExitCode::from(INTERRUPTED));
+            }
             let good_rps = peak.per_second(peak.good());
             outln!(
                 "peak: {good_rps:.1} good rps with {peak_connections} connections ({} errors)",
@@ -174,6 +186,7 @@ pub fn search(args: &SearchArgs) -> Result<ExitCode> {
         p,
         &root,
         web,
+        interrupt.interrupted(),
     )
 }
 
@@ -187,11 +200,13 @@ pub fn scan(args: &ScanArgs) -> Result<ExitCode> {
         bail!("no rates: expected --rate lo:hi:step (or `rate` in the config's [search])");
     };
     let web = p.target.web.start(None, format!("tank scan {name}"))?;
-    let mut prober = Prober::new(&target, &settings, &root, web.as_ref());
+    let interrupt = crate::signals::interrupt_probes()?;
+    let mut prober = Prober::new(&target, &settings, &root, web.as_ref(), &interrupt);
     let (verdict, probes) = search::scan(&scan_rates(from, to, step), |rate, attempt| {
         prober.probe(rate, attempt)
     })?;
-    finish_search(prober.report("scan", name, verdict, probes), p, &root, web)
+    let report = prober.report("scan", name, verdict, probes);
+    finish_search(report, p, &root, web, interrupt.interrupted())
 }
 
 /// Runs a command's probes, each in the next numbered directory under the
@@ -205,6 +220,8 @@ struct Prober<'a> {
     /// The live dashboard, if asked for, and the probes' rows shown on it.
     web: Option<&'a crate::web::Web>,
     rows: Vec<Vec<String>>,
+    /// Ctrl-C: the probe it stops is not judged, and none runs after it.
+    interrupt: &'a Interrupt,
 }
 
 impl<'a> Prober<'a> {
@@ -213,6 +230,7 @@ impl<'a> Prober<'a> {
         settings: &'a Settings,
         root: &'a Path,
         web: Option<&'a crate::web::Web>,
+        interrupt: &'a Interrupt,
     ) -> Prober<'a> {
         Prober {
             target,
@@ -222,17 +240,25 @@ impl<'a> Prober<'a> {
             warnings: Vec::new(),
             web,
             rows: Vec::new(),
+            interrupt,
         }
     }
 
     /// The report of a `kind` command of `target` that ended in `verdict` after `probes`.
     fn report(
-        self,
+        mut self,
         kind: &'static str,
         target: String,
         verdict: Verdict,
         probes: Vec<Probe>,
     ) -> SearchReport {
+        if self.interrupt.interrupted() {
+            self.warnings.push(format!(
+                "interrupted (Ctrl-C or SIGTERM) after {} judged: the verdict is of those \
+                 rates only, not the {kind} asked for",
+                tank_plan::words::count(probes.len() as u64, "probe")
+            ));
+        }
         SearchReport::new(
             kind,
             target,
@@ -249,8 +275,12 @@ impl<'a> Prober<'a> {
         probe_dir(self.root, self.index - 1, label)
     }
 
-    /// Probes `rate` (try `attempt`) and judges it.
-    fn probe(&mut self, rate: u64, attempt: u32) -> Result<Probe, tank_limit::LimitError> {
+    /// Probes `rate` (try `attempt`) and judges it; `None` once interrupted
+    /// (the probe a signal stopped is not judged).
+    fn probe(&mut self, rate: u64, attempt: u32) -> Result<Option<Probe>, tank_limit::LimitError> {
+        if self.interrupt.interrupted() {
+            return Ok(None);
+        }
         let (bound, timing) = (&self.settings.bound, &self.settings.timing);
         let load = Load::Open {
             rate,
@@ -269,7 +299,15 @@ impl<'a> Prober<'a> {
             self.index
         );
         let show = crate::web::Web::show(self.web, shown);
-        let measured = run_probe_shown(self.target, &load, timing, &dir, &show)?;
+        let measured = run_probe_shown(self.target, &load, timing, &dir, &show, self.interrupt)?;
+        if measured.interrupted {
+            errln!(
+                "probe {rate} rps (try {attempt} of {TRIES}): interrupted after {:.2} s of its \
+                 window: not judged",
+                measured.seconds
+            );
+            return Ok(None);
+        }
         if measured.good() == 0 {
             self.warnings.push(format!(
                 "no request succeeded at {rate} rps: {}",
@@ -310,18 +348,19 @@ impl<'a> Prober<'a> {
                 &self.rows,
             );
         }
-        Ok(probe)
+        Ok(Some(probe))
     }
 }
 
-/// Prints and writes `report`; the exit code: 0 with a limit, 3 when no rate
-/// meets the bound, 4 when the limit is unresolved (or 35 for warnings under
-/// --fail-on-warnings instead of 0).
+/// Prints and writes `report`; the exit code: 1 when `interrupted`, else 0
+/// with a limit, 3 when no rate meets the bound, 4 when the limit is
+/// unresolved (or 35 for warnings under --fail-on-warnings instead of 0).
 fn finish_search(
     report: SearchReport,
     p: &ProbeArgs,
     root: &Path,
     web: Option<crate::web::Web>,
+    interrupted: bool,
 ) -> Result<ExitCode> {
     out!("{}", report.table());
     if let Some(path) = &p.json {
@@ -340,6 +379,7 @@ fn finish_search(
         report.kind
     );
     let code = match (report.resolved, report.limit_rps) {
+        _ if interrupted => INTERRUPTED,
         (false, _) => exit::UNRESOLVED,
         (true, Some(_)) => 0,
         (true, None) => exit::NONE_MEETS,

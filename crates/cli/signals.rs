@@ -75,3 +75,23 @@ impl Signals {
         }
     }
 }
+
+/// Ctrl-C for the commands made of probes (`bench`, `sweep`, `search`,
+/// `scan`): the first stops the probe running (its requests in flight finish
+/// and are measured) and the command after it; the second stops it at once.
+pub fn interrupt_probes() -> std::io::Result<tank_limit::Interrupt> {
+    let interrupt = tank_limit::Interrupt::default();
+    let steer = interrupt.clone();
+    watch(move |n| {
+        match n {
+            1 => errln!(
+                "tank: stopping: waiting for requests in flight, then reporting what was measured \
+                 (Ctrl-C again to stop now)"
+            ),
+            2 => errln!("tank: stopping now"),
+            _ => {}
+        }
+        steer.signal();
+    })?;
+    Ok(interrupt)
+}

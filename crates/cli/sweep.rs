@@ -52,11 +52,37 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
     let mut warnings = Vec::new();
     let web = args.target.web.start(None, format!("tank sweep {name}"))?;
     let count = args.steps.0.len();
+    let interrupt = crate::signals::interrupt_probes()?;
     for (index, &concurrency) in args.steps.0.iter().enumerate() {
         let dir = probe_dir(&root, index, &format!("{concurrency}c"));
         let label = format!("step {} of {count}: {concurrency} connections", index + 1);
         let show = crate::web::Web::show(web.as_ref(), label);
-        let m = run_probe_shown(&target, &Load::Closed { concurrency }, &timing, &dir, &show)?;
+        let m = run_probe_shown(
+            &target,
+            &Load::Closed { concurrency },
+            &timing,
+            &dir,
+            &show,
+            &interrupt,
+        )?;
+        if interrupt.interrupted() {
+            // The step stopped is kept when part of its window was measured.
+            let kept = if m.seconds > 0.0 { index + 1 } else { index };
+            warnings.push(format!(
+                "interrupted during step {} of {count} ({concurrency} connections){}: \
+                 {} of {count} steps measured",
+                index + 1,
+                if m.seconds > 0.0 {
+                    format!(", measured over its first {:.2} s", m.seconds)
+                } else {
+                    ", before its window began".to_owned()
+                },
+                kept
+            ));
+            if m.seconds == 0.0 {
+                break;
+            }
+        }
         let step = Step::of(concurrency, &m);
         errln!(
             "step {concurrency} connections: {:.1} good rps, {} errors ({:.2}%), p99 {:.2} ms",
@@ -72,6 +98,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
             ));
         }
         steps.push(step);
+        let stop = interrupt.interrupted();
         if let Some(web) = &web {
             let rows: Vec<Vec<String>> = steps
                 .iter()
@@ -90,6 +117,9 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
                 &["connections", "good rps", "errors", "p50 ms", "p99 ms"],
                 &rows,
             );
+        }
+        if stop {
+            break;
         }
     }
     let report = SweepReport::new(name, steps, warnings);
@@ -110,5 +140,11 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
     if let Some(web) = web {
         web.finish(&report.table());
     }
-    Ok(finish(0, &report.warnings, args.target.fail_on_warnings))
+    // As `tank -c` stopped by a signal.
+    let code = if interrupt.interrupted() {
+        tank_stats::autostop::codes::INTERRUPTED as u8
+    } else {
+        0
+    };
+    Ok(finish(code, &report.warnings, args.target.fail_on_warnings))
 }

@@ -14,6 +14,7 @@
 
 #![warn(missing_docs)]
 
+pub mod interrupt;
 pub mod measure;
 pub mod output;
 pub mod probe;
@@ -22,6 +23,7 @@ pub mod sweep;
 pub mod target;
 pub mod usl;
 
+pub use interrupt::Interrupt;
 pub use measure::{LatencySummary, Measurement, SocketErrors};
 pub use probe::{run_probe, run_probe_shown, Timing};
 pub use target::{Load, Options, Request, Target};

@@ -147,6 +147,9 @@ pub struct Measurement {
     pub pool_exhausted: bool,
     /// The run's own warnings (its summary's), over the whole run.
     pub warnings: Vec<String>,
+    /// A signal (Ctrl-C, SIGTERM) stopped the probe within its window:
+    /// [`Self::seconds`] is the part of the window before it.
+    pub interrupted: bool,
     /// The probe's artifacts directory.
     pub artifacts: std::path::PathBuf,
 }
@@ -226,6 +229,7 @@ pub(crate) mod tests {
             unsent: 0,
             pool_exhausted: false,
             warnings: Vec::new(),
+            interrupted: false,
             artifacts: "logs/x".into(),
         }
     }

@@ -16,6 +16,7 @@ use tank_run::{Handle, LiveState, Notice, Observer, Started};
 use tank_stats::aggregate::SecondStats;
 use tank_stats::{NetCode, Sample};
 
+use crate::interrupt::{unix_us, Interrupt};
 use crate::measure::{quantile_ms, LatencySummary, Measurement, SocketErrors};
 use crate::target::{Load, Target};
 use crate::LimitError;
@@ -38,17 +39,27 @@ pub fn run_probe(
     timing: &Timing,
     dir: &Path,
 ) -> Result<Measurement, LimitError> {
-    run_probe_shown(target, load, timing, dir, &|window| window)
+    run_probe_shown(
+        target,
+        load,
+        timing,
+        dir,
+        &|window| window,
+        &Interrupt::default(),
+    )
 }
 
 /// [`run_probe`], the run also shown by the observer `show` makes around the
-/// probe's own (a live dashboard, say).
+/// probe's own (a live dashboard, say), and stopped by `interrupt`'s signals:
+/// a probe stopped early is measured over the part of its window before the
+/// first signal ([`Measurement::interrupted`]).
 pub fn run_probe_shown(
     target: &Target,
     load: &Load,
     timing: &Timing,
     dir: &Path,
     show: &dyn Fn(Box<dyn tank_run::Observer>) -> Box<dyn tank_run::Observer>,
+    interrupt: &Interrupt,
 ) -> Result<Measurement, LimitError> {
     let total = timing.warmup + timing.measure;
     let load = match *load {
@@ -67,11 +78,6 @@ pub fn run_probe_shown(
     };
     let open = matches!(load, Load::Open { .. });
     let spec = target.spec(&load, dir)?;
-    let planned = if open {
-        planned_in_window(&spec, timing)
-    } else {
-        None
-    };
     let pool = match load {
         Load::Open { instances, .. } => u64::from(instances),
         Load::Closed { concurrency } => u64::from(concurrency),
@@ -81,14 +87,39 @@ pub fn run_probe_shown(
     let stop = (!open).then(|| (handle.clone(), total));
     let window = Window::new(timing, open, pool, stop);
     let shared = Arc::clone(&window.shared);
+    interrupt.attach(&handle);
     let outcome = tank_run::run(&spec, show(Box::new(window)), &handle);
+    interrupt.detach();
     let outcome = outcome?;
     let errors = outcome.queue_errors();
     if !errors.is_empty() {
         return Err(LimitError::Target(errors.join("; ")));
     }
-    let stats = shared.lock().unwrap_or_else(PoisonError::into_inner);
-    let seconds = timing.measure.as_secs_f64();
+    let mut stats = shared.lock().unwrap_or_else(PoisonError::into_inner);
+    // Stopped by a signal within the window: measured up to it (a shot started
+    // before it still finished and counts), rates over that part only.
+    let measured = match (interrupt.first_us(), stats.from_us) {
+        (Some(signal), Some(from)) if signal < from + timing.measure.as_micros() as u64 => {
+            Duration::from_micros(signal.saturating_sub(from))
+        }
+        _ => timing.measure,
+    };
+    let interrupted = measured < timing.measure;
+    stats
+        .answered_by_second
+        .truncate(measured.as_secs() as usize);
+    let planned = if open {
+        planned_in_window(
+            &spec,
+            &Timing {
+                measure: measured,
+                ..*timing
+            },
+        )
+    } else {
+        None
+    };
+    let seconds = measured.as_secs_f64();
     Ok(Measurement {
         responses: stats.responses,
         errors: stats.errors,
@@ -114,6 +145,7 @@ pub fn run_probe_shown(
         },
         pool_exhausted: stats.pool_exhausted,
         warnings: outcome.summary.warnings.clone(),
+        interrupted,
         artifacts: outcome.artifacts,
     })
 }
@@ -144,6 +176,8 @@ struct Stats {
     /// Answered shots by the whole second of the window they ended in.
     answered_by_second: Vec<u64>,
     pool_exhausted: bool,
+    /// Where the window starts, µs since the Unix epoch, once the run started.
+    from_us: Option<u64>,
 }
 
 /// Counts the shots started in `[start + warmup, start + warmup + measure)`.
@@ -188,6 +222,7 @@ impl Window {
                 // Whole seconds only: a partial last one would read as a slow second.
                 answered_by_second: vec![0; timing.measure.as_secs() as usize],
                 pool_exhausted: false,
+                from_us: None,
             })),
             stop,
         }
@@ -198,6 +233,10 @@ impl Observer for Window {
     fn started(&mut self, started: &Started<'_>) {
         self.from_us = started.start_unix_us + self.warmup_us;
         self.to_us = self.from_us + self.measure_us;
+        self.shared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .from_us = Some(self.from_us);
         if let Some((handle, after)) = self.stop.take() {
             let until = Duration::from_micros(self.to_us.saturating_sub(unix_us())).min(after);
             // If the thread cannot start, the run goes on until Ctrl-C: say so rather than hang.
@@ -273,11 +312,4 @@ impl Observer for Window {
     }
 
     fn notice(&mut self, _: &Notice<'_>) {}
-}
-
-/// Now, µs since the Unix epoch.
-fn unix_us() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64)
 }

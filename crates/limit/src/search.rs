@@ -216,7 +216,7 @@ struct Judge<F> {
     judged: Vec<(u64, Outcome)>,
 }
 
-impl<E, F: FnMut(u64, u32) -> Result<Probe, E>> Judge<F> {
+impl<E, F: FnMut(u64, u32) -> Result<Option<Probe>, E>> Judge<F> {
     fn new(probe: F) -> Judge<F> {
         Judge {
             probe,
@@ -225,11 +225,14 @@ impl<E, F: FnMut(u64, u32) -> Result<Probe, E>> Judge<F> {
         }
     }
 
-    /// The outcome of `rate`: its first valid try's, or invalid after [`TRIES`].
-    fn rate(&mut self, rate: u64) -> Result<Outcome, E> {
+    /// The outcome of `rate`: its first valid try's, or invalid after
+    /// [`TRIES`]; `None` when the search was stopped before it was judged.
+    fn rate(&mut self, rate: u64) -> Result<Option<Outcome>, E> {
         let mut outcome = Outcome::Invalid;
         for attempt in 1..=TRIES {
-            let mut probe = (self.probe)(rate, attempt)?;
+            let Some(mut probe) = (self.probe)(rate, attempt)? else {
+                return Ok(None);
+            };
             probe.attempt = attempt;
             outcome = probe.outcome();
             self.probes.push(probe);
@@ -238,7 +241,7 @@ impl<E, F: FnMut(u64, u32) -> Result<Probe, E>> Judge<F> {
             }
         }
         self.judged.push((rate, outcome));
-        Ok(outcome)
+        Ok(Some(outcome))
     }
 
     fn finish(self) -> (Verdict, Vec<Probe>) {
@@ -258,7 +261,9 @@ pub struct Range {
 }
 
 /// Bisects `range` with `probe` (a rate and its try, from 1 → the judged
-/// probe) and returns the verdict and every probe in order.
+/// probe, or `None` to stop: the search was interrupted and this probe is
+/// not judged) and returns the verdict of the rates judged and every probe
+/// in order.
 ///
 /// Only midpoints are probed while they bracket the limit; `from` is probed
 /// only if no midpoint passed, `to` only if every one did. A midpoint that
@@ -268,24 +273,32 @@ pub struct Range {
 /// ⌈log2((to − from) / (precision · limit))⌉ + 1 rates, each in up to [`TRIES`] probes.
 pub fn bisect<E>(
     range: &Range,
-    probe: impl FnMut(u64, u32) -> Result<Probe, E>,
+    probe: impl FnMut(u64, u32) -> Result<Option<Probe>, E>,
 ) -> Result<(Verdict, Vec<Probe>), E> {
     let mut judge = Judge::new(probe);
     let (mut low, mut high) = (range.from, range.to);
     let (mut low_passed, mut high_judged) = (false, false);
     while high > low + 1 && (high - low) as f64 > range.precision * low.max(1) as f64 {
         let mid = low + (high - low) / 2;
-        if judge.rate(mid)? == Outcome::Pass {
-            low = mid;
-            low_passed = true;
-        } else {
-            high = mid;
-            high_judged = true;
+        match judge.rate(mid)? {
+            None => return Ok(judge.finish()),
+            Some(Outcome::Pass) => {
+                low = mid;
+                low_passed = true;
+            }
+            Some(_) => {
+                high = mid;
+                high_judged = true;
+            }
         }
     }
-    if !high_judged && judge.rate(range.to)? == Outcome::Pass {
-        // Every midpoint passed (or there were none), and so did the top.
-        low_passed = true;
+    if !high_judged {
+        match judge.rate(range.to)? {
+            None => return Ok(judge.finish()),
+            // Every midpoint passed (or there were none), and so did the top.
+            Some(Outcome::Pass) => low_passed = true,
+            Some(_) => {}
+        }
     }
     if !low_passed {
         judge.rate(range.from)?;
@@ -303,15 +316,18 @@ pub fn scan_rates(from: u64, to: u64, step: u64) -> Vec<u64> {
 }
 
 /// Probes every rate of `rates` in order (each up to [`TRIES`] times while
-/// invalid) and returns the verdict: the limit is the highest rate passing
-/// with every rate below it passing.
+/// invalid; `probe` gives `None` to stop, as for [`bisect`]) and returns the
+/// verdict: the limit is the highest rate passing with every rate below it
+/// passing.
 pub fn scan<E>(
     rates: &[u64],
-    probe: impl FnMut(u64, u32) -> Result<Probe, E>,
+    probe: impl FnMut(u64, u32) -> Result<Option<Probe>, E>,
 ) -> Result<(Verdict, Vec<Probe>), E> {
     let mut judge = Judge::new(probe);
     for &rate in rates {
-        judge.rate(rate)?;
+        if judge.rate(rate)?.is_none() {
+            break;
+        }
     }
     Ok(judge.finish())
 }
@@ -331,10 +347,14 @@ pub(crate) mod tests {
     };
 
     /// A target whose p99 is 20 ms up to `capacity` and explodes past it.
-    fn target(capacity: u64) -> impl FnMut(u64, u32) -> Result<Probe, ()> {
+    fn target(capacity: u64) -> impl FnMut(u64, u32) -> Result<Option<Probe>, ()> {
         move |rate, _| {
             let p99 = if rate <= capacity { 20.0 } else { 500.0 };
-            Ok(Probe::judge(rate, &measured(rate as f64, p99), &BOUND))
+            Ok(Some(Probe::judge(
+                rate,
+                &measured(rate as f64, p99),
+                &BOUND,
+            )))
         }
     }
 
@@ -344,15 +364,47 @@ pub(crate) mod tests {
         capacity: u64,
         lagging: impl Fn(u64) -> bool,
         spoiled: u32,
-    ) -> impl FnMut(u64, u32) -> Result<Probe, ()> {
+    ) -> impl FnMut(u64, u32) -> Result<Option<Probe>, ()> {
         move |rate, attempt| {
             let p99 = if rate <= capacity { 20.0 } else { 500.0 };
             let mut m = measured(rate as f64, p99);
             if lagging(rate) && attempt <= spoiled {
                 m.lag_p99_ms = 2.9;
             }
-            Ok(Probe::judge(rate, &m, &BOUND))
+            Ok(Some(Probe::judge(rate, &m, &BOUND)))
         }
+    }
+
+    /// `inner`, stopped (interrupted) at its `after`-th call.
+    fn stopped_after(
+        after: usize,
+        mut inner: impl FnMut(u64, u32) -> Result<Option<Probe>, ()>,
+    ) -> impl FnMut(u64, u32) -> Result<Option<Probe>, ()> {
+        let mut calls = 0;
+        move |rate, attempt| {
+            calls += 1;
+            if calls >= after {
+                return Ok(None);
+            }
+            inner(rate, attempt)
+        }
+    }
+
+    #[test]
+    fn a_stopped_search_gives_the_verdict_of_the_rates_judged_before() {
+        // 1550 passes, 2275 fails; the third probe (1912) is stopped.
+        let (verdict, probes) = bisect(&RANGE, stopped_after(3, target(2000))).unwrap();
+        assert_eq!(
+            probes.iter().map(|p| p.target_rps).collect::<Vec<_>>(),
+            [1550, 2275]
+        );
+        assert_eq!(verdict.passed_rps, Some(1550));
+        assert_eq!(verdict.failed_rps, Some(2275));
+        // A scan stopped at its second rate judges its first only.
+        let (verdict, probes) = scan(&[100, 300, 500], stopped_after(2, target(350))).unwrap();
+        assert_eq!(probes.len(), 1);
+        assert_eq!(verdict.passed_rps, Some(100));
+        assert_eq!(verdict.failed_rps, None);
     }
 
     const RANGE: Range = Range {
