@@ -36,7 +36,7 @@ pub struct RunRow {
     pub rps: f64,
     /// 99% service time, ms.
     pub p99_ms: Option<f64>,
-    /// Net errors plus HTTP 4xx/5xx.
+    /// Rows with a net error or an HTTP status of 400 and up (a row with both counts once).
     pub errors: u64,
     /// Responses.
     pub responses: u64,
@@ -44,8 +44,13 @@ pub struct RunRow {
     pub verdict: String,
 }
 
-/// Errors as the summary's groups count them.
+/// Errors as the summary counts them; for a summary from before it did, from
+/// its code tables (which count a row with a net error and a 4xx/5xx twice, so
+/// capped at the responses).
 fn errors(summary: &Summary) -> u64 {
+    if let Some(errors) = summary.errors {
+        return errors;
+    }
     let net: u64 = summary
         .net_codes
         .iter()
@@ -58,7 +63,7 @@ fn errors(summary: &Summary) -> u64 {
         .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| c >= 400))
         .map(|(_, n)| n)
         .sum();
-    net + http
+    (net + http).min(summary.shots.responses)
 }
 
 /// How a run ended, in words: its exit code's meaning, or its first warning.

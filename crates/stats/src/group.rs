@@ -158,6 +158,9 @@ pub(crate) struct GroupAcc {
     bins: [u64; BINS],
     net: CodeCounts,
     proto: CodeCounts,
+    /// Rows with a net error or an HTTP status of 400 and up: counted by row,
+    /// as a row can have both (a scenario's failed assertion on a 500).
+    errors: u64,
 }
 
 impl GroupAcc {
@@ -168,6 +171,7 @@ impl GroupAcc {
             bins: [0; BINS],
             net: CodeCounts::default(),
             proto: CodeCounts::default(),
+            errors: 0,
         }
     }
 
@@ -184,6 +188,7 @@ impl GroupAcc {
         }
         self.net.add(measured.net_code.0, 1);
         self.proto.add(measured.proto_code, 1);
+        self.errors += u64::from(measured.net_code.0 != 0 || measured.proto_code >= 400);
     }
 
     pub(crate) fn merge(&mut self, other: &GroupAcc) {
@@ -197,6 +202,7 @@ impl GroupAcc {
         }
         self.net.merge(&other.net);
         self.proto.merge(&other.proto);
+        self.errors += other.errors;
     }
 
     /// How many responses.
@@ -251,6 +257,7 @@ impl GroupAcc {
                 .collect(),
             net_codes: self.net.clone(),
             proto_codes: self.proto.clone(),
+            errors: self.errors,
         }
     }
 }
@@ -269,6 +276,8 @@ pub struct GroupStats {
     pub net_codes: CodeCounts,
     /// HTTP codes.
     pub proto_codes: CodeCounts,
+    /// Responses that failed: see [`Self::errors`].
+    pub errors: u64,
 }
 
 impl GroupStats {
@@ -287,16 +296,10 @@ impl GroupStats {
         self.len() == 0
     }
 
-    /// Responses that failed: a non-zero net code, or an HTTP status of 400 and up.
+    /// Responses that failed: a non-zero net code, or an HTTP status of 400
+    /// and up, or both (counted once).
     pub fn errors(&self) -> u64 {
-        let net = self.net_codes.total() - self.net_codes.get(0);
-        let http = self
-            .proto_codes
-            .iter()
-            .filter(|(code, _)| *code >= 400)
-            .map(|(_, n)| n)
-            .sum::<u64>();
-        net + http
+        self.errors
     }
 
     /// The quantile at `per_mille` (one of [`QUANTILES`]), µs.
@@ -376,6 +379,9 @@ mod tests {
         );
         assert_eq!(stats.errors(), 2);
         assert_eq!(stats.quantile_us(1000), Some(11_000_000.0));
+        // A row failing both ways (a scenario's assertion on a 500: 901 and 500) is one error.
+        acc.add(&response(900, 901, 500));
+        assert_eq!(acc.stats().errors(), 3);
         // 2500 µs is kept to 3 significant digits: within 0.1%.
         let median = stats.quantile_us(500).unwrap();
         assert!((median - 2500.0).abs() <= 2.5, "{median}");

@@ -49,6 +49,11 @@ pub struct Summary {
     pub proto_codes: BTreeMap<String, u64>,
     /// Net codes: code → count.
     pub net_codes: BTreeMap<String, u64>,
+    /// Rows with a net error or an HTTP status of 400 and up (a row with both
+    /// counts once, which the two code tables cannot tell). `None` in a
+    /// summary written before tank counted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<u64>,
     /// gRPC statuses of a run with `tank_type = grpc` queues: name
     /// (`NOT_FOUND`) → count. The proto codes hold them by Pandora's table,
     /// which gives some statuses one code; this keeps them apart. Empty for
@@ -318,7 +323,7 @@ pub struct TagRow {
     pub count: u64,
     /// Share of all responses, percent.
     pub percent: f64,
-    /// Net errors plus HTTP 4xx/5xx.
+    /// Rows with a net error or an HTTP status of 400 and up (a row with both counts once).
     pub errors: u64,
     /// Average interval_real, ms.
     pub avg_ms: f64,
@@ -335,7 +340,7 @@ pub struct QueueRow {
     pub count: u64,
     /// Share of all responses, percent.
     pub percent: f64,
-    /// Net errors plus HTTP 4xx/5xx.
+    /// Rows with a net error or an HTTP status of 400 and up (a row with both counts once).
     pub errors: u64,
     /// Average interval_real, ms.
     pub avg_ms: f64,
@@ -460,6 +465,7 @@ impl Summary {
             },
             proto_codes,
             net_codes,
+            errors: Some(overall.errors()),
             grpc_statuses: BTreeMap::new(),
             tags: totals
                 .tagged

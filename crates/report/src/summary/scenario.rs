@@ -92,6 +92,16 @@ impl Summary {
             }
             self.warnings.push(warning);
         }
+        // A 902 step is a row like any failed shot's, but with nothing sent and
+        // no time: the counts and the latency figures include it at 0 ms.
+        let unsent = self.net_codes.get("902").copied().unwrap_or(0);
+        if unsent > 0 {
+            self.warnings.push(format!(
+                "{unsent} of {} rows are steps never sent (902, a variable not set): they count \
+                 as shots sent, and at 0 ms in the latency quantiles and averages",
+                self.shots.responses
+            ));
+        }
         self.scenarios = Some(row);
     }
 
@@ -172,6 +182,22 @@ mod tests {
         quiet.warnings.clear();
         quiet.set_scenarios(row(1000, 1));
         assert!(quiet.warnings.is_empty());
+    }
+
+    #[test]
+    fn steps_never_sent_are_named_as_counted_at_zero_ms() {
+        let mut summary = crate::summary::tests::sample_summary();
+        summary.warnings.clear();
+        summary.shots.responses = 36;
+        summary.net_codes.insert("902".into(), 2);
+        summary.set_scenarios(row(1000, 1));
+        assert_eq!(
+            summary.warnings,
+            [
+                "2 of 36 rows are steps never sent (902, a variable not set): they count as shots \
+              sent, and at 0 ms in the latency quantiles and averages"
+            ]
+        );
     }
 
     #[test]
