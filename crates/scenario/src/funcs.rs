@@ -53,6 +53,17 @@ impl Func {
         }
     }
 
+    /// What its arguments must be, for messages.
+    pub(crate) fn takes(self) -> String {
+        match self {
+            Func::RandInt => "whole numbers".to_owned(),
+            Func::RandString => {
+                format!("a length, a whole number from 0 to {MAX_STRING}, then letters")
+            }
+            Func::Uuid => "none".to_owned(),
+        }
+    }
+
     /// Call it with `args` (as text), appending the result to `out`.
     pub(crate) fn call(
         self,

@@ -181,11 +181,15 @@ impl<'b> Run<'b> {
                 rng: &mut *rng,
             };
             let value = match &var.value {
-                PreValue::Ref(id) => scope.stored(*id),
-                PreValue::Call(func, args) => scope.call(*func, args),
+                PreValue::Ref(id) => scope.stored(*id).ok_or(var.reason),
+                PreValue::Call(func, args, refused) => {
+                    scope.call(*func, args).map_err(|called| match called {
+                        Called::Unset => var.reason,
+                        Called::Refused => *refused,
+                    })
+                }
             };
-            self.pending
-                .push((var.slot, value.ok_or(unset(var.reason))?));
+            self.pending.push((var.slot, value.map_err(unset)?));
         }
         for (slot, value) in self.pending.drain(..) {
             self.vars[slot] = Some(value);
@@ -273,6 +277,14 @@ impl<'b> Run<'b> {
     }
 }
 
+/// Why a preprocessor's function call has no result.
+enum Called {
+    /// An argument has no value.
+    Unset,
+    /// The function cannot take the arguments' values.
+    Refused,
+}
+
 /// A run's values as a template or a preprocessor reads them.
 struct RunScope<'r, 'b, R> {
     book: &'b Book,
@@ -348,22 +360,23 @@ impl<'r, 'b: 'r, R: Rng> RunScope<'r, 'b, R> {
     }
 
     /// A preprocessor's function call.
-    fn call(&mut self, func: crate::funcs::Func, args: &[PreArg]) -> Option<Stored<'b>> {
+    fn call(&mut self, func: crate::funcs::Func, args: &[PreArg]) -> Result<Stored<'b>, Called> {
         let mut texts = Vec::with_capacity(args.len());
         for arg in args {
             texts.push(match arg {
                 PreArg::Text(text) => text.clone(),
                 PreArg::Ref(id) => {
                     let mut text = String::new();
-                    self.resolve(*id)?.print(&mut text);
+                    self.resolve(*id).ok_or(Called::Unset)?.print(&mut text);
                     text
                 }
             });
         }
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let mut out = String::new();
-        func.call(&texts, self.rng, &mut out).ok()?;
-        Some(Stored::Text(out))
+        func.call(&texts, self.rng, &mut out)
+            .map_err(|_| Called::Refused)?;
+        Ok(Stored::Text(out))
     }
 }
 

@@ -115,13 +115,20 @@ pub(crate) fn load(
             delimiter,
         } => {
             let path = PathBuf::from(file);
-            let table = read_csv(&path, fields.as_deref(), *ignore_first_line, *delimiter)?;
+            let bytes = read_file(&path, spec, scenario)?;
+            let table = parse_csv(
+                &path,
+                &bytes,
+                fields.as_deref(),
+                *ignore_first_line,
+                *delimiter,
+            )?;
             (SourceData::Csv(table), Some(path), "file/csv")
         }
         SourceKind::Json { file } => {
             let path = PathBuf::from(file);
-            let text = read_file(&path, spec, scenario)?;
-            let value = serde_json::from_str(&text).map_err(|e| ScenarioError {
+            let bytes = read_file(&path, spec, scenario)?;
+            let value = serde_json::from_slice(&bytes).map_err(|e| ScenarioError {
                 path: path.clone(),
                 line: Some(e.line()),
                 message: format!("invalid JSON: {e}"),
@@ -141,8 +148,10 @@ pub(crate) fn load(
     })
 }
 
-fn read_file(path: &Path, spec: &SourceSpec, scenario: &Path) -> Result<String, ScenarioError> {
-    std::fs::read_to_string(path).map_err(|e| {
+/// A source's file; one that cannot be read is an error at the source's line
+/// in the scenario file, which names it.
+fn read_file(path: &Path, spec: &SourceSpec, scenario: &Path) -> Result<Vec<u8>, ScenarioError> {
+    std::fs::read(path).map_err(|e| {
         Fault::new(
             spec.line,
             format!(
@@ -196,9 +205,10 @@ fn draw(node: &Node, rng: &mut impl Rng) -> Result<serde_json::Value, Fault> {
     })
 }
 
-/// Read a CSV file into a table.
-pub(crate) fn read_csv(
+/// Parse `bytes`, the CSV file at `path`, into a table.
+pub(crate) fn parse_csv(
     path: &Path,
+    bytes: &[u8],
     fields: Option<&[String]>,
     ignore_first_line: bool,
     delimiter: u8,
@@ -208,20 +218,14 @@ pub(crate) fn read_csv(
         line,
         message,
     };
-    let file = std::fs::File::open(path).map_err(|e| {
-        error(
-            None,
-            format!(
-                "cannot read the CSV source ({e}; a relative path is taken from the working \
-                 directory, as Pandora takes it)"
-            ),
-        )
-    })?;
+    // A spreadsheet's UTF-8 byte order mark is not part of the first field.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    check_quotes(bytes, delimiter).map_err(|(line, message)| error(Some(line), message))?;
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .delimiter(delimiter)
         .flexible(false)
-        .from_reader(std::io::BufReader::new(file));
+        .from_reader(bytes);
     let mut table = CsvTable {
         fields: fields
             .map(|names| names.iter().map(|n| n.replace(' ', "_")).collect())
@@ -297,6 +301,65 @@ pub(crate) fn read_csv(
     Ok(table)
 }
 
+/// Check the quoting of `bytes` against RFC 4180, as Go's CSV reader
+/// (Pandora's) does: the csv crate reads an unclosed quote as a field that
+/// runs to the end of the file, and a stray quote as text, so a broken file
+/// would load as rows that are not the file's. The error is at a line.
+fn check_quotes(bytes: &[u8], delimiter: u8) -> Result<(), (usize, String)> {
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum State {
+        FieldStart,
+        Unquoted,
+        Quoted,
+        /// Just after a quote inside a quoted field: its end, or the first of `""`.
+        Closed,
+    }
+    let mut state = State::FieldStart;
+    let (mut line, mut opened) = (1, 1);
+    for &byte in bytes {
+        state = match (state, byte) {
+            (State::Quoted, b'"') => State::Closed,
+            (State::Quoted, _) => State::Quoted,
+            (State::Closed, b'"') => State::Quoted,
+            (State::FieldStart, b'"') => {
+                opened = line;
+                State::Quoted
+            }
+            (_, b'\n' | b'\r') => State::FieldStart,
+            (_, byte) if byte == delimiter => State::FieldStart,
+            (State::Closed, _) => {
+                return Err((
+                    line,
+                    "text after a quoted field's closing `\"`: expected the delimiter or the \
+                     line's end (a quote inside a quoted field is written `\"\"`, RFC 4180)"
+                        .to_owned(),
+                ))
+            }
+            (_, b'"') => {
+                return Err((
+                    line,
+                    "a `\"` inside an unquoted field: expected the whole field in quotes, \
+                     with each quote in it doubled (RFC 4180)"
+                        .to_owned(),
+                ))
+            }
+            (_, _) => State::Unquoted,
+        };
+        if byte == b'\n' {
+            line += 1;
+        }
+    }
+    if state == State::Quoted {
+        return Err((
+            opened,
+            "a quoted field opens on this line and is never closed: expected a closing `\"` \
+             (RFC 4180)"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 fn duplicate(names: &[String]) -> Option<&str> {
     names
         .iter()
@@ -316,6 +379,17 @@ mod tests {
         file
     }
 
+    /// The file's table, as `load` reads it.
+    fn parse(
+        path: &Path,
+        fields: Option<&[String]>,
+        ignore_first_line: bool,
+        delimiter: u8,
+    ) -> Result<CsvTable, ScenarioError> {
+        let bytes = std::fs::read(path).unwrap();
+        parse_csv(path, &bytes, fields, ignore_first_line, delimiter)
+    }
+
     fn rows(table: &CsvTable) -> Vec<Vec<&str>> {
         (0..table.rows())
             .map(|r| (0..table.fields().len()).map(|c| table.get(r, c)).collect())
@@ -325,7 +399,7 @@ mod tests {
     #[test]
     fn a_header_line_names_the_fields() {
         let file = csv_file("user id,pass\n1,\"a,b\"\n2,x\n");
-        let table = read_csv(file.path(), None, false, b',').unwrap();
+        let table = parse(file.path(), None, false, b',').unwrap();
         assert_eq!(table.fields(), ["user_id", "pass"]);
         assert_eq!(rows(&table), [["1", "a,b"], ["2", "x"]]);
         assert_eq!(table.column("pass"), Some(1));
@@ -335,16 +409,16 @@ mod tests {
     fn fields_given_and_a_first_line_skipped() {
         let file = csv_file("id;name\n7;ann\n");
         let fields = ["id".to_owned(), "name".to_owned()];
-        let table = read_csv(file.path(), Some(&fields), true, b';').unwrap();
+        let table = parse(file.path(), Some(&fields), true, b';').unwrap();
         assert_eq!(rows(&table), [["7", "ann"]]);
-        let kept = read_csv(file.path(), Some(&fields), false, b';').unwrap();
+        let kept = parse(file.path(), Some(&fields), false, b';').unwrap();
         assert_eq!(kept.rows(), 2);
     }
 
     #[test]
     fn an_ignored_first_line_without_fields_numbers_the_columns() {
         let file = csv_file("a,b\n1,2\n");
-        let table = read_csv(file.path(), None, true, b',').unwrap();
+        let table = parse(file.path(), None, true, b',').unwrap();
         assert_eq!(table.fields(), ["0", "1"]);
         assert_eq!(rows(&table), [["1", "2"]]);
     }
@@ -352,14 +426,86 @@ mod tests {
     #[test]
     fn a_short_row_is_an_error_at_its_line() {
         let file = csv_file("a,b\n1,2\n3\n");
-        let error = read_csv(file.path(), None, false, b',').unwrap_err();
+        let error = parse(file.path(), None, false, b',').unwrap_err();
         assert_eq!(error.line, Some(3), "{error}");
         let fields = ["a".to_owned()];
-        let error = read_csv(csv_file("1,2\n").path(), Some(&fields), false, b',').unwrap_err();
+        let error = parse(csv_file("1,2\n").path(), Some(&fields), false, b',').unwrap_err();
         assert!(error.message.contains("names 1 (a)"), "{error}");
-        let error = read_csv(csv_file("").path(), None, false, b',').unwrap_err();
+        let error = parse(csv_file("").path(), None, false, b',').unwrap_err();
         assert!(error.message.contains("empty"), "{error}");
-        let error = read_csv(csv_file("a,a\n").path(), None, false, b',').unwrap_err();
+        let error = parse(csv_file("a,a\n").path(), None, false, b',').unwrap_err();
         assert!(error.message.contains("named twice"), "{error}");
+    }
+
+    #[test]
+    fn quoting_that_breaks_rfc_4180_is_an_error_at_its_line() {
+        let error = |text: &str| {
+            parse_csv(Path::new("q.csv"), text.as_bytes(), None, false, b',').unwrap_err()
+        };
+        let e = error("id,name\n1,\"ann\n");
+        assert_eq!(e.to_string(), "q.csv:2: a quoted field opens on this line and is never closed: expected a closing `\"` (RFC 4180)");
+        let e = error("id,name\n1,\"ann\nbob\n2,cid\n");
+        assert_eq!(e.line, Some(2), "{e}");
+        let e = error("id,name\n1,\"ann\"x\n");
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.message.contains("after a quoted field's closing"), "{e}");
+        let e = error("id,name\n1,a\"b\n");
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.message.contains("inside an unquoted field"), "{e}");
+        // Quotes doubled in a field, a line break in one, CRLF line ends: all RFC 4180.
+        let text = "id,name\r\n1,\"a \"\"b\"\"\r\nc\"\r\n\"2\",\"\"\r\n";
+        let table = parse_csv(Path::new("q.csv"), text.as_bytes(), None, false, b',').unwrap();
+        assert_eq!(rows(&table), [["1", "a \"b\"\r\nc"], ["2", ""]]);
+        // A byte order mark before a quoted first field is no stray byte.
+        let text = "\u{feff}\"id\",name\n1,ann\n";
+        let table = parse_csv(Path::new("q.csv"), text.as_bytes(), None, false, b',').unwrap();
+        assert_eq!(table.fields(), ["id", "name"]);
+    }
+
+    #[test]
+    fn a_missing_file_is_named_at_its_sources_line() {
+        let spec = SourceSpec {
+            name: "u".into(),
+            line: 4,
+            kind: SourceKind::Csv {
+                file: "/nonexistent/u.csv".into(),
+                fields: None,
+                ignore_first_line: false,
+                delimiter: b',',
+            },
+        };
+        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(1);
+        let e = load(&spec, Path::new("x.hcl"), &mut rng).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("x.hcl:4: variable_source `u`: cannot read /nonexistent/u.csv ("),
+            "{e}"
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn rows_written_by_rfc_4180_read_back(
+            table in proptest::collection::vec(
+                proptest::collection::vec("[a-z\",\r\n ]{0,6}", 2),
+                1..6,
+            ),
+        ) {
+            let mut writer = csv::Writer::from_writer(Vec::new());
+            for row in &table {
+                writer.write_record(row).unwrap();
+            }
+            let bytes = writer.into_inner().unwrap();
+            let fields = ["a".to_owned(), "b".to_owned()];
+            let read = parse_csv(Path::new("p.csv"), &bytes, Some(&fields), false, b',').unwrap();
+            proptest::prop_assert_eq!(rows(&read), table);
+        }
+
+        #[test]
+        fn an_odd_number_of_quotes_is_never_valid(text in "[a\",\n]{0,20}") {
+            if text.matches('"').count() % 2 == 1 {
+                proptest::prop_assert!(check_quotes(text.as_bytes(), b',').is_err());
+            }
+        }
     }
 }

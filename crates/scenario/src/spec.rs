@@ -3,7 +3,7 @@
 //! item with its line. Nothing is resolved here (which request a scenario
 //! names, what a template refers to): that is `compile`'s.
 
-use crate::doc::{Entry, Fields, Kind, Node};
+use crate::doc::{Entry, Fields, Format, Kind, Node};
 use crate::error::Fault;
 
 /// A whole scenario file.
@@ -145,11 +145,11 @@ const SCENARIO_KEYS: &[&str] = &["name", "weight", "min_waiting_time", "requests
 pub(crate) const MAX_WEIGHT: u64 = 1_000_000;
 
 /// Decode a scenario file's tree.
-pub(crate) fn decode(root: &Node) -> Result<Spec, Fault> {
+pub(crate) fn decode(root: &Node, format: Format) -> Result<Spec, Fault> {
     let mut top = root.fields("the scenario file")?;
-    if top.take("calls").is_some() {
+    if let Some(calls) = top.take("calls") {
         return Err(Fault::new(
-            root.line,
+            calls.line,
             "`calls` are Pandora's gRPC scenarios: tank runs HTTP scenarios (`requests`)",
         ));
     }
@@ -166,15 +166,15 @@ pub(crate) fn decode(root: &Node) -> Result<Spec, Fault> {
     };
     let sources = items(&mut top, "variable_sources")?
         .iter()
-        .map(source)
+        .map(|node| source(node, format))
         .collect::<Result<_, _>>()?;
     let requests = items(&mut top, "requests")?
         .iter()
-        .map(request)
+        .map(|node| request(node, format))
         .collect::<Result<_, _>>()?;
     let scenarios = items(&mut top, "scenarios")?
         .iter()
-        .map(scenario)
+        .map(|node| scenario(node, format))
         .collect::<Result<_, _>>()?;
     top.finish(TOP_KEYS)?;
     Ok(Spec {
@@ -182,6 +182,23 @@ pub(crate) fn decode(root: &Node) -> Result<Spec, Fault> {
         requests,
         scenarios,
     })
+}
+
+/// The keys `allowed` in a block, as `format` spells them for a message: in
+/// HCL, `labels` are the block's labels (`request "name"`), not attributes,
+/// and `postprocessors` are `postprocessor "type"` blocks.
+fn spelled(allowed: &[&'static str], labels: &[&str], format: Format) -> Vec<&'static str> {
+    if format != Format::Hcl {
+        return allowed.to_vec();
+    }
+    allowed
+        .iter()
+        .filter(|key| !labels.contains(key))
+        .map(|key| match *key {
+            "postprocessors" => "postprocessor \"type\" { ... }",
+            key => key,
+        })
+        .collect()
 }
 
 /// A name: letters, digits, `_` and `-` (it is a path segment in templates).
@@ -200,7 +217,7 @@ fn name(node: &Node, what: &str) -> Result<String, Fault> {
     Ok(name)
 }
 
-fn source(node: &Node) -> Result<SourceSpec, Fault> {
+fn source(node: &Node, format: Format) -> Result<SourceSpec, Fault> {
     let mut fields = node.fields("a variable_source")?;
     let name = name(fields.require("name")?, "a variable_source's name")?;
     let what = format!("variable_source `{name}`");
@@ -252,7 +269,7 @@ fn source(node: &Node) -> Result<SourceSpec, Fault> {
             ))
         }
     };
-    fields.finish(SOURCE_KEYS)?;
+    fields.finish(&spelled(SOURCE_KEYS, &["name", "type"], format))?;
     Ok(SourceSpec {
         name,
         line: node.line,
@@ -268,7 +285,7 @@ fn entry(node: &Node, key: &str, what: &str) -> Result<Entry, Fault> {
     })
 }
 
-fn request(node: &Node) -> Result<RequestSpec, Fault> {
+fn request(node: &Node, format: Format) -> Result<RequestSpec, Fault> {
     let mut fields = node.fields("a request")?;
     let name = name(fields.require("name")?, "a request's name")?;
     let what = format!("request `{name}`");
@@ -340,7 +357,7 @@ fn request(node: &Node) -> Result<RequestSpec, Fault> {
             .map(|node| postprocessor(node, &what))
             .collect::<Result<_, _>>()?,
     };
-    fields.finish(REQUEST_KEYS)?;
+    fields.finish(&spelled(REQUEST_KEYS, &["name"], format))?;
     Ok(RequestSpec {
         name,
         line: node.line,
@@ -491,7 +508,7 @@ fn assert(fields: &mut Fields<'_>, line: usize, what: &str) -> Result<AssertSpec
     })
 }
 
-fn scenario(node: &Node) -> Result<ScenarioSpec, Fault> {
+fn scenario(node: &Node, format: Format) -> Result<ScenarioSpec, Fault> {
     let mut fields = node.fields("a scenario")?;
     let name = name(fields.require("name")?, "a scenario's name")?;
     let what = format!("scenario `{name}`");
@@ -534,7 +551,7 @@ fn scenario(node: &Node) -> Result<ScenarioSpec, Fault> {
             format!("{what}: `requests` is empty"),
         ));
     }
-    fields.finish(SCENARIO_KEYS)?;
+    fields.finish(&spelled(SCENARIO_KEYS, &["name"], format))?;
     Ok(ScenarioSpec {
         name,
         line: node.line,
@@ -550,7 +567,7 @@ mod tests {
     use crate::doc::{self, Format};
 
     fn yaml(text: &str) -> Result<Spec, Fault> {
-        decode(&doc::read(Format::Yaml, text)?)
+        decode(&doc::read(Format::Yaml, text)?, Format::Yaml)
     }
 
     #[test]
@@ -638,6 +655,24 @@ scenarios:
         assert!(e.message.contains("size op `>=`"), "{}", e.message);
         let e = yaml("variable_sources:\n  - name: u\n    type: file/csv\n    file: a.csv\n    delimiter: ',,'\n").unwrap_err();
         assert_eq!(e.line, 5);
+        let e = yaml("requests: []\nscenarios: []\n\ncalls:\n  - name: c\n").unwrap_err();
+        assert_eq!(e.line, 4);
+        assert!(e.message.contains("gRPC"), "{}", e.message);
+    }
+
+    #[test]
+    fn an_unknown_key_lists_the_keys_as_the_file_spells_them() {
+        let hcl = |text: &str| decode(&doc::read(Format::Hcl, text)?, Format::Hcl);
+        let e = hcl("request \"a\" {\n  uri = \"/\"\n  bogus = 1\n}\n").unwrap_err();
+        assert_eq!(e.line, 3);
+        assert_eq!(
+            e.message,
+            "a request: unknown key `bogus`; expected one of `method`, `uri`, `headers`, `tag`, \
+             `body`, `templater`, `preprocessor`, `postprocessor \"type\" { ... }`"
+        );
+        let e = yaml("requests:\n  - name: a\n    uri: /\n    bogus: 1\n").unwrap_err();
+        assert!(e.message.contains("`name`, `method`"), "{}", e.message);
+        assert!(e.message.ends_with("`postprocessors`"), "{}", e.message);
     }
 
     #[test]

@@ -237,18 +237,26 @@ impl GunSpec {
     }
 
     /// The host requests name (an HTTP `Host` header's default): the
-    /// address without its port, an IPv6 address in brackets; `localhost`
-    /// for the origin simulator. No lookup.
+    /// address's host, an IPv6 address in brackets, with `:port` unless the
+    /// port is the scheme's default (80, or 443 with `ssl`), as RFC 9110
+    /// §7.2 asks; `localhost` for the origin simulator. No lookup.
     pub fn host(&self) -> String {
         match &self.address {
             Address::Origin => "localhost".to_owned(),
-            Address::Host { address, .. } => {
-                let host = target::split_address(address)
-                    .map_or_else(|_| address.trim().to_owned(), |(host, _)| host);
-                if host.contains(':') {
+            Address::Host { address, port } => {
+                let (host, written) = target::split_address(address)
+                    .unwrap_or_else(|_| (address.trim().to_owned(), None));
+                let host = if host.contains(':') {
                     format!("[{host}]")
                 } else {
                     host
+                };
+                // `port` overrides the address's, as when connecting.
+                match port.or(written) {
+                    Some(port) if port != if self.ssl { 443 } else { 80 } => {
+                        format!("{host}:{port}")
+                    }
+                    _ => host,
                 }
             }
         }
@@ -397,3 +405,43 @@ impl Guns {
 
 /// memcached's port, for a `tank_type = memcached` address without one.
 const MEMCACHED_PORT: u16 = 11211;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host_of(options: &str) -> String {
+        let text = format!(
+            "[phantom]\nammo_type = uri\nammofile = a\nrps_schedule = const(1, 1s)\n{options}"
+        );
+        let config = tank_config::load_str(
+            &text,
+            tank_config::ConfigFormat::Ini,
+            std::path::Path::new("load.ini"),
+            &[],
+        )
+        .unwrap();
+        GunSpec::check(&config.queues[0], false).unwrap().host()
+    }
+
+    #[test]
+    fn the_host_has_the_port_unless_it_is_the_schemes_default() {
+        assert_eq!(host_of("address = 127.0.0.1:19301\n"), "127.0.0.1:19301");
+        assert_eq!(host_of("address = example.org:80\n"), "example.org");
+        assert_eq!(host_of("address = example.org\n"), "example.org");
+        assert_eq!(host_of("address = [::1]:8080\n"), "[::1]:8080");
+        assert_eq!(host_of("address = ::1\n"), "[::1]");
+        assert_eq!(
+            host_of("address = example.org\nport = 81\n"),
+            "example.org:81"
+        );
+        assert_eq!(
+            host_of("address = example.org:443\nssl = 1\n"),
+            "example.org"
+        );
+        assert_eq!(
+            host_of("address = example.org:80\nssl = 1\n"),
+            "example.org:80"
+        );
+    }
+}

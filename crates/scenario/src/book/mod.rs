@@ -114,7 +114,7 @@ pub(crate) fn compile_text(
 ) -> Result<Book, ScenarioError> {
     let at = |fault: Fault| fault.in_file(path);
     let tree = doc::read(format, text).map_err(at)?;
-    let spec = spec::decode(&tree).map_err(at)?;
+    let spec = spec::decode(&tree, format).map_err(at)?;
     if spec.scenarios.is_empty() {
         return Err(Fault::new(
             0,
@@ -164,6 +164,7 @@ pub(crate) fn compile_text(
         .map(|(r, first)| request::compile(r, *first, &mut tables))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|(line, message)| Fault::new(line, message).in_file(path))?;
+    through_variables(&spec, &requests, &refs, &names).map_err(at)?;
     let (shared_cursors, run_cursors) = (names.shared_cursors.len(), names.run_cursors.len());
     let request_index: HashMap<&str, usize> = requests
         .iter()
@@ -192,6 +193,72 @@ pub(crate) fn compile_text(
         book.check_order(scenario, spec).map_err(at)?;
     }
     Ok(book)
+}
+
+/// Check each path that reads under a preprocessor variable holding a
+/// source's value (`user = "source.users[next]"`, then
+/// `{{.request.auth.preprocessor.user.name}}`) against that source, as a path
+/// that names the source itself is checked: the variable's value is known
+/// now, so a missing CSV field or JSON key need not wait for a run's 902.
+fn through_variables(
+    spec: &Spec,
+    requests: &[Request],
+    refs: &[Reference],
+    names: &Namespace<'_>,
+) -> Result<(), Fault> {
+    // Per slot, the path a preprocessor variable holds and its name (the
+    // last mapping entry of a name wins, as at run time); a call's result is
+    // text, a postprocessor's is known only from a reply.
+    let mut held: Vec<Option<(usize, String)>> = vec![None; names.slots.len()];
+    for (request, written) in requests.iter().zip(&spec.requests) {
+        for (var, entry) in request.pre.iter().zip(&written.preprocessor) {
+            held[var.slot] = match var.value {
+                PreValue::Ref(id) => Some((
+                    id,
+                    format!("request.{}.preprocessor.{}", request.name, entry.key),
+                )),
+                PreValue::Call(..) => None,
+            };
+        }
+    }
+    for request in requests {
+        let pre = request.pre_reads.iter().map(|id| (*id, false));
+        let templates = request.template_reads.iter().map(|id| (*id, true));
+        for (id, in_template) in pre.chain(templates) {
+            let reference = &refs[id];
+            let mut root = reference.root;
+            let mut steps = reference.steps.clone();
+            let mut via = Vec::new();
+            // A variable may hold another's value; a cycle ends after as many turns as slots.
+            for _ in 0..held.len() {
+                let Root::Slot(slot) = root else { break };
+                let Some((inner, name)) = held.get(slot).and_then(Option::as_ref) else {
+                    break;
+                };
+                let inner = &refs[*inner];
+                via.push(format!("`{name}` is `{}`", inner.text));
+                steps.splice(0..0, inner.steps.iter().cloned());
+                root = inner.root;
+            }
+            let Root::Source(source) = root else { continue };
+            if via.is_empty() || reference.steps.is_empty() {
+                continue;
+            }
+            refs::check_source(&names.sources[source], steps).map_err(|m| {
+                // A template's place does not name its request; a preprocessor's does.
+                let place = if in_template {
+                    format!("request `{}`: {}", request.name, reference.place)
+                } else {
+                    reference.place.clone()
+                };
+                Fault::new(
+                    reference.line,
+                    format!("{place}: `{}`: {}, and {m}", reference.text, via.join(", ")),
+                )
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Names must be unique among sources, requests and scenarios.

@@ -216,7 +216,7 @@ fn listed<'a>(names: impl Iterator<Item = &'a str>) -> String {
 }
 
 /// Check `steps` against a source's data, turning a CSV field's name into its column.
-fn check_source(source: &Source, steps: Vec<RefStep>) -> Result<Vec<RefStep>, String> {
+pub(super) fn check_source(source: &Source, steps: Vec<RefStep>) -> Result<Vec<RefStep>, String> {
     match &source.data {
         SourceData::Csv(table) => {
             let mut row = false;
@@ -254,7 +254,11 @@ fn check_source(source: &Source, steps: Vec<RefStep>) -> Result<Vec<RefStep>, St
                                 source.name, source.name
                             ))
                         }
-                        column @ RefStep::Column(_) => column,
+                        // A field already picked (a variable's path, continued).
+                        column @ RefStep::Column(_) => {
+                            scalar = true;
+                            column
+                        }
                     })
                 })
                 .collect()

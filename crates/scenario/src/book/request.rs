@@ -66,8 +66,9 @@ pub(crate) struct PreVar {
 pub(crate) enum PreValue {
     /// The value at a path.
     Ref(RefId),
-    /// A random function's result.
-    Call(Func, Vec<PreArg>),
+    /// A random function's result; the reason is counted when the function
+    /// refuses its arguments' values (text where it takes a number).
+    Call(Func, Vec<PreArg>, ReasonId),
 }
 
 /// An argument of a preprocessor's function call.
@@ -149,7 +150,17 @@ pub(crate) fn compile(
                         }
                     })
                     .collect::<Result<_, _>>()?;
-                PreValue::Call(func, args)
+                let refused = tables.reasons.add(
+                    name,
+                    FailureKind::Unset,
+                    format!(
+                        "{place} `{}`: {} cannot take its arguments' values (expected {})",
+                        entry.value,
+                        func.name(),
+                        func.takes()
+                    ),
+                );
+                PreValue::Call(func, args, refused)
             }
             None => {
                 let parsed = path::parse(&entry.value).map_err(|m| {

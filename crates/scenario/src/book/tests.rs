@@ -293,6 +293,27 @@ fn failures_end_a_run_with_their_reason() {
 }
 
 #[test]
+fn a_function_refusing_a_value_says_so_not_that_it_has_none() {
+    let fixture = Fixture::new();
+    let hcl = fixture.hcl().replace(
+        r#"{ item = "request.list.postprocessor.items[next]" }"#,
+        r#"{ item = "request.list.postprocessor.items[next]", n = "randInt(1, request.list.postprocessor.items)" }"#,
+    );
+    let book = fixture.book(Format::Hcl, &hcl).unwrap();
+    let defaults = Defaults::new(&book, "h", &[], false).unwrap();
+    let cursors = Cursors::new(&book);
+    let mut run = Run::new(&book, &defaults);
+    let (_, failure) = drive(&book, &cursors, &mut run, "shopper", &mut shop_answer);
+    let failure = failure.unwrap();
+    assert_eq!(failure.kind, FailureKind::Unset);
+    assert_eq!(
+        book.reasons()[failure.reason].text,
+        "preprocessor `n` `randInt(1, request.list.postprocessor.items)`: randInt cannot take \
+         its arguments' values (expected whole numbers)"
+    );
+}
+
+#[test]
 fn the_same_flow_in_yaml_and_json_sends_the_same_bytes() {
     let fixture = Fixture::new();
     let hcl = fixture.book(Format::Hcl, &fixture.hcl()).unwrap();
@@ -395,14 +416,80 @@ fn mistakes_are_found_before_a_shot_at_their_line() {
     );
     // A source file that is not there.
     let e = error(&hcl.replace(&fixture.csv(), "/nonexistent/users.csv"));
+    assert_eq!(e.line, Some(5), "{e}");
     assert!(
-        e.to_string()
-            .starts_with("/nonexistent/users.csv: cannot read"),
+        e.message
+            .starts_with("variable_source `users`: cannot read /nonexistent/users.csv"),
         "{e}"
     );
     // A function a template does not have.
     let e = error(&hcl.replace("{{.source.global.shop}}", "{{lower .source.global.shop}}"));
     assert!(e.message.contains("no function `lower`"), "{e}");
+}
+
+#[test]
+fn a_path_under_a_variable_holding_a_source_is_checked_against_it() {
+    let fixture = Fixture::new();
+    let hcl = fixture.hcl();
+    let error = |text: &str| fixture.book(Format::Hcl, text).unwrap_err();
+    // A CSV field through the variable, in a template …
+    let e = error(&hcl.replace("preprocessor.user.name}}", "preprocessor.user.mail}}"));
+    assert_eq!(e.line, Some(15), "{e}");
+    assert!(
+        e.message.contains(
+            "request `auth`: body: `request.auth.preprocessor.user.mail`: \
+             `request.auth.preprocessor.user` is `source.users[next]`, and `users` has no \
+             field `mail` (its fields: user_id, name)"
+        ),
+        "{e}"
+    );
+    // … under a field, which is text …
+    let e = error(&hcl.replace("preprocessor.user.name}}", "preprocessor.user.name.x}}"));
+    assert!(e.message.contains("a CSV field is text"), "{e}");
+    let e = error(
+        &hcl.replace("users[next]\"", "users[next].name\"")
+            .replace("preprocessor.user.name}}", "preprocessor.user.x}}"),
+    );
+    assert!(e.message.contains("a CSV field is text"), "{e}");
+    // … and through a variable that holds another's value.
+    let chained = hcl.replace(
+        "/items?shop=",
+        "/items/{{.request.list.preprocessor.who.nam}}?shop=",
+    );
+    let chained = chained.replace(
+        "  postprocessor \"var/jsonpath\" {\n    mapping = { items",
+        "  preprocessor {\n    mapping = { who = \"request.auth.preprocessor.user\" }\n  }\n  \
+         postprocessor \"var/jsonpath\" {\n    mapping = { items",
+    );
+    let e = error(&chained);
+    assert!(
+        e.message.contains(
+            "`request.list.preprocessor.who` is `request.auth.preprocessor.user`, \
+             `request.auth.preprocessor.user` is `source.users[next]`, and `users` has no \
+             field `nam`"
+        ),
+        "{e}"
+    );
+    let fixed = chained.replace(".who.nam}}", ".who.name}}");
+    if let Err(e) = fixture.book(Format::Hcl, &fixed) {
+        panic!("{e}");
+    }
+    // A JSON key that one item a `[next]` reaches lacks.
+    let json = fixture.dir.path().join("f.json");
+    std::fs::write(&json, r#"[{"q": "a"}, {"z": 1}]"#).unwrap();
+    let source = format!(
+        "variable_source \"f\" \"file/json\" {{ file = \"{}\" }}\nvariable_source \"global\"",
+        json.display()
+    );
+    let e = error(
+        &hcl.replace(r#"variable_source "global""#, &source)
+            .replace(
+                r#"user = "source.users[next]""#,
+                r#"user = "source.f[next]""#,
+            )
+            .replace("preprocessor.user.name}}", "preprocessor.user.q}}"),
+    );
+    assert!(e.message.contains(r#"`{"z":1}` has no key `q`"#), "{e}");
 }
 
 #[test]

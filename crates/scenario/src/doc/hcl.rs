@@ -15,7 +15,7 @@
 //! `postprocessors`, and an unlabelled block (`templater`, `preprocessor`,
 //! `size`) a mapping under its name.
 
-use hcl::edit::structure::{Block, Body, Structure};
+use hcl::edit::structure::{Block, Structure};
 use hcl::edit::Span;
 use hcl::eval::{Context, Evaluate};
 use hcl::Value;
@@ -178,22 +178,41 @@ impl Reader<'_> {
                 )
             })
             .collect();
-        self.body(&block.body, ctx, depth, &mut pairs)?;
+        self.body(block, ctx, depth, &mut pairs)?;
         Ok(Node::new(line, Kind::Map(pairs)))
     }
 
+    /// `block`'s body into `pairs`, which hold its labels.
     fn body(
         &self,
-        body: &Body,
+        block: &Block,
         ctx: &Context<'_>,
         depth: usize,
         pairs: &mut Vec<(String, Node)>,
     ) -> Result<(), Fault> {
-        for structure in body.iter() {
+        for structure in block.body.iter() {
             match structure {
                 Structure::Attribute(attribute) => {
                     let line = self.line(attribute.span());
                     let key = attribute.key.as_str();
+                    let labels = &pairs[..block.labels.len().min(pairs.len())];
+                    if labels.iter().any(|(k, _)| k == key) {
+                        // `name = ...` in `request "a"`: the label names it.
+                        return Err(Fault::new(
+                            line,
+                            format!(
+                                "`{key}` is the label of `{} \"{}\"` in HCL: expected no `{key}` \
+                                 attribute",
+                                block.ident.as_str(),
+                                block
+                                    .labels
+                                    .iter()
+                                    .map(|l| l.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join("\" \"")
+                            ),
+                        ));
+                    }
                     if pairs.iter().any(|(k, _)| k == key) {
                         return Err(Fault::new(line, format!("`{key}` is set twice")));
                     }
@@ -347,6 +366,12 @@ scenario "s" {
         assert!(e.message.starts_with("invalid HCL"), "{}", e.message);
         let e = read("\n\nwidget \"a\" {}\n").unwrap_err();
         assert_eq!((e.line, e.message.contains("unknown block")), (3, true));
+        let e = read("request \"a\" {\n  name = \"zz\"\n}\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert_eq!(
+            e.message,
+            "`name` is the label of `request \"a\"` in HCL: expected no `name` attribute"
+        );
         let e = read("request \"a\" \"b\" {}\n").unwrap_err();
         assert!(e.message.contains("takes \"name\""), "{}", e.message);
     }

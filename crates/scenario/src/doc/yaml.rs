@@ -42,10 +42,35 @@ fn convert(node: yaml_tree::Node) -> Result<Node, Fault> {
                             "expected a plain key (a name, not a list or a mapping)",
                         )
                     })?;
-                    Ok((text, convert(value)?))
+                    let mut value = convert(value)?;
+                    // A block list or mapping starts on the line after its key; an
+                    // error about the key's value (`calls`, an unknown key) is at the key.
+                    if matches!(value.kind, Kind::List(_) | Kind::Map(_)) {
+                        value.line = value.line.min(key.line);
+                    }
+                    Ok((text, value))
                 })
                 .collect::<Result<_, Fault>>()?,
         ),
     };
     Ok(Node::new(node.line, kind))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_value_is_at_its_keys_line() {
+        let root = read("a: 1\nb:\n  - x\n  - y\nc:\n  d: 1\n").unwrap();
+        let Kind::Map(pairs) = &root.kind else {
+            panic!("{root:?}")
+        };
+        let lines: Vec<usize> = pairs.iter().map(|(_, value)| value.line).collect();
+        assert_eq!(lines, [1, 2, 5]);
+        let Kind::List(items) = &pairs[1].1.kind else {
+            panic!("{root:?}")
+        };
+        assert_eq!(items[1].line, 4);
+    }
 }

@@ -35,8 +35,31 @@ pub(crate) fn check(text: &str) -> Result<(), String> {
     match Factory::new().build(text) {
         Ok(Some(_)) => Ok(()),
         Ok(None) => Err(format!("XPath `{text}` is empty")),
-        Err(e) => Err(format!("XPath `{text}`: {e}")),
+        Err(e) => Err(format!(
+            "XPath `{text}`: {}: expected an XPath 1.0 expression, as //div[@class='user']",
+            said(&e)
+        )),
     }
+}
+
+/// What a parse error says, in words: sxd-xpath prints its errors' names
+/// (`EmptyPredicate`, `tokenizer error: ExpectedQuote`), split here.
+fn said(error: &sxd_xpath::ParserError) -> String {
+    let text = error.to_string();
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut previous = ' ';
+    for c in text.chars() {
+        if c.is_ascii_uppercase() {
+            if previous.is_ascii_alphanumeric() {
+                out.push(' ');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+        previous = c;
+    }
+    out
 }
 
 /// A thread's compiled expressions (by their text) and evaluation context.
@@ -56,7 +79,7 @@ thread_local! {
 fn compile(xpath: &str) -> Result<XPath, String> {
     Factory::new()
         .build(xpath)
-        .map_err(|e| e.to_string())?
+        .map_err(|e| said(&e))?
         .ok_or_else(|| "an empty XPath".to_owned())
 }
 
@@ -270,6 +293,20 @@ mod tests {
     #[test]
     fn bad_expressions_and_bodies_are_errors() {
         assert!(check("//div[").is_err());
+        assert_eq!(
+            check("//div[@"),
+            Err(
+                "XPath `//div[@`: empty predicate: expected an XPath 1.0 expression, as \
+                 //div[@class='user']"
+                    .to_owned()
+            )
+        );
+        for bad in ["//div[@class='x]", "//div]", "//a/", "1 +", "//*[@a=1"] {
+            let error = check(bad).unwrap_err();
+            let said = error.split(": ").nth(1).unwrap_or_default();
+            // Words, not the parser's names of its errors.
+            assert!(!said.contains(|c: char| c.is_ascii_uppercase()), "{error}");
+        }
         assert!(check("//div").is_ok());
         assert!(Markup::read(&[0xff, 0xfe]).is_err());
         let deep = "<div>".repeat(MAX_DEPTH + 5);
