@@ -371,6 +371,13 @@ fn a_second_ctrl_c_writes_a_row_for_every_shot_it_abandons() {
         "{rows:?}"
     );
     assert_eq!(server.requests().len(), rows.len());
+    // Each was sent whole and waited for its reply: the row says so (before,
+    // its whole time was put down as connecting, with nothing sent).
+    for row in &rows {
+        assert!(row.size_out > 0 && row.size_in == 0, "{row:?}");
+        assert!(row.latency > row.connect + row.send, "{row:?}");
+        assert_eq!(row.receive, 0, "{row:?}");
+    }
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains(&format!("sent {}", rows.len())), "{stdout}");
     assert!(stdout.contains("125 cancelled"), "{stdout}");

@@ -116,6 +116,10 @@ pub(crate) trait Barrel: Send + 'static {
 
     /// Close this barrel's connection; the next request connects anew.
     fn hang_up(&mut self);
+
+    /// Where the shot in flight has got to, updated as it goes: asked once per
+    /// instance, read if the shot is abandoned.
+    fn progress(&self) -> Arc<measure::ShotProgress>;
 }
 
 /// Where a queue's gun shoots, as written: resolved only by [`GunSpec::resolve`].

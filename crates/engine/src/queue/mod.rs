@@ -35,6 +35,7 @@ use crate::active::Active;
 use crate::dispatch::sessions::{SessionDispatch, Turn};
 use crate::dispatch::{Dispatch, Seat};
 use crate::feed::Shot;
+use crate::gun::measure::ShotProgress;
 use crate::gun::{Barrel, Gun, Guns, Placement};
 use crate::io_threads::Spawner;
 use crate::sink::{Answer, AnswerSink, SampleSink};
@@ -175,6 +176,7 @@ async fn instance<B: Barrel>(
         .answers
         .as_ref()
         .map(|_| Vec::with_capacity(ANSWER_CAPTURE));
+    let progress = barrel.progress();
     // None: the plan ended, or the queue halted.
     while let Some((shot, start)) = dispatch.next(seat).await {
         let start = Instant::from_std(start);
@@ -186,7 +188,15 @@ async fn instance<B: Barrel>(
             dispatch.halt();
             return;
         }
-        shoot(&shared, &mut barrel, &shot, start, reply.as_mut()).await;
+        shoot(
+            &shared,
+            &mut barrel,
+            &progress,
+            &shot,
+            start,
+            reply.as_mut(),
+        )
+        .await;
     }
 }
 
@@ -204,6 +214,7 @@ async fn session_instance<B: Barrel>(
         .answers
         .as_ref()
         .map(|_| Vec::with_capacity(ANSWER_CAPTURE));
+    let progress = barrel.progress();
     while let Some(turn) = sessions.next(seat).await {
         let shot = match turn {
             Turn::Fire(shot) => shot,
@@ -213,7 +224,15 @@ async fn session_instance<B: Barrel>(
             }
         };
         let start = Instant::now();
-        shoot(&shared, &mut barrel, &shot, start, reply.as_mut()).await;
+        shoot(
+            &shared,
+            &mut barrel,
+            &progress,
+            &shot,
+            start,
+            reply.as_mut(),
+        )
+        .await;
     }
 }
 
@@ -222,12 +241,14 @@ async fn session_instance<B: Barrel>(
 async fn shoot<B: Barrel>(
     shared: &Shared,
     barrel: &mut B,
+    progress: &ShotProgress,
     shot: &Shot,
     start: Instant,
     mut reply: Option<&mut Vec<u8>>,
 ) {
     let since_start = start.saturating_duration_since(shared.clock.start);
-    let in_flight = InFlight::enter(shared, start, since_start, shot.due, &shot.tag);
+    let in_flight =
+        InFlight::enter(shared, start, since_start, shot.due, &shot.tag).watching(progress);
     let measured = barrel
         .fire(&shot.request, start, reply.as_deref_mut())
         .await;
@@ -250,12 +271,15 @@ async fn shoot<B: Barrel>(
 /// A shot between its start and its sample. Dropped before [`InFlight::land`]
 /// (the instance was aborted mid-shot), it still counts the shot as fired and
 /// sends its sample: abandoned, net code 125, timed to the abort, as phantom
-/// writes an interrupted shot.
+/// writes an interrupted shot, its phases as far as its barrel's
+/// [`ShotProgress`] saw them go.
 pub(super) struct InFlight<'a> {
     shared: &'a Shared,
     start: Instant,
     /// The sample so far; `None` once landed.
     sample: Option<Sample>,
+    /// Where the barrel firing it has got to, when one is.
+    progress: Option<&'a ShotProgress>,
 }
 
 impl<'a> InFlight<'a> {
@@ -273,6 +297,7 @@ impl<'a> InFlight<'a> {
         InFlight {
             shared,
             start,
+            progress: None,
             sample: Some(Sample {
                 start_unix_us,
                 // A shot due "at once" is never late.
@@ -284,6 +309,14 @@ impl<'a> InFlight<'a> {
                 },
             }),
         }
+    }
+
+    /// The shot is fired through the barrel whose progress this is: it
+    /// starts from nothing, and an abandoned shot's row says how far it went.
+    pub(super) fn watching(mut self, progress: &'a ShotProgress) -> Self {
+        progress.begin();
+        self.progress = Some(progress);
+        self
     }
 
     /// The shot ended with `measured`: its sample, to send (`None` only if it
@@ -306,15 +339,16 @@ impl Drop for InFlight<'_> {
         };
         self.shared.active.leave();
         let elapsed = micros(self.start.elapsed());
+        // Without a barrel's progress the phase is not known: the time then
+        // counts as connecting (phantom's fill rule), so the parts add up.
+        let measured = self.progress.map_or_else(
+            || ShotProgress::default().abandoned(elapsed),
+            |p| p.abandoned(elapsed),
+        );
         sample.measured = Measured {
-            interval_real_us: elapsed,
-            // Where the shot was is not known: the time counts as connecting,
-            // so the parts still add up to the whole.
-            connect_us: elapsed,
             interval_event_us: elapsed,
-            net_code: NetCode::CANCELED,
             queue: self.shared.queue,
-            ..Measured::default()
+            ..measured
         };
         self.shared.samples.send(sample);
     }

@@ -39,6 +39,7 @@ use tokio::time::Instant;
 use super::{logged, InFlight, Shared};
 use crate::dispatch::{Dispatch, Seat};
 use crate::feed::Interner;
+use crate::gun::measure::ShotProgress;
 use crate::gun::Barrel;
 use crate::sink::Answer;
 
@@ -294,6 +295,7 @@ pub(crate) async fn scenario_instance<B: Barrel>(
         marked: Vec::new(),
         tags: Interner::new(INTERNED_TAGS, INTERNED_TAG_BYTES),
     };
+    let progress = barrel.progress();
     while let Some((shot, start)) = dispatch.next(seat).await {
         if shared
             .deadline
@@ -311,7 +313,16 @@ pub(crate) async fn scenario_instance<B: Barrel>(
             continue;
         };
         play.tally.started.fetch_add(1, Ordering::Relaxed);
-        let outcome = play_run(&shared, &play, &mut barrel, &mut own, scenario, shot.due).await;
+        let outcome = play_run(
+            &shared,
+            &play,
+            &mut barrel,
+            &progress,
+            &mut own,
+            scenario,
+            shot.due,
+        )
+        .await;
         play.tally.ended(outcome);
     }
 }
@@ -321,6 +332,7 @@ async fn play_run<B: Barrel>(
     shared: &Shared,
     play: &Play,
     barrel: &mut B,
+    progress: &ShotProgress,
     own: &mut Own<'_>,
     scenario: &Scenario,
     due: Option<Duration>,
@@ -343,7 +355,7 @@ async fn play_run<B: Barrel>(
         let tag = own.tag(play, step.request);
         let start = Instant::now();
         let since_start = start.saturating_duration_since(shared.clock.start);
-        let in_flight = InFlight::enter(shared, start, since_start, due, &tag);
+        let in_flight = InFlight::enter(shared, start, since_start, due, &tag).watching(progress);
         let mut measured = barrel.fire(&own.request, start, Some(&mut own.reply)).await;
         let verdict = if measured.net_code == NetCode::OK {
             own.run.reply(step.request, &own.reply).map_err(Some)

@@ -65,7 +65,7 @@ use tank_h2::{Collect, Failure};
 use tank_stats::{micros, Measured, NetCode};
 use tokio::time::Instant;
 
-use super::measure::{fill, Marks};
+use super::measure::{fill, Marks, ShotProgress};
 use super::wire::budget::Budget;
 use super::{Barrel, Gun, Placement};
 use crate::http::Limits;
@@ -230,6 +230,11 @@ pub struct H2Barrel {
     pool: usize,
     /// The shots' budget, one timer for the barrel's life.
     budget: Option<Budget>,
+    /// The stream in flight's marks, for its row if it is abandoned: its
+    /// connection's, then sent once opened (the connection's driver writes
+    /// it; when is in the stream's record, which an abandoned stream is not
+    /// read for).
+    progress: Arc<ShotProgress>,
 }
 
 impl H2Barrel {
@@ -331,8 +336,12 @@ impl H2Barrel {
                 .open(|source| Box::pin(pool::open(dial, source, request)))
                 .await?;
             marks.connected = Some(if was_open { 0 } else { micros(start.elapsed()) });
+            self.progress.connected(marks.connected.unwrap_or(0));
             let opened = match ready.conn.open(&h2_request, collect) {
-                Ok(opened) => stream.insert(opened),
+                Ok(opened) => {
+                    self.progress.sent(micros(start.elapsed()), 0);
+                    stream.insert(opened)
+                }
                 Err(closed) => {
                     connection.retire();
                     if attempts == 2 {
@@ -367,6 +376,7 @@ impl Gun for H2Gun {
             gun: Arc::clone(self),
             pool: pools.index_for(placement.thread.index()),
             budget: None,
+            progress: Arc::default(),
         }
     }
 }
@@ -384,5 +394,9 @@ impl Barrel for H2Barrel {
     fn hang_up(&mut self) {
         // A replayed session's end: its streams are done, and the connection
         // is shared with other sessions, so it stays open.
+    }
+
+    fn progress(&self) -> Arc<ShotProgress> {
+        Arc::clone(&self.progress)
     }
 }

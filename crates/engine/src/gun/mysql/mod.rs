@@ -43,7 +43,7 @@ use tank_stats::{micros, Measured, NetCode};
 use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
 
-use super::measure::{fill, Marks};
+use super::measure::{fill, Marks, ShotProgress};
 use super::wire::budget::Budget;
 use super::wire::conn::{Conn, WriteError};
 use super::{Barrel, Gun, Placement};
@@ -133,6 +133,7 @@ impl MysqlGun {
             connect: None,
             out: Vec::new(),
             budget: None,
+            progress: Arc::default(),
         }
     }
 }
@@ -177,6 +178,8 @@ pub struct MysqlBarrel {
     /// The commands' timer (see `wire::budget`): one for the barrel's life,
     /// not one per wait.
     budget: Option<Budget>,
+    /// The command in flight's marks, for its row if it is abandoned.
+    progress: Arc<ShotProgress>,
 }
 
 impl MysqlBarrel {
@@ -273,6 +276,7 @@ impl MysqlBarrel {
         } else {
             marks.connected = Some(0);
         }
+        self.progress.connected(marks.connected.unwrap_or(0));
         self.out.clear();
         let next_seq = packet::write(&mut self.out, 0, request);
         self.name_statement(command, request);
@@ -292,6 +296,7 @@ impl MysqlBarrel {
         }
         let sent_us = micros(start.elapsed());
         marks.sent = Some(sent_us);
+        self.progress.sent(sent_us, measured.size_out);
         let mut reply = ReplyReader::new(command, session.options, next_seq);
         let (outcome, end_us) = match reply.whole_unread() {
             Some(outcome) => (outcome, sent_us),
@@ -301,7 +306,7 @@ impl MysqlBarrel {
                     &mut reply,
                     start,
                     budget,
-                    marks,
+                    (marks, &self.progress),
                     measured,
                     capture,
                 )
@@ -381,13 +386,13 @@ impl MysqlBarrel {
 }
 
 /// Read `reply` off `conn` to its end: what it said, and when it was whole
-/// (µs from `start`).
+/// (µs from `start`); each read marked in `marks` and its barrel's progress.
 async fn read_reply(
     conn: &mut Conn,
     reply: &mut ReplyReader,
     start: Instant,
     budget: &mut Budget,
-    marks: &mut Marks,
+    (marks, progress): (&mut Marks, &ShotProgress),
     measured: &mut Measured,
     mut capture: Option<&mut Vec<u8>>,
 ) -> Result<(Outcome, u64), Failure> {
@@ -401,11 +406,11 @@ async fn read_reply(
                         .min(data.len());
                     capture.extend_from_slice(&data[..room]);
                 }
-                let (used, progress) = reply.feed(data);
-                (data.len(), used, progress)
+                let (used, fed) = reply.feed(data);
+                (data.len(), used, fed)
             })
             .await;
-        let (bytes, used, progress) = match read {
+        let (bytes, used, fed) = match read {
             Ok(Some(read)) => read,
             // Closed before the reply's end.
             Ok(None) => return Err(Failure::Net(NetCode::PROTOCOL)),
@@ -416,7 +421,8 @@ async fn read_reply(
         let now_us = micros(start.elapsed());
         marks.first_byte.get_or_insert(now_us);
         measured.size_in += bytes as u64;
-        match progress {
+        progress.received(now_us, measured.size_in);
+        match fed {
             Progress::More => continue,
             Progress::Broken(_) => return Err(Failure::Net(NetCode::PROTOCOL)),
             // Bytes past the reply's end belong to no command.
@@ -443,6 +449,10 @@ impl Barrel for MysqlBarrel {
 
     fn hang_up(&mut self) {
         MysqlBarrel::hang_up(self);
+    }
+
+    fn progress(&self) -> Arc<ShotProgress> {
+        Arc::clone(&self.progress)
     }
 }
 

@@ -53,7 +53,7 @@ use tank_stats::{micros, Measured, NetCode};
 use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
 
-use super::measure::{fill, Marks};
+use super::measure::{fill, Marks, ShotProgress};
 use super::{Barrel, Gun, Placement};
 use crate::http::Limits;
 use crate::netcode;
@@ -231,6 +231,7 @@ impl WireGun {
             source,
             budget: None,
             pipe: None,
+            progress: Arc::default(),
         }
     }
 }
@@ -245,6 +246,9 @@ pub struct WireBarrel {
     /// The connection shared with other instances, when pipelining, and
     /// this instance's slot in it.
     pipe: Option<(Arc<pipeline::Pipe>, usize)>,
+    /// The shot in flight's marks, for its row if it is abandoned (not kept
+    /// for a pipelined shot: its marks are the pipe's).
+    progress: Arc<ShotProgress>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -285,6 +289,7 @@ impl WireBarrel {
         let mut resent = false;
         let measured = loop {
             let mut marks = Marks::default();
+            self.progress.begin();
             if let Some(reply) = reply.as_deref_mut() {
                 reply.clear();
             }
@@ -403,6 +408,7 @@ impl WireBarrel {
         let conn = match &mut self.conn {
             Some(conn) => {
                 marks.connected = Some(0);
+                self.progress.connected(0);
                 conn
             }
             empty => {
@@ -413,7 +419,9 @@ impl WireBarrel {
                     Some(Err(error)) => return Err(Failure::Net(error)),
                     Some(Ok(conn)) => conn,
                 };
-                marks.connected = Some(micros(start.elapsed()));
+                let connected_us = micros(start.elapsed());
+                marks.connected = Some(connected_us);
+                self.progress.connected(connected_us);
                 empty.insert(conn)
             }
         };
@@ -433,6 +441,7 @@ impl WireBarrel {
         }
         let sent_us = micros(start.elapsed());
         marks.sent = Some(sent_us);
+        self.progress.sent(sent_us, measured.size_out);
         let mut reply = self.gun.protocol.reply(request);
         if let Some(code) = reply.whole_unread() {
             return Ok((code, sent_us));
@@ -472,6 +481,7 @@ impl WireBarrel {
                     let now_us = micros(start.elapsed());
                     marks.first_byte.get_or_insert(now_us);
                     measured.size_in += bytes as u64;
+                    self.progress.received(now_us, measured.size_in);
                     match progress {
                         Progress::More => continue,
                         Progress::Broken => break Err(Failure::Net(NetCode::PROTOCOL)),
@@ -524,6 +534,10 @@ impl Barrel for WireBarrel {
 
     fn hang_up(&mut self) {
         WireBarrel::hang_up(self);
+    }
+
+    fn progress(&self) -> Arc<ShotProgress> {
+        Arc::clone(&self.progress)
     }
 }
 
