@@ -214,8 +214,8 @@ fn not_a_log(path: &str, bad: Vec<(u64, String)>) -> ImportError {
         path,
         line,
         format!(
-            "{why}; {which} is an access-log line: expected a pcap, pcapng or HAR file, or an \
-             nginx/Apache access log"
+            "{why}; {which} is an access-log line: expected {}",
+            crate::detect::EXPECTED
         ),
     )
 }

@@ -3,6 +3,8 @@
 //! JSON object with `log.entries` (HAR), a MySQL slow query log's banner or
 //! entry header, else an access log.
 
+use tank_plan::words::count;
+
 /// An input format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -50,6 +52,37 @@ impl std::str::FromStr for Format {
 
 /// Bytes [`detect`] wants to see (fewer at the end of a short file).
 pub(crate) const HEAD: usize = 64 * 1024;
+
+/// What `tank import` reads, for the error of a file that is none of it.
+pub(crate) const EXPECTED: &str = "a pcap, pcapng or HAR file, or an nginx/Apache access log, \
+                                   or a MySQL/MariaDB slow query log";
+
+/// The error of `--format pcap` or `pcapng` (`format`) on a file whose first
+/// bytes, `head`, are not its magic number, but look like `found`.
+pub(crate) fn not_magic(format: Format, found: Format, head: &[u8]) -> String {
+    let expected = match format {
+        Format::Pcapng => "a pcapng section header block (0a 0d 0d 0a)",
+        _ => "a pcap magic number (a1 b2 c3 d4 or a1 b2 3c 4d, either byte order)",
+    };
+    let magic: Vec<String> = head.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let found_bytes = match head.len() {
+        0..4 => format!(
+            "only {}: {}",
+            count(head.len() as u64, "byte"),
+            magic.join(" ")
+        ),
+        _ => magic.join(" "),
+    };
+    // An access log is what detection falls back to: it says nothing.
+    let looks = match found {
+        Format::Access => String::new(),
+        Format::Pcap => "; this is a pcap file (--format pcap)".into(),
+        Format::Pcapng => "; this is a pcapng file (--format pcapng)".into(),
+        Format::Har => "; this looks like a HAR file".into(),
+        Format::SlowLog => "; this looks like a slow query log".into(),
+    };
+    format!("expected {expected}, found {found_bytes}{looks}")
+}
 
 /// The format of a file starting with `head`.
 pub(crate) fn detect(head: &[u8]) -> Format {
@@ -111,6 +144,25 @@ mod tests {
         assert_eq!(
             detect(b"# Time: 2024-01-02T03:04:05.123456Z\n"),
             Format::SlowLog
+        );
+    }
+
+    #[test]
+    fn a_wrong_magic_number_is_shown_with_the_one_expected() {
+        assert_eq!(
+            not_magic(Format::Pcap, Format::Access, &[0x3f, 0x8a, 0x11, 0x02, 9]),
+            "expected a pcap magic number (a1 b2 c3 d4 or a1 b2 3c 4d, either byte order), \
+             found 3f 8a 11 02"
+        );
+        assert_eq!(
+            not_magic(Format::Pcapng, Format::Pcap, &[0xd4, 0xc3, 0xb2, 0xa1]),
+            "expected a pcapng section header block (0a 0d 0d 0a), found d4 c3 b2 a1; this is \
+             a pcap file (--format pcap)"
+        );
+        assert_eq!(
+            not_magic(Format::Pcap, Format::Access, b"ab"),
+            "expected a pcap magic number (a1 b2 c3 d4 or a1 b2 3c 4d, either byte order), \
+             found only 2 bytes: 61 62"
         );
     }
 }

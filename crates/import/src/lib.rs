@@ -269,8 +269,7 @@ pub fn import(
     if head.is_empty() {
         return Err(ImportError::input(
             path,
-            "the file is empty; expected a pcap, pcapng or HAR file, or an nginx/Apache access log"
-                .into(),
+            format!("the file is empty; expected {}", detect::EXPECTED),
         ));
     }
     let found = detect::detect(&head);
@@ -279,11 +278,7 @@ pub fn import(
         return Err(ImportError::format(
             path,
             0,
-            &format!(
-                "a {} file (its magic number); this looks like {}",
-                format.name(),
-                found.name()
-            ),
+            &detect::not_magic(format, found, &head),
         ));
     }
     check_options(path, format, options)?;
@@ -353,9 +348,7 @@ pub fn import(
         .map_err(|e| e.at(path))?;
     emitter.writer.finish().map_err(write_error)?;
     if emitter.requests == 0 {
-        warnings.warn(format!(
-            "{path}: no request found: the sessions file is empty (a replay of it is refused)"
-        ));
+        warnings.warn(no_request(path));
     }
     Ok(Summary {
         format,
@@ -372,6 +365,11 @@ pub fn import(
         spilled_bytes: emitter.spill.spilled(),
         ordering,
     })
+}
+
+/// The warning of an import that found no request in `path`.
+fn no_request(path: &str) -> String {
+    format!("{path}: no request found: the sessions file is empty (a replay of it is refused)")
 }
 
 /// Read a pcap's packets both ways into `capture`.

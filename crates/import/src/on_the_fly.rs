@@ -36,7 +36,8 @@ impl Imported {
 /// The queue's `headers` (`Name: value`) go into the requests rebuilt from
 /// an access log, as yandex-tank's `access` ammo puts them; a pcap or HAR
 /// replays its requests as captured, so there they are a warning. Warnings
-/// go to `warnings`, as `tank import` reports them.
+/// go to `warnings`, as `tank import` reports them; a capture of no request
+/// is an error naming it, with the import's summary and first warnings.
 pub fn import_capture(
     path: &Path,
     queue: &QueueConfig,
@@ -85,7 +86,36 @@ pub fn import_capture(
     let (out, file) = temp.into_parts();
     let out = BufWriter::with_capacity(1 << 20, out);
     let summary = import(input, &name, out, &options, warnings)?;
+    if summary.requests == 0 {
+        return Err(nothing_to_replay(&name, &summary, warnings));
+    }
     Ok(Some(Imported { file, summary }))
+}
+
+/// The error of a capture that imported to no request: named itself (the
+/// temporary file is gone) with what the import skipped, since a run that
+/// stops here shows no warnings of its own.
+fn nothing_to_replay(name: &str, summary: &Summary, warnings: &Warnings) -> ImportError {
+    let own = crate::no_request(name);
+    let said: Vec<&str> = warnings
+        .first()
+        .iter()
+        .filter(|w| **w != own)
+        .map(String::as_str)
+        .collect();
+    let said = if said.is_empty() {
+        String::new()
+    } else {
+        format!("; its warnings: {}", said.join("; "))
+    };
+    ImportError::input(
+        name,
+        format!(
+            "nothing to replay: importing it found no request ({summary}){said}; expected a \
+             capture holding {} requests",
+            summary.protocol.name()
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -161,30 +191,59 @@ mod tests {
         assert!(error.to_string().contains("/nonexistent/x.pcap"), "{error}");
     }
 
-    #[test]
-    fn headers_on_a_pcap_replay_are_a_warning_not_a_silent_skip() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("empty.pcap");
-        // A pcap header (µs, Ethernet) and no packets.
+    /// A pcap header (µs, Ethernet) and `rest`.
+    fn pcap(rest: &[u8]) -> Vec<u8> {
         let mut pcap = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
         pcap.extend_from_slice(&[0; 8]);
         pcap.extend_from_slice(&65535u32.to_le_bytes());
         pcap.extend_from_slice(&1u32.to_le_bytes());
-        std::fs::write(&path, pcap).unwrap();
+        pcap.extend_from_slice(rest);
+        pcap
+    }
+
+    #[test]
+    fn headers_on_a_pcap_replay_are_a_warning_not_a_silent_skip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.pcap");
+        std::fs::write(&path, pcap(&[])).unwrap();
         let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let sink = said.clone();
         let mut warnings = Warnings::new(
             5,
             Box::new(move |w| sink.lock().unwrap().push(w.to_owned())),
         );
-        let imported = import_capture(&path, &queue("headers = [Host: a]\n"), &mut warnings)
-            .unwrap()
-            .unwrap();
-        assert_eq!(imported.summary.requests, 0);
+        // No packets: refused, but the headers' warning was said first.
+        import_capture(&path, &queue("headers = [Host: a]\n"), &mut warnings).unwrap_err();
         let said = said.lock().unwrap();
         assert!(
             said[0].contains("a pcap replays its requests as captured"),
             "{said:?}"
+        );
+    }
+
+    #[test]
+    fn a_capture_of_no_request_is_an_error_naming_it_with_what_its_import_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.pcap");
+        // A packet record cut inside its header: a warning, then no request.
+        std::fs::write(&path, pcap(&[1, 2, 3, 4, 5])).unwrap();
+        let mut warnings = quiet();
+        let error = import_capture(
+            &path,
+            &queue("tank_type = mysql\n[mysql]\nuser = u\npassword = p\n"),
+            &mut warnings,
+        )
+        .unwrap_err()
+        .to_string();
+        let name = path.display().to_string();
+        assert_eq!(
+            error,
+            format!(
+                "{name}: nothing to replay: importing it found no request (pcap (mysql): 0 \
+                 sessions, 0 requests, 0 bytes over 0.000 s; 2 warnings; in order, look-ahead \
+                 0); its warnings: the capture ends inside packet 1 (byte 24; 5 bytes left \
+                 unread): that packet is lost; expected a capture holding mysql requests"
+            )
         );
     }
 }

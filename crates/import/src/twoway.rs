@@ -349,12 +349,12 @@ impl<P: Protocol> Capture<P> {
                 skip_rest(flow);
             }
             Some(Skip::Rest(why)) => {
-                warnings.warn(format!(
-                    "connection {}: {why}; its {} requests before are kept, the rest of it is \
-                     skipped",
-                    flow.label(),
-                    flow.requests
-                ));
+                let kept = match flow.requests {
+                    0 => "none of it is imported".to_owned(),
+                    1 => "its 1 request before is kept, the rest of it is skipped".to_owned(),
+                    n => format!("its {n} requests before are kept, the rest of it is skipped"),
+                };
+                warnings.warn(format!("connection {}: {why}; {kept}", flow.label()));
                 skip_rest(flow);
             }
         }

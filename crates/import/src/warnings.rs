@@ -2,12 +2,17 @@
 //! gap in a stream, a line that is not a log line). Each is reported as it
 //! happens up to a limit, then only counted, so a capture with a million bad
 //! packets does not bury the summary; the count is always in the summary.
+//! The first few are also kept, for an error that must say them itself.
+
+/// Warnings kept for [`Warnings::first`].
+const KEPT: usize = 3;
 
 /// Collects warnings (see the module docs).
 pub struct Warnings {
     report: Box<dyn FnMut(&str) + Send>,
     limit: u64,
     total: u64,
+    first: Vec<String>,
 }
 
 impl Warnings {
@@ -17,12 +22,16 @@ impl Warnings {
             report,
             limit,
             total: 0,
+            first: Vec::new(),
         }
     }
 
     /// A warning.
     pub fn warn(&mut self, message: String) {
         self.total += 1;
+        if self.first.len() < KEPT {
+            self.first.push(message.clone());
+        }
         if self.total <= self.limit {
             (self.report)(&message);
             if self.total == self.limit {
@@ -34,6 +43,11 @@ impl Warnings {
     /// Warnings so far.
     pub fn total(&self) -> u64 {
         self.total
+    }
+
+    /// The first warnings (three at most), whether reported or not.
+    pub fn first(&self) -> &[String] {
+        &self.first
     }
 
     /// Warnings counted but not reported.

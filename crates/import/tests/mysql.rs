@@ -398,6 +398,38 @@ fn a_connection_captured_from_its_middle_starts_at_its_first_whole_command() {
 }
 
 #[test]
+fn a_connection_captured_from_its_middle_at_a_whole_command_says_so_not_0_bytes_skipped() {
+    let mut c = Conversation::new(40004, 3306);
+    c.syn = false;
+    c.client(1_000, 0, &[b"\x0e"]);
+    c.server(1_100, 1, &[build::ok(0, 0, 2)]);
+    let (_, requests, _, warnings) = run(&pcap(&c.segments(1460)), &Options::default());
+    assert_eq!(requests.len(), 1);
+    assert!(
+        warnings[0].contains("(no handshake): it starts at a whole command; it replays"),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn a_client_that_speaks_first_on_the_mysql_port_is_said_to_be_no_mysql_client() {
+    let mut c = Conversation::new(40005, 19210);
+    c.steps.push((500, true, b"{\"get\":\"k\"}\0".to_vec()));
+    c.steps.push((600, false, vec![b'x'; 70_000]));
+    let options = Options {
+        mysql_port: Some(19210),
+        ..Options::default()
+    };
+    let (summary, requests, _, warnings) = run(&pcap(&c.segments(1460)), &options);
+    assert_eq!((summary.sessions, requests.len()), (0, 0));
+    assert_eq!(
+        warnings[0],
+        "connection 10.0.0.1:40005→10.0.0.2:19210: the client spoke first, and not a \
+         handshake response: not MySQL, whose server greets first; none of it is imported"
+    );
+}
+
+#[test]
 fn query_attributes_are_taken_out_of_the_commands() {
     let mut c = logged_in(3306, flags::QUERY_ATTRIBUTES, b"");
     c.client(1_000, 0, &[b"\x03\x00\x01SELECT 1"]);

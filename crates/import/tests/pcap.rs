@@ -651,8 +651,19 @@ fn a_file_that_is_not_its_format_is_an_error_naming_it() {
     let err = run(b"GET / HTTP/1.1\r\n", &options).err().unwrap();
     assert_eq!(
         err.to_string(),
-        "test.pcap: byte 0: a pcap file (its magic number); this looks like access"
+        "test.pcap: byte 0: expected a pcap magic number (a1 b2 c3 d4 or a1 b2 3c 4d, either \
+         byte order), found 47 45 54 20"
     );
+    // Nothing, and nothing known: every format read is named, the slow log too.
+    let every = "expected a pcap, pcapng or HAR file, or an nginx/Apache access log, or a \
+                 MySQL/MariaDB slow query log";
+    let err = run(b"", &Options::default()).err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        format!("test.pcap: the file is empty; {every}")
+    );
+    let err = run(b"\x00\x01junk\n", &Options::default()).err().unwrap();
+    assert!(err.to_string().ends_with(every), "{err}");
     // A pcapng block whose length is shorter than a block can be.
     let mut bad = pcapng(Link::Ethernet, &[]);
     let at = bad.len();

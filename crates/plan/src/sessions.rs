@@ -69,6 +69,12 @@ pub fn human_span(us: u64) -> String {
 /// The first line of every sessions file (without its protocol and line feed).
 pub(crate) const MAGIC: &str = "tank-sessions 1";
 
+/// The first word of a sessions file of any version.
+const WORD: &str = "tank-sessions";
+
+/// The version this tank writes and reads (in [`MAGIC`]).
+const VERSION: &[u8] = b"1";
+
 /// What a sessions file's requests are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Protocol {
@@ -100,9 +106,10 @@ impl Protocol {
 }
 
 /// Whether `head`, the first bytes of a file, starts a sessions file (of any
-/// protocol, known or not: [`SessionsReader::open`] tells which).
+/// version and protocol, known or not: [`SessionsReader::open`] tells which,
+/// so another version is refused as one, not read as a capture).
 pub(crate) fn is_sessions(head: &[u8]) -> bool {
-    head.strip_prefix(MAGIC.as_bytes())
+    head.strip_prefix(WORD.as_bytes())
         .is_some_and(|rest| matches!(rest.first(), None | Some(b'\n' | b'\r' | b' ')))
 }
 
@@ -116,24 +123,43 @@ pub fn is_sessions_file(path: &Path) -> Result<bool> {
 }
 
 /// The protocol a sessions file's first line names; an error naming the
-/// file for a protocol tank does not know.
+/// file for a version or a protocol tank does not know.
 fn protocol_of(line: &[u8], path: &Path) -> Result<Protocol> {
-    let rest = trim_line_end(line.get(MAGIC.len()..).unwrap_or_default());
-    let word = rest.strip_prefix(b" ").unwrap_or(rest);
+    let error = |message: String| PlanError::Ammo {
+        path: path.to_path_buf(),
+        offset: 0,
+        message,
+    };
+    let rest = trim_line_end(line.get(WORD.len()..).unwrap_or_default());
+    let rest = rest.strip_prefix(b" ").unwrap_or(rest);
+    let (version, word) = match rest.iter().position(|&b| b == b' ') {
+        Some(space) => (&rest[..space], &rest[space + 1..]),
+        None => (rest, &b""[..]),
+    };
+    if version.is_empty() {
+        return Err(error(format!(
+            "a sessions file without its version: expected a first line `{MAGIC}[ <protocol>]`"
+        )));
+    }
+    if version != VERSION {
+        return Err(error(format!(
+            "sessions file version `{}` is not supported: this tank reads version 1 (a first \
+             line `{MAGIC}[ <protocol>]`)",
+            show(version)
+        )));
+    }
     if word.is_empty() {
         return Ok(Protocol::Http);
     }
     std::str::from_utf8(word)
         .ok()
         .and_then(Protocol::from_name)
-        .ok_or_else(|| PlanError::Ammo {
-            path: path.to_path_buf(),
-            offset: 0,
-            message: format!(
+        .ok_or_else(|| {
+            error(format!(
                 "a sessions file of protocol `{}`, which tank does not know: expected \
                  `http` (or none), `mysql` or `tcp`",
                 show(word)
-            ),
+            ))
         })
 }
 

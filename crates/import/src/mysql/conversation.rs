@@ -409,11 +409,35 @@ impl MysqlConversation {
     }
 }
 
+/// Whether `header` may start a handshake response: the packet after the
+/// greeting (sequence number 1), of a handshake packet's size.
+fn is_response_header(header: &[u8]) -> bool {
+    let len = header
+        .iter()
+        .take(3)
+        .rev()
+        .fold(0usize, |len, &b| len << 8 | usize::from(b));
+    header.get(3) == Some(&1) && len > 0 && len <= MAX_HANDSHAKE
+}
+
 impl Conversation for MysqlConversation {
     fn client(&mut self, bytes: &[u8], at_us: u64, said: &mut Said) -> Result<(), Skip> {
         if !self.decided {
             // The client spoke first: not MySQL, whose server greets first.
             return Err(Skip::NotOurs);
+        }
+        if self.client_at == ClientAt::Response
+            && self.greeting.is_none()
+            && self.client_packets.partial_len() == 0
+            && bytes.get(..4).is_some_and(|h| !is_response_header(h))
+        {
+            // On the MySQL port all the same: said, not read as a handshake.
+            // (A response whose greeting was not captured is still read.)
+            return Err(Skip::Rest(
+                "the client spoke first, and not a handshake response: not MySQL, whose \
+                 server greets first"
+                    .into(),
+            ));
         }
         let mut rest = bytes;
         if self.client_at == ClientAt::Sync {
@@ -421,11 +445,14 @@ impl Conversation for MysqlConversation {
                 self.skipped_bytes += bytes.len() as u64;
                 return Ok(());
             }
+            let skipped = match self.skipped_bytes {
+                0 => "it starts at a whole command".to_owned(),
+                1 => "its first byte, before its first whole command, is skipped".to_owned(),
+                n => format!("its first {n} bytes, before its first whole command, are skipped"),
+            };
             said.warnings.push(format!(
-                "captured from its middle (no handshake): its first {} bytes, before its \
-                 first whole command, are skipped; it replays with [mysql] database for its \
-                 schema, and without the statements it prepared before",
-                self.skipped_bytes
+                "captured from its middle (no handshake): {skipped}; it replays with [mysql] \
+                 database for its schema, and without the statements it prepared before"
             ));
             self.client_at = ClientAt::Commands;
             self.server_at = ServerAt::Replies;

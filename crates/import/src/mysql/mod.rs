@@ -3,7 +3,9 @@
 //!
 //! - **Which connections.** Those to the MySQL port (3306, or `--mysql-port`),
 //!   and any other whose server speaks first with a MySQL greeting (a client
-//!   that speaks first is not MySQL's: counted by its port, skipped).
+//!   that speaks first is not MySQL's: counted by its port, skipped; on the
+//!   MySQL port, a warning names it, unless what it sent is a handshake
+//!   response, whose greeting the capture lost).
 //! - **The handshake** gives the connection's `CONNECT` (at the greeting's
 //!   capture time): the captured client's schema, collation and session
 //!   capabilities; its user names the session. A client that starts TLS, or

@@ -21,8 +21,11 @@
 //! beginning with its `CONNECT` at its first statement, in the schema that
 //! statement ran in (MariaDB's `Schema:`; MySQL's latest `use`, which it
 //! writes only when the schema changes). A later statement in another schema
-//! is preceded by a `COM_INIT_DB` to it. A thread's session ends at its last
-//! statement (or its `Quit`).
+//! is preceded by a `COM_INIT_DB` to it, unless it is the `USE` that changed
+//! it. A thread's session ends at its last statement (or its `Quit`), and
+//! every session ends at a `… started with:` banner: after a restart the
+//! server numbers threads from 1 again (a `FLUSH LOGS` writes the banner
+//! too, so a connection open across one is split in two).
 //!
 //! Log lines are read as bytes: a statement may hold any. A file of no
 //! entries is an error naming it (it is not a slow log).
@@ -131,6 +134,11 @@ pub(crate) fn import(
             if let Some(done) = entry.take() {
                 reader.entry(done, sorter, warnings)?;
             }
+            if line.ends_with(b"started with:") {
+                // The server (re)started: thread ids start over, so none of
+                // its sessions goes on past here.
+                reader.end_all(sorter)?;
+            }
             if is_banner(line) {
                 continue;
             }
@@ -164,18 +172,7 @@ pub(crate) fn import(
             reader.admin_skipped
         ));
     }
-    let mut ends: Vec<(u64, u64)> = reader
-        .threads
-        .values()
-        .map(|t| (t.session, t.last_start_us))
-        .collect();
-    ends.sort_unstable();
-    for (session, at_us) in ends {
-        sorter
-            .push(at_us, session, Kind::End)
-            .map_err(|e| e.at(path))?;
-    }
-    Ok(())
+    reader.end_all(sorter)
 }
 
 /// A header line's fields, or a line of the statement's text.
@@ -268,6 +265,22 @@ fn is_banner(line: &[u8]) -> bool {
 }
 
 impl Reader<'_> {
+    /// End every thread's session, at its last statement.
+    fn end_all(&mut self, sorter: &mut Sorter) -> Result<(), ImportError> {
+        let mut ends: Vec<(u64, u64)> = self
+            .threads
+            .drain()
+            .map(|(_, t)| (t.session, t.last_start_us))
+            .collect();
+        ends.sort_unstable();
+        for (session, at_us) in ends {
+            sorter
+                .push(at_us, session, Kind::End)
+                .map_err(|e| e.at(self.path))?;
+        }
+        Ok(())
+    }
+
     /// One whole entry: its commands into the sorter.
     fn entry(
         &mut self,
@@ -365,15 +378,19 @@ impl Reader<'_> {
             start_us.max(thread.last_start_us + thread.last_query_us)
         };
         if schema != thread.schema && !schema.is_empty() {
-            let mut init = vec![Command::InitDb.byte()];
-            init.extend_from_slice(&schema);
-            push(
-                start_us,
-                thread.session,
-                None,
-                Command::InitDb.name().as_bytes().to_vec(),
-                init,
-            )?;
+            // A `USE` changes the schema itself (its entry shows the new one):
+            // the client sent no `COM_INIT_DB` before it.
+            if entry.admin || tag::statement(text) != b"USE" {
+                let mut init = vec![Command::InitDb.byte()];
+                init.extend_from_slice(&schema);
+                push(
+                    start_us,
+                    thread.session,
+                    None,
+                    Command::InitDb.name().as_bytes().to_vec(),
+                    init,
+                )?;
+            }
             thread.schema = schema;
         }
         thread.last_start_us = start_us;

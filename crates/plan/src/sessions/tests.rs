@@ -75,7 +75,34 @@ fn the_magic_is_checked_and_a_capture_is_pointed_to_tank_import() {
     );
     assert!(error.contains("tank import"), "{error}");
     assert!(is_sessions(b"tank-sessions 1\r\n"));
-    assert!(!is_sessions(b"tank-sessions 10\n"));
+    assert!(!is_sessions(b"tank-sessionsX 1\n"));
+}
+
+#[test]
+fn another_version_is_a_sessions_file_refused_by_its_version_not_read_as_a_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.txt");
+    for (first, version) in [
+        ("tank-sessions 2 mysql\n", "`2`"),
+        ("tank-sessions 10\n", "`10`"),
+    ] {
+        std::fs::write(&path, format!("{first}S 0 0 a\n")).unwrap();
+        assert!(is_sessions_file(&path).unwrap(), "{first}");
+        let error = SessionsReader::open(&path).err().unwrap().to_string();
+        assert!(
+            error.contains(&format!(
+                "byte 0: sessions file version {version} is not supported: this tank reads \
+                 version 1 (a first line `tank-sessions 1[ <protocol>]`)"
+            )),
+            "{error}"
+        );
+    }
+    std::fs::write(&path, "tank-sessions\n").unwrap();
+    let error = SessionsReader::open(&path).err().unwrap().to_string();
+    assert!(
+        error.contains("a sessions file without its version"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -172,3 +172,57 @@ proptest::proptest! {
         let _ = import(text.as_bytes(), "fuzz.log", &mut sorter, &mut warnings);
     }
 }
+
+#[test]
+fn a_use_statement_is_not_preceded_by_an_init_db_of_its_own() {
+    // MariaDB logs `USE shop` with the schema it changed to.
+    let (requests, _, _) = imported(
+        "# User@Host: app[app] @ h []\n# Thread_id: 7  Schema:   QC_hit: No\n\
+         # Query_time: 0.000010\nSET timestamp=100;\nSET AUTOCOMMIT = 0;\n\
+         # User@Host: app[app] @ h []\n# Thread_id: 7  Schema: shop  QC_hit: No\n\
+         # Query_time: 0.000010\nuse shop;\nSET timestamp=100;\nUSE shop;\n\
+         # User@Host: app[app] @ h []\n# Thread_id: 7  Schema: mysql  QC_hit: No\n\
+         # Query_time: 0.000010\nuse mysql;\nSET timestamp=100;\nSELECT 1;\n",
+    );
+    let tags: Vec<&str> = requests.iter().map(|r| r.2.as_str()).collect();
+    // The change to mysql was a COM_INIT_DB: no statement explains it.
+    assert_eq!(tags, ["CONNECT", "SET", "USE", "INIT_DB", "SELECT"]);
+    assert_eq!(requests[2].3, b"\x03USE shop");
+    assert_eq!(requests[3].3, b"\x02mysql");
+}
+
+#[test]
+fn a_restart_banner_ends_every_session_so_a_thread_id_after_it_is_another() {
+    let entry = |schema: &str, second: u64, text: &str| {
+        format!(
+            "# User@Host: app[app] @ h []\n# Thread_id: 10  Schema: {schema}  QC_hit: No\n\
+             # Query_time: 0.000010\nSET timestamp={second};\n{text};\n"
+        )
+    };
+    let banner = "/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-log (Debian 12). started with:\n\
+                  Tcp port: 3306  Unix socket: /run/mysqld/mysqld.sock\n\
+                  Time\t\t    Id Command\tArgument\n";
+    let text = [
+        banner,
+        &entry("shop", 100, "SET AUTOCOMMIT=0"),
+        &entry("shop", 100, "SELECT 1"),
+        banner,
+        &entry("mysql", 700, "SELECT 2"),
+    ]
+    .concat();
+    let (requests, ends, warnings) = imported(&text);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let got: Vec<(u64, &str)> = requests.iter().map(|r| (r.1, r.2.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            (0, "CONNECT"),
+            (0, "SET"),
+            (0, "SELECT"),
+            (1, "CONNECT"),
+            (1, "SELECT")
+        ]
+    );
+    assert_eq!(Connect::decode(&requests[3].3).unwrap().schema, b"mysql");
+    assert_eq!(ends, [0, 1]);
+}
