@@ -3,6 +3,7 @@ mod autostop;
 mod counts;
 mod dashboards;
 mod differential;
+mod docs;
 mod framed;
 mod grpc;
 mod history;

@@ -140,6 +140,46 @@ fn booleans_follow_to_bool() {
 }
 
 #[test]
+fn a_value_with_a_comment_after_it_or_an_unusual_boolean_is_said_as_read() {
+    // As yandex-tank reads it: false, the comment part of the value.
+    let c = ini(&format!("{MINIMAL}ssl = 1      ; TLS\n"));
+    assert!(!c.queues[0].ssl);
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert!(
+        c.warnings[0].starts_with(
+            "load.ini:5: [phantom] ssl: the value read is `1      ; TLS`: INI has no comments \
+             after a value"
+        ),
+        "{:?}",
+        c.warnings
+    );
+    assert!(
+        c.warnings[0].contains("so `; TLS` is in it"),
+        "{:?}",
+        c.warnings
+    );
+    let c = ini(&format!("{MINIMAL}ssl = yes\n"));
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert!(
+        c.warnings[0].contains("`yes` reads as false"),
+        "{:?}",
+        c.warnings
+    );
+    // The usual spellings, and a `;` with no space before it (a cookie), say nothing.
+    for quiet in [
+        "ssl = 1\n",
+        "ssl = True\n",
+        "ssl = 0\n",
+        "headers = [Cookie: a=1; b=2]\n",
+    ] {
+        assert!(
+            ini(&format!("{MINIMAL}{quiet}")).warnings.is_empty(),
+            "{quiet}"
+        );
+    }
+}
+
+#[test]
 fn an_empty_typed_value_is_an_error_naming_the_key() {
     let e = ini_err(&format!("{MINIMAL}loop =\n"));
     assert_eq!(

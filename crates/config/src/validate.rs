@@ -36,6 +36,9 @@ pub(crate) fn validate(
     for section in &raw.sections {
         let kind = section_kind(section)?;
         check_keys(section, kind, &mut warnings)?;
+        if format == ConfigFormat::Ini {
+            inline_comments(section, &mut warnings);
+        }
         kinds.push(kind);
     }
     let disabled = disabled_by_core(raw, &kinds);
@@ -252,6 +255,34 @@ fn kind_from_package(section: &RawSection) -> Result<Option<SectionKind>, Config
 /// Every key of `section` must be known for its kind and hold a value of its type.
 /// Check `section`'s keys and their types; the options tank accepts but does
 /// not act on become `warnings`.
+/// INI has no inline comments: a `;` or `#` after a value is part of it, as
+/// in yandex-tank's ConfigParser, and a boolean or a duration may read such a
+/// value without an error (`ssl = 1 ; TLS` is false, as `int()` fails on it).
+/// Where a value holds what looks like one, say what was read.
+fn inline_comments(section: &RawSection, warnings: &mut Vec<ConfigError>) {
+    for entry in &section.entries {
+        let RawValue::Str(text) = &entry.value else {
+            continue;
+        };
+        let comment = text
+            .as_bytes()
+            .windows(2)
+            .position(|pair| pair[0].is_ascii_whitespace() && matches!(pair[1], b';' | b'#'));
+        if let Some(at) = comment {
+            warnings.push(entry_error(
+                &section.name,
+                entry,
+                format!(
+                    "the value read is `{text}`: INI has no comments after a value (yandex-tank \
+                     reads them as part of it, and so does tank), so `{}` is in it; a comment \
+                     goes on a line of its own",
+                    text[at..].trim_start()
+                ),
+            ));
+        }
+    }
+}
+
 fn check_keys(
     section: &RawSection,
     kind: SectionKind,
@@ -309,11 +340,37 @@ fn check_keys(
             }
         };
         check_type(section, entry, kind_of_key)?;
+        if kind_of_key == Kind::Bool {
+            unusual_boolean(section, entry, warnings);
+        }
     }
     if matches!(kind, SectionKind::Phantom | SectionKind::ExtraQueue) {
         check_schedule_conflict(section)?;
     }
     Ok(())
+}
+
+/// yandex-tank reads a boolean as an integer, else `true` in any case, and
+/// anything else as false, so `yes` and `on` are false: said, not silent.
+/// (A value with what looks like a comment in it is said by [`inline_comments`].)
+fn unusual_boolean(section: &RawSection, entry: &RawEntry, warnings: &mut Vec<ConfigError>) {
+    let RawValue::Str(text) = &entry.value else {
+        return;
+    };
+    let usual = convert::python_int(text).is_some()
+        || text.eq_ignore_ascii_case("true")
+        || text.eq_ignore_ascii_case("false");
+    let commented = text.contains([';', '#']);
+    if !usual && !commented && !text.is_empty() {
+        warnings.push(entry_error(
+            &section.name,
+            entry,
+            format!(
+                "`{text}` reads as false, as yandex-tank reads it (a boolean is an integer, \
+                 or true or false in any case)"
+            ),
+        ));
+    }
 }
 
 fn check_type(section: &RawSection, entry: &RawEntry, kind: Kind) -> Result<(), ConfigError> {
