@@ -76,6 +76,25 @@ fn the_view_is_printed_every_interval_and_its_tallies_count_every_response() {
     let sum: u64 = intervals.iter().map(|i| completed(i).0).sum();
     assert_eq!(sum, rows, "every response in exactly one interval");
     assert_eq!(completed(intervals.last().unwrap()).1, rows);
+    // Every interval is printed, the last one too: the console's last total is
+    // the summary's (before, the interval closed at the end was never shown).
+    assert_eq!(spans.len(), intervals.len(), "{stdout}");
+    let last_total = stdout
+        .lines()
+        .filter(|line| line.trim_start().starts_with("Requests Completed:"))
+        .last()
+        .and_then(|line| line.split("total: ").nth(1))
+        .and_then(|total| total.split_whitespace().next())
+        .expect("a Requests Completed line with its total");
+    assert_eq!(last_total, rows.to_string(), "{stdout}");
+    // The most in flight each second: shots are in flight in every second of
+    // the 4 s (before, each second had the one before's, and the first none).
+    let instances = summary["timeline"]["instances"].as_array().unwrap();
+    assert!(instances.len() >= 4, "{instances:?}");
+    assert!(
+        instances[..4].iter().all(|n| n.as_u64().unwrap() >= 1),
+        "{instances:?}"
+    );
     let levels = intervals[0]["levels"].as_array().unwrap();
     assert_eq!(levels[0]["name"], "Requests Running");
 }

@@ -249,14 +249,28 @@ impl ApiaryView {
         Some((last, before))
     }
 
-    /// The run ended at `now`: the last interval is closed (when it has
-    /// anything), and the whole view returned.
-    pub fn finish(mut self, now: Duration, unix_s: u64) -> ApiaryRow {
+    /// The run ended at `now`: the interval open is closed when it has
+    /// anything, and returned as [`Self::tick`] returns one, to be shown.
+    pub fn close_last(
+        &mut self,
+        now: Duration,
+        unix_s: u64,
+    ) -> Option<(&Interval, Option<&Interval>)> {
         let partial = now.saturating_sub(self.opened_at);
         let something = !self.open.tallies.is_empty() || !self.open.requests_running.is_empty();
-        if something && partial > Duration::ZERO {
-            self.close(now, unix_s);
+        if !something || partial == Duration::ZERO {
+            return None;
         }
+        self.close(now, unix_s);
+        match self.intervals.as_slice() {
+            [.., before, last] => Some((last, Some(before))),
+            [last] => Some((last, None)),
+            [] => None,
+        }
+    }
+
+    /// The whole view (after [`Self::close_last`], with the run's end).
+    pub fn finish(self) -> ApiaryRow {
         ApiaryRow {
             interval_s: self.interval.as_secs_f64(),
             intervals: self.intervals,

@@ -249,8 +249,26 @@ impl SecondSink for ObserverSink {
 /// sampled with the replay's sessions as the results thread last read them.
 struct ApiarySink {
     view: ApiaryView,
-    /// Sessions running and completed so far, when the run is a replay.
-    sessions: Option<(u64, u64)>,
+    /// A replay's sessions by the second they were read for: the most running
+    /// in it, and completed by its end. Seconds reach the view a few seconds
+    /// late (once final), so the view takes each second's own reading.
+    sessions: std::collections::BTreeMap<u64, (u64, u64)>,
+}
+
+impl ApiarySink {
+    /// The sessions of `second`: its reading, else the latest before it (a
+    /// second without one: the results thread did not tick in it); readings
+    /// before it are let go.
+    fn sessions_of(&mut self, second: u64) -> Option<(u64, u64)> {
+        let reading = self.sessions.range(..=second).next_back().map(|(_, r)| *r);
+        while let Some(entry) = self.sessions.first_entry() {
+            if *entry.key() >= second {
+                break;
+            }
+            entry.remove();
+        }
+        reading
+    }
 }
 
 impl SecondSink for ApiarySink {
@@ -259,7 +277,8 @@ impl SecondSink for ApiarySink {
     }
 
     fn second(&mut self, second: &SecondStats, _: SoFar<'_>) -> Result<(), SinkError> {
-        self.view.second(second, self.sessions);
+        let sessions = self.sessions_of(second.ts);
+        self.view.second(second, sessions);
         Ok(())
     }
 }
@@ -376,7 +395,7 @@ impl Collector {
                 prometheus: live.exports.prometheus,
                 apiary: live.apiary.map(|view| ApiarySink {
                     view,
-                    sessions: None,
+                    sessions: std::collections::BTreeMap::new(),
                 }),
                 added: Added(live.added),
                 observer: ObserverSink {
@@ -438,19 +457,32 @@ impl Collector {
             self.fail(error);
         }
         self.generator_counts(now, now.saturating_sub(1 + self.sent_grace));
-        let instances: usize = self.active.iter().map(|a| a.take_peak()).sum();
-        self.pipeline.instances(now, instances as u64);
-        self.count_sessions();
+        // The peaks since the last tick are the second that just ended's (at
+        // the first tick, the run's first moments: its first second's).
+        let ended = now
+            .checked_sub(1)
+            .filter(|&second| second >= self.start_unix_us / 1_000_000)
+            .unwrap_or(now);
+        self.note_peaks(ended);
         self.pipeline.advance(now);
         self.watch(false);
         self.publish(false);
+    }
+
+    /// The peaks of instances busy and sessions running since the last look,
+    /// as `second`'s.
+    fn note_peaks(&mut self, second: u64) {
+        let instances: usize = self.active.iter().map(|a| a.take_peak()).sum();
+        self.pipeline.instances(second, instances as u64);
+        self.count_sessions(second);
     }
 
     /// The shooting is over (every sample taken): everything is final.
     fn end(mut self) -> Collected {
         let now = unix_us() / 1_000_000;
         self.generator_counts(now, now);
-        self.count_sessions();
+        // The part of this second since the last tick.
+        self.note_peaks(now);
         self.watch(true);
         self.pipeline.close();
         self.publish(true);
@@ -461,6 +493,15 @@ impl Collector {
         if let Some(endpoint) = self.sinks.prometheus.take() {
             endpoint.finish();
         }
+        // The last interval, however short, is shown as the others were: the
+        // console's totals then end where the summary's do.
+        let apiary = self.sinks.apiary.take().map(|mut sink| {
+            let now = self.started.elapsed();
+            if let Some((last, before)) = sink.view.close_last(now, unix_us() / 1_000_000) {
+                self.sinks.observer.observer.apiary(last, before);
+            }
+            sink.view.finish()
+        });
         Collected {
             totals,
             timeline: std::mem::take(&mut self.sinks.timeline),
@@ -478,10 +519,7 @@ impl Collector {
                 .sessions
                 .map(|(now, peak)| SessionCounts { peak, ..now }),
             mcperf: self.sinks.mcperf.take(),
-            apiary: self.sinks.apiary.take().map(|sink| {
-                sink.view
-                    .finish(self.started.elapsed(), unix_us() / 1_000_000)
-            }),
+            apiary,
         }
     }
 
@@ -508,8 +546,9 @@ impl Collector {
         }
     }
 
-    /// Read the replay's session tallies (once a wall-clock second, and at the end).
-    fn count_sessions(&mut self) {
+    /// Read the replay's session tallies (once a wall-clock second, and at
+    /// the end), their peak as `second`'s.
+    fn count_sessions(&mut self, second: u64) {
         if self.session_tallies.is_empty() {
             return;
         }
@@ -520,7 +559,8 @@ impl Collector {
         let peak = self.sessions.map_or(0, |(_, peak)| peak);
         self.sessions = Some((now, peak.max(now.peak)));
         if let Some(apiary) = self.sinks.apiary.as_mut() {
-            apiary.sessions = Some((now.running, now.completed));
+            let reading = apiary.sessions.entry(second).or_default();
+            *reading = (reading.0.max(now.peak), now.completed);
         }
     }
 

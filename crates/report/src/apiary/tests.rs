@@ -99,17 +99,26 @@ fn the_next_interval_keeps_totals_and_shows_changes() {
         "{text}"
     );
     assert!(!text.contains("Sessions"), "no replay, no sessions: {text}");
-    let row = view.finish(25 * S, 25);
+    assert!(
+        view.close_last(25 * S, 25).is_none(),
+        "nothing since: nothing to show"
+    );
+    let row = view.finish();
     assert_eq!(row.intervals.len(), 2, "nothing since: no third interval");
     assert_eq!(row.interval_s, 10.0);
 }
 
 #[test]
-fn the_runs_last_partial_interval_is_kept() {
+fn the_runs_last_partial_interval_is_kept_and_shown() {
     let mut view = ApiaryView::new(15 * S, vec![Codes::None], Duration::ZERO);
     view.response(&measured(0, 5, 0, 0));
-    let row = view.finish(4 * S, 4);
+    // Returned to be shown, as an interval that ended on the clock is.
+    let (shown, before) = view.close_last(4 * S, 4).unwrap();
+    assert!(before.is_none());
+    let shown = render(shown, before);
+    let row = view.finish();
     let text = render(&row.intervals[0], None);
+    assert_eq!(shown, text);
     assert!(
         text.contains("Requests Running:  no second finished in this interval"),
         "{text}"
