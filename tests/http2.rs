@@ -123,6 +123,26 @@ fn h2c_streams_share_the_connections_asked_for() {
 }
 
 #[test]
+fn the_streams_of_one_thread_are_spread_over_its_connections() {
+    // One I/O thread, 16 streams, 4 connections: 4 carry them (before, the
+    // first carried all 16, having room for 128, and 3 never opened).
+    let Some(nginx) = nginx("http2", "keepalive_requests 1000000;") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = shoot(
+        dir.path(),
+        &config(dir.path(), nginx.port, "connections = 4\nthreads = 1"),
+        Duration::from_secs(120),
+    );
+    assert_ran(&out);
+    let log = logged(&nginx, 200);
+    assert_eq!(log.len(), 200);
+    let connections: BTreeSet<&String> = log.iter().map(|line| &line[1]).collect();
+    assert_eq!(connections.len(), 4, "{log:?}");
+}
+
+#[test]
 fn without_connections_as_few_as_the_streams_need() {
     let Some(nginx) = nginx("http2", "keepalive_requests 1000000;") else {
         return;

@@ -683,6 +683,22 @@ fn sweep_stopped_by_ctrl_c_reports_the_steps_measured_and_runs_no_more() {
 }
 
 #[test]
+fn bench_refuses_streams_per_connection_over_http1() {
+    // -M is HTTP/2's: over HTTP/1 it would be silently nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &["bench", "http://127.0.0.1:9/", "-M", "4", "-d", "1s"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("-M 4: streams per connection are HTTP/2's"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn bench_with_drawn_arrivals_fires_the_planned_count_and_logs_the_seed() {
     let _one = one_at_a_time();
     let origin = Origin::start(r#"{"stages": [{"latency": "1ms"}]}"#);

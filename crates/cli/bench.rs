@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use tank_config::ArrivalProcess;
+use tank_config::{ArrivalProcess, TankType};
 use tank_limit::{run_probe_shown, Load, Measurement, Timing};
 
 use crate::target_args::{finish, parse_duration, probe_dir, TargetArgs};
@@ -26,9 +26,10 @@ pub struct BenchArgs {
     /// once. With --http2, the HTTP/2 connections the streams share (as h2load's -c).
     #[arg(short = 'c', long, default_value_t = 10)]
     pub connections: u32,
-    /// With --http2: streams in flight on each connection (h2load's -m; here
-    /// `-M`, as `-m` is the method): `-c` × `-M` requests in flight.
-    #[arg(short = 'M', long, default_value_t = 1, requires = "http2")]
+    /// With --http2 (or a --config whose queue is http2 or grpc): streams in
+    /// flight on each connection (h2load's -m; here `-M`, as `-m` is the
+    /// method): `-c` × `-M` requests in flight, spread evenly.
+    #[arg(short = 'M', long, default_value_t = 1)]
     pub max_concurrent_streams: u32,
     /// Requests per second (open model, latency from the intended start, as wrk2).
     #[arg(short = 'R', long)]
@@ -51,12 +52,21 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if args.max_concurrent_streams == 0 {
         bail!("-M 0: expected at least one stream per connection");
     }
-    let http2 = args.target.http2;
-    let (target, root, name) = if http2 {
+    let (target, root, name) = if args.target.http2 {
         args.target.target_over("bench", Some(args.connections))?
     } else {
         args.target.target("bench")?
     };
+    // A config's queue may be HTTP/2 already: -c and -M then mean what they do with --http2.
+    let queue = &target.base().queues[0];
+    let http2 = matches!(queue.tank_type, TankType::Http2 | TankType::Grpc);
+    if args.max_concurrent_streams != 1 && !http2 {
+        bail!(
+            "-M {}: streams per connection are HTTP/2's: expected --http2, or a --config whose \
+             queue is tank_type = http2 or grpc",
+            args.max_concurrent_streams
+        );
+    }
     // In flight at once: a connection each over HTTP/1, -M streams each over HTTP/2.
     let in_flight = if http2 {
         args.connections.saturating_mul(args.max_concurrent_streams)
@@ -83,11 +93,21 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     let threads = target.io_threads();
     outln!("Running {} test @ {name}", human_duration(args.duration));
     if http2 {
-        outln!(
-            "  {threads} threads and {} HTTP/2 connections, {} streams each",
-            args.connections,
-            args.max_concurrent_streams
-        );
+        // A config's own `connections` holds when --http2 did not set it.
+        match queue.connections {
+            Some(connections) if in_flight % connections == 0 => outln!(
+                "  {threads} threads and {connections} HTTP/2 connections, {} streams each",
+                in_flight / connections
+            ),
+            Some(connections) => outln!(
+                "  {threads} threads and {connections} HTTP/2 connections, {in_flight} streams \
+                 in flight spread over them"
+            ),
+            None => outln!(
+                "  {threads} threads and {in_flight} HTTP/2 streams in flight, on as few \
+                 connections as they need"
+            ),
+        }
     } else {
         outln!("  {threads} threads and {} connections", args.connections);
     }

@@ -125,9 +125,12 @@ impl Pool {
         }
     }
 
-    /// A stream slot: on the least loaded usable connection with one free,
-    /// else on a new connection if the limit allows, else on the least
-    /// loaded usable one (the connection holds the stream until a slot frees).
+    /// A stream slot. With a limit (`connections`), the streams are spread
+    /// over that many connections, as h2load's `-c`: a new one opens while
+    /// fewer are open and none is idle, else the least loaded takes it (and
+    /// holds it until a slot frees, past the server's stream limit). Without
+    /// one, as few as the streams need: the least loaded with a slot free,
+    /// else a new one.
     pub(super) fn take(&mut self) -> Slot {
         self.connections
             .retain(|c| c.usable() || c.in_flight.load(Ordering::Relaxed) > 0);
@@ -135,8 +138,10 @@ impl Pool {
         let least = usable.min_by_key(|c| c.in_flight.load(Ordering::Relaxed));
         let room = least.filter(|c| c.in_flight.load(Ordering::Relaxed) < c.max_streams());
         let usable_count = self.connections.iter().filter(|c| c.usable()).count();
+        let idle = least.is_some_and(|c| c.in_flight.load(Ordering::Relaxed) == 0);
+        let spread = self.limit.is_some_and(|limit| usable_count < limit) && !idle;
         let chosen = match (room, least) {
-            (Some(free), _) => Arc::clone(free),
+            (Some(free), _) if !spread => Arc::clone(free),
             (None, Some(busy)) if self.limit.is_some_and(|limit| usable_count >= limit) => {
                 Arc::clone(busy)
             }
@@ -257,6 +262,25 @@ mod tests {
         // Both have room now: the least loaded one is taken.
         let again = pool.take();
         assert!(!Arc::ptr_eq(&again.0, &next.0));
+    }
+
+    #[test]
+    fn a_limited_pool_spreads_its_streams_over_its_connections() {
+        // `connections = 4` with 8 in flight: 2 streams on each, as h2load -c 4 -m 2
+        // (before, all 8 shared the first connection, which had room for 100).
+        let mut pool = pool(Some(4));
+        let slots: Vec<Slot> = (0..8).map(|_| pool.take()).collect();
+        assert_eq!(pool.open_count(), 4);
+        let loads: Vec<usize> = pool
+            .connections
+            .iter()
+            .map(|c| c.in_flight.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(loads, [2, 2, 2, 2]);
+        // An idle connection is used before another opens.
+        drop(slots);
+        let _one = pool.take();
+        assert_eq!(pool.connections.len(), 4);
     }
 
     #[test]
