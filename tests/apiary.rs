@@ -81,8 +81,7 @@ fn the_view_is_printed_every_interval_and_its_tallies_count_every_response() {
     assert_eq!(spans.len(), intervals.len(), "{stdout}");
     let last_total = stdout
         .lines()
-        .filter(|line| line.trim_start().starts_with("Requests Completed:"))
-        .last()
+        .rfind(|line| line.trim_start().starts_with("Requests Completed:"))
         .and_then(|line| line.split("total: ").nth(1))
         .and_then(|total| total.split_whitespace().next())
         .expect("a Requests Completed line with its total");
