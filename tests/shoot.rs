@@ -1043,3 +1043,45 @@ fn a_failed_write_of_the_config_copy_says_its_cause_once() {
     );
     assert_eq!(stderr.matches("os error 21").count(), 1, "{stderr}");
 }
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_ends_the_wait_for_a_grpc_schema_at_once() {
+    // A server that accepts and never answers: before, Ctrl-C (even twice)
+    // left tank waiting for its reflection service until `timeout`.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&accepted);
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("calls.jsonl"),
+        "{\"call\": \"tankbar.Greeter.SayHello\", \"payload\": {}}\n",
+    )
+    .unwrap();
+    let cfg = format!(
+        "[phantom]\naddress = {addr}\ntank_type = grpc\nammofile = calls.jsonl\n\
+         rps_schedule = const(1,1s)\ntimeout = 60s\n"
+    );
+    let (out, took) = interrupted(
+        dir.path(),
+        &cfg,
+        || accepted.load(std::sync::atomic::Ordering::SeqCst) > 0,
+        &[libc::SIGINT],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(10), "took {took:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("reflection service at")
+            && stderr.contains("stopped (Ctrl-C or SIGTERM) before it answered"),
+        "{stderr}"
+    );
+}

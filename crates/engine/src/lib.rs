@@ -654,11 +654,13 @@ impl CheckedQueue {
 /// v1alpha), once per target, each within the queue's `timeout`; `None`
 /// when no queue needs it. It connects to the targets (and not otherwise):
 /// the step before a gRPC plan can be read. `origin` is the in-process
-/// simulator's address, for `address = origin`. Blocking: call it outside
-/// any async runtime.
+/// simulator's address, for `address = origin`. `stop` ends a wait at once
+/// (a Ctrl-C before the first shot). Blocking: call it outside any async
+/// runtime.
 pub fn reflect_schemas(
     config: &TestConfig,
     origin: Option<SocketAddr>,
+    stop: &CancellationToken,
 ) -> Result<Option<TestConfig>, EngineError> {
     let needs = |q: &QueueConfig| {
         q.grpc
@@ -689,17 +691,25 @@ pub fn reflect_schemas(
         let bytes = match asked.iter().find(|(at, _)| *at == endpoint) {
             Some((_, bytes)) => Arc::clone(bytes),
             None => {
-                let asking = async { tokio::time::timeout(queue.timeout, gun.reflect()).await };
-                let answer = runtime.block_on(asking).unwrap_or_else(|_| {
-                    Err(format!(
-                        "no answer within the timeout ({:?})",
-                        queue.timeout
-                    ))
-                });
-                let bytes: Arc<[u8]> = answer
+                let asking = async {
+                    tokio::select! {
+                        answer = tokio::time::timeout(queue.timeout, gun.reflect()) => {
+                            answer.unwrap_or_else(|_| Err(format!(
+                                "no answer within the timeout ({:?})",
+                                queue.timeout
+                            )))
+                        }
+                        () = stop.cancelled() => {
+                            Err("stopped (Ctrl-C or SIGTERM) before it answered".to_owned())
+                        }
+                    }
+                };
+                let bytes: Arc<[u8]> = runtime
+                    .block_on(asking)
                     .map_err(|message| {
                         EngineError::Option(grpc.place.error(format!(
-                            "no `proto` is given, so the schema comes from the server's                              reflection service at {endpoint}: {message}"
+                            "no `proto` is given, so the schema comes from the server's \
+                             reflection service at {endpoint}: {message}"
                         )))
                     })?
                     .into();

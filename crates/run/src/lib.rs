@@ -208,7 +208,7 @@ pub fn load_only(spec: &Spec, observer: Box<dyn Observer>) -> Result<u64, RunErr
 /// write the artifacts, and say how it went. `observer` sees each finished
 /// second; `handle` stops the run from outside.
 pub fn run(spec: &Spec, observer: Box<dyn Observer>, handle: &Handle) -> Result<Outcome, RunError> {
-    Ok(Prepared::new(spec)?
+    Ok(Prepared::stoppable(spec, handle)?
         .start(observer, handle)?
         .fire()?
         .finish())

@@ -72,6 +72,12 @@ impl Prepared {
     /// Check `spec`'s input; see the module docs. Errors name the file, line,
     /// section and option at fault.
     pub fn new(spec: &Spec) -> Result<Prepared, RunError> {
+        Prepared::stoppable(spec, &crate::Handle::default())
+    }
+
+    /// [`Prepared::new`], whose waits on a server (a gRPC schema asked by
+    /// reflection) `handle`'s stop ends at once.
+    pub fn stoppable(spec: &Spec, handle: &crate::Handle) -> Result<Prepared, RunError> {
         let mut notes = Vec::new();
         let captures = import_captures(&spec.config, &mut |notice| match notice {
             Notice::Warning(text) => notes.push(Note::Warning(text.to_owned())),
@@ -87,7 +93,7 @@ impl Prepared {
             None => spec.clone(),
         };
         // A gRPC queue without `proto` learns its schema from the server first.
-        let spec = match tank_engine::reflect_schemas(&spec.config, None)? {
+        let spec = match tank_engine::reflect_schemas(&spec.config, None, &handle.control.stop)? {
             Some(config) => Spec { config, ..spec },
             None => spec,
         };
