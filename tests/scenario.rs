@@ -435,3 +435,32 @@ scenarios:
     );
     assert_eq!(scenarios["runs_completed"], 0);
 }
+
+#[test]
+fn an_instance_sleeping_in_its_run_counts_as_busy() {
+    // Two runs, each a login, 2.5 s of think time and another login: both
+    // instances are held throughout (before, the seconds of sleep read 0).
+    let shop = Shop::start();
+    let text = format!(
+        "{LOGIN}\nscenarios:\n  - name: thinker\n    requests: [login, \"sleep(2500)\", login]\n"
+    );
+    let dir = workdir("think.yaml", Some(&text));
+    let cfg = format!(
+        "[phantom]\naddress = {}\nammo_type = scenario\nammofile = ammo/scenario/think.yaml\n\
+         instances = 2\nrps_schedule = const(2, 1s)\n",
+        shop.addr()
+    );
+    let out = shoot(dir.path(), &cfg, Duration::from_secs(120));
+    assert_ran(&out);
+    let run = artifacts(dir.path());
+    let summary = summary(&run);
+    let instances: Vec<u64> = summary["timeline"]["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    // The seconds wholly inside the sleep: both instances busy.
+    assert!(instances.len() >= 3, "{instances:?}");
+    assert_eq!(instances[1], 2, "{instances:?}");
+}

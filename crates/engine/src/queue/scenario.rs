@@ -412,6 +412,17 @@ async fn pause(shared: &Shared, duration: Duration) -> bool {
     if duration.is_zero() {
         return true;
     }
+    // The instance holds its run while it sleeps: it counts as busy, as
+    // while a step is in flight (the steps and the sleeps never overlap).
+    // A guard, so that an instance aborted mid-sleep leaves too.
+    struct Busy<'a>(&'a crate::active::Active);
+    impl Drop for Busy<'_> {
+        fn drop(&mut self) {
+            self.0.leave();
+        }
+    }
+    shared.active.enter();
+    let _busy = Busy(&shared.active);
     tokio::select! {
         () = tokio::time::sleep(duration) => true,
         () = shared.stop.cancelled() => false,
