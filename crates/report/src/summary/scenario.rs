@@ -92,6 +92,19 @@ impl Summary {
             }
             self.warnings.push(warning);
         }
+        // Runs the plan had due that no instance was free to start (a shot
+        // of another ammo warns the same way, by its unsent count).
+        if let (Some(planned), None) = (row.runs_planned, &self.stopped) {
+            let unstarted = planned.saturating_sub(row.runs_started);
+            if unstarted > 0 && unstarted as f64 * 100.0 / planned as f64 >= SHARE_PERCENT {
+                self.warnings.push(format!(
+                    "{unstarted} of {planned} planned scenario runs ({:.1}%) were not started: \
+                     every instance was busy with a run when they were due (more `instances`, \
+                     or shorter runs)",
+                    unstarted as f64 * 100.0 / planned as f64
+                ));
+            }
+        }
         // A 902 step is a row like any failed shot's, but with nothing sent and
         // no time: the counts and the latency figures include it at 0 ms.
         let unsent = self.net_codes.get("902").copied().unwrap_or(0);
@@ -182,6 +195,40 @@ mod tests {
         quiet.warnings.clear();
         quiet.set_scenarios(row(1000, 1));
         assert!(quiet.warnings.is_empty());
+    }
+
+    #[test]
+    fn runs_never_started_are_warned_about_unless_the_run_was_stopped() {
+        let mut summary = crate::summary::tests::sample_summary();
+        summary.warnings.clear();
+        summary.stopped = None;
+        summary.set_scenarios(ScenarioRow {
+            runs_planned: Some(3),
+            runs_started: 1,
+            runs_completed: 1,
+            ..ScenarioRow::default()
+        });
+        assert_eq!(
+            summary.warnings,
+            [
+                "2 of 3 planned scenario runs (66.7%) were not started: every instance was busy \
+              with a run when they were due (more `instances`, or shorter runs)"
+            ]
+        );
+        let mut stopped = crate::summary::tests::sample_summary();
+        stopped.warnings.clear();
+        stopped.stopped = Some(crate::summary::Stop {
+            cause: crate::summary::StopCause::Interrupted,
+            after_s: Some(1.0),
+            due: None,
+        });
+        stopped.set_scenarios(ScenarioRow {
+            runs_planned: Some(3),
+            runs_started: 1,
+            runs_completed: 1,
+            ..ScenarioRow::default()
+        });
+        assert!(stopped.warnings.is_empty(), "{:?}", stopped.warnings);
     }
 
     #[test]
