@@ -434,6 +434,9 @@ scenarios:
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(scenarios["runs_completed"], 0);
+    // Every run started is counted once: the three abandoned ones were cut short
+    // (before, they were in no count).
+    assert_eq!(scenarios["runs_stopped"], 3, "{scenarios}");
 }
 
 #[test]

@@ -313,7 +313,12 @@ pub(crate) async fn scenario_instance<B: Barrel>(
             continue;
         };
         play.tally.started.fetch_add(1, Ordering::Relaxed);
-        let outcome = play_run(
+        // A run the instance is aborted in (a second Ctrl-C) ends cut short.
+        let mut running = Running {
+            tally: &play.tally,
+            outcome: Outcome::Stopped,
+        };
+        running.outcome = play_run(
             &shared,
             &play,
             &mut barrel,
@@ -323,7 +328,19 @@ pub(crate) async fn scenario_instance<B: Barrel>(
             shot.due,
         )
         .await;
-        play.tally.ended(outcome);
+    }
+}
+
+/// A run started on its instance: when dropped (ended, or its instance
+/// aborted mid-run), it is counted by its outcome.
+struct Running<'a> {
+    tally: &'a ScenarioTally,
+    outcome: Outcome,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.tally.ended(self.outcome);
     }
 }
 
