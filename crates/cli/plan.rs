@@ -197,7 +197,7 @@ fn describe(
             let mut selection = String::new();
             if replay.skip > 1 {
                 selection = format!(
-                    ", one session in {} from the {}th",
+                    ", one session in {} (replay_offset {})",
                     replay.skip, replay.offset
                 );
             }

@@ -117,7 +117,7 @@ impl Facts {
                     },
                     if replay.skip > 1 {
                         format!(
-                            ", one session in {} from the {}th",
+                            ", one session in {} (replay_offset {})",
                             replay.skip, replay.offset
                         )
                     } else {
