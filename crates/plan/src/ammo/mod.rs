@@ -125,7 +125,9 @@ impl AmmoReader {
                 ))
             }
             AmmoType::Scenario => {
-                AmmoReader::Scenario(scenario::ScenarioReader::open(path, queue.arrivals.seed)?)
+                let reader = scenario::ScenarioReader::open(path, queue.arrivals.seed)?;
+                scenario::check_chosen(reader.book(), &queue.chosen_cases, path)?;
+                AmmoReader::Scenario(reader)
             }
         })
     }

@@ -24,6 +24,28 @@ use crate::error::{PlanError, Result};
 /// The most runs one round may hold.
 const MAX_ROUND: u64 = 1 << 20;
 
+/// `chosen_cases` picks scenarios by name: each must name one of `book`'s,
+/// known before the first shot (a name that matches none would be silently
+/// nothing, or, alone, a plan of no run).
+pub(crate) fn check_chosen(book: &Book, chosen: &[Vec<u8>], path: &Path) -> Result<()> {
+    let names: Vec<&str> = book.scenarios().iter().map(|s| s.name.as_str()).collect();
+    let unknown: Vec<String> = chosen
+        .iter()
+        .filter(|case| !names.iter().any(|name| name.as_bytes() == case.as_slice()))
+        .map(|case| String::from_utf8_lossy(case).into_owned())
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(PlanError::Config(format!(
+        "chosen_cases `{}`: no scenario of {} has that name; expected names among its \
+         scenarios: {}",
+        unknown.join(" "),
+        path.display(),
+        names.join(", ")
+    )))
+}
+
 /// Draws a scenario file's scenarios, round after round.
 pub(crate) struct ScenarioReader {
     book: Arc<Book>,
@@ -132,6 +154,23 @@ mod tests {
             out.push(String::from_utf8(slot.missile.clone()).unwrap());
         }
         out
+    }
+
+    #[test]
+    fn chosen_cases_must_name_scenarios() {
+        let (_dir, reader) = reader(&[1, 1], 1);
+        let path = Path::new("s.hcl");
+        let chosen = |names: &[&str]| -> Vec<Vec<u8>> {
+            names.iter().map(|n| n.as_bytes().to_vec()).collect()
+        };
+        assert!(check_chosen(reader.book(), &chosen(&["s1"]), path).is_ok());
+        assert!(check_chosen(reader.book(), &[], path).is_ok());
+        let error = check_chosen(reader.book(), &chosen(&["s0", "nosuch"]), path).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "chosen_cases `nosuch`: no scenario of s.hcl has that name; expected names among \
+             its scenarios: s0, s1"
+        );
     }
 
     #[test]
