@@ -131,3 +131,33 @@ fn runs_lists_sweeps_and_compare_takes_their_ids() {
     assert!(dom.contains("Throughput (good answers) by concurrency, overlaid"));
     assert!(dom.contains("p99 by concurrency, overlaid"));
 }
+
+#[test]
+fn runs_lists_a_run_killed_before_its_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    let killed = logs.join("2026-11-26_16-00-36_0c9c4e");
+    std::fs::create_dir_all(&killed).unwrap();
+    // `kill -9` after 2 s: phout.log, but no summary.json.
+    let row = "\tx\t1000\t0\t0\t1000\t0\t1000\t1\t1\t0\t200\n";
+    std::fs::write(
+        killed.join("phout.log"),
+        format!("1795708836.000{row}1795708837.000{row}1795708838.000{row}"),
+    )
+    .unwrap();
+    let out = run(dir.path(), &["runs"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(
+        table.contains("2026-11-26_16-00-36_0c9c4e")
+            && table.contains("no summary.json: killed, or still running; 3 rows in phout.log"),
+        "{table}"
+    );
+    assert!(
+        text(&out.stderr).contains("tank: 1 runs"),
+        "{}",
+        text(&out.stderr)
+    );
+    let index = std::fs::read_to_string(logs.join("index.html")).unwrap();
+    assert!(index.contains("2026-11-26_16-00-36_0c9c4e"), "{index}");
+}

@@ -788,3 +788,66 @@ fn a_window_recomputes_every_figure_from_the_shots_started_in_it() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn report_of_no_rows_is_an_error_naming_the_window_and_the_phouts_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let phout = dir.path().join("phout.log");
+    let row = "\tx\t1000\t0\t0\t1000\t0\t1000\t1\t1\t0\t200\n";
+    std::fs::write(&phout, format!("1700000000.000{row}1700000002.200{row}")).unwrap();
+    let out = dir.path().join("w");
+    for from in ["10s", "@1800000000"] {
+        let run = tank(&[
+            "report",
+            phout.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--from",
+            from,
+        ]);
+        assert!(!run.status.success(), "--from {from}");
+        let stderr = text(&run.stderr);
+        assert!(
+            stderr.contains("phout.log: no shot started in the window, from ")
+                && stderr.contains(
+                    "; the shots started from 2023-11-14T22:13:20Z to 2023-11-14T22:13:22.2Z \
+                     (2.2 s): nothing to report"
+                ),
+            "{stderr}"
+        );
+        assert!(!out.exists(), "nothing written, not even the directory");
+    }
+    let empty = dir.path().join("empty.log");
+    std::fs::write(&empty, "").unwrap();
+    let run = tank(&["report", empty.to_str().unwrap()]);
+    assert!(!run.status.success());
+    assert!(
+        text(&run.stderr).contains("empty.log: no rows (an empty phout): nothing to report"),
+        "{}",
+        text(&run.stderr)
+    );
+}
+
+#[test]
+fn report_errors_say_their_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nosuch.log");
+    let run = tank(&["report", missing.to_str().unwrap()]);
+    assert!(!run.status.success());
+    let stderr = text(&run.stderr);
+    assert_eq!(stderr.matches("(os error 2)").count(), 1, "{stderr}");
+    let short = dir.path().join("short.log");
+    std::fs::write(&short, "10.000\tx\t1000\t0\t0\t1000\t0\t1000\t1\t1\t0\n").unwrap();
+    let run = tank(&["report", short.to_str().unwrap()]);
+    let stderr = text(&run.stderr);
+    assert_eq!(stderr.matches("phout field 12").count(), 1, "{stderr}");
+    // `tank compare` of a run directory without its summary.
+    let run = tank(&[
+        "compare",
+        dir.path().to_str().unwrap(),
+        short.to_str().unwrap(),
+    ]);
+    let stderr = text(&run.stderr);
+    assert!(!run.status.success());
+    assert_eq!(stderr.matches("(os error 2)").count(), 1, "{stderr}");
+}

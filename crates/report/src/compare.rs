@@ -17,13 +17,14 @@ pub enum LoadError {
     /// Reading the phout (or the directory) failed.
     #[error(transparent)]
     Report(#[from] ReportError),
-    /// `summary.json` is not a tank summary.
-    #[error("{}: not a tank summary: {source}", path.display())]
+    /// `summary.json` is not a tank summary. (The message holds the reason,
+    /// so it is no `source()`: a chain printer would say it twice.)
+    #[error("{}: not a tank summary: {error}", path.display())]
     Summary {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
 }
 
@@ -31,12 +32,11 @@ pub enum LoadError {
 pub fn load_run(path: &Path, buffered_seconds: u32) -> Result<Summary, LoadError> {
     if path.is_dir() {
         let file = path.join(files::SUMMARY_JSON);
-        let text = std::fs::read_to_string(&file).map_err(|source| ReportError::Io {
+        let text = std::fs::read_to_string(&file).map_err(|error| ReportError::Io {
             path: file.clone(),
-            source,
+            error,
         })?;
-        return Summary::from_json(&text)
-            .map_err(|source| LoadError::Summary { path: file, source });
+        return Summary::from_json(&text).map_err(|error| LoadError::Summary { path: file, error });
     }
     let meta = Meta {
         title: path.display().to_string(),

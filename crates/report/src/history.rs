@@ -4,7 +4,9 @@
 //! Every run tank makes leaves its directory with `summary.json` (a test, a
 //! bench, each probe of a search or step of a sweep) or `sweep.json` (a sweep
 //! as a whole); that is all the history needs: no database, nothing to keep in
-//! step. A run's id is its directory's name, which `tank compare` takes too.
+//! step. A run killed before it could write its summary (`kill -9`) is listed
+//! from its `phout.log`, with what that tells. A run's id is its directory's
+//! name, which `tank compare` takes too.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +18,10 @@ use crate::summary::Summary;
 
 /// The sweep's own file beside its steps' directories.
 pub const SWEEP_JSON: &str = "sweep.json";
+
+/// The phout a run writes from its first shot (tank-run's `PHOUT`): a run
+/// killed before its summary has this alone.
+pub const PHOUT: &str = "phout.log";
 
 /// One run, as `tank runs` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -36,8 +42,9 @@ pub struct RunRow {
     pub rps: f64,
     /// 99% service time, ms.
     pub p99_ms: Option<f64>,
-    /// Rows with a net error or an HTTP status of 400 and up (a row with both counts once).
-    pub errors: u64,
+    /// Rows with a net error or an HTTP status of 400 and up (a row with both
+    /// counts once; `None`: unknown, for a run without its summary).
+    pub errors: Option<u64>,
     /// Responses.
     pub responses: u64,
     /// How it ended, in words.
@@ -109,7 +116,7 @@ fn row_of(dir: &Path, summary: &Summary, kind: &'static str) -> RunRow {
             .iter()
             .find(|q| q.q == 99.0)
             .map(|q| q.service_ms),
-        errors: errors(summary),
+        errors: Some(errors(summary)),
         responses: summary.shots.responses,
         verdict: verdict(summary, kind),
     }
@@ -137,8 +144,9 @@ fn sweep_row(dir: &Path, sweep: &serde_json::Value, steps: &[RunRow]) -> RunRow 
 }
 
 /// The runs under `base`, oldest first: each directory with a summary.json,
-/// and each sweep (its steps listed after it). Unreadable summaries are
-/// skipped and named in the second list.
+/// each sweep (its steps listed after it), and each run with a phout but no
+/// summary (killed, or still running). Unreadable summaries, and directories
+/// that hold none of these, are named in the second list.
 pub fn scan(base: &Path) -> std::io::Result<(Vec<RunRow>, Vec<String>)> {
     let mut groups: Vec<Vec<RunRow>> = Vec::new();
     let mut skipped = Vec::new();
@@ -173,7 +181,20 @@ pub fn scan(base: &Path) -> std::io::Result<(Vec<RunRow>, Vec<String>)> {
                 Ok(sweep) => group.push(sweep_row(&dir, &sweep, &steps)),
                 Err(_) => skipped.push(format!("{}: not JSON", dir.join(SWEEP_JSON).display())),
             },
-            Err(_) if steps.is_empty() => continue,
+            Err(_) if steps.is_empty() => {
+                // A run killed before it wrote its summary still has its phout: list it.
+                let unreadable = dir.join(SUMMARY_JSON).exists();
+                match killed_row(&dir, unreadable) {
+                    Some(row) => groups.push(vec![row]),
+                    // An unreadable summary is in `skipped` already.
+                    None if unreadable => {}
+                    None => skipped.push(format!(
+                        "{}: no {SUMMARY_JSON}, {SWEEP_JSON} or {PHOUT}: not a run's directory",
+                        dir.display()
+                    )),
+                }
+                continue;
+            }
             Err(_) => {}
         }
         group.extend(steps);
@@ -188,6 +209,61 @@ pub fn scan(base: &Path) -> std::io::Result<(Vec<RunRow>, Vec<String>)> {
             .unwrap_or(0)
     });
     Ok((groups.into_iter().flatten().collect(), skipped))
+}
+
+/// The row of a run with a phout but no summary (or an `unreadable` one): killed (`kill -9`, a crash,
+/// a lost machine) or still running. Its responses and times are its phout's
+/// (its first shot's start to its last shot's); its p99 and errors are left unknown
+/// rather than read from every row. `None` when there is no phout.
+fn killed_row(dir: &Path, unreadable: bool) -> Option<RunRow> {
+    let phout = dir.join(PHOUT);
+    if !phout.is_file() {
+        return None;
+    }
+    let (rows, span) = phout_span(&phout);
+    let duration_s = span.map_or(0.0, |(first, last)| (last - first) as f64 / 1000.0);
+    Some(RunRow {
+        id: dir_name(dir),
+        dir: dir.to_path_buf(),
+        kind: "test",
+        job: "?".into(),
+        start_unix_s: span.map(|(first, _)| first / 1000),
+        duration_s,
+        rps: if duration_s > 0.0 {
+            rows as f64 / duration_s
+        } else {
+            0.0
+        },
+        p99_ms: None,
+        errors: None,
+        responses: rows,
+        verdict: if unreadable {
+            format!("{SUMMARY_JSON} unreadable; {rows} rows in {PHOUT}")
+        } else {
+            format!("no {SUMMARY_JSON}: killed, or still running; {rows} rows in {PHOUT}")
+        },
+    })
+}
+
+/// The rows of a phout and the moments its shots span, ms since the Unix
+/// epoch: from the first start to the last start (each line's first field,
+/// without reading the rest; a last line without its end is not counted).
+fn phout_span(path: &Path) -> (u64, Option<(u64, u64)>) {
+    use std::io::BufRead as _;
+    let Ok(file) = std::fs::File::open(path) else {
+        return (0, None);
+    };
+    let mut reader = std::io::BufReader::new(file);
+    let (mut rows, mut span) = (0u64, None::<(u64, u64)>);
+    let mut line = Vec::with_capacity(256);
+    while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) && line.ends_with(b"\n") {
+        if let Some(ms) = tank_stats::phout::send_ms(&line) {
+            rows += 1;
+            span = Some(span.map_or((ms, ms), |(a, b)| (a.min(ms), b.max(ms))));
+        }
+        line.clear();
+    }
+    (rows, span)
 }
 
 /// The summary at `path`: `None` when there is none, or (noted in `skipped`) when it is unreadable.
@@ -250,12 +326,19 @@ pub fn table(rows: &[RunRow]) -> String {
             r.duration_s,
             r.rps,
             r.p99_ms.map_or("–".into(), |p| format!("{p:.2}")),
-            format!("{} ({:.2}%)", r.errors, percent(r.errors, r.responses)),
+            errors_text(r),
             r.job,
             r.verdict
         );
     }
     out
+}
+
+/// `3 (0.10%)`, or `–` when unknown.
+fn errors_text(row: &RunRow) -> String {
+    row.errors.map_or("–".into(), |errors| {
+        format!("{errors} ({:.2}%)", percent(errors, row.responses))
+    })
 }
 
 fn percent(part: u64, all: u64) -> f64 {
@@ -284,15 +367,14 @@ pub fn index(base: &Path, rows: &[RunRow]) -> String {
         };
         body.push_str(&format!(
             "<tr class=\"{kind}\"><td>{id}</td><td>{job}</td><td>{start}</td><td>{dur:.1} s</td>\
-             <td>{rps:.1}</td><td>{p99}</td><td>{err} ({pct:.2}%)</td><td>{verdict}</td></tr>\n",
+             <td>{rps:.1}</td><td>{p99}</td><td>{errors}</td><td>{verdict}</td></tr>\n",
             kind = r.kind,
             job = escape(&r.job),
             start = r.start_unix_s.map_or("–".into(), utc),
             dur = r.duration_s,
             rps = r.rps,
             p99 = r.p99_ms.map_or("–".into(), |p| format!("{p:.2}")),
-            err = r.errors,
-            pct = percent(r.errors, r.responses),
+            errors = errors_text(r),
             verdict = escape(&r.verdict),
         ));
     }
@@ -358,7 +440,7 @@ mod tests {
             ]
         );
         assert_eq!(rows[0].job, "checkout");
-        assert_eq!(rows[0].errors, 2, "a 503 and a timeout");
+        assert_eq!(rows[0].errors, Some(2), "a 503 and a timeout");
         assert_eq!(rows[1].verdict, "1 steps, knee at 1 connections");
         let page = index(base.path(), &rows);
         assert!(
@@ -376,5 +458,49 @@ mod tests {
         );
         let text = table(&rows);
         assert!(text.contains("checkout — completed"), "{text}");
+    }
+
+    #[test]
+    fn a_run_killed_before_its_summary_is_listed_from_its_phout() {
+        let base = tempfile::tempdir().unwrap();
+        let killed = base.path().join("2026-11-26_16-00-36_0c9c4e");
+        std::fs::create_dir_all(&killed).unwrap();
+        // Two rows 2 s apart, and a last line cut by the kill.
+        let row = "\tx\t1000\t0\t0\t1000\t0\t1000\t1\t1\t0\t200\n";
+        std::fs::write(
+            killed.join(PHOUT),
+            format!("1795708836.000{row}1795708838.000{row}1795708838.5"),
+        )
+        .unwrap();
+        std::fs::create_dir_all(base.path().join("notes")).unwrap();
+        let (rows, skipped) = scan(base.path()).unwrap();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        let row = &rows[0];
+        assert_eq!(
+            (
+                row.start_unix_s,
+                row.duration_s,
+                row.responses,
+                row.errors,
+                row.p99_ms
+            ),
+            (Some(1_795_708_836), 2.0, 2, None, None)
+        );
+        assert_eq!(
+            row.verdict,
+            "no summary.json: killed, or still running; 2 rows in phout.log"
+        );
+        // A directory that is no run is named, not passed over in silence.
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert!(
+            skipped[0].contains("notes: no summary.json, sweep.json or phout.log"),
+            "{skipped:?}"
+        );
+        let text = table(&rows);
+        assert!(
+            !text.contains("0 (0.00%)"),
+            "no errors counted from no data: {text}"
+        );
+        assert!(index(base.path(), &rows).contains("killed, or still running"));
     }
 }

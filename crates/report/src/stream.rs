@@ -11,7 +11,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use tank_results::{drive, DriveError, JsonLines, PhoutSource, Pipeline, Timeline};
-use tank_stats::window::Resolved;
+use tank_stats::phout::send_ms;
+use tank_stats::window::{Bound, Resolved};
 use tank_stats::Aggregator;
 
 use crate::summary::{Meta, Summary};
@@ -31,19 +32,36 @@ pub mod files {
 }
 
 /// Why a report could not be made.
+///
+/// Each message is whole (the file, and the failure's own text): none has a
+/// `source()`, so a printer that walks the chain (`{:#}`) does not say it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// Reading or writing a file failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// The failure.
-        source: io::Error,
+        error: io::Error,
     },
     /// A phout could not be read, or an output written.
-    #[error(transparent)]
-    Drive(#[from] DriveError),
+    #[error("{0}")]
+    Drive(DriveError),
+    /// No row to report on: every figure would rest on no data.
+    #[error("{files}: {why}: nothing to report")]
+    NoRows {
+        /// The phouts read, comma-separated.
+        files: String,
+        /// What held no row: the files, or the window (with the files' span).
+        why: String,
+    },
+}
+
+impl From<DriveError> for ReportError {
+    fn from(error: DriveError) -> ReportError {
+        ReportError::Drive(error)
+    }
 }
 
 /// What reading phout files found, besides the seconds.
@@ -63,6 +81,8 @@ pub fn first_start_ms(paths: &[PathBuf]) -> Result<Option<u64>, ReportError> {
 
 /// Read `paths` (only the shots started in `window`, if given) through the
 /// pipeline into a timeline (and `test_data.log`, when `json` is given): the summary.
+/// No row (an empty phout, a window outside the run) is an error: a summary
+/// of nothing would show every quantile as 0 ms.
 fn read(
     paths: &[PathBuf],
     window: Option<Resolved>,
@@ -74,12 +94,64 @@ fn read(
     let source = PhoutSource::open_window(paths, window).map_err(DriveError::from)?;
     let pipeline = Pipeline::new(Aggregator::new(buffered_seconds));
     let driven = drive(source, pipeline, None, &mut [&mut timeline, &mut json])?;
+    if driven.rows == 0 {
+        return Err(no_rows(paths, window));
+    }
     let summary = Summary::build(meta, &driven.totals, timeline, None, None, None);
     let stats = ReadStats {
         lines: driven.rows,
         warnings: driven.warnings,
     };
     Ok((summary, stats))
+}
+
+/// The error for `paths` having no row (in `window`, if given): with a window,
+/// it names the window and the moments the files' shots started in.
+fn no_rows(paths: &[PathBuf], window: Option<Resolved>) -> ReportError {
+    let files = paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let span = start_span_ms(paths);
+    let why = match (window, span) {
+        (Some(window), Some((first, last))) => {
+            let end = |ms: u64, open: &str| match ms {
+                0 | u64::MAX => open.to_string(),
+                ms => Bound::At(ms).to_string(),
+            };
+            format!(
+                "no shot started in the window, from {} to {}; the shots started from {} \
+                 to {} ({:.1} s)",
+                end(window.from, "the start"),
+                end(window.to, "the end"),
+                Bound::At(first),
+                Bound::At(last),
+                (last - first) as f64 / 1000.0
+            )
+        }
+        _ => "no rows (an empty phout)".to_string(),
+    };
+    ReportError::NoRows { files, why }
+}
+
+/// The first and last start among `paths`' whole lines, ms since the Unix
+/// epoch (`None`: no line whose first field reads, or a file that cannot be
+/// read): a quick pass, for an error message only.
+fn start_span_ms(paths: &[PathBuf]) -> Option<(u64, u64)> {
+    use std::io::BufRead as _;
+    let mut span: Option<(u64, u64)> = None;
+    for path in paths {
+        let mut reader = io::BufReader::new(std::fs::File::open(path).ok()?);
+        let mut line = Vec::with_capacity(256);
+        while reader.read_until(b'\n', &mut line).ok()? > 0 && line.ends_with(b"\n") {
+            if let Some(ms) = send_ms(&line) {
+                span = Some(span.map_or((ms, ms), |(a, b)| (a.min(ms), b.max(ms))));
+            }
+            line.clear();
+        }
+    }
+    span
 }
 
 /// Aggregate `paths` into a [`Summary`] without writing anything (for `tank compare`).
@@ -92,7 +164,9 @@ pub fn summarize(
 }
 
 /// `tank report`: aggregate `paths` (only the shots started in `window`, if
-/// given) and write [`files`] into `out_dir` (created if missing).
+/// given) and write [`files`] into `out_dir` (created if missing). Nothing is
+/// written when the phouts cannot be read or hold no row (in the window):
+/// `test_data.log` is written under a temporary name and renamed at the end.
 pub fn report(
     paths: &[PathBuf],
     window: Option<Resolved>,
@@ -100,16 +174,34 @@ pub fn report(
     buffered_seconds: u32,
     meta: Meta,
 ) -> Result<(Summary, ReadStats), ReportError> {
-    std::fs::create_dir_all(out_dir).map_err(|source| ReportError::Io {
+    let existed = out_dir.is_dir();
+    std::fs::create_dir_all(out_dir).map_err(|error| ReportError::Io {
         path: out_dir.into(),
-        source,
+        error,
     })?;
     let json_path = out_dir.join(files::JSON_LINES);
-    let mut json = JsonLines::create(&json_path).map_err(|source| ReportError::Io {
-        path: json_path,
-        source,
+    let partial = partial(&json_path);
+    let mut json = JsonLines::create(&partial).map_err(|error| ReportError::Io {
+        path: partial.clone(),
+        error,
     })?;
-    let (summary, stats) = read(paths, window, buffered_seconds, meta, Some(&mut json))?;
+    let read = read(paths, window, buffered_seconds, meta, Some(&mut json));
+    drop(json);
+    let renamed = read.and_then(|read| {
+        std::fs::rename(&partial, &json_path)
+            .map(|()| read)
+            .map_err(|error| ReportError::Io {
+                path: json_path,
+                error,
+            })
+    });
+    let (summary, stats) = renamed.inspect_err(|_| {
+        let _ = std::fs::remove_file(&partial);
+        if !existed {
+            // Ours, and empty again: a failed report leaves nothing behind.
+            let _ = std::fs::remove_dir(out_dir);
+        }
+    })?;
     write_outputs(&summary, out_dir)?;
     Ok((summary, stats))
 }
@@ -130,18 +222,23 @@ pub fn write_outputs(summary: &Summary, out_dir: &Path) -> Result<(), ReportErro
 
 /// Write `path` whole or not at all: through a temporary file beside it.
 fn write_whole(path: &Path, content: &[u8]) -> Result<(), ReportError> {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".partial");
-    let temporary = PathBuf::from(temporary);
+    let temporary = partial(path);
     let written =
         std::fs::write(&temporary, content).and_then(|()| std::fs::rename(&temporary, path));
-    written.map_err(|source| {
+    written.map_err(|error| {
         let _ = std::fs::remove_file(&temporary);
         ReportError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         }
     })
+}
+
+/// The temporary name `path` is written under: `path.partial`.
+fn partial(path: &Path) -> PathBuf {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".partial");
+    PathBuf::from(temporary)
 }
 
 #[cfg(test)]
@@ -219,6 +316,52 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
             .collect();
         assert!(partial.is_empty(), "{partial:?}");
+    }
+
+    #[test]
+    fn no_rows_in_the_window_or_the_file_is_an_error_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "phout", "1700000000.000\ta\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200\n1700000002.200\ta\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200\n");
+        let out = dir.path().join("out");
+        let later = Resolved {
+            from: 1_700_000_010_000,
+            to: u64::MAX,
+        };
+        let error = report(&[p], Some(later), &out, 2, Meta::default()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}: no shot started in the window, from 2023-11-14T22:13:30Z to the end; the \
+                 shots started from 2023-11-14T22:13:20Z to 2023-11-14T22:13:22.2Z (2.2 s): \
+                 nothing to report",
+                dir.path().join("phout").display()
+            )
+        );
+        assert!(!out.exists(), "nothing written, not even the directory");
+        let empty = write(dir.path(), "empty", "");
+        let error = summarize(&[empty], 2, Meta::default()).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .ends_with("empty: no rows (an empty phout): nothing to report"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_error_says_its_cause_once() {
+        // The message holds the cause: a source() too would have `{:#}` print it twice.
+        let dir = tempfile::tempdir().unwrap();
+        let error = summarize(&[dir.path().join("nosuch.log")], 2, Meta::default()).unwrap_err();
+        assert!(error.to_string().contains("nosuch.log: "), "{error}");
+        assert!(std::error::Error::source(&error).is_none(), "{error:?}");
+        let p = write(
+            dir.path(),
+            "short",
+            "10.0\ta\t1000\t0\t0\t0\t0\t0\t0\t0\t0\n",
+        );
+        let error = summarize(&[p], 2, Meta::default()).unwrap_err();
+        assert!(std::error::Error::source(&error).is_none(), "{error:?}");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::names::net_reason;
+use crate::names::{net_reason, ProtoCodes};
 use crate::summary::Shots;
 
 /// Shares, of the responses or of the plan, from which a failure is worth a warning.
@@ -72,8 +72,10 @@ pub fn judge(facts: &Facts) -> Vec<String> {
         .map(|(_, n)| n)
         .sum();
     if responses > 0 && http_errors == responses {
+        // Named by the protocol: a MySQL run's errors are the server's error numbers.
+        let error = ProtoCodes::of(facts.proto_codes, facts.net_codes).error();
         out.push(format!(
-            "every response was an HTTP error (4xx or 5xx): {responses} of {responses}"
+            "every response was {error}: {responses} of {responses}"
         ));
     }
     let busy = why_unsent(facts);
@@ -319,6 +321,12 @@ mod tests {
         assert_eq!(
             w,
             vec!["every response was an HTTP error (4xx or 5xx): 10 of 10"]
+        );
+        // A MySQL run whose every login was refused: the server's errors, not HTTP's.
+        let w = judge_run(&s, &[("0", 10)], &[("1045", 10)], false);
+        assert_eq!(
+            w,
+            vec!["every response was a MySQL error (the server's error number): 10 of 10"]
         );
         let mut s = shots(Some(10), 10, 10);
         s.dropped = 2;

@@ -8,7 +8,7 @@
 use serde_json::json;
 use tank_stats::NetCode;
 
-use crate::names::http_reason;
+use crate::names::ProtoCodes;
 use crate::summary::Summary;
 
 /// The charts and tables every page draws with (the live dashboard's too).
@@ -25,13 +25,15 @@ pub fn script(page_script: &str) -> String {
 
 /// The report page of one run.
 pub fn report(summary: &Summary) -> String {
+    // The proto codes' names and heading by what they are (a MySQL run's are no HTTP statuses).
+    let kind = ProtoCodes::of(&summary.proto_codes, &summary.net_codes);
     let http: serde_json::Map<String, serde_json::Value> = summary
         .proto_codes
         .keys()
         .filter_map(|c| {
             c.parse::<u16>()
                 .ok()
-                .map(|code| (c.clone(), json!(http_reason(code))))
+                .map(|code| (c.clone(), json!(kind.reason(code))))
         })
         .collect();
     let net: serde_json::Map<String, serde_json::Value> = summary
@@ -43,8 +45,8 @@ pub fn report(summary: &Summary) -> String {
                 .map(|code| (c.clone(), json!(NetCode(code).describe())))
         })
         .collect();
-    let data =
-        json!({ "kind": "report", "summary": summary, "names": { "http": http, "net": net } });
+    let data = json!({ "kind": "report", "summary": summary,
+                "names": { "http": http, "net": net, "proto": kind.short() } });
     let title = summary
         .meta
         .job
@@ -139,5 +141,15 @@ mod tests {
         assert_eq!(data["summary"]["shots"]["responses"], 3);
         assert_eq!(data["summary"]["shots"]["retries"], 3);
         assert_eq!(data["names"]["net"]["110"], "timed out");
+        assert_eq!(data["names"]["proto"], "HTTP codes");
+    }
+
+    #[test]
+    fn a_mysql_runs_codes_are_named_as_mysql_errors() {
+        let mut s = sample_summary();
+        s.proto_codes = [("200".to_string(), 2), ("1045".to_string(), 1)].into();
+        let html = report(&s);
+        assert!(html.contains(r#""proto":"MySQL codes""#), "{html}");
+        assert!(html.contains(r#""1045":"access denied""#), "{html}");
     }
 }

@@ -44,7 +44,7 @@
     var codeRows = [
       ["errors (net errors, HTTP 4xx and 5xx)", fmt(errors) + " of " + fmt(total) + " (" +
         (100 * errors / Math.max(total, 1)).toFixed(2) + "%)"],
-      ["HTTP codes", codesText(s.proto_codes, names.http, total)],
+      [names.proto || "HTTP codes", codesText(s.proto_codes, names.http, total)],
       ["net codes", codesText(s.net_codes, names.net, total)]];
     // A gRPC run's statuses by name (the HTTP codes hold them by Pandora's table).
     if (s.grpc_statuses && Object.keys(s.grpc_statuses).length) {
@@ -178,7 +178,7 @@
       table(body, ["", ""], [
         ["errors (net errors, HTTP 4xx and 5xx)", fmt(errors) + " of " + fmt(responses) + " (" +
           (100 * errors / Math.max(responses, 1)).toFixed(2) + "%)"],
-        ["HTTP codes", codesText(proto, names.http, responses)],
+        [names.proto || "HTTP codes", codesText(proto, names.http, responses)],
         ["net codes", codesText(net, names.net, responses)],
         ["average ms: connect, send, latency, receive", ["connect", "send", "latency", "receive"].map(function (p) {
           return fmt(weighted(phases[p] || [], n0, n1), 3); }).join(", ")]]);
@@ -254,7 +254,7 @@
         { name: "latency (to the first byte)", values: answeredOnly(tl, ph.latency) },
         { name: "receive", values: answeredOnly(tl, ph.receive) }], "ms", undefined, { log: true });
     }
-    lineChart(section("HTTP codes per second"), x, codeSeries(tl.proto_codes), "responses");
+    lineChart(section((names.proto || "HTTP codes") + " per second"), x, codeSeries(tl.proto_codes), "responses");
     lineChart(section("Net codes per second"), x, codeSeries(tl.net_codes), "responses");
     histogram(section("Response time distribution"), s.spread || [], s.distribution);
 
@@ -262,7 +262,7 @@
       s.quantiles.map(function (r) { return [r.q + "%", r.service_ms, r.intended_ms, r.lag_ms]; }));
     var total = Math.max(s.shots.responses, 1);
     var codes = section("Codes");
-    table(codes, ["HTTP code", "meaning", "count", "%"], Object.keys(s.proto_codes).map(function (c) {
+    table(codes, [(names.proto || "HTTP codes").replace(/s$/, ""), "meaning", "count", "%"], Object.keys(s.proto_codes).map(function (c) {
       return [c, names.http[c] || "", s.proto_codes[c], 100 * s.proto_codes[c] / total];
     }));
     table(codes, ["net code", "meaning", "count", "%"], Object.keys(s.net_codes).map(function (c) {

@@ -253,8 +253,76 @@ fn summary_text_shows_monitoring_the_influx_line_and_a_stop() {
         "{text}"
     );
     assert!(
-        text.contains("\ninterrupted (Ctrl-C or SIGTERM) after 4.9 s: 980 shots were due over a second before\n"),
+        text.contains(
+            "\ninterrupted (Ctrl-C or SIGTERM) after 4.9 s; the plan had 980 shots due by 3.9 s, \
+             a second before the stop\n"
+        ),
         "{text}"
     );
     assert_eq!(Summary::from_json(&s.to_json()).unwrap(), s);
+}
+
+#[test]
+fn the_rates_say_what_each_is() {
+    // 3 responses in 1.0035 s: an average of 3.0 a second, above the busiest second's 2.
+    let text = sample_summary().to_text();
+    assert!(
+        text.contains("\nrps: actual 3.0 over the 1.0 s active, busiest second 2\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn code_tables_keep_their_columns_with_long_names_and_name_the_protocol() {
+    let mut s = sample_summary();
+    s.net_codes.insert("1200".into(), 1);
+    let text = s.to_text();
+    let count_at = |code: &str| {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(code))
+            .unwrap_or_else(|| panic!("no {code} in {text}"));
+        line.find(" 1 ").map(|at| at + 1)
+    };
+    // "HTTP/2 connection lost with the stream in flight" is longer than the old 24 columns.
+    assert_eq!(count_at("1200"), count_at("503"), "{text}");
+    assert!(text.contains("\nHTTP codes:\n"), "{text}");
+    // A MySQL run: the server's error numbers, not HTTP's statuses.
+    s.proto_codes = [("1045".to_string(), 3)].into_iter().collect();
+    s.net_codes = [("0".to_string(), 3)].into_iter().collect();
+    let text = s.to_text();
+    assert!(
+        text.contains(
+            "\nMySQL codes (200: OK; else the server's error number):\n   1045 access denied"
+        ),
+        "{text}"
+    );
+    // Framed TCP: a reply has no code.
+    s.proto_codes = [("0".to_string(), 3)].into_iter().collect();
+    let text = s.to_text();
+    assert!(
+        text.contains(
+            "\nproto codes (the protocol has none: 0 for every reply):\n      0 no code "
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("no response"), "{text}");
+}
+
+#[test]
+fn a_summary_of_no_responses_shows_no_quantiles() {
+    let s = Summary::build(
+        Meta::default(),
+        &Aggregator::new(0).totals(),
+        Timeline::default(),
+        None,
+        None,
+        None,
+    );
+    let text = s.to_text();
+    assert!(
+        text.contains("no responses: no quantiles, times or sizes"),
+        "{text}"
+    );
+    assert!(!text.contains("0.000"), "{text}");
 }

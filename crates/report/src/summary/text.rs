@@ -1,10 +1,11 @@
 //! A summary's text form: what `tank -c` prints at the end and writes as
 //! `summary.txt`.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::Summary;
-use crate::names::{http_reason, net_reason};
+use crate::names::{net_reason, ProtoCodes};
 
 impl Summary {
     /// The summary for people, printed at the end of a run and written as `summary.txt`.
@@ -44,54 +45,74 @@ impl Summary {
             if let Some(after) = stop.after_s {
                 let _ = write!(out, " after {after:.1} s");
             }
-            match stop.due {
-                Some(due) => {
-                    let _ = writeln!(out, ": {due} shots were due over a second before");
+            // What the plan had due, not what was late: the unsent warning counts against it.
+            match (stop.due, stop.after_s) {
+                (Some(due), Some(after)) => {
+                    let _ = writeln!(
+                        out,
+                        "; the plan had {due} shots due by {:.1} s, a second before the stop",
+                        (after - 1.0).max(0.0)
+                    );
                 }
-                None => {
+                (Some(due), None) => {
+                    let _ = writeln!(
+                        out,
+                        "; the plan had {due} shots due by a second before the stop"
+                    );
+                }
+                (None, _) => {
                     let _ = writeln!(out);
                 }
             }
         }
+        // The average is over the active time, which partial seconds make shorter than the
+        // seconds counted: it can exceed the busiest second, so each says what it is.
         let _ = write!(
             out,
-            "rps: actual {:.1} (max {})",
-            self.rps.actual, self.rps.max
+            "rps: actual {:.1} over the {:.1} s active, busiest second {}",
+            self.rps.actual,
+            self.active_or_whole_s(),
+            self.rps.max
         );
         if let Some(planned) = self.rps.planned {
             let _ = write!(out, ", planned {planned:.1}");
         }
         let _ = writeln!(out);
-        let with_intended = self.quantiles.iter().any(|r| r.intended_ms.is_some());
-        let _ = writeln!(
-            out,
-            "\nquantile  service ms{}",
-            if with_intended {
-                "  from intended start ms  lag ms"
-            } else {
-                ""
+        if self.shots.responses == 0 {
+            // No figure that rests on no data: 0 ms would read as a fast target.
+            let _ = writeln!(out, "\nno responses: no quantiles, times or sizes");
+        } else {
+            let with_intended = self.quantiles.iter().any(|r| r.intended_ms.is_some());
+            let _ = writeln!(
+                out,
+                "\nquantile  service ms{}",
+                if with_intended {
+                    "  from intended start ms  lag ms"
+                } else {
+                    ""
+                }
+            );
+            for row in &self.quantiles {
+                let _ = write!(out, "{:>7}%  {:>10.3}", row.q, row.service_ms);
+                if let (Some(intended), Some(lag)) = (row.intended_ms, row.lag_ms) {
+                    let _ = write!(out, "  {intended:>23.3}  {lag:>6.3}");
+                } else if let Some(intended) = row.intended_ms {
+                    let _ = write!(out, "  {intended:>23.3}");
+                }
+                let _ = writeln!(out);
             }
-        );
-        for row in &self.quantiles {
-            let _ = write!(out, "{:>7}%  {:>10.3}", row.q, row.service_ms);
-            if let (Some(intended), Some(lag)) = (row.intended_ms, row.lag_ms) {
-                let _ = write!(out, "  {intended:>23.3}  {lag:>6.3}");
-            } else if let Some(intended) = row.intended_ms {
-                let _ = write!(out, "  {intended:>23.3}");
-            }
-            let _ = writeln!(out);
+            let a = &self.avg_ms;
+            let _ = writeln!(
+                out,
+                "\naverage ms: total {:.3}, connect {:.3}, send {:.3}, latency {:.3}, receive {:.3}",
+                a.total, a.connect, a.send, a.latency, a.receive
+            );
+            let _ = writeln!(
+                out,
+                "average bytes: request {:.1}, response {:.1}",
+                self.avg_bytes.request, self.avg_bytes.response
+            );
         }
-        let a = &self.avg_ms;
-        let _ = writeln!(
-            out,
-            "\naverage ms: total {:.3}, connect {:.3}, send {:.3}, latency {:.3}, receive {:.3}",
-            a.total, a.connect, a.send, a.latency, a.receive
-        );
-        let _ = writeln!(
-            out,
-            "average bytes: request {:.1}, response {:.1}",
-            self.avg_bytes.request, self.avg_bytes.response
-        );
         if let Some(retries) = self.shots.retries {
             let _ = writeln!(
                 out,
@@ -99,33 +120,44 @@ impl Summary {
             );
         }
         let total = self.shots.responses.max(1) as f64;
-        let _ = writeln!(out, "\nHTTP codes:");
-        for (code, n) in &self.proto_codes {
-            let name = code.parse().map(http_reason).unwrap_or("");
-            let _ = writeln!(
-                out,
-                "  {code:>5} {name:<24} {n:>10} {:>6.2}%",
-                *n as f64 * 100.0 / total
-            );
-        }
-        let _ = writeln!(out, "net codes:");
-        for (code, n) in &self.net_codes {
-            let name = code.parse().map(net_reason).unwrap_or("");
-            let _ = writeln!(
-                out,
-                "  {code:>5} {name:<24} {n:>10} {:>6.2}%",
-                *n as f64 * 100.0 / total
-            );
-        }
-        if !self.grpc_statuses.is_empty() {
-            let _ = writeln!(out, "gRPC statuses:");
-            for (name, n) in &self.grpc_statuses {
+        let kind = ProtoCodes::of(&self.proto_codes, &self.net_codes);
+        let named = |codes: &BTreeMap<String, u64>, reason: &dyn Fn(u16) -> &'static str| {
+            codes
+                .iter()
+                .map(|(code, n)| (code.clone(), code.parse().map_or("", reason), *n))
+                .collect::<Vec<_>>()
+        };
+        let proto = named(&self.proto_codes, &|code| kind.reason(code));
+        let net = named(&self.net_codes, &net_reason);
+        let grpc: Vec<(String, &str, u64)> = self
+            .grpc_statuses
+            .iter()
+            .map(|(name, n)| (String::new(), name.as_str(), *n))
+            .collect();
+        // One name column for the three tables, as wide as their longest name, so the
+        // counts stay in a column.
+        let width = proto
+            .iter()
+            .chain(&net)
+            .chain(&grpc)
+            .map(|(_, name, _)| name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(24);
+        let mut table = |heading: &str, rows: &[(String, &str, u64)]| {
+            let _ = writeln!(out, "{heading}:");
+            for (code, name, n) in rows {
                 let _ = writeln!(
                     out,
-                    "        {name:<24} {n:>10} {:>6.2}%",
+                    "  {code:>5} {name:<width$} {n:>10} {:>6.2}%",
                     *n as f64 * 100.0 / total
                 );
             }
+        };
+        table(&format!("\n{}", kind.heading()), &proto);
+        table("net codes", &net);
+        if !grpc.is_empty() {
+            table("gRPC statuses", &grpc);
         }
         if !self.tags.is_empty() {
             let _ = writeln!(
