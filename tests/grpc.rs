@@ -184,3 +184,56 @@ fn tank_plan_names_a_wrong_field_with_its_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn tank_plan_names_wrong_values_and_missing_protos_before_the_first_shot() {
+    let dir = tempfile::tempdir().unwrap();
+    let import = format!(
+        "[grpc]\nproto = tankbar.proto\nimport_paths = {}\n",
+        service_dir().display()
+    );
+    std::fs::write(dir.path().join("load.ini"), config(dir.path(), 1, &import)).unwrap();
+    let plan = |overrides: &[&str], ammo: &str| {
+        std::fs::write(dir.path().join("ammo.jsonl"), ammo).unwrap();
+        let out = tank()
+            .args(["plan", "-c", "load.ini"])
+            .args(overrides.iter().flat_map(|o| ["-o", o]))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let ok = "{\"call\": \"tankbar.Greeter.SayHello\"}\n";
+    let stderr = plan(
+        &[],
+        &format!(
+            "{ok}{{\"call\": \"tankbar.Greeter.SayHello\", \"payload\": {{\"times\": \"abc\"}}}}\n"
+        ),
+    );
+    assert!(
+        stderr.contains(
+            "ammo.jsonl:2: tankbar.Greeter.SayHello: payload: field \"times\": expected an \
+             integer (int64, a number or a string), found \"abc\""
+        ),
+        "{stderr}"
+    );
+    let stderr = plan(
+        &[],
+        &format!("{ok}{{\"call\": \"tankbar.Greeter.SayHello\", \"metadata\": {{\"x-bin\": \"!!!\"}}}}\n"),
+    );
+    assert!(
+        stderr.contains("ammo.jsonl:2: tankbar.Greeter.SayHello: metadata `x-bin`"),
+        "{stderr}"
+    );
+    // The missing file is named, not the valid one before it; at `-o`, not a line.
+    let stderr = plan(&["grpc.proto=tankbar.proto nothere.proto"], ok);
+    assert!(
+        stderr.contains(&format!(
+            "load.ini: -o grpc.proto: `nothere.proto` was not found in the import paths ({}), \
+             nor as a path",
+            service_dir().display()
+        )),
+        "{stderr}"
+    );
+}

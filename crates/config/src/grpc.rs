@@ -67,10 +67,14 @@ pub(crate) fn read(section: &RawSection, file: &Path) -> Result<GrpcConfig, Conf
             import_paths,
         }
     };
+    // The schema's errors are about `proto`: its line, or its `-o`.
+    let place = section
+        .get("proto")
+        .map_or(section.place, |entry| entry.place);
     Ok(GrpcConfig {
         schema,
         authority,
-        place: OptionPlace::new(file, section.place, &section.name, "proto"),
+        place: OptionPlace::new(file, place, &section.name, "proto"),
     })
 }
 
@@ -98,4 +102,28 @@ pub(crate) fn check_used(raw: &RawConfig, config: &TestConfig) -> Result<(), Con
         Some(section) => error.at(section.place).in_section(&section.name),
         None => error.in_section("grpc"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::{load_str, ConfigFormat, Override};
+
+    fn proto_error(overrides: &[&str]) -> String {
+        let text = "[phantom]\naddress = h:80\ntank_type = grpc\nammofile = c.jsonl\n\
+                    rps_schedule = const(1,1s)\n[grpc]\nimport_paths = p\n\nproto = a.proto\n";
+        let overrides: Vec<Override> = overrides.iter().map(|o| o.parse().unwrap()).collect();
+        let config = load_str(text, ConfigFormat::Ini, Path::new("g.ini"), &overrides).unwrap();
+        config.grpc.unwrap().place.error("bad").to_string()
+    }
+
+    #[test]
+    fn schema_errors_point_at_the_proto_line_or_its_override() {
+        assert_eq!(proto_error(&[]), "g.ini:9: [grpc] proto: bad");
+        assert_eq!(
+            proto_error(&["grpc.proto=p/b.proto"]),
+            "g.ini: -o grpc.proto: bad"
+        );
+    }
 }

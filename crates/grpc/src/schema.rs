@@ -9,7 +9,7 @@
 //! - A server's reflection answers: the `FileDescriptorProto`s it sent,
 //!   in any order, which a `FileDescriptorSet` of them carries to the plan.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use prost::Message;
 use prost_reflect::prost_types::{FileDescriptorProto, FileDescriptorSet};
@@ -23,31 +23,50 @@ pub struct Schema {
 
 impl Schema {
     /// Compile `files` with their imports found in `import_paths` (then in
-    /// each file's own directory). The error names the file, and the line
-    /// where the compiler found the problem.
+    /// each file's own directory). The error names the file as written, and
+    /// the line where the compiler found the problem; a file that is nowhere
+    /// is named with the import paths it was looked for in.
     pub fn compile(files: &[PathBuf], import_paths: &[PathBuf]) -> Result<Schema, String> {
         let mut includes: Vec<PathBuf> = import_paths.to_vec();
+        // What protox is given to open, and (the name it reports, the file
+        // as written) for files given as paths.
+        let mut opens = Vec::with_capacity(files.len());
+        let mut written = Vec::new();
         for file in files {
             // A name found in an import path is compiled from there (as
-            // protoc and ghz read it); otherwise it is a path, and its
-            // directory is where its imports are looked for too.
-            let in_imports =
-                file.is_relative() && import_paths.iter().any(|p| p.join(file).is_file());
-            if in_imports {
+            // protoc and ghz read it), and opened by that path: protox takes
+            // a bare name that some include (`.`) also prefixes for a path,
+            // and then says the file is "shadowed".
+            let found = import_paths
+                .iter()
+                .map(|p| p.join(file))
+                .find(|path| file.is_relative() && path.is_file());
+            if let Some(path) = found {
+                opens.push(path);
                 continue;
             }
+            if !file.is_file() {
+                return Err(not_found(file, import_paths));
+            }
+            // Otherwise it is a path, and its directory is where its
+            // imports are looked for too.
             let dir = match file.parent() {
                 Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
                 _ => PathBuf::from("."),
             };
+            if let Some(name) = file.file_name() {
+                written.push((name.to_string_lossy().into_owned(), file.clone()));
+            }
             if !includes.contains(&dir) {
                 includes.push(dir);
             }
+            opens.push(file.clone());
         }
-        let mut compiler = protox::Compiler::new(&includes).map_err(|e| describe(&e))?;
+        let describe = |e: protox::Error| describe(&e, &written);
+        let mut compiler = protox::Compiler::new(&includes).map_err(describe)?;
         compiler.include_imports(true).include_source_info(false);
-        for file in files {
-            compiler.open_file(file).map_err(|e| describe(&e))?;
+        for file in &opens {
+            compiler.open_file(file).map_err(describe)?;
         }
         Ok(Schema {
             pool: compiler.descriptor_pool(),
@@ -140,10 +159,29 @@ fn order_by_imports(files: Vec<FileDescriptorProto>) -> Vec<FileDescriptorProto>
     ordered
 }
 
+/// The error for a `proto` file that is neither in an import path nor a
+/// file at its path.
+fn not_found(file: &Path, import_paths: &[PathBuf]) -> String {
+    if import_paths.is_empty() || file.is_absolute() {
+        return format!("`{}` was not found: no such file", file.display());
+    }
+    let paths: Vec<String> = import_paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    format!(
+        "`{}` was not found in the import paths ({}), nor as a path",
+        file.display(),
+        paths.join(", ")
+    )
+}
+
 /// protox's error, with the file and line it points at: protox reports
 /// errors as miette diagnostics (a labelled span in a named source), and
-/// the span's line is the one a person wants.
-fn describe(error: &protox::Error) -> String {
+/// the span's line is the one a person wants. protox names a file given as
+/// a path by its name under its directory; `written` maps such names back
+/// to the path as written.
+fn describe(error: &protox::Error, written: &[(String, PathBuf)]) -> String {
     use miette::Diagnostic;
     let message = error.to_string();
     let line = error.source_code().and_then(|source| {
@@ -151,9 +189,15 @@ fn describe(error: &protox::Error) -> String {
         let contents = source.read_span(span.inner(), 0, 0).ok()?;
         Some(contents.line() + 1)
     });
-    match (error.file(), line) {
+    let file = error
+        .file()
+        .map(|file| match written.iter().find(|(name, _)| name == file) {
+            Some((_, path)) => path.display().to_string(),
+            None => file.to_owned(),
+        });
+    match (file, line) {
         (Some(file), Some(line)) => format!("{file}:{line}: {message}"),
-        (Some(file), None) if !message.contains(file) => format!("{file}: {message}"),
+        (Some(file), None) if !message.contains(&file) => format!("{file}: {message}"),
         _ => message,
     }
 }
@@ -249,7 +293,31 @@ message HelloReply { string message = 1; }
             "syntax = \"proto3\";\n\nmessage A { strin name = 1; }\n",
         )
         .unwrap();
-        let error = Schema::compile(&[file], &[]).unwrap_err();
-        assert!(error.starts_with("bad.proto:3: "), "{error}");
+        // Named as written, not as protox names it under its directory.
+        let error = Schema::compile(std::slice::from_ref(&file), &[]).unwrap_err();
+        let written = format!("{}:3: ", file.display());
+        assert!(error.starts_with(&written), "{error}");
+    }
+
+    #[test]
+    fn a_missing_file_is_named_after_a_found_one() {
+        let (dir, _) = greeter();
+        let files = [
+            PathBuf::from("greeter.proto"),
+            PathBuf::from("nothere.proto"),
+        ];
+        let error = Schema::compile(&files, &[dir.path().to_path_buf()]).unwrap_err();
+        assert_eq!(
+            error,
+            format!(
+                "`nothere.proto` was not found in the import paths ({}), nor as a path",
+                dir.path().display()
+            )
+        );
+        let error = Schema::compile(&[dir.path().join("nothere.proto")], &[]).unwrap_err();
+        assert!(
+            error.ends_with("nothere.proto` was not found: no such file"),
+            "{error}"
+        );
     }
 }
