@@ -31,7 +31,14 @@ pub fn spawn(
             )?;
             writeln!(out, ">>> request ({} bytes)", answer.request.len())?;
             out.write_all(&answer.request)?;
-            writeln!(out, "\n<<< reply ({} of {} bytes)", answer.reply.len(), s.measured.size_in)?;
+            // What is kept is the reply as text (HTTP/2's headers decoded, its
+            // trailers after the body), not its bytes on the wire (size_in).
+            writeln!(
+                out,
+                "\n<<< reply ({} bytes kept; {} bytes in on the wire)",
+                answer.reply.len(),
+                s.measured.size_in
+            )?;
             out.write_all(&answer.reply)?;
             out.write_all(b"\n")?;
             written += 1;

@@ -276,6 +276,9 @@ impl State {
                 return Ok(());
             }
             if let Collect::Text(text) = &mut stream.collect {
+                // On lines of their own after the body, as an HTTP/1.1 chunked
+                // message's trailer section follows its last chunk.
+                keep(text, b"\r\n");
                 keep(text, lines);
             }
         } else {

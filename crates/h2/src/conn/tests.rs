@@ -282,7 +282,7 @@ async fn a_kept_reply_reads_as_http1_text_with_its_trailers() {
     };
     assert_eq!(
         String::from_utf8(text).unwrap(),
-        "HTTP/2 200\r\nserver: x\r\ncontent-type: application/grpc\r\n\r\nbody\
+        "HTTP/2 200\r\nserver: x\r\ncontent-type: application/grpc\r\n\r\nbody\r\n\
          grpc-status: 0\r\ngrpc-message: fine\r\n"
     );
     assert_eq!(reply.grpc_status.as_deref(), Some(&b"0"[..]));
