@@ -131,6 +131,13 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         ));
     }
     out!("{text}");
+    // As `tank -c` stopped by a signal; judged before the dashboard's linger,
+    // which a Ctrl-C ends without making the command an interrupted one.
+    let code = if interrupt.interrupted() {
+        tank_stats::autostop::codes::INTERRUPTED as u8
+    } else {
+        0
+    };
     if let Some(web) = web {
         web.dashboard.end_run(&text, None);
         web.finish(&format!("{} requests answered", m.answered));
@@ -139,12 +146,6 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         "artifacts: {} (report.html, summary.json, phout.log)",
         m.artifacts.display()
     );
-    // As `tank -c` stopped by a signal.
-    let code = if interrupt.interrupted() {
-        tank_stats::autostop::codes::INTERRUPTED as u8
-    } else {
-        0
-    };
     Ok(finish(code, &warnings(&m), args.target.fail_on_warnings))
 }
 

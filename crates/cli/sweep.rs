@@ -122,6 +122,13 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
             break;
         }
     }
+    // As `tank -c` stopped by a signal; judged before the dashboard's linger,
+    // which a Ctrl-C ends without making the command an interrupted one.
+    let code = if interrupt.interrupted() {
+        tank_stats::autostop::codes::INTERRUPTED as u8
+    } else {
+        0
+    };
     let report = SweepReport::new(name, steps, warnings);
     out!("{}", report.table());
     if let Some(path) = &args.json {
@@ -140,11 +147,5 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
     if let Some(web) = web {
         web.finish(&report.table());
     }
-    // As `tank -c` stopped by a signal.
-    let code = if interrupt.interrupted() {
-        tank_stats::autostop::codes::INTERRUPTED as u8
-    } else {
-        0
-    };
     Ok(finish(code, &report.warnings, args.target.fail_on_warnings))
 }
