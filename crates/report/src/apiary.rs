@@ -413,11 +413,14 @@ fn stdev(sum: f64, sum_sq: f64, count: u64) -> f64 {
 /// statistic, each value followed by its change since `before` when it changed.
 pub fn render(interval: &Interval, before: Option<&Interval>) -> String {
     let mut out = String::new();
-    let heading = format!(
-        "{} (Apiary view, {:.0} s)",
-        date(interval.end_unix_s),
-        interval.seconds
-    );
+    // Whole seconds, as the intervals run; the run's last, cut short by its
+    // end, may be under one.
+    let seconds = if interval.seconds >= 1.0 {
+        format!("{:.0}", interval.seconds)
+    } else {
+        significant(interval.seconds)
+    };
+    let heading = format!("{} (Apiary view, {seconds} s)", date(interval.end_unix_s));
     let _ = writeln!(out, "{heading}\n{}", "=".repeat(heading.chars().count()));
     let width = interval
         .tallies

@@ -119,6 +119,16 @@ fn the_runs_last_partial_interval_is_kept_and_shown() {
     let row = view.finish();
     let text = render(&row.intervals[0], None);
     assert_eq!(shown, text);
+    assert!(text.contains("(Apiary view, 4 s)"), "{text}");
+    // A last interval under a second says so, not `0 s`.
+    let mut short = ApiaryView::new(15 * S, vec![Codes::None], Duration::ZERO);
+    short.response(&measured(0, 5, 0, 0));
+    let (interval, _) = short.close_last(Duration::from_millis(350), 0).unwrap();
+    assert!(
+        render(interval, None).contains("(Apiary view, 0.350 s)"),
+        "{}",
+        render(interval, None)
+    );
     assert!(
         text.contains("Requests Running:  no second finished in this interval"),
         "{text}"
