@@ -474,7 +474,7 @@ proptest! {
             };
             let mut expected = b"HTTP/2 200\r\nserver: x\r\n\r\n".to_vec();
             expected.extend_from_slice(&body);
-            expected.extend_from_slice(b"grpc-status: 0\r\n");
+            expected.extend_from_slice(b"\r\ngrpc-status: 0\r\n");
             assert_eq!(text, expected);
         });
     }
