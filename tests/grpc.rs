@@ -237,3 +237,39 @@ fn tank_plan_names_wrong_values_and_missing_protos_before_the_first_shot() {
         "{stderr}"
     );
 }
+
+#[test]
+fn tank_plan_says_which_connection_specific_metadata_the_calls_leave_out() {
+    // Before, transfer-encoding passed the plan and failed every call with 71;
+    // then it was left out without a word.
+    let dir = tempfile::tempdir().unwrap();
+    let import = format!(
+        "[grpc]\nproto = tankbar.proto\nimport_paths = {}\n",
+        service_dir().display()
+    );
+    std::fs::write(dir.path().join("load.ini"), config(dir.path(), 1, &import)).unwrap();
+    std::fs::write(
+        dir.path().join("ammo.jsonl"),
+        "{\"call\": \"tankbar.Greeter.SayHello\", \"metadata\": {\"Transfer-Encoding\": \"chunked\"}}\n\
+         {\"call\": \"tankbar.Greeter.SayHello\", \"metadata\": {\"transfer-encoding\": \"chunked\"}}\n",
+    )
+    .unwrap();
+    let out = tank()
+        .args(["plan", "-c", "load.ini"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "HTTP/2 has no connection-specific headers: left out of the calls' metadata: \
+             transfer-encoding (2 lines)"
+        ),
+        "{text}"
+    );
+}

@@ -722,11 +722,33 @@ pub fn reflect_schemas(
     Ok(Some(resolved))
 }
 
+/// The warning for a `grpc` queue whose calls carry connection-specific
+/// metadata, which its compiled calls leave out (HTTP/2 has no such headers).
+fn grpc_dropped_metadata(queue: &QueueConfig) -> Result<Option<String>, EngineError> {
+    let Some(tank_config::AmmoSource::File { path, .. }) = &queue.ammo else {
+        return Ok(None);
+    };
+    let dropped = tank_plan::ammo::grpc::dropped_metadata(path).map_err(EngineError::Plan)?;
+    if dropped.is_empty() {
+        return Ok(None);
+    }
+    let listed: Vec<String> = dropped
+        .iter()
+        .map(|(name, lines)| format!("{name} ({})", tank_plan::words::count(*lines, "line")))
+        .collect();
+    Ok(Some(format!(
+        "[{}] HTTP/2 has no connection-specific headers: left out of the calls' metadata: {}",
+        queue.name,
+        listed.join(", ")
+    )))
+}
+
 /// Check that every request of an `http2` queue can go out as HTTP/2, by
 /// reading its ammo through once (each distinct request converted once):
 /// what `tank plan` and the run check before the first shot. `Ok` holds the
 /// warning about connection-specific headers HTTP/2 drops, if any were
-/// found; other queues have nothing to check here.
+/// found (for a `grpc` queue, the metadata its calls leave out); other
+/// queues have nothing to check here.
 pub fn check_http2_ammo(queue: &QueueConfig) -> Result<Option<String>, EngineError> {
     // A scenario's shots name runs; its requests are built as HTTP/1.1 as it goes.
     let scenario = matches!(
@@ -736,6 +758,9 @@ pub fn check_http2_ammo(queue: &QueueConfig) -> Result<Option<String>, EngineErr
             ..
         })
     );
+    if queue.tank_type == tank_config::TankType::Grpc {
+        return grpc_dropped_metadata(queue);
+    }
     if queue.tank_type != tank_config::TankType::Http2 || scenario {
         return Ok(None);
     }

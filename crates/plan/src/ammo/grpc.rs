@@ -8,7 +8,7 @@
 //! so a first pass that fits [`MEMO_BYTES`] is kept, and later passes (`loop`)
 //! come from memory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tank_config::{GrpcConfig, GrpcSchema, QueueConfig};
 use tank_grpc::call::{CallLine, Compiler};
@@ -36,6 +36,34 @@ pub(crate) struct GrpcReader {
     kept: Option<Vec<(Vec<u8>, Vec<u8>)>>,
     replay_at: usize,
     done: bool,
+}
+
+/// The connection-specific metadata names in the calls of `path` (HTTP/2 has
+/// no place for them, so the compiled calls leave them out:
+/// [`tank_grpc::call::CONNECTION_SPECIFIC`]), lower-cased, each with the
+/// number of lines that have it, in the order first met: for the run's one
+/// warning. A pass over the file; a line that does not parse is the plan's
+/// to report, and is passed over here.
+pub fn dropped_metadata(path: &Path) -> Result<Vec<(String, u64)>> {
+    let mut file = AmmoFile::open(path)?;
+    let mut line = Vec::new();
+    let mut found: Vec<(String, u64)> = Vec::new();
+    while file.read_line(&mut line)? {
+        let Ok(call) = CallLine::parse(line.trim_ascii()) else {
+            continue;
+        };
+        for key in call.metadata.keys() {
+            let name = key.to_ascii_lowercase();
+            if !tank_grpc::call::CONNECTION_SPECIFIC.contains(&name.as_str()) {
+                continue;
+            }
+            match found.iter_mut().find(|(known, _)| *known == name) {
+                Some((_, lines)) => *lines += 1,
+                None => found.push((name, 1)),
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// The schema `grpc` names, compiled (from `.proto` files) or decoded (what
@@ -226,6 +254,28 @@ mod tests {
             .0
             .starts_with(b"POST /tankbar.Greeter/SayHello HTTP/1.1\r\n"));
         assert!(calls[0].0.ends_with(b"\0\0\0\0\x03\x0a\x01x"));
+    }
+
+    #[test]
+    fn connection_specific_metadata_is_found_line_by_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ammo.jsonl");
+        std::fs::write(
+            &path,
+            "{\"call\": \"a.B.C\", \"metadata\": {\"Transfer-Encoding\": \"chunked\", \"x\": \"1\"}}\n\
+             not json\n\
+             {\"call\": \"a.B.C\", \"metadata\": {\"transfer-encoding\": \"chunked\", \
+             \"connection\": \"close\"}}\n\
+             {\"call\": \"a.B.C\"}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            dropped_metadata(&path).unwrap(),
+            [
+                ("transfer-encoding".to_owned(), 2),
+                ("connection".to_owned(), 1)
+            ]
+        );
     }
 
     #[test]
