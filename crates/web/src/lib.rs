@@ -48,8 +48,11 @@ pub const TOKEN_ENV: &str = "TANK_WEB_TOKEN";
 const EVENTS: usize = 64;
 
 /// How often a feed asks the pipeline for the totals so far (each time is a
-/// pass over the run's groups, on the results thread): at most once a second.
-const TOTALS_EVERY: Duration = Duration::from_secs(1);
+/// pass over the run's groups, on the results thread): at most twice a
+/// second. Seconds come once a second, a little early or late as the results
+/// thread ticks: with a whole second here, one a little early carried the
+/// totals of the second before, and the page's "so far" lagged its seconds.
+const TOTALS_EVERY: Duration = Duration::from_millis(500);
 
 /// What the page says on top.
 #[derive(Debug, Clone, Default)]
@@ -200,9 +203,9 @@ pub struct Feed {
 
 impl SecondSink for Feed {
     fn second(&mut self, second: &SecondStats, so_far: SoFar<'_>) -> Result<(), SinkError> {
-        let due = self.totals_at.is_none_or(|at| at.elapsed() >= TOTALS_EVERY);
-        let totals = due.then(|| {
-            self.totals_at = Some(Instant::now());
+        let now = Instant::now();
+        let totals = totals_due(self.totals_at, now).then(|| {
+            self.totals_at = Some(now);
             so_far.totals()
         });
         self.shared
@@ -216,9 +219,25 @@ impl SecondSink for Feed {
     }
 }
 
+/// Whether a second handed out `now` gets fresh totals, the last asked for
+/// at `last`.
+fn totals_due(last: Option<Instant>, now: Instant) -> bool {
+    last.is_none_or(|at| now.saturating_duration_since(at) >= TOTALS_EVERY)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_second_a_little_early_still_gets_fresh_totals() {
+        let at = Instant::now();
+        assert!(totals_due(None, at));
+        // A second's tick 0.9 s after the last (the results thread is not exact).
+        assert!(totals_due(Some(at), at + Duration::from_millis(900)));
+        // Seconds handed out together (a catch-up) share one pass over the groups.
+        assert!(!totals_due(Some(at), at + Duration::from_millis(10)));
+    }
     use std::io::{BufRead, BufReader, Read, Write};
     use std::net::TcpStream;
     use std::time::Duration;
