@@ -287,12 +287,24 @@ pub fn statement(sql: &[u8]) -> Vec<u8> {
         }
         b"CALL" => table(tokens.next()),
         b"CREATE" | b"ALTER" | b"DROP" | b"TRUNCATE" => {
-            skip_words(&mut tokens, &[b"TEMPORARY", b"ONLINE", b"IGNORE"]);
+            skip_words(
+                &mut tokens,
+                &[
+                    b"TEMPORARY",
+                    b"ONLINE",
+                    b"IGNORE",
+                    b"UNIQUE",
+                    b"FULLTEXT",
+                    b"SPATIAL",
+                ],
+            );
             match tokens.next() {
                 Some(first) if is(&first, b"TABLE") => {
                     skip_words(&mut tokens, &[b"IF", b"NOT", b"EXISTS"]);
                     table(tokens.next())
                 }
+                // An index's table follows its `ON`.
+                Some(first) if is(&first, b"INDEX") => after_keyword(tokens, b"ON"),
                 first if kind == b"TRUNCATE" => table(first),
                 _ => None,
             }
@@ -396,7 +408,10 @@ mod tests {
             ("CREATE TABLE IF NOT EXISTS log (id int)", "CREATE log"),
             ("DROP TEMPORARY TABLE tmp", "DROP tmp"),
             ("TRUNCATE sessions", "TRUNCATE sessions"),
-            ("CREATE INDEX i ON t (a)", "CREATE"),
+            ("CREATE INDEX i ON t (a)", "CREATE t"),
+            ("create unique index k_1 on sbtest1 (k)", "CREATE sbtest1"),
+            ("DROP INDEX i ON `shop`.orders", "DROP shop.orders"),
+            ("CREATE INDEX dangling", "CREATE"),
             ("set autocommit=0", "SET"),
             ("BEGIN", "BEGIN"),
             ("-- a comment\nCOMMIT", "COMMIT"),
