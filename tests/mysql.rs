@@ -314,6 +314,8 @@ fn a_captured_mysql_conversation_and_its_slow_log_replay_their_commands_per_conn
         summary["apiary"]
     );
     assert_eq!(apiary_tally(&summary, "Sessions Completed"), (2, 2));
+    // The codes are MySQL's by the run's protocol, not by guessing from them.
+    assert_eq!(summary["proto_kind"], "mysql", "{}", summary["proto_kind"]);
 
     // The slow log replayed: each thread's statements, in order. MariaDB's
     // slow log times statements to the whole second only, so both threads

@@ -61,11 +61,7 @@ pub fn run(
         );
         config.warnings.push(warning);
     }
-    let console = Console::choose(
-        quiet || config.console.short_only,
-        &config.path,
-        &config.job,
-    );
+    let console = Console::choose(quiet || config.console.short_only, &config);
     let spec = Spec {
         config,
         overrides: overrides.to_vec(),

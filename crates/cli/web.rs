@@ -15,6 +15,7 @@ use anyhow::{anyhow, Context, Result};
 use tank_config::web::DEFAULT_WEB_LISTEN;
 use tank_config::{TestConfig, WebConfig};
 use tank_http1::access::Token;
+use tank_report::names::ProtoCodes;
 use tank_results::SecondSink;
 use tank_run::{LiveState, Notice, Observer, Started};
 use tank_stats::aggregate::SecondStats;
@@ -67,6 +68,11 @@ impl WebArgs {
             title,
             config: config.map(|c| c.path.display().to_string()),
             job: config.map(|c| c.job.clone()).unwrap_or_default(),
+            codes: config
+                .and_then(|c| ProtoCodes::of_protocols(c.queues.iter().map(|q| q.tank_type)))
+                .unwrap_or(ProtoCodes::Http)
+                .short()
+                .to_string(),
         };
         let dashboard = Dashboard::start(listen, token, &meta)
             .with_context(|| format!("starting the web dashboard on {listen}"))?;

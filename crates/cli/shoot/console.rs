@@ -8,6 +8,7 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use tank_report::console::{self, LiveView};
+use tank_report::names::ProtoCodes;
 use tank_run::{LiveState, Notice, Observer, Started};
 use tank_stats::aggregate::SecondStats;
 use tank_stats::SessionCounts;
@@ -40,6 +41,8 @@ enum View {
         planned_duration: Option<Duration>,
         /// When the schedules start, µs since the Unix epoch (likewise).
         start_unix_us: u64,
+        /// What the proto codes are, from the queues' protocols.
+        codes: ProtoCodes,
     },
     /// One plain line per second.
     Lines {
@@ -51,18 +54,21 @@ enum View {
 
 impl Console {
     /// The screen when stdout is a terminal and lines were not asked for;
-    /// its header names `config` and the `job`.
-    pub fn choose(lines: bool, config: &std::path::Path, job: &tank_config::Job) -> Self {
+    /// its header names the config file and its job.
+    pub fn choose(lines: bool, config: &tank_config::TestConfig) -> Self {
         let view = if !lines && std::io::stdout().is_terminal() {
+            let (path, job) = (config.path.display(), &config.job);
             View::Screen {
                 title: match job.headline() {
-                    Some(headline) => format!("{headline} ({})", config.display()),
-                    None => config.display().to_string(),
+                    Some(headline) => format!("{headline} ({path})"),
+                    None => path.to_string(),
                 },
                 subtitle: job.job_dsc.clone().filter(|d| !d.trim().is_empty()),
                 instances_limit: 0,
                 planned_duration: None,
                 start_unix_us: 0,
+                codes: ProtoCodes::of_protocols(config.queues.iter().map(|q| q.tank_type))
+                    .unwrap_or(ProtoCodes::Http),
             }
         } else {
             View::Lines { start_unix_us: 0 }
@@ -139,6 +145,7 @@ impl Observer for Console {
                 instances_limit,
                 planned_duration,
                 start_unix_us,
+                codes,
             } => {
                 let Some(second) = seconds.last() else {
                     return;
@@ -156,6 +163,7 @@ impl Observer for Console {
                     instances_limit: *instances_limit,
                     autostop: &counting,
                     monitoring: state.monitoring,
+                    codes: *codes,
                 };
                 out!("{}{}", console::CLEAR, console::render_screen(&view));
                 if let Some(sessions) = state.sessions {

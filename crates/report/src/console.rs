@@ -14,7 +14,7 @@ use std::time::Duration;
 use tank_stats::quantile::percent;
 use tank_stats::{Field, GroupStats, SecondStats, TotalStats, QUANTILES};
 
-use crate::names::{http_reason, net_reason};
+use crate::names::{net_reason, ProtoCodes};
 
 /// Everything the full screen shows.
 #[derive(Debug, Clone, Copy)]
@@ -39,6 +39,8 @@ pub struct LiveView<'a> {
     pub autostop: &'a [String],
     /// The latest monitoring second of each monitored host (empty without monitoring).
     pub monitoring: &'a [tank_monitor::HostSecond],
+    /// What the proto codes are (HTTP statuses, MySQL error numbers, ...).
+    pub codes: ProtoCodes,
 }
 
 /// ANSI: move home and clear the screen; print before [`render_screen`]'s text on a TTY.
@@ -148,12 +150,13 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
     );
     // Codes of the last second.
     let all = s.overall.len().max(1) as f64;
+    let codes = view.codes;
     code_lines(
         &mut out,
-        "\nHTTP codes",
+        &format!("\n{}", codes.short()),
         &s.overall.proto_codes,
         all,
-        http_reason,
+        |code| codes.reason(code),
     );
     code_lines(&mut out, "net codes", &s.overall.net_codes, all, net_reason);
     // Per-tag table, cumulative.
@@ -325,7 +328,7 @@ fn code_lines(
     title: &str,
     counts: &tank_stats::CodeCounts,
     all: f64,
-    reason: fn(u16) -> &'static str,
+    reason: impl Fn(u16) -> &'static str,
 ) {
     let _ = writeln!(out, "{title} (last second):");
     for (code, n) in counts.iter() {
@@ -374,6 +377,7 @@ mod tests {
             instances_limit: 10,
             autostop: &[],
             monitoring: &[],
+            codes: ProtoCodes::Http,
         })
     }
 
@@ -394,6 +398,7 @@ mod tests {
                 instances_limit: 10,
                 autostop: &[],
                 monitoring: &[],
+                codes: ProtoCodes::Http,
             }
         });
         let head: Vec<&str> = screen.lines().take(2).collect();
@@ -427,6 +432,7 @@ mod tests {
             instances_limit: 1000,
             autostop: &counting,
             monitoring: &[],
+            codes: ProtoCodes::Http,
         });
         for needle in [
             "25%",
@@ -588,6 +594,29 @@ mod tests {
     }
 
     #[test]
+    fn a_mysql_runs_screen_heads_its_codes_as_mysql_codes() {
+        let (second, totals) = state();
+        let screen = render_screen(&LiveView {
+            codes: ProtoCodes::Mysql,
+            ..LiveView {
+                title: "replay.ini",
+                subtitle: None,
+                second: &second,
+                second_offset: Duration::ZERO,
+                totals: &totals,
+                elapsed: Duration::from_secs(1),
+                planned_duration: None,
+                instances_limit: 10,
+                autostop: &[],
+                monitoring: &[],
+                codes: ProtoCodes::Http,
+            }
+        });
+        assert!(screen.contains("\nMySQL codes (last second):"), "{screen}");
+        assert!(!screen.contains("HTTP codes"), "{screen}");
+    }
+
+    #[test]
     fn retries_show_once_there_are_any() {
         let (mut second, mut totals) = state();
         let view = |second: &SecondStats, totals: &TotalStats| {
@@ -602,6 +631,7 @@ mod tests {
                 instances_limit: 1,
                 autostop: &[],
                 monitoring: &[],
+                codes: ProtoCodes::Http,
             })
         };
         assert!(!view(&second, &totals).contains("retries"));

@@ -1,5 +1,6 @@
 //! Names of codes, for people: `503` → `Service Unavailable`, net `110` → `timed out`.
 
+use tank_config::TankType;
 use tank_stats::NetCode;
 
 /// The reason phrase of an HTTP status (empty for unusual ones; `0` means no
@@ -50,8 +51,11 @@ pub fn http_reason(code: u16) -> &'static str {
 /// (1000 and up, which no HTTP status reaches); a protocol without codes
 /// (`tank_type = none`, framed TCP) writes 0 for a reply, which HTTP writes only
 /// after a net error. A MySQL run whose every command succeeded has only 200s,
-/// and reads as HTTP.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// and reads as HTTP: a run's summary therefore keeps the kind its queues'
+/// protocols give ([`ProtoCodes::of_protocols`]), and the codes are read only
+/// for a phout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ProtoCodes {
     /// HTTP statuses (and the HTTP-shaped codes of gRPC and memcached).
     Http,
@@ -64,6 +68,20 @@ pub enum ProtoCodes {
 }
 
 impl ProtoCodes {
+    /// The kind of a run's codes from its queues' protocols (`None` for no queue).
+    pub fn of_protocols(protocols: impl IntoIterator<Item = TankType>) -> Option<ProtoCodes> {
+        protocols
+            .into_iter()
+            .map(|protocol| match protocol {
+                TankType::Http | TankType::Http2 | TankType::Grpc | TankType::Memcached => {
+                    ProtoCodes::Http
+                }
+                TankType::Mysql => ProtoCodes::Mysql,
+                TankType::None => ProtoCodes::Codeless,
+            })
+            .reduce(|a, b| if a == b { a } else { ProtoCodes::Mixed })
+    }
+
     /// The kind of `proto` (code → count), with `net` (code → count) telling
     /// the 0s of failed shots from those of replies.
     pub fn of(
@@ -178,5 +196,21 @@ mod tests {
         );
         assert_eq!(ProtoCodes::Codeless.reason(0), "no code");
         assert_eq!(ProtoCodes::Mysql.reason(1045), "access denied");
+    }
+
+    #[test]
+    fn a_runs_protocols_say_what_its_codes_are() {
+        use TankType::*;
+        let kind = |types: &[TankType]| ProtoCodes::of_protocols(types.iter().copied());
+        assert_eq!(kind(&[]), Option::None);
+        assert_eq!(kind(&[Mysql]), Some(ProtoCodes::Mysql));
+        assert_eq!(kind(&[Mysql, Mysql]), Some(ProtoCodes::Mysql));
+        // gRPC's statuses and memcached's replies are written as HTTP codes.
+        assert_eq!(
+            kind(&[Http, Http2, Grpc, Memcached]),
+            Some(ProtoCodes::Http)
+        );
+        assert_eq!(kind(&[None]), Some(ProtoCodes::Codeless));
+        assert_eq!(kind(&[Http, Mysql]), Some(ProtoCodes::Mixed));
     }
 }

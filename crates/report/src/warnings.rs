@@ -22,6 +22,8 @@ pub struct Facts<'a> {
     pub net_codes: &'a BTreeMap<String, u64>,
     /// HTTP codes: code → count.
     pub proto_codes: &'a BTreeMap<String, u64>,
+    /// What the proto codes are (HTTP statuses, MySQL error numbers, ...).
+    pub kind: ProtoCodes,
     /// Whether this is a run (the engine's counts are known) rather than a phout.
     pub run: bool,
     /// How the run was stopped before its plan ended (Ctrl-C, autostop), if it
@@ -73,7 +75,7 @@ pub fn judge(facts: &Facts) -> Vec<String> {
         .sum();
     if responses > 0 && http_errors == responses {
         // Named by the protocol: a MySQL run's errors are the server's error numbers.
-        let error = ProtoCodes::of(facts.proto_codes, facts.net_codes).error();
+        let error = facts.kind.error();
         out.push(format!(
             "every response was {error}: {responses} of {responses}"
         ));
@@ -223,6 +225,7 @@ mod tests {
             shots,
             net_codes: &codes(net),
             proto_codes: &codes(http),
+            kind: ProtoCodes::of(&codes(http), &codes(net)),
             run: true,
             stop,
             instances: None,
@@ -271,6 +274,7 @@ mod tests {
                 shots: &s,
                 net_codes: &codes(&[("0", 14365)]),
                 proto_codes: &codes(&[("200", 14365)]),
+                kind: ProtoCodes::Http,
                 run: true,
                 stop: None,
                 instances,
@@ -355,6 +359,7 @@ mod tests {
             shots: &s,
             net_codes: &BTreeMap::new(),
             proto_codes: &BTreeMap::new(),
+            kind: ProtoCodes::Http,
             run: false,
             stop: None,
             instances: None,

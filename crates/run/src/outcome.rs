@@ -12,6 +12,7 @@ use tank_config::{LoadProfile, TestConfig};
 use tank_engine::{Engine, QueueReport, RunReport};
 use tank_export::influx::InfluxReport;
 use tank_report::memcached::McperfLines;
+use tank_report::names::ProtoCodes;
 use tank_report::stream::{files, write_outputs};
 use tank_report::summary::{FailureRow, InfluxRow, ReplayRow, ScenarioRow, Stop, StopCause};
 use tank_report::{Meta, RunCounts, Summary};
@@ -239,6 +240,7 @@ pub(crate) fn finish(
         answers_dropped: notes.answers_dropped,
         stop,
         instances: Some(facts.instances),
+        proto_kind: ProtoCodes::of_protocols(config.queues.iter().map(|q| q.tank_type)),
     };
     let first_shot = collected.totals.active_us.map(|(first, _)| first);
     let mut summary = summarize(facts, &report, &mut collected, &counts, artifacts);

@@ -20,6 +20,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use tank_report::names::ProtoCodes;
 use tank_report::stream::{files, write_outputs};
 use tank_report::summary::{Stop, StopCause};
 use tank_report::{Meta, RunCounts, Summary};
@@ -154,6 +155,15 @@ impl SecondSink for PerShard {
     }
 }
 
+/// What the shards' proto codes are, from the summaries of those that wrote
+/// one (`None` when none says: then the codes themselves are read).
+fn merged_proto_kind(dirs: &[PathBuf]) -> Option<ProtoCodes> {
+    dirs.iter()
+        .filter_map(|dir| std::fs::read_to_string(dir.join(files::SUMMARY_JSON)).ok())
+        .filter_map(|text| Summary::from_json(&text).ok()?.proto_kind)
+        .reduce(|a, b| if a == b { a } else { ProtoCodes::Mixed })
+}
+
 /// Merge the runs in `dirs` into `out` (created; it must not hold a phout yet).
 pub fn merge_runs(
     dirs: &[PathBuf],
@@ -198,6 +208,7 @@ pub fn merge_runs(
         stop,
         // A phout does not say how many instances were busy: each shard's summary does.
         instances: None,
+        proto_kind: merged_proto_kind(dirs),
     };
     let latest_start = records.iter().map(|r| r.start_unix_us).max().unwrap_or(0);
     let max_skew_us = shards

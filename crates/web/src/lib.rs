@@ -63,6 +63,9 @@ pub struct PageMeta {
     pub config: Option<String>,
     /// The job's name and description (`[meta]`).
     pub job: Job,
+    /// What the proto codes are called (`HTTP codes`, `MySQL codes`;
+    /// empty: HTTP codes).
+    pub codes: String,
 }
 
 /// The live dashboard: a server and what it shows. Cheap to share between
@@ -88,6 +91,7 @@ impl Dashboard {
             "title": meta.title,
             "config": meta.config,
             "job": meta.job,
+            "codes": if meta.codes.is_empty() { "HTTP codes" } else { &meta.codes },
             "generator": format!("tank {}", env!("CARGO_PKG_VERSION")),
         });
         let shared = Arc::new(Shared {

@@ -63,14 +63,14 @@
       var q = last.q || [];
       tableIn("now", "Last finished second (" + clock(last.t) + ") and the run so far", ["", "last second", "so far"], [
         ["planned", last.planned, t.planned], ["sent", last.sent, t.sent], ["responses", last.responses, t.responses],
-        ["errors (net, HTTP 4xx/5xx)", Object.keys(last.net).filter(function (c) { return c !== "0"; }).reduce(function (a, c) { return a + last.net[c]; }, 0) +
+        ["errors (net, " + (codeKind() === "HTTP" ? "HTTP 4xx/5xx" : codeKind() + " errors") + ")", Object.keys(last.net).filter(function (c) { return c !== "0"; }).reduce(function (a, c) { return a + last.net[c]; }, 0) +
           Object.keys(last.http).filter(function (c) { return +c >= 400; }).reduce(function (a, c) { return a + last.http[c]; }, 0),
          fmt(t.errors) + " (" + (100 * t.errors / Math.max(t.responses, 1)).toFixed(2) + "%)"],
         ["instances busy", last.instances, "–"],
         ["p50 ms", q[0], t.quantiles_ms[0]], ["p90 ms", q[2], t.quantiles_ms[2]], ["p99 ms", q[4], t.quantiles_ms[4]],
         ["max ms", q[5], t.quantiles_ms[5]], ["lag p99 ms", last.lag_p99, "–"]], document.getElementById("now"));
       tableIn("codes", "Codes so far", ["code", "count", "%"],
-        Object.keys(t.http).map(function (c) { return ["HTTP " + c, t.http[c], 100 * t.http[c] / Math.max(t.responses, 1)]; })
+        Object.keys(t.http).map(function (c) { return [codeKind() + " " + c, t.http[c], 100 * t.http[c] / Math.max(t.responses, 1)]; })
           .concat(Object.keys(t.net).map(function (c) { return ["net " + c, t.net[c], 100 * t.net[c] / Math.max(t.responses, 1)]; })),
         document.getElementById("now"));
     }
@@ -84,7 +84,7 @@
     chart("lag", "Lag behind the schedule, and latency from the intended start", x, [
       { name: "lag p99", values: column(s, "lag_p99") }, { name: "lag max", values: column(s, "lag_max") },
       { name: "from intended start p99", values: column(s, "intended_p99") }], "ms", { log: true });
-    chart("http", "HTTP codes per second", x, codeColumns(s, "http"), "responses");
+    chart("http", STATE.meta.codes + " per second", x, codeColumns(s, "http"), "responses");
     chart("net", "Net codes per second", x, codeColumns(s, "net"), "responses");
     chart("instances", "Active instances", x, [{ name: "instances", values: column(s, "instances") }], "instances");
     var tags = t.tags.map(function (r) { return r[0]; });
@@ -127,6 +127,11 @@
         return [r.label, r.end && r.end.exit_code !== null ? String(r.end.exit_code) : "–"];
       }), document.getElementById("now"));
     }
+  }
+
+  // What the proto codes are: "HTTP", "MySQL" or "proto" (the run's protocols).
+  function codeKind() {
+    return (STATE.meta.codes || "HTTP codes").replace(/ codes$/, "");
   }
 
   function drawHeader(meta) {

@@ -8,7 +8,6 @@
 use serde_json::json;
 use tank_stats::NetCode;
 
-use crate::names::ProtoCodes;
 use crate::summary::Summary;
 
 /// The charts and tables every page draws with (the live dashboard's too).
@@ -26,7 +25,7 @@ pub fn script(page_script: &str) -> String {
 /// The report page of one run.
 pub fn report(summary: &Summary) -> String {
     // The proto codes' names and heading by what they are (a MySQL run's are no HTTP statuses).
-    let kind = ProtoCodes::of(&summary.proto_codes, &summary.net_codes);
+    let kind = summary.codes();
     let http: serde_json::Map<String, serde_json::Value> = summary
         .proto_codes
         .keys()

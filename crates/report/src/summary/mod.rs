@@ -13,6 +13,7 @@ use tank_stats::quantile::percent;
 use tank_stats::{Field, GroupStats, TotalStats, QUANTILES};
 
 use crate::monitoring::HostSeries;
+use crate::names::ProtoCodes;
 use tank_results::Timeline;
 
 mod scenario;
@@ -45,8 +46,14 @@ pub struct Summary {
     pub avg_ms: AvgTimes,
     /// Average sizes, bytes.
     pub avg_bytes: AvgSizes,
-    /// HTTP codes: code → count.
+    /// Proto codes (HTTP statuses, or what [`Summary::codes`] says): code → count.
     pub proto_codes: BTreeMap<String, u64>,
+    /// What the proto codes are, from the run's protocols (`tank_type`s).
+    /// `None` for a summary of a phout, which does not record the protocol,
+    /// and one written before tank kept it: [`Summary::codes`] then tells
+    /// the kind from the codes themselves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proto_kind: Option<ProtoCodes>,
     /// Net codes: code → count.
     pub net_codes: BTreeMap<String, u64>,
     /// Rows with a net error or an HTTP status of 400 and up (a row with both
@@ -208,6 +215,8 @@ pub struct RunCounts {
     pub stop: Option<Stop>,
     /// The instances the run could use, over its queues (`None`: not known).
     pub instances: Option<u64>,
+    /// What the proto codes are, from the queues' protocols (`None`: not known).
+    pub proto_kind: Option<ProtoCodes>,
 }
 
 /// Why a run stopped before its plan ended.
@@ -381,6 +390,13 @@ fn codes(counts: &tank_stats::CodeCounts) -> BTreeMap<String, u64> {
 }
 
 impl Summary {
+    /// What the proto codes are: the run's protocols' kind, or, for a phout,
+    /// the kind the codes themselves suggest.
+    pub fn codes(&self) -> ProtoCodes {
+        self.proto_kind
+            .unwrap_or_else(|| ProtoCodes::of(&self.proto_codes, &self.net_codes))
+    }
+
     /// Build the summary. `run` holds the engine's counts of a run; `None` for a
     /// phout, where planned and sent are unknown.
     pub fn build(
@@ -415,10 +431,12 @@ impl Summary {
         };
         let proto_codes = codes(&overall.proto_codes);
         let net_codes = codes(&overall.net_codes);
+        let proto_kind = run.and_then(|r| r.proto_kind);
         let warnings = crate::warnings::judge(&crate::warnings::Facts {
             shots: &shots,
             net_codes: &net_codes,
             proto_codes: &proto_codes,
+            kind: proto_kind.unwrap_or_else(|| ProtoCodes::of(&proto_codes, &net_codes)),
             run: run.is_some(),
             stop: run.and_then(|r| r.stop),
             instances: run
@@ -464,6 +482,7 @@ impl Summary {
                 response: overall.field(Field::SizeIn).mean(),
             },
             proto_codes,
+            proto_kind,
             net_codes,
             errors: Some(overall.errors()),
             grpc_statuses: BTreeMap::new(),

@@ -126,6 +126,7 @@ fn retries_are_counted_for_a_run_and_unknown_for_a_phout() {
         answers_dropped: 0,
         stop: None,
         instances: None,
+        proto_kind: None,
     };
     let run = Summary::build(
         Meta::default(),
@@ -325,4 +326,57 @@ fn a_summary_of_no_responses_shows_no_quantiles() {
         "{text}"
     );
     assert!(!text.contains("0.000"), "{text}");
+}
+
+#[test]
+fn a_mysql_run_whose_every_command_succeeded_is_headed_by_mysql_codes() {
+    // All 200s read as HTTP from the codes alone; the run's protocol says MySQL.
+    let mut agg = Aggregator::new(0);
+    for _ in 0..3 {
+        agg.add_sample(&tank_stats::Sample {
+            start_unix_us: 100_000_000,
+            lag_us: 0,
+            tag: b"SELECT items".as_slice().into(),
+            measured: tank_stats::Measured {
+                interval_real_us: 1000,
+                proto_code: 200,
+                ..tank_stats::Measured::default()
+            },
+        });
+    }
+    agg.finish();
+    let counts = |proto_kind| RunCounts {
+        planned: Some(3),
+        sent: 3,
+        planned_rps: None,
+        dropped: 0,
+        answers_dropped: 0,
+        stop: None,
+        instances: None,
+        proto_kind,
+    };
+    let build = |counts: Option<&RunCounts>| {
+        Summary::build(
+            Meta::default(),
+            &agg.totals(),
+            Timeline::default(),
+            counts,
+            None,
+            Some(0),
+        )
+    };
+    let mysql = build(Some(&counts(Some(ProtoCodes::Mysql))));
+    let text = mysql.to_text();
+    assert!(text.contains("\nMySQL codes"), "{text}");
+    assert!(!text.contains("HTTP codes"), "{text}");
+    // The kind survives summary.json, and a phout's summary still reads its codes.
+    let json = mysql.to_json();
+    assert!(json.contains("\"proto_kind\": \"mysql\""), "{json}");
+    assert_eq!(
+        Summary::from_json(&json).unwrap().codes(),
+        ProtoCodes::Mysql
+    );
+    let phout = build(None);
+    assert_eq!(phout.proto_kind, None);
+    assert!(phout.to_text().contains("\nHTTP codes"));
 }

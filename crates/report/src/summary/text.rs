@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::Summary;
-use crate::names::{net_reason, ProtoCodes};
+use crate::names::net_reason;
 
 impl Summary {
     /// The summary for people, printed at the end of a run and written as `summary.txt`.
@@ -120,7 +120,7 @@ impl Summary {
             );
         }
         let total = self.shots.responses.max(1) as f64;
-        let kind = ProtoCodes::of(&self.proto_codes, &self.net_codes);
+        let kind = self.codes();
         let named = |codes: &BTreeMap<String, u64>, reason: &dyn Fn(u16) -> &'static str| {
             codes
                 .iter()
