@@ -305,6 +305,41 @@ fn a_conversation_becomes_its_commands_with_statements_numbered_in_the_session()
 }
 
 #[test]
+fn a_table_in_the_sessions_own_schema_is_tagged_without_it() {
+    // `shop.items` in schema shop is `items`: one table, one tag. The schema
+    // follows the login, COM_INIT_DB and USE.
+    let mut c = logged_in(3306, 0, b"shop");
+    let queries: [&[u8]; 6] = [
+        b"\x03SELECT * FROM shop.items",
+        b"\x03SELECT * FROM items",
+        b"\x02stock",
+        b"\x03SELECT * FROM shop.items",
+        b"\x03USE `shop`",
+        b"\x03DELETE FROM `shop`.items WHERE id = 1",
+    ];
+    for (i, query) in queries.iter().enumerate() {
+        let at = 1_000 * (i as u64 + 1);
+        c.client(at, 0, &[query]);
+        c.server(at + 100, 1, &[build::ok(0, 0, 2)]);
+    }
+    let (_, requests, _, warnings) = run(&pcap(&c.segments(1460)), &Options::default());
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let tags: Vec<&str> = requests.iter().map(|r| r.2.as_str()).collect();
+    assert_eq!(
+        tags,
+        [
+            "CONNECT",
+            "SELECT items",
+            "SELECT items",
+            "INIT_DB",
+            "SELECT shop.items",
+            "USE",
+            "DELETE items"
+        ]
+    );
+}
+
+#[test]
 fn any_segmentation_imports_the_same_commands() {
     let whole = run(&pcap(&shop(0).segments(1460)), &Options::default()).1;
     for mss in [1, 3, 7, 64] {

@@ -13,7 +13,13 @@
 //! - `CALL`: the procedure.
 //! - `CREATE`, `ALTER`, `DROP`, `TRUNCATE` … `TABLE`: the table.
 //!
-//! A qualified name keeps its schema (`shop.items`); quotes are dropped.
+//! A qualified name keeps its schema (`shop.items`) unless it is the
+//! session's own ([`statement_in`]): in schema `shop`, `shop.items` is the
+//! `items` the server reads, and one table gets one tag. Quotes are dropped.
+//!
+//! A main statement that reads a common table expression is tagged by the
+//! table that expression reads: `WITH r AS (SELECT … FROM orders) SELECT …
+//! FROM r` is `SELECT orders`, the table the load falls on.
 //!
 //! Tagging is on the importer's path for every command, so the text is lexed
 //! only as far as the tag needs (a `SELECT`'s tokens up to its first table;
@@ -230,6 +236,38 @@ fn table(token: Option<Token<'_>>) -> Option<Cow<'_, [u8]>> {
 /// The tokens after the kind, read as far as asked.
 type Rest<'a> = Peekable<std::iter::Take<Lexer<'a>>>;
 
+/// The tag of the statement `sql` run in `schema` (the session's current
+/// one; empty for none): [`statement`]'s, without the table's schema when
+/// it is that one.
+pub fn statement_in(sql: &[u8], schema: &[u8]) -> Vec<u8> {
+    let mut tag = statement(sql);
+    if schema.is_empty() {
+        return tag;
+    }
+    if let Some(space) = tag.iter().position(|&b| b == b' ') {
+        let table = &tag[space + 1..];
+        if table.len() > schema.len() + 1
+            && table.starts_with(schema)
+            && table[schema.len()] == b'.'
+        {
+            tag.drain(space + 1..space + 2 + schema.len());
+        }
+    }
+    tag
+}
+
+/// The schema a `USE` statement switches to (`None` for any other statement).
+pub fn used_schema(sql: &[u8]) -> Option<Vec<u8>> {
+    let mut tokens = Lexer { sql, at: 0 };
+    if !is(&tokens.next()?, b"USE") {
+        return None;
+    }
+    match tokens.next()? {
+        Token::Name { text, .. } if !text.is_empty() => Some(text.into_owned()),
+        _ => None,
+    }
+}
+
 /// The tag of the statement `sql` (see the module docs).
 pub fn statement(sql: &[u8]) -> Vec<u8> {
     let mut tokens: Rest<'_> = Lexer { sql, at: 0 }.take(MAX_TOKENS).peekable();
@@ -239,27 +277,7 @@ pub fn statement(sql: &[u8]) -> Vec<u8> {
         return b"QUERY".to_vec();
     };
     let name = match &kind[..] {
-        b"WITH" => {
-            // The statement after the common table expressions (at depth 0).
-            let rest: Vec<Token<'_>> = tokens.collect();
-            let mut depth = 0i32;
-            let main = rest.iter().position(|token| {
-                match token {
-                    Token::Open => depth += 1,
-                    Token::Close => depth -= 1,
-                    _ => {}
-                }
-                depth == 0
-                    && is_any(
-                        token,
-                        &[b"SELECT", b"INSERT", b"UPDATE", b"DELETE", b"REPLACE"],
-                    )
-            });
-            if let Some(main) = main {
-                return statement_from(&rest[main..]);
-            }
-            None
-        }
+        b"WITH" => return with(tokens.collect()),
         b"SELECT" => after_keyword(tokens, b"FROM"),
         b"INSERT" | b"REPLACE" => {
             skip_words(
@@ -312,6 +330,82 @@ pub fn statement(sql: &[u8]) -> Vec<u8> {
         _ => None,
     };
     finish(kind, name.as_deref())
+}
+
+/// How many common table expressions deep a table is looked for (one reading
+/// another): a recursive one reads itself.
+const CTE_DEPTH: u8 = 8;
+
+/// The tag of a `WITH` statement, `rest` its tokens after `WITH`: the main
+/// statement's, with the table a common table expression reads for the
+/// expression's name.
+fn with(rest: Vec<Token<'_>>) -> Vec<u8> {
+    // The expressions' names and bodies, and the main statement after them (at depth 0).
+    let mut ctes: Vec<(&[u8], std::ops::Range<usize>)> = Vec::new();
+    let mut level = 0i32;
+    let mut name: Option<&[u8]> = None;
+    let mut body_start = None;
+    let mut main = None;
+    for (i, token) in rest.iter().enumerate() {
+        match token {
+            Token::Open => {
+                level += 1;
+                // `name AS (` opens the body (`name (a, b) AS (` a column list first).
+                if level == 1 && i > 0 && is(&rest[i - 1], b"AS") {
+                    body_start = Some(i + 1);
+                }
+            }
+            Token::Close => {
+                level -= 1;
+                // A body's end (a column list's leaves the name for the body).
+                if let (0, Some(start)) = (level, body_start) {
+                    if let Some(name) = name.take() {
+                        ctes.push((name, start..i));
+                    }
+                    body_start = None;
+                }
+            }
+            Token::Name { text, .. } if level == 0 => {
+                if is_any(
+                    token,
+                    &[b"SELECT", b"INSERT", b"UPDATE", b"DELETE", b"REPLACE"],
+                ) {
+                    main = Some(i);
+                    break;
+                }
+                if !is_any(token, &[b"RECURSIVE", b"AS"]) {
+                    name = Some(text);
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(main) = main else {
+        return b"WITH".to_vec();
+    };
+    let tag = statement_from(&rest[main..]);
+    let Some(space) = tag.iter().position(|&b| b == b' ') else {
+        return tag;
+    };
+    let table = read_by(&tag[space + 1..], &ctes, &rest, CTE_DEPTH);
+    finish(tag[..space].to_vec(), table.as_deref())
+}
+
+/// The table that reading `name` falls on: `name` itself, or, when it is one
+/// of the `ctes` (bodies in `tokens`), the table its body reads, looked up
+/// `depth` times at most (`None`: a recursive one, or one reading no table).
+fn read_by(
+    name: &[u8],
+    ctes: &[(&[u8], std::ops::Range<usize>)],
+    tokens: &[Token<'_>],
+    depth: u8,
+) -> Option<Vec<u8>> {
+    let Some((_, body)) = ctes.iter().find(|(cte, _)| cte.eq_ignore_ascii_case(name)) else {
+        return Some(name.to_vec());
+    };
+    let tag = statement_from(&tokens[body.clone()]);
+    let space = tag.iter().position(|&b| b == b' ')?;
+    read_by(&tag[space + 1..], ctes, tokens, depth.checked_sub(1)?)
 }
 
 /// The tag of the tokens of a statement (the main one of a `WITH`).
@@ -403,7 +497,20 @@ mod tests {
             ("UPDATE LOW_PRIORITY stock SET n = n - 1", "UPDATE stock"),
             ("DELETE FROM carts WHERE id = 3", "DELETE carts"),
             ("DELETE t1 FROM t1 JOIN t2", "DELETE t1"),
-            ("WITH x AS (SELECT * FROM a) SELECT * FROM x", "SELECT x"),
+            ("WITH x AS (SELECT * FROM a) SELECT * FROM x", "SELECT a"),
+            (
+                "WITH RECURSIVE r (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r",
+                "SELECT",
+            ),
+            (
+                "with a as (select * from `shop`.orders), b as (select * from a) select * from b",
+                "SELECT shop.orders",
+            ),
+            ("WITH a AS (SELECT 1) SELECT * FROM items", "SELECT items"),
+            (
+                "WITH a AS (WITH b AS (SELECT * FROM t) SELECT * FROM b) SELECT * FROM a",
+                "SELECT t",
+            ),
             ("CALL refresh_totals(1)", "CALL refresh_totals"),
             ("CREATE TABLE IF NOT EXISTS log (id int)", "CREATE log"),
             ("DROP TEMPORARY TABLE tmp", "DROP tmp"),
@@ -439,6 +546,30 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_sessions_own_schema_is_left_out_of_the_tag() {
+        let tag = |sql: &str, schema: &str| {
+            String::from_utf8(statement_in(sql.as_bytes(), schema.as_bytes())).unwrap()
+        };
+        assert_eq!(tag("SELECT * FROM shop.items", "shop"), "SELECT items");
+        assert_eq!(tag("SELECT * FROM `shop`.`items`", "shop"), "SELECT items");
+        assert_eq!(tag("SELECT * FROM items", "shop"), "SELECT items");
+        assert_eq!(
+            tag("SELECT * FROM other.items", "shop"),
+            "SELECT other.items"
+        );
+        assert_eq!(
+            tag("SELECT * FROM shopping.items", "shop"),
+            "SELECT shopping.items"
+        );
+        assert_eq!(tag("SELECT * FROM shop.items", ""), "SELECT shop.items");
+        assert_eq!(tag("SELECT 1", "shop"), "SELECT");
+        assert_eq!(used_schema(b"use `shop`"), Some(b"shop".to_vec()));
+        assert_eq!(used_schema(b"USE shop; "), Some(b"shop".to_vec()));
+        assert_eq!(used_schema(b"SELECT 1"), None);
+        assert_eq!(used_schema(b"USE"), None);
+    }
+
     proptest! {
         #[test]
         fn any_text_gets_a_one_line_tag_without_panicking(sql in proptest::collection::vec(any::<u8>(), 0..200)) {
@@ -446,6 +577,22 @@ mod tests {
             prop_assert!(!tag.is_empty());
             prop_assert!(tag.len() <= MAX_TAG);
             prop_assert!(!tag.contains(&b'\n') && !tag.contains(&b'\r'));
+        }
+
+        #[test]
+        fn any_with_statement_gets_a_tag_without_panicking(
+            words in proptest::collection::vec(
+                prop_oneof![
+                    Just("a"), Just("b"), Just("AS"), Just("("), Just(")"), Just(","),
+                    Just("SELECT"), Just("FROM"), Just("WITH"), Just("RECURSIVE"), Just("t"),
+                ],
+                0..40,
+            ),
+        ) {
+            // Expressions reading each other, in any order, nested or unclosed.
+            let sql = format!("WITH {}", words.join(" "));
+            let tag = statement(sql.as_bytes());
+            prop_assert!(!tag.is_empty() && tag.len() <= MAX_TAG);
         }
 
         #[test]

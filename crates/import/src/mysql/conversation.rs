@@ -89,6 +89,10 @@ pub(crate) struct MysqlConversation {
     response: Option<Response>,
     options: reply::Options,
     query_attributes: bool,
+    /// The session's schema as the client last chose it (the login's, a
+    /// `COM_INIT_DB`'s or a `USE`'s; empty: none or not seen): a table in it
+    /// is tagged without it.
+    schema: Vec<u8>,
     awaiting: VecDeque<Awaiting>,
     unclaimed: Vec<u8>,
     pending: VecDeque<Pending>,
@@ -131,6 +135,7 @@ impl MysqlConversation {
                 local_infile: true,
             },
             query_attributes: false,
+            schema: Vec::new(),
             awaiting: VecDeque::new(),
             unclaimed: Vec::new(),
             pending: VecDeque::new(),
@@ -168,6 +173,7 @@ impl MysqlConversation {
             collation: response.collation,
             schema: response.schema.clone(),
         };
+        self.schema.clone_from(&response.schema);
         said.requests.push(Request {
             at_us: self.greeting.as_ref().map_or(at_us, |(_, at)| *at),
             tag: Command::Connect.name().as_bytes().to_vec(),
@@ -197,7 +203,10 @@ impl MysqlConversation {
         if command.answer() != command::Answer::Nothing {
             let prepare = (command == Command::StmtPrepare).then(|| {
                 self.prepares += 1;
-                (self.prepares, tag::statement(&payload[1..]))
+                (
+                    self.prepares,
+                    tag::statement_in(&payload[1..], &self.schema),
+                )
             });
             self.awaiting.push_back(Awaiting {
                 reader: ReplyReader::new(command, self.options, reply_seq),
@@ -216,11 +225,23 @@ impl MysqlConversation {
             },
             _ => payload,
         };
+        let sql = &payload[1..];
         let tag = match command {
-            Command::Query => tag::statement(&payload[1..]),
-            Command::StmtPrepare => [&b"PREPARE "[..], &tag::statement(&payload[1..])].concat(),
+            Command::Query => tag::statement_in(sql, &self.schema),
+            Command::StmtPrepare => {
+                [&b"PREPARE "[..], &tag::statement_in(sql, &self.schema)].concat()
+            }
             other => other.name().as_bytes().to_vec(),
         };
+        match command {
+            Command::InitDb => self.schema = sql.to_vec(),
+            Command::Query => {
+                if let Some(schema) = tag::used_schema(sql) {
+                    self.schema = schema;
+                }
+            }
+            _ => {}
+        }
         let statement = command
             .names_statement()
             .then(|| command::statement_id(&payload))

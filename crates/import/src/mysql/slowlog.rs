@@ -399,7 +399,8 @@ impl Reader<'_> {
         if !entry.admin {
             let mut bytes = vec![Command::Query.byte()];
             bytes.extend_from_slice(text);
-            return push(start_us, session, None, tag::statement(text), bytes);
+            let tag = tag::statement_in(text, &thread.schema);
+            return push(start_us, session, None, tag, bytes);
         }
         let command = match text {
             b"Quit" => Command::Quit,

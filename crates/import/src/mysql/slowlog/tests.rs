@@ -192,6 +192,28 @@ fn a_use_statement_is_not_preceded_by_an_init_db_of_its_own() {
 }
 
 #[test]
+fn a_table_in_the_entrys_schema_is_tagged_without_it() {
+    let (requests, _, _) = imported(
+        "# User@Host: app[app] @ h []\n# Thread_id: 7  Schema: shop  QC_hit: No\n\
+         # Query_time: 0.000010\nSET timestamp=100;\nSELECT * FROM shop.items;\n\
+         # User@Host: app[app] @ h []\n# Thread_id: 7  Schema: shop  QC_hit: No\n\
+         # Query_time: 0.000010\nSET timestamp=100;\nSELECT * FROM items;\n\
+         # User@Host: app[app] @ h []\n# Thread_id: 7  Schema: shop  QC_hit: No\n\
+         # Query_time: 0.000010\nSET timestamp=100;\nSELECT * FROM stock.items;\n",
+    );
+    let tags: Vec<&str> = requests.iter().map(|r| r.2.as_str()).collect();
+    assert_eq!(
+        tags,
+        [
+            "CONNECT",
+            "SELECT items",
+            "SELECT items",
+            "SELECT stock.items"
+        ]
+    );
+}
+
+#[test]
 fn a_restart_banner_ends_every_session_so_a_thread_id_after_it_is_another() {
     let entry = |schema: &str, second: u64, text: &str| {
         format!(
