@@ -141,6 +141,11 @@ fn shop_flow(file: &str, http2: bool) {
     assert_eq!(scenarios["runs_completed"], 12);
     assert_eq!(scenarios["runs_planned"], 12);
     assert_eq!(scenarios["runs_failed"], 0);
+    // The plan counts runs, not requests: each second's line says it has no planned count.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.contains(" ts=")).collect();
+    assert!(!lines.is_empty(), "{stdout}");
+    assert!(lines.iter().all(|l| l.contains(" planned=– ")), "{stdout}");
 }
 
 #[test]

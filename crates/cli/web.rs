@@ -146,6 +146,7 @@ impl Observer for Shown {
             &self.label,
             started.start_unix_us,
             started.longest_schedule.map(|d| d.as_secs_f64()),
+            started.planned_known,
         );
         self.inner.started(started);
     }

@@ -43,12 +43,16 @@ enum View {
         start_unix_us: u64,
         /// What the proto codes are, from the queues' protocols.
         codes: ProtoCodes,
+        /// Whether the seconds' planned counts are whole (likewise).
+        planned_known: bool,
     },
     /// One plain line per second.
     Lines {
         /// When the schedules start, µs since the Unix epoch: each line is
         /// labelled with its second's offset from it.
         start_unix_us: u64,
+        /// Whether the seconds' planned counts are whole (known once the run is set up).
+        planned_known: bool,
     },
 }
 
@@ -69,9 +73,13 @@ impl Console {
                 start_unix_us: 0,
                 codes: ProtoCodes::of_protocols(config.queues.iter().map(|q| q.tank_type))
                     .unwrap_or(ProtoCodes::Http),
+                planned_known: true,
             }
         } else {
-            View::Lines { start_unix_us: 0 }
+            View::Lines {
+                start_unix_us: 0,
+                planned_known: true,
+            }
         };
         Console {
             view,
@@ -84,7 +92,10 @@ impl Console {
     /// One plain line per second.
     pub fn lines() -> Self {
         Console {
-            view: View::Lines { start_unix_us: 0 },
+            view: View::Lines {
+                start_unix_us: 0,
+                planned_known: true,
+            },
             preload_shown: None,
             apiary: None,
             sessions_started: 0,
@@ -112,13 +123,21 @@ impl Observer for Console {
                 instances_limit,
                 planned_duration,
                 start_unix_us,
+                planned_known,
                 ..
             } => {
                 *instances_limit = started.instances;
                 *planned_duration = started.longest_schedule;
                 *start_unix_us = started.start_unix_us;
+                *planned_known = started.planned_known;
             }
-            View::Lines { start_unix_us } => *start_unix_us = started.start_unix_us,
+            View::Lines {
+                start_unix_us,
+                planned_known,
+            } => {
+                *start_unix_us = started.start_unix_us;
+                *planned_known = started.planned_known;
+            }
         }
     }
 
@@ -128,10 +147,13 @@ impl Observer for Console {
             self.sessions_started = sessions.started;
         }
         match &mut self.view {
-            View::Lines { start_unix_us } => {
+            View::Lines {
+                start_unix_us,
+                planned_known,
+            } => {
                 for second in seconds {
                     let offset = console::second_offset(second.ts, *start_unix_us);
-                    outln!("{}", console::render_line(second, offset));
+                    outln!("{}", console::render_line(second, offset, *planned_known));
                 }
                 if let (Some(sessions), false) = (state.sessions, seconds.is_empty()) {
                     outln!("{}", sessions_line(sessions, before));
@@ -146,6 +168,7 @@ impl Observer for Console {
                 planned_duration,
                 start_unix_us,
                 codes,
+                planned_known,
             } => {
                 let Some(second) = seconds.last() else {
                     return;
@@ -164,6 +187,7 @@ impl Observer for Console {
                     autostop: &counting,
                     monitoring: state.monitoring,
                     codes: *codes,
+                    planned_known: *planned_known,
                 };
                 out!("{}{}", console::CLEAR, console::render_screen(&view));
                 if let Some(sessions) = state.sessions {

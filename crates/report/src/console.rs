@@ -41,6 +41,8 @@ pub struct LiveView<'a> {
     pub monitoring: &'a [tank_monitor::HostSecond],
     /// What the proto codes are (HTTP statuses, MySQL error numbers, ...).
     pub codes: ProtoCodes,
+    /// Whether the seconds' planned counts are whole (`false`: shown as `–`).
+    pub planned_known: bool,
 }
 
 /// ANSI: move home and clear the screen; print before [`render_screen`]'s text on a TTY.
@@ -92,16 +94,17 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
         }
     }
     // The last finished second: rates, instances, accuracy and lag.
-    let accuracy = if s.planned > 0 {
+    let accuracy = if s.planned > 0 && view.planned_known {
         format!("{:.1}%", s.sent as f64 * 100.0 / s.planned as f64)
     } else {
         "n/a".into()
     };
+    let planned = |n: u64| planned_or_dash(n, view.planned_known);
     let _ = writeln!(
         out,
         "second {}: planned {}  sent {}  responses {}  accuracy {}",
         clock(view.second_offset),
-        s.planned,
+        planned(s.planned),
         s.sent,
         s.overall.len(),
         accuracy
@@ -118,7 +121,7 @@ pub fn render_screen(view: &LiveView<'_>) -> String {
     let _ = writeln!(
         out,
         "shots: planned {}  sent {} (so far)   responses {} (in finished seconds, through second {})",
-        t.planned,
+        planned(t.planned),
         t.sent,
         t.overall.len(),
         clock(view.second_offset)
@@ -281,7 +284,7 @@ fn quantile_table(out: &mut String, s: &SecondStats, t: &TotalStats) {
 
 /// One plain line for a finished second (non-TTY output, `--quiet`, `short_only`), labelled
 /// with the second's own offset from the start ([`second_offset`]).
-pub fn render_line(second: &SecondStats, offset: Duration) -> String {
+pub fn render_line(second: &SecondStats, offset: Duration, planned_known: bool) -> String {
     let s = second;
     let errors = s.overall.errors();
     let mut line = format!(
@@ -289,7 +292,7 @@ pub fn render_line(second: &SecondStats, offset: Duration) -> String {
         clock(offset),
         s.ts,
         s.overall.len(),
-        s.planned,
+        planned_or_dash(s.planned, planned_known),
         s.sent,
         s.instances,
         ms(s.overall.quantile_us(500).unwrap_or(0.0)),
@@ -320,6 +323,16 @@ pub fn render_line(second: &SecondStats, offset: Duration) -> String {
         let _ = write!(line, " codes={}", codes.join(","));
     }
     line
+}
+
+/// A planned count, or `–` when the plan does not say it (a scenario's
+/// requests; a plan counted only at its end).
+fn planned_or_dash(planned: u64, known: bool) -> String {
+    if known {
+        planned.to_string()
+    } else {
+        "–".to_string()
+    }
 }
 
 /// One code table of the screen: count, share of `all`, code and its reason.
@@ -378,6 +391,7 @@ mod tests {
             autostop: &[],
             monitoring: &[],
             codes: ProtoCodes::Http,
+            planned_known: true,
         })
     }
 
@@ -399,6 +413,7 @@ mod tests {
                 autostop: &[],
                 monitoring: &[],
                 codes: ProtoCodes::Http,
+                planned_known: true,
             }
         });
         let head: Vec<&str> = screen.lines().take(2).collect();
@@ -420,7 +435,7 @@ mod tests {
     fn screen_shows_progress_rates_quantiles_codes_tags_and_autostop() {
         let (second, totals) = state();
         let counting = vec!["HTTP codes 5xx ≥ 1 for 1/3 s".to_string()];
-        assert!(!render_line(&second, Duration::ZERO).contains("retries"));
+        assert!(!render_line(&second, Duration::ZERO, true).contains("retries"));
         let screen = render_screen(&LiveView {
             title: "load.ini",
             subtitle: None,
@@ -433,6 +448,7 @@ mod tests {
             autostop: &counting,
             monitoring: &[],
             codes: ProtoCodes::Http,
+            planned_known: true,
         });
         for needle in [
             "25%",
@@ -576,14 +592,14 @@ mod tests {
         assert_eq!(second_offset(99, start_us), Duration::ZERO);
         assert_eq!(second_offset(101, start_us), Duration::from_secs(2));
         let (second, _) = state();
-        let line = render_line(&second, second_offset(second.ts, start_us));
+        let line = render_line(&second, second_offset(second.ts, start_us), true);
         assert!(line.starts_with("00:00:01 ts=100 "), "{line}");
     }
 
     #[test]
     fn plain_line_is_one_line_with_the_essentials() {
         let (second, _) = state();
-        let line = render_line(&second, Duration::from_secs(61));
+        let line = render_line(&second, Duration::from_secs(61), true);
         assert!(!line.contains('\n'));
         assert!(
             line.starts_with("00:01:01 ts=100 rps=2 planned=2 sent=2 instances=4 p50=2.0ms"),
@@ -591,6 +607,32 @@ mod tests {
         );
         assert!(line.contains("codes=0:1,200:1,net110:1"), "{line}");
         assert!(line.contains("errors=1"), "{line}");
+        // A plan that does not count its requests (a scenario's) shows none, not 0.
+        let line = render_line(&second, Duration::from_secs(61), false);
+        assert!(line.contains(" planned=– sent=2 "), "{line}");
+        let (_, totals) = state();
+        let screen = render_screen(&LiveView {
+            planned_known: false,
+            ..LiveView {
+                title: "scenario.ini",
+                subtitle: None,
+                second: &second,
+                second_offset: Duration::ZERO,
+                totals: &totals,
+                elapsed: Duration::from_secs(1),
+                planned_duration: None,
+                instances_limit: 10,
+                autostop: &[],
+                monitoring: &[],
+                codes: ProtoCodes::Http,
+                planned_known: true,
+            }
+        });
+        assert!(
+            screen.contains(": planned –  sent 2  responses 2  accuracy n/a"),
+            "{screen}"
+        );
+        assert!(screen.contains("shots: planned –  sent "), "{screen}");
     }
 
     #[test]
@@ -610,6 +652,7 @@ mod tests {
                 autostop: &[],
                 monitoring: &[],
                 codes: ProtoCodes::Http,
+                planned_known: true,
             }
         });
         assert!(screen.contains("\nMySQL codes (last second):"), "{screen}");
@@ -632,6 +675,7 @@ mod tests {
                 autostop: &[],
                 monitoring: &[],
                 codes: ProtoCodes::Http,
+                planned_known: true,
             })
         };
         assert!(!view(&second, &totals).contains("retries"));
@@ -641,7 +685,7 @@ mod tests {
             screen.contains("retries: 2 last second, 5 in all"),
             "{screen}"
         );
-        let line = render_line(&second, Duration::from_secs(3));
+        let line = render_line(&second, Duration::from_secs(3), true);
         assert!(line.contains(" retries=2"), "{line}");
     }
 }

@@ -60,6 +60,10 @@ pub struct Started<'a> {
     pub instances: u64,
     /// The longest open-model schedule, if any.
     pub longest_schedule: Option<Duration>,
+    /// Whether each second's planned count is whole: every queue plans its
+    /// shots ahead (a scenario plans runs, whose requests are not known, and
+    /// a plan over ammo that runs out is counted only at its end).
+    pub planned_known: bool,
     /// The artifacts directory.
     pub artifacts: &'a Path,
     /// When the schedules start (offset 0), µs since the Unix epoch.

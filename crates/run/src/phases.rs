@@ -115,6 +115,7 @@ impl Prepared {
         observer.started(&Started {
             instances: engine.total_instances() as u64,
             longest_schedule: facts.longest_schedule(),
+            planned_known: engine.queues().iter().all(|q| q.planned().is_some()),
             artifacts: artifacts.dir(),
             start_unix_us: clock.start_unix_us,
         });

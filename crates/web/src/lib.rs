@@ -147,10 +147,18 @@ impl Dashboard {
 
     /// A run starts: `label` names it (`run`, `step 3 of 8: 16 connections`);
     /// its seconds count from `start_unix_us`; `planned_s` is how long its
-    /// schedule lasts, when known.
-    pub fn begin_run(&self, label: &str, start_unix_us: u64, planned_s: Option<f64>) {
+    /// schedule lasts, when known; `planned_known` says whether its seconds'
+    /// planned counts are whole (every queue plans its shots: a scenario's
+    /// plans its runs, whose requests are not known ahead).
+    pub fn begin_run(
+        &self,
+        label: &str,
+        start_unix_us: u64,
+        planned_s: Option<f64>,
+        planned_known: bool,
+    ) {
         self.shared
-            .publish(|state| Some(state.begin(label, start_unix_us, planned_s)));
+            .publish(|state| Some(state.begin(label, start_unix_us, planned_s, planned_known)));
     }
 
     /// The current run's sink: give it to the run's results pipeline (the
@@ -287,7 +295,7 @@ mod tests {
         let addr = dashboard.local_addr();
         assert_eq!(dashboard.url(), format!("http://{addr}/"));
         assert_eq!(dashboard.exposure_warning(), None);
-        dashboard.begin_run("run", 0, None);
+        dashboard.begin_run("run", 0, None, true);
         let (head, body) = get(
             addr,
             "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
@@ -384,7 +392,7 @@ mod tests {
     #[test]
     fn a_stream_gets_each_second_as_it_is_published() {
         let dashboard = Dashboard::start("127.0.0.1:0".parse().unwrap(), None, &meta()).unwrap();
-        dashboard.begin_run("run", 0, None);
+        dashboard.begin_run("run", 0, None, true);
         let mut stream = TcpStream::connect(dashboard.local_addr()).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(20)))

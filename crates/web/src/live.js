@@ -62,7 +62,8 @@
     if (last) {
       var q = last.q || [];
       tableIn("now", "Last finished second (" + clock(last.t) + ") and the run so far", ["", "last second", "so far"], [
-        ["planned", last.planned, t.planned], ["sent", last.sent, t.sent], ["responses", last.responses, t.responses],
+        // A scenario plans runs, not requests: its seconds' planned counts say nothing.
+        ["planned", run.planned_known === false ? "–" : last.planned, run.planned_known === false ? "–" : t.planned], ["sent", last.sent, t.sent], ["responses", last.responses, t.responses],
         ["errors (net, " + (codeKind() === "HTTP" ? "HTTP 4xx/5xx" : codeKind() + " errors") + ")", Object.keys(last.net).filter(function (c) { return c !== "0"; }).reduce(function (a, c) { return a + last.net[c]; }, 0) +
           Object.keys(last.http).filter(function (c) { return +c >= 400; }).reduce(function (a, c) { return a + last.http[c]; }, 0),
          fmt(t.errors) + " (" + (100 * t.errors / Math.max(t.responses, 1)).toFixed(2) + "%)"],
@@ -74,8 +75,8 @@
           .concat(Object.keys(t.net).map(function (c) { return ["net " + c, t.net[c], 100 * t.net[c] / Math.max(t.responses, 1)]; })),
         document.getElementById("now"));
     }
-    var rates = [{ name: "responses", values: column(s, "responses") }, { name: "sent", values: column(s, "sent") },
-                 { name: "planned", values: column(s, "planned") }];
+    var rates = [{ name: "responses", values: column(s, "responses") }, { name: "sent", values: column(s, "sent") }];
+    if (run.planned_known !== false) { rates.push({ name: "planned", values: column(s, "planned") }); }
     chart("rates", "Requests per second: planned, sent, answered", x, rates, "per second");
     chart("quantiles", "Response time quantiles per second", x, Q.slice().reverse().map(function (name, i) {
       var k = Q.length - 1 - i;
@@ -189,7 +190,8 @@
     if (!STATE) { return; }
     if (name === "run") {
       if (STATE.run) { STATE.ended.push({ label: STATE.run.label, end: STATE.run.end }); }
-      STATE.run = { label: data.label, start_unix_us: data.start_unix_us, planned_s: data.planned_s, seconds: [],
+      STATE.run = { label: data.label, start_unix_us: data.start_unix_us, planned_s: data.planned_s,
+                    planned_known: data.planned_known, seconds: [],
                     dropped: 0, totals: null, monitoring: [], end: null };
       reset(STATE);
     } else if (name === "second" && STATE.run) {

@@ -44,6 +44,8 @@ struct Run {
     label: String,
     start_unix_us: u64,
     planned_s: Option<f64>,
+    /// Whether the seconds' planned counts are whole (see `Dashboard::begin_run`).
+    planned_known: bool,
     seconds: VecDeque<String>,
     dropped: u64,
     /// The pipeline's totals as last given ([`totals_json`]).
@@ -196,6 +198,7 @@ impl State {
                 "label": run.label,
                 "start_unix_us": run.start_unix_us,
                 "planned_s": run.planned_s,
+                "planned_known": run.planned_known,
                 "seconds": array(&run.seconds),
                 "dropped": run.dropped,
                 "totals": run.totals,
@@ -222,6 +225,7 @@ impl State {
         label: &str,
         start_unix_us: u64,
         planned_s: Option<f64>,
+        planned_known: bool,
     ) -> String {
         if let Some(run) = self.current.take() {
             self.ended
@@ -231,6 +235,7 @@ impl State {
             label: label.to_owned(),
             start_unix_us,
             planned_s,
+            planned_known,
             seconds: VecDeque::new(),
             dropped: 0,
             totals: totals_json(&TotalStats::default()),
@@ -239,7 +244,12 @@ impl State {
         });
         event(
             "run",
-            &json!({ "label": label, "start_unix_us": start_unix_us, "planned_s": planned_s }),
+            &json!({
+                "label": label,
+                "start_unix_us": start_unix_us,
+                "planned_s": planned_s,
+                "planned_known": planned_known,
+            }),
         )
     }
 
@@ -347,7 +357,7 @@ mod tests {
             state.second(&SecondStats::default(), None).is_none(),
             "no run yet"
         );
-        state.begin("run", 100_000_000, Some(2.0));
+        state.begin("run", 100_000_000, Some(2.0), true);
         let (seconds, totals) = seconds(&[
             "100.0\tsearch\t1000\t0\t0\t0\t0\t0\t0\t0\t0\t200",
             "101.5\tcart\t3000\t0\t0\t0\t0\t0\t0\t0\t0\t503",
@@ -376,7 +386,7 @@ mod tests {
         );
         let end = data(&state.end("done", Some(0)).unwrap());
         assert_eq!(end["exit_code"], 0);
-        state.begin("step 2", 200_000_000, None);
+        state.begin("step 2", 200_000_000, None, true);
         let snap = data(&state.snapshot());
         assert_eq!(snap["ended"][0]["label"], "run");
         assert_eq!(snap["run"]["seconds"], json!([]));
@@ -385,7 +395,7 @@ mod tests {
     #[test]
     fn the_current_run_keeps_its_last_hour() {
         let mut state = State::new(Value::Null);
-        state.begin("run", 0, None);
+        state.begin("run", 0, None, true);
         let second = SecondStats::default();
         for _ in 0..KEPT_SECONDS + 5 {
             state.second(&second, None);

@@ -158,8 +158,8 @@
       var planned = sum(tl.planned, n0, n1), sent = sum(tl.sent, n0, n1);
       el("p", { "class": "range" }, body, "from " + clock(range.from) + " to " + clock(range.to) +
          " (" + seconds + " s): " + fmt(responses) + " responses, " + fmt(responses / seconds, 1) +
-         " per second" + (planned || sent ? " (planned " + fmt(planned / seconds, 1) + ", sent " +
-         fmt(sent / seconds, 1) + ")" : ""));
+         " per second" + (planned || sent ? " (" + (anyNonZero(tl.planned) ? "planned " + fmt(planned / seconds, 1) + ", " : "") +
+         "sent " + fmt(sent / seconds, 1) + ")" : ""));
       var qs = [50, 75, 90, 95, 99, 99.9];
       var values = bucketQuantiles(tl, n0, n1, qs);
       var slowest = null;
