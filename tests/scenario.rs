@@ -360,6 +360,27 @@ fn tank_plan_shows_the_scenarios_and_refuses_a_mistake_at_its_line() {
     ] {
         assert!(text.contains(line), "missing `{line}` in:\n{text}");
     }
+    // chosen_cases: the share is among the chosen, and the others say they never run.
+    let out = tank()
+        .args([
+            "plan",
+            "-c",
+            "configs/scenario.ini",
+            "-o",
+            "phantom.chosen_cases=browser",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("tank plan");
+    assert_ran(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "buyer        weight 3 (not in chosen_cases: never run), 5 request(s) a run",
+        "browser      weight 1 (100.0% of runs), 3 request(s) a run",
+        "drawn          browser 40",
+    ] {
+        assert!(text.contains(line), "missing `{line}` in:\n{text}");
+    }
     // A scenario naming a request the file lacks: refused, located in the scenario file.
     let broken = std::fs::read_to_string(example("shop.hcl"))
         .expect("shop.hcl")

@@ -261,7 +261,7 @@ fn describe(
         _ => String::new(),
     };
     if let Some(book) = &summary.scenarios {
-        describe_scenarios(report, book);
+        describe_scenarios(report, book, &queue.chosen_cases);
         let _ = writeln!(report, "  runs           {}{span}", totals.shots);
     } else {
         let _ = writeln!(report, "  shots          {}{span}", totals.shots);
@@ -330,9 +330,21 @@ fn describe(
 }
 
 /// What `tank plan` says of a scenario file: each scenario (its weight,
-/// requests and sleeps per run, shortest run) and each source (its rows).
-fn describe_scenarios(report: &mut String, book: &tank_scenario::Book) {
-    let total_weight: u64 = book.scenarios().iter().map(|s| s.weight).sum();
+/// requests and sleeps per run, shortest run; its share of the runs among
+/// those `chosen`, all when none is) and each source (its rows).
+fn describe_scenarios(report: &mut String, book: &tank_scenario::Book, chosen: &[Vec<u8>]) {
+    let runs = |scenario: &tank_scenario::Scenario| {
+        chosen.is_empty()
+            || chosen
+                .iter()
+                .any(|c| c.as_slice() == scenario.name.as_bytes())
+    };
+    let total_weight: u64 = book
+        .scenarios()
+        .iter()
+        .filter(|s| runs(s))
+        .map(|s| s.weight)
+        .sum();
     let _ = writeln!(
         report,
         "  scenario file  {}: {} scenario(s), {} request(s), {} source(s)",
@@ -343,12 +355,19 @@ fn describe_scenarios(report: &mut String, book: &tank_scenario::Book) {
     );
     for scenario in book.scenarios() {
         let ms = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        let share = if runs(scenario) {
+            format!(
+                "{:.1}% of runs",
+                scenario.weight as f64 * 100.0 / total_weight.max(1) as f64
+            )
+        } else {
+            "not in chosen_cases: never run".to_owned()
+        };
         let _ = writeln!(
             report,
-            "    {:<12} weight {} ({:.1}% of runs), {} request(s) a run, sleeps {}, at least {} a run",
+            "    {:<12} weight {} ({share}), {} request(s) a run, sleeps {}, at least {} a run",
             scenario.name,
             scenario.weight,
-            scenario.weight as f64 * 100.0 / total_weight.max(1) as f64,
             scenario.steps.len(),
             human_ms(ms(scenario.sleeps())),
             human_ms(ms(scenario.min_duration())),
