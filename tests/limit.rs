@@ -699,6 +699,67 @@ fn bench_refuses_streams_per_connection_over_http1() {
 }
 
 #[test]
+fn bench_shows_the_warnings_its_run_gives_before_the_first_shot() {
+    // HTTP/2 drops a Connection header: said, not silently done (nothing
+    // listens on port 9, so every shot fails, which is said too).
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            "bench",
+            "--http2",
+            "-H",
+            "Connection: close",
+            "-d",
+            "0.3s",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "http://127.0.0.1:9/",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "WARNING: [phantom] HTTP/2 has no connection-specific headers: dropped from the \
+             requests: Connection (1 distinct request)"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("WARNING: no request succeeded"), "{stdout}");
+    // A sweep's steps give the same warning: kept once.
+    let out = run(
+        dir.path(),
+        &[
+            "sweep",
+            "--http2",
+            "-H",
+            "Connection: close",
+            "-c",
+            "1,2",
+            "--step",
+            "0.3s",
+            "--warmup",
+            "0.1s",
+            "http://127.0.0.1:9/",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        stdout
+            .matches("HTTP/2 has no connection-specific headers")
+            .count(),
+        1,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("WARNING: no request succeeded at 1 connection: "),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn bench_with_drawn_arrivals_fires_the_planned_count_and_logs_the_seed() {
     let _one = one_at_a_time();
     let origin = Origin::start(r#"{"stages": [{"latency": "1ms"}]}"#);

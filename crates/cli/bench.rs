@@ -211,9 +211,10 @@ fn summary(m: &Measurement, threads: u64, intended: bool) -> String {
 }
 
 /// What the run's numbers cannot be trusted for, or that nothing worked:
-/// no request succeeded (the sockets' failures named), then the run's own warnings.
+/// its set-up's warnings, no request succeeded (the sockets' failures
+/// named), then the run's own warnings.
 fn warnings(m: &Measurement) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out = m.setup_warnings.clone();
     if m.good() == 0 {
         out.push(format!("no request succeeded: {}", m.failures()));
     }

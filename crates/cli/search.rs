@@ -156,6 +156,7 @@ pub fn search(args: &SearchArgs) -> Result<ExitCode> {
             let label = format!("the peak: {peak_connections} connections back to back");
             let show = crate::web::Web::show(web.as_ref(), label);
             let peak = run_probe_shown(&target, &load, &settings.timing, &dir, &show, &interrupt)?;
+            crate::target_args::note_setup_warnings(&mut prober.warnings, &peak);
             if interrupt.interrupted() {
                 errln!(
                     "tank: interrupted while measuring the peak, before any rate was probed; \
@@ -300,6 +301,7 @@ impl<'a> Prober<'a> {
         );
         let show = crate::web::Web::show(self.web, shown);
         let measured = run_probe_shown(self.target, &load, timing, &dir, &show, self.interrupt)?;
+        crate::target_args::note_setup_warnings(&mut self.warnings, &measured);
         if measured.interrupted {
             errln!(
                 "probe {rate} rps (try {attempt} of {TRIES}): interrupted after {:.2} s of its \

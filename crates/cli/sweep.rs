@@ -65,6 +65,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
             &show,
             &interrupt,
         )?;
+        crate::target_args::note_setup_warnings(&mut warnings, &m);
         if interrupt.interrupted() {
             // The step stopped is kept when part of its window was measured.
             let kept = if m.seconds > 0.0 { index + 1 } else { index };
@@ -93,7 +94,8 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         );
         if m.good() == 0 {
             warnings.push(format!(
-                "no request succeeded at {concurrency} connections: {}",
+                "no request succeeded at {}: {}",
+                tank_plan::words::count(concurrency as u64, "connection"),
                 m.failures()
             ));
         }

@@ -138,6 +138,18 @@ pub fn probe_dir(root: &Path, index: usize, label: &str) -> PathBuf {
     root.join(format!("{:02}_{label}", index + 1))
 }
 
+/// Keeps a probe's set-up warnings among a command's `warnings`, each once:
+/// every probe of one target gives the same ones, and a new one is shown on
+/// stderr as it comes (the command's summary lists them all again).
+pub fn note_setup_warnings(warnings: &mut Vec<String>, m: &tank_limit::Measurement) {
+    for warning in &m.setup_warnings {
+        if !warnings.contains(warning) {
+            errln!("tank: warning: {warning}");
+            warnings.push(warning.clone());
+        }
+    }
+}
+
 /// Ends a command whose result would exit with `code`: prints each warning
 /// as a `WARNING:` line, and exits 35 instead of 0 when there are warnings
 /// and `--fail-on-warnings` is set (as `tank -c` does; other codes stand).

@@ -803,7 +803,12 @@ pub fn check_http2_ammo(queue: &QueueConfig) -> Result<Option<String>, EngineErr
     }
     let listed: Vec<String> = dropped
         .iter()
-        .map(|(name, count)| format!("{name} ({count} distinct requests)"))
+        .map(|(name, count)| {
+            format!(
+                "{name} ({})",
+                tank_plan::words::count(*count, "distinct request")
+            )
+        })
         .collect();
     Ok(Some(format!(
         "[{}] HTTP/2 has no connection-specific headers: dropped from the requests: {}",

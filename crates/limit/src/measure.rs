@@ -147,6 +147,10 @@ pub struct Measurement {
     pub pool_exhausted: bool,
     /// The run's own warnings (its summary's), over the whole run.
     pub warnings: Vec<String>,
+    /// The run's warnings about how it is set up, given before its first
+    /// shot (an option that does nothing here, headers HTTP/2 drops, ...):
+    /// the same for every probe of one target.
+    pub setup_warnings: Vec<String>,
     /// A signal (Ctrl-C, SIGTERM) stopped the probe within its window:
     /// [`Self::seconds`] is the part of the window before it.
     pub interrupted: bool,
@@ -229,6 +233,7 @@ pub(crate) mod tests {
             unsent: 0,
             pool_exhausted: false,
             warnings: Vec::new(),
+            setup_warnings: Vec::new(),
             interrupted: false,
             artifacts: "logs/x".into(),
         }

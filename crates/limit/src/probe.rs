@@ -145,6 +145,7 @@ pub fn run_probe_shown(
         },
         pool_exhausted: stats.pool_exhausted,
         warnings: outcome.summary.warnings.clone(),
+        setup_warnings: std::mem::take(&mut stats.setup_warnings),
         interrupted,
         artifacts: outcome.artifacts,
     })
@@ -178,6 +179,8 @@ struct Stats {
     pool_exhausted: bool,
     /// Where the window starts, µs since the Unix epoch, once the run started.
     from_us: Option<u64>,
+    /// The run's warnings about how it is set up, each once, as given.
+    setup_warnings: Vec<String>,
 }
 
 /// Counts the shots started in `[start + warmup, start + warmup + measure)`.
@@ -223,6 +226,7 @@ impl Window {
                 answered_by_second: vec![0; timing.measure.as_secs() as usize],
                 pool_exhausted: false,
                 from_us: None,
+                setup_warnings: Vec::new(),
             })),
             stop,
         }
@@ -311,5 +315,13 @@ impl Observer for Window {
         }
     }
 
-    fn notice(&mut self, _: &Notice<'_>) {}
+    fn notice(&mut self, notice: &Notice<'_>) {
+        // Kept for the command to show: the probe itself prints nothing.
+        if let Notice::Warning(text) = notice {
+            let mut stats = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+            if !stats.setup_warnings.iter().any(|w| w == text) {
+                stats.setup_warnings.push((*text).to_owned());
+            }
+        }
+    }
 }
