@@ -206,6 +206,32 @@ fn a_tls_server_without_h2_is_refused_with_its_own_code() {
 }
 
 #[test]
+fn an_http1_server_shot_with_h2c_is_said_not_to_speak_http2() {
+    // nginx without `http2` answers the h2c preface `PRI * HTTP/2.0` with a 400.
+    let Some(nginx) = nginx("", "") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = shoot(
+        dir.path(),
+        &config(dir.path(), nginx.port, "loop = 1\nconnections = 1"),
+        Duration::from_secs(120),
+    );
+    assert_ran(&out);
+    let rows = phout(&artifacts(dir.path()));
+    assert!(!rows.is_empty());
+    assert!(
+        rows.iter().all(|r| r.net_code == 1202 && r.proto_code == 0),
+        "{rows:?}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("the server does not speak HTTP/2"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn goaway_ends_the_streams_the_server_did_not_take_and_only_those() {
     // nginx says GOAWAY after every 10 requests on a connection.
     let Some(nginx) = nginx("http2", "keepalive_requests 10;") else {

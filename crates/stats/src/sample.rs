@@ -61,8 +61,9 @@ impl NetCode {
     /// flow control held it back (no stream slot under the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS, or no send window).
     pub const H2_STALLED: NetCode = NetCode(1201);
-    /// HTTP/2 over TLS: the server did not choose `h2` by ALPN (it speaks
-    /// HTTP/1 only there), so no request was sent.
+    /// HTTP/2: the server does not speak it. Over TLS it did not choose `h2`
+    /// by ALPN, so no request was sent; in cleartext (h2c) it answered in
+    /// HTTP/1 or closed the connection before its first SETTINGS.
     pub const H2_NOT_OFFERED: NetCode = NetCode(1202);
 
     /// The usual name of the code, for people (`110` → `timed out`).
@@ -87,7 +88,7 @@ impl NetCode {
             1100..=1199 => H2_GOAWAYS[usize::from(self.0 - 1100).min(H2_GOAWAYS.len() - 1)],
             1200 => "HTTP/2 connection lost with the stream in flight",
             1201 => "HTTP/2 flow control held the request back",
-            1202 => "the server does not offer HTTP/2 (ALPN h2)",
+            1202 => "the server does not speak HTTP/2 (no ALPN h2; HTTP/1 or a close for h2c)",
             _ => "error",
         }
     }

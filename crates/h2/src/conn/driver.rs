@@ -180,7 +180,19 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Future for Driver<IO> {
             if let Some(at) = wrote_at {
                 state.mark_sent(this.written, at);
             }
-            if let Some(now) = read_at {
+            if !state.settings_seen {
+                // A server's first frame is its SETTINGS: an HTTP/1 status
+                // line or a close instead says it does not speak HTTP/2.
+                let http1 = read_at.is_some()
+                    && this.filled >= HTTP1.len()
+                    && this.reading.starts_with(HTTP1);
+                if http1 || ended == Some(Closed::Lost) {
+                    ended = Some(Closed::NotHttp2);
+                }
+            }
+            if ended == Some(Closed::NotHttp2) {
+                // Nothing of it is HTTP/2 frames.
+            } else if let Some(now) = read_at {
                 match state.receive(&this.reading[..this.filled], now) {
                     Ok(used) => {
                         this.reading.copy_within(used..this.filled, 0);
@@ -243,6 +255,9 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Future for Driver<IO> {
         }
     }
 }
+
+/// How an HTTP/1 reply begins.
+const HTTP1: &[u8] = b"HTTP/";
 
 /// How a socket error ends a connection.
 fn closed_by(error: &std::io::Error) -> Closed {

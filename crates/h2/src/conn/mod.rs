@@ -127,6 +127,9 @@ pub enum Closed {
     /// The server broke the protocol (a connection error; the client sent
     /// GOAWAY).
     Protocol,
+    /// The server does not speak HTTP/2 here: before any SETTINGS it
+    /// answered in HTTP/1 or closed the connection (h2c to an HTTP/1 server).
+    NotHttp2,
 }
 
 /// Why a stream ended without a whole reply.

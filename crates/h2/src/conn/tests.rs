@@ -327,6 +327,38 @@ async fn a_closed_socket_ends_sent_streams_as_lost_and_waiting_ones_as_not_sent(
 }
 
 #[tokio::test]
+async fn an_http1_reply_or_a_close_before_settings_says_the_server_does_not_speak_http2() {
+    // An HTTP/1 server answers the preface as a bad request (nginx: 400).
+    let (connection, mut peer) = connect(CONFIG).await;
+    let mut stream = open(&connection, &get());
+    peer.io
+        .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        .await
+        .unwrap();
+    let ended = stream.end().await;
+    assert!(
+        matches!(
+            ended,
+            Err(Failure::Closed(Closed::NotHttp2) | Failure::NotSent(Closed::NotHttp2))
+        ),
+        "{ended:?}"
+    );
+    until(|| connection.is_unusable()).await;
+    // Another closes it without a word.
+    let (connection, peer) = connect(CONFIG).await;
+    let mut stream = open(&connection, &get());
+    drop(peer);
+    let ended = stream.end().await;
+    assert!(
+        matches!(
+            ended,
+            Err(Failure::Closed(Closed::NotHttp2) | Failure::NotSent(Closed::NotHttp2))
+        ),
+        "{ended:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_stream_given_up_is_reset_with_cancel() {
     let (connection, mut peer) = connect(CONFIG).await;
     let stream = open(&connection, &get());

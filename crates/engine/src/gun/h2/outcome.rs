@@ -37,6 +37,7 @@ fn closed_code(closed: Closed) -> NetCode {
         Closed::Io(errno) => netcode::of_io(&std::io::Error::from_raw_os_error(errno)),
         Closed::Lost => NetCode::H2_CONNECTION_LOST,
         Closed::Protocol => NetCode::PROTOCOL,
+        Closed::NotHttp2 => NetCode::H2_NOT_OFFERED,
     }
 }
 
@@ -119,6 +120,10 @@ mod tests {
             NetCode::H2_CONNECTION_LOST
         );
         assert_eq!(net_code(Failure::Malformed), NetCode::PROTOCOL);
+        assert_eq!(
+            net_code(Failure::NotSent(Closed::NotHttp2)),
+            NetCode::H2_NOT_OFFERED
+        );
         assert_eq!(
             net_code(Failure::NotSent(Closed::Protocol)),
             NetCode::PROTOCOL
