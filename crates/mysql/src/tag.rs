@@ -270,6 +270,12 @@ pub fn used_schema(sql: &[u8]) -> Option<Vec<u8>> {
 
 /// The tag of the statement `sql` (see the module docs).
 pub fn statement(sql: &[u8]) -> Vec<u8> {
+    statement_at(sql, CTE_DEPTH)
+}
+
+/// [`statement`], reading common table expressions `depth` deep at most
+/// (nested `WITH`s and expressions read through others alike).
+fn statement_at(sql: &[u8], depth: u8) -> Vec<u8> {
     let mut tokens: Rest<'_> = Lexer { sql, at: 0 }.take(MAX_TOKENS).peekable();
     // `(SELECT …) UNION …`: the kind is the first word inside.
     while tokens.next_if_eq(&Token::Open).is_some() {}
@@ -277,7 +283,10 @@ pub fn statement(sql: &[u8]) -> Vec<u8> {
         return b"QUERY".to_vec();
     };
     let name = match &kind[..] {
-        b"WITH" => return with(tokens.collect()),
+        b"WITH" => match depth.checked_sub(1) {
+            Some(depth) => return with(tokens.collect(), depth),
+            None => None,
+        },
         b"SELECT" => after_keyword(tokens, b"FROM"),
         b"INSERT" | b"REPLACE" => {
             skip_words(
@@ -333,13 +342,13 @@ pub fn statement(sql: &[u8]) -> Vec<u8> {
 }
 
 /// How many common table expressions deep a table is looked for (one reading
-/// another): a recursive one reads itself.
+/// another, or nested): a recursive one reads itself.
 const CTE_DEPTH: u8 = 8;
 
 /// The tag of a `WITH` statement, `rest` its tokens after `WITH`: the main
 /// statement's, with the table a common table expression reads for the
-/// expression's name.
-fn with(rest: Vec<Token<'_>>) -> Vec<u8> {
+/// expression's name, `depth` more deep at most.
+fn with(rest: Vec<Token<'_>>, depth: u8) -> Vec<u8> {
     // The expressions' names and bodies, and the main statement after them (at depth 0).
     let mut ctes: Vec<(&[u8], std::ops::Range<usize>)> = Vec::new();
     let mut level = 0i32;
@@ -383,11 +392,11 @@ fn with(rest: Vec<Token<'_>>) -> Vec<u8> {
     let Some(main) = main else {
         return b"WITH".to_vec();
     };
-    let tag = statement_from(&rest[main..]);
+    let tag = statement_from(&rest[main..], depth);
     let Some(space) = tag.iter().position(|&b| b == b' ') else {
         return tag;
     };
-    let table = read_by(&tag[space + 1..], &ctes, &rest, CTE_DEPTH);
+    let table = read_by(&tag[space + 1..], &ctes, &rest, depth);
     finish(tag[..space].to_vec(), table.as_deref())
 }
 
@@ -403,13 +412,15 @@ fn read_by(
     let Some((_, body)) = ctes.iter().find(|(cte, _)| cte.eq_ignore_ascii_case(name)) else {
         return Some(name.to_vec());
     };
-    let tag = statement_from(&tokens[body.clone()]);
+    let depth = depth.checked_sub(1)?;
+    let tag = statement_from(&tokens[body.clone()], depth);
     let space = tag.iter().position(|&b| b == b' ')?;
-    read_by(&tag[space + 1..], ctes, tokens, depth.checked_sub(1)?)
+    read_by(&tag[space + 1..], ctes, tokens, depth)
 }
 
-/// The tag of the tokens of a statement (the main one of a `WITH`).
-fn statement_from(tokens: &[Token<'_>]) -> Vec<u8> {
+/// The tag of the tokens of a statement (the main one of a `WITH`, or an
+/// expression's body), reading expressions `depth` deep at most.
+fn statement_from(tokens: &[Token<'_>], depth: u8) -> Vec<u8> {
     let mut sql = Vec::new();
     // Rebuilt only far enough to tag: kinds and names, in order.
     for token in tokens {
@@ -434,7 +445,7 @@ fn statement_from(tokens: &[Token<'_>]) -> Vec<u8> {
         }
         sql.push(b' ');
     }
-    statement(&sql)
+    statement_at(&sql, depth)
 }
 
 /// The table after the first `word` that is followed by one.
@@ -544,6 +555,26 @@ mod tests {
         for (sql, expected) in cases {
             assert_eq!(tag(sql), expected, "{sql}");
         }
+    }
+
+    #[test]
+    fn expressions_are_read_through_only_so_deep() {
+        // Each expression a WITH of its own, a hundred deep: bounded, not a stack overflow.
+        let mut sql = "SELECT * FROM t".to_owned();
+        for _ in 0..100 {
+            sql = format!("WITH a AS ({sql}) SELECT * FROM a");
+        }
+        assert_eq!(tag(&sql), "SELECT");
+        // A thousand deep: the main statement is past the tokens read.
+        for _ in 0..900 {
+            sql = format!("WITH a AS ({sql}) SELECT * FROM a");
+        }
+        assert_eq!(tag(&sql), "WITH");
+        let mut sql = "SELECT * FROM t".to_owned();
+        for _ in 0..3 {
+            sql = format!("WITH a AS ({sql}) SELECT * FROM a");
+        }
+        assert_eq!(tag(&sql), "SELECT t");
     }
 
     #[test]
