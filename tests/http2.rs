@@ -297,6 +297,35 @@ fn a_connection_dropped_under_a_stream_is_connection_lost() {
 }
 
 #[test]
+fn a_second_ctrl_c_keeps_the_bytes_of_the_streams_it_abandons() {
+    // Every stream gets its head and a byte, and never ends.
+    let server = H2Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[phantom]\naddress = {}\ntank_type = http2\nconnections = 1\nuris = /head\n\
+         rps_schedule = const(20,60s)\ntimeout = 60s\n",
+        server.addr
+    );
+    let (out, took) = crate::support::interrupted(
+        dir.path(),
+        &config,
+        || server.heads() >= 10,
+        &[libc::SIGINT, libc::SIGINT],
+    );
+    assert!(took < Duration::from_secs(5), "tank took {took:?} to stop");
+    assert_eq!(out.status.code(), Some(1));
+    let rows = phout(&artifacts(dir.path()));
+    assert!(rows.len() >= 10, "{} rows", rows.len());
+    // Each stream's bytes so far are kept: its request out, its head and byte in.
+    for row in &rows {
+        assert_eq!((row.net_code, row.proto_code), (125, 0), "{row:?}");
+        assert!(row.size_out > 0, "{row:?}");
+    }
+    let answered = rows.iter().filter(|r| r.size_in > 0).count();
+    assert!(answered >= 10, "{answered} rows with bytes in: {rows:?}");
+}
+
+#[test]
 fn a_body_held_back_by_flow_control_is_a_stall() {
     // 100 KB: more than the server's initial window (64 KB) lets out.
     let dir = tempfile::tempdir().unwrap();

@@ -17,7 +17,11 @@
 #             even ones); before each run the script waits until the machine is quiet (under
 #             10% busy over a second) and the CPUs are held awake for both (AWAKE=0: for
 #             neither, tank's keep_cpus_awake off too). The median and spread of the rounds'
-#             ratios. Goal: tank's <= sysbench's. tank runs with TANK_THREADS I/O threads
+#             ratios. Goal: tank's <= sysbench's. PIN=1 runs the server on CPU 0 and each
+#             client on CPU 1, as on two machines (a client sharing the server's cores is
+#             preempted by the server threads its queries wake; how often depends on how the
+#             kernel places them, a large part of the spread between rounds).
+#             tank runs with TANK_THREADS I/O threads
 #             (default 1: one thread serves the THREADS connections, as the server needs the
 #             other core; phantom's default, cores/2 + 1, is 2 on two cores: TANK_THREADS=2
 #             measures that).
@@ -54,6 +58,11 @@ done
 tank_threads=${TANK_THREADS:-1}
 runs=${RUNS:-3}
 hold=${AWAKE:-1}
+server_cpu=() client_cpu=()
+if [ "${PIN:-0}" = 1 ]; then
+    command -v taskset > /dev/null || { echo "PIN=1 needs taskset (util-linux)"; exit 1; }
+    server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
+fi
 if [ "$quick" = 1 ]; then
     sessions=50 rate=500 seconds=5 threads=2 cpu_queries=30000 rows=10000 size_mb=50 connections=200
     count=5000
@@ -90,7 +99,7 @@ start_mariadb() {
     mariadb-install-db --no-defaults --datadir="$work/data" --auth-root-authentication-method=normal \
         --skip-test-db "${user_opt[@]}" --innodb-log-file-size=16M > "$work/install.log" 2>&1
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    mariadbd --no-defaults --datadir="$work/data" --port="$port" --bind-address=127.0.0.1 \
+    "${server_cpu[@]}" mariadbd --no-defaults --datadir="$work/data" --port="$port" --bind-address=127.0.0.1 \
         --socket="$work/sock" --pid-file="$work/pid" "${user_opt[@]}" --skip-name-resolve \
         --skip-log-bin --performance-schema=OFF --max-connections=2000 \
         --innodb-buffer-pool-size=256M "$@" > "$work/server.log" 2>&1 &
@@ -184,12 +193,13 @@ cpu() {
             local busy user system wall done_queries
             busy=$(quiet)
             if [ "$tool" = sysbench ]; then
-                /usr/bin/time -f "%U %S %e" -o "$work/time.txt" "${sb[@]}" --events="$events" --time=0 run \
+                /usr/bin/time -f "%U %S %e" -o "$work/time.txt" "${client_cpu[@]}" "${sb[@]}" \
+                    --events="$events" --time=0 run \
                     > "$work/sysbench.log"
                 done_queries=$(awk '/queries:/ { print $2; exit }' "$work/sysbench.log")
             else
-                (cd "$work" && /usr/bin/time -f "%U %S %e" -o time.txt "$tank" -c load.ini --quiet \
-                    > summary.txt 2> err.txt) || { cat "$work/err.txt"; exit 1; }
+                (cd "$work" && /usr/bin/time -f "%U %S %e" -o time.txt "${client_cpu[@]}" "$tank" \
+                    -c load.ini --quiet > summary.txt 2> err.txt) || { cat "$work/err.txt"; exit 1; }
                 done_queries=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["shots"]["sent"])' \
                     "$(ls -d "$work"/logs/*/ | tail -1)/summary.json")
                 rm -rf "$work/logs"
@@ -201,7 +211,9 @@ cpu() {
     done
     stop_mariadb
     echo
-    echo "## MySQL CPU per query: $threads connections of point selects (prepared), $queries queries per run, against sysbench; tank threads = $tank_threads; CPUs held awake: $awake"
+    local pinned="no"
+    [ ${#client_cpu[@]} -gt 0 ] && pinned="the server on CPU 0, each client on CPU 1 (PIN=1)"
+    echo "## MySQL CPU per query: $threads connections of point selects (prepared), $queries queries per run, against sysbench; tank threads = $tank_threads; CPUs held awake: $awake; pinned: $pinned"
     echo
     python3 - "$results" <<'PY'
 import statistics, sys

@@ -6,9 +6,13 @@
 //! - `/reset`: RST_STREAM(INTERNAL_ERROR);
 //! - `/drop`: closes the connection, without GOAWAY, its streams in flight;
 //! - `/stall`: never reads the request's body (its flow-control window stays
-//!   shut) and never answers.
+//!   shut) and never answers;
+//! - `/head`: answers a 200 head and one byte of body, and never ends the
+//!   stream (counted in [`H2Server::heads`]).
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
@@ -18,6 +22,8 @@ use tokio::sync::oneshot;
 pub struct H2Server {
     /// Where it listens.
     pub addr: SocketAddr,
+    /// `/head` streams answered so far.
+    heads: Arc<AtomicUsize>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -29,6 +35,8 @@ impl H2Server {
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
+        let heads = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&heads);
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -38,7 +46,7 @@ impl H2Server {
                 let listener = tokio::net::TcpListener::from_std(listener).unwrap();
                 let accept = async {
                     while let Ok((socket, _)) = listener.accept().await {
-                        tokio::spawn(serve(socket));
+                        tokio::spawn(serve(socket, Arc::clone(&counted)));
                     }
                 };
                 tokio::select! {
@@ -49,9 +57,15 @@ impl H2Server {
         });
         H2Server {
             addr,
+            heads,
             stop: Some(stop),
             thread: Some(thread),
         }
+    }
+
+    /// `/head` streams answered so far (their head and first byte sent).
+    pub fn heads(&self) -> usize {
+        self.heads.load(Ordering::SeqCst)
     }
 }
 
@@ -66,7 +80,7 @@ impl Drop for H2Server {
     }
 }
 
-async fn serve(socket: tokio::net::TcpStream) {
+async fn serve(socket: tokio::net::TcpStream, heads: Arc<AtomicUsize>) {
     // A second handle on the socket, for `/drop`: the close must be a FIN,
     // never a reset, whatever the client sent last (a SETTINGS ACK not yet
     // read when the socket closes would make the kernel reset it).
@@ -101,6 +115,7 @@ async fn serve(socket: tokio::net::TcpStream) {
             return;
         };
         let drop_tx = drop_tx.clone();
+        let heads = Arc::clone(&heads);
         tokio::spawn(async move {
             match request.uri().path() {
                 "/refuse" => respond.send_reset(h2::Reason::REFUSED_STREAM),
@@ -111,6 +126,17 @@ async fn serve(socket: tokio::net::TcpStream) {
                     let _held = respond;
                     let _ = drop_tx.send(()).await;
                     std::future::pending::<()>().await;
+                }
+                "/head" => {
+                    let response = http::Response::builder().status(200).body(()).unwrap();
+                    if let Ok(mut body) = respond.send_response(response, false) {
+                        if body.send_data(Bytes::from_static(b"h"), false).is_ok() {
+                            heads.fetch_add(1, Ordering::SeqCst);
+                        }
+                        // Held open (dropping it would reset the stream).
+                        let _held = body;
+                        std::future::pending::<()>().await;
+                    }
                 }
                 "/stall" => {
                     // Holds the request (and its body's window) until the connection ends.

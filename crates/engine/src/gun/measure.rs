@@ -83,6 +83,11 @@ impl ShotProgress {
         self.size_out.store(bytes, Relaxed);
     }
 
+    /// When the request was marked sent, µs into the shot (`None`: not yet).
+    pub(crate) fn sent_us(&self) -> Option<u64> {
+        Some(self.sent.load(Relaxed)).filter(|&us| us != NOT_YET)
+    }
+
     /// `total` bytes of the reply have come, the last `us` into the shot.
     pub(crate) fn received(&self, us: u64, total: u64) {
         if self.first_byte.load(Relaxed) == NOT_YET {

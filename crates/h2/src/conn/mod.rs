@@ -418,6 +418,15 @@ impl Stream {
         Poll::Pending
     }
 
+    /// Its bytes and moments so far (a stream already finished has none).
+    pub fn record(&self) -> Record {
+        let state = self.shared.lock();
+        state
+            .streams
+            .get(self.key)
+            .map_or_else(Record::default, |stream| stream.record)
+    }
+
     /// What the stream got; one that had not ended is reset (CANCEL), and
     /// its frames stop counting.
     pub fn finish(mut self) -> Reply {

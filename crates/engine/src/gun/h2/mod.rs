@@ -247,7 +247,6 @@ impl H2Barrel {
     ) -> Measured {
         let timeout = self.gun.timeout;
         let mut marks = Marks::default();
-        let mut stream = None;
         let mut collect = match reply.as_deref_mut() {
             Some(text) => {
                 text.clear();
@@ -256,9 +255,15 @@ impl H2Barrel {
             None => Collect::Nothing,
         };
         let mut budget = Budget::take(&mut self.budget, start + timeout);
-        let shot = self.shoot(request, start, &mut marks, &mut stream, &mut collect);
+        let mut kept = Kept {
+            stream: None,
+            progress: Arc::clone(&self.progress),
+            start,
+        };
+        let shot = self.shoot(request, start, &mut marks, &mut kept.stream, &mut collect);
         let result = budget.within(shot).await.unwrap_or(Err(NetCode::TIMED_OUT));
         self.budget = Some(budget);
+        let stream = kept.stream.take();
         let end_now = micros(start.elapsed());
         let mut measured = Measured::default();
         let mut end_us = end_now;
@@ -363,6 +368,33 @@ impl H2Barrel {
                 }
                 Err(failure) => return Err(outcome::net_code(failure)),
             }
+        }
+    }
+}
+
+/// The stream of a shot in flight. Dropped with it (a second Ctrl-C
+/// abandons the shot), it leaves the stream's bytes and moments so far in the
+/// barrel's [`ShotProgress`], for the abandoned row; a shot that ends takes
+/// the stream out first.
+struct Kept {
+    stream: Option<tank_h2::Stream>,
+    progress: Arc<ShotProgress>,
+    start: Instant,
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        let Some(stream) = &self.stream else {
+            return;
+        };
+        let record = stream.record();
+        let at = |moment: Instant| micros(moment.saturating_duration_since(self.start));
+        // Opened is sent (see `progress`); the bytes are those written so far.
+        if let Some(sent) = record.sent.map(at).or(self.progress.sent_us()) {
+            self.progress.sent(sent, record.out);
+        }
+        if let Some(head) = record.head {
+            self.progress.received(at(head), record.input);
         }
     }
 }
