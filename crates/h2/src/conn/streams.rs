@@ -206,12 +206,15 @@ impl State {
 
     /// Every stream not ended ends with the connection, `closed`.
     pub(super) fn fail_all(&mut self, closed: Closed) {
-        let closed = match (closed, self.goaway) {
-            // A close after GOAWAY is the server finishing what it said.
+        // After GOAWAY, a stream never sent was refused by it. One sent is at
+        // or below its last stream id (those above ended with the GOAWAY):
+        // the server said it would finish it, so one the close cut may have
+        // been processed (RFC 9113 §6.8), and is lost, not refused.
+        let unsent = match (closed, self.goaway) {
             (Closed::Lost, Some((_, code))) => Closed::GoAway(code),
             _ => closed,
         };
-        self.closed.get_or_insert(closed);
+        self.closed.get_or_insert(unsent);
         self.waiting.clear();
         self.blocked.clear();
         let open: Vec<usize> = self
@@ -222,7 +225,7 @@ impl State {
             .collect();
         for key in open {
             let failure = if self.streams[key].id == 0 {
-                Failure::NotSent(closed)
+                Failure::NotSent(unsent)
             } else {
                 Failure::Closed(closed)
             };

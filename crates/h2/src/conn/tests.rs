@@ -199,6 +199,25 @@ async fn goaway_ends_the_streams_above_its_last_and_refuses_new_ones() {
 }
 
 #[tokio::test]
+async fn a_stream_the_goaway_kept_but_the_close_cut_is_lost_not_refused() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    peer.send(kind::SETTINGS, 0, 0, &[]).await;
+    let request = get();
+    let mut kept = open(&connection, &request);
+    let mut refused = open(&connection, &request);
+    assert_eq!(peer.stream_frame().await.0.stream, 1);
+    assert_eq!(peer.stream_frame().await.0.stream, 3);
+    let mut goaway = 1u32.to_be_bytes().to_vec();
+    goaway.extend_from_slice(&error::NO_ERROR.to_be_bytes());
+    peer.send(kind::GOAWAY, 0, 0, &goaway).await;
+    // Above its last stream id: not processed.
+    assert_eq!(refused.end().await, Err(Failure::Closed(Closed::GoAway(0))));
+    // At or below it, and then the close: it may have been processed.
+    drop(peer);
+    assert_eq!(kept.end().await, Err(Failure::Closed(Closed::Lost)));
+}
+
+#[tokio::test]
 async fn a_reset_ends_its_stream_with_the_servers_reason() {
     let (connection, mut peer) = connect(CONFIG).await;
     let mut stream = open(&connection, &get());
