@@ -244,13 +244,22 @@ fn goaway_ends_the_streams_the_server_did_not_take_and_only_those() {
         Duration::from_secs(120),
     );
     assert_ran(&out);
-    let rows = phout(&artifacts(dir.path()));
+    let run = artifacts(dir.path());
+    let rows = phout(&run);
     assert_eq!(rows.len(), 200);
-    // A row is an answer, or GOAWAY's NO_ERROR for a stream nginx never
-    // processed: nothing is sent twice, nothing is lost.
+    // A stream nginx did not take (above GOAWAY's last stream id) went once
+    // more on a new connection, as a retry: rotation is not failure. A row is
+    // an answer, or GOAWAY's NO_ERROR for one refused twice; nothing is lost.
     let answered = rows.iter().filter(|r| r.net_code == 0).count();
     let refused = rows.iter().filter(|r| r.net_code == 1100).count();
     assert_eq!(answered + refused, 200, "{rows:?}");
+    // With 16 streams in flight and 10 a connection, a stream sent again can
+    // meet the next GOAWAY too: each refused row was refused twice.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let retries = summary["shots"]["retries"].as_u64().unwrap() as usize;
+    assert!(retries > refused, "{} retries, {refused} refused", retries);
+    // nginx saw each answer once, and nothing of the refused streams.
     let log = logged(&nginx, answered);
     assert_eq!(log.len(), answered);
     // Each connection answered at most 10.
@@ -265,6 +274,11 @@ fn goaway_ends_the_streams_the_server_did_not_take_and_only_those() {
 
 /// A run of `uris` (each once) against the hostile server, with `extra` options.
 fn against_hostile(uris: &str, extra: &str) -> Vec<crate::support::Row> {
+    against_hostile_run(uris, extra).0
+}
+
+/// The same, with the run's `summary.json`.
+fn against_hostile_run(uris: &str, extra: &str) -> (Vec<crate::support::Row>, serde_json::Value) {
     let server = H2Server::start();
     let dir = tempfile::tempdir().unwrap();
     let config = format!(
@@ -276,15 +290,20 @@ fn against_hostile(uris: &str, extra: &str) -> Vec<crate::support::Row> {
     );
     let out = shoot(dir.path(), &config, Duration::from_secs(120));
     assert_ran(&out);
-    phout(&artifacts(dir.path()))
+    let run = artifacts(dir.path());
+    let summary = std::fs::read_to_string(run.join("summary.json")).unwrap();
+    (phout(&run), serde_json::from_str(&summary).unwrap())
 }
 
 #[test]
 fn resets_keep_their_reason_in_the_net_code() {
-    let rows = against_hostile("uris = /ok\n  /refuse\n  /reset", "");
+    let (rows, summary) = against_hostile_run("uris = /ok\n  /refuse\n  /reset", "");
+    // REFUSED_STREAM is the server saying it did not process it: sent once
+    // more (a retry), refused again. INTERNAL_ERROR is not sent again.
+    assert_eq!(summary["shots"]["retries"], 1, "{}", summary["shots"]);
     let mut codes: Vec<(u16, u16)> = rows.iter().map(|r| (r.net_code, r.proto_code)).collect();
     codes.sort_unstable();
-    // 1007: REFUSED_STREAM; 1002: INTERNAL_ERROR.
+    // 1007: REFUSED_STREAM (refused again when sent once more); 1002: INTERNAL_ERROR.
     assert_eq!(codes, [(0, 200), (1002, 0), (1007, 0)], "{rows:?}");
 }
 

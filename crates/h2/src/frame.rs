@@ -77,6 +77,8 @@ pub mod error {
     pub const FLOW_CONTROL_ERROR: u32 = 3;
     /// A frame of a size its type does not allow.
     pub const FRAME_SIZE_ERROR: u32 = 6;
+    /// The server did not process the stream: it may be sent again.
+    pub const REFUSED_STREAM: u32 = 7;
     /// The stream is no longer wanted.
     pub const CANCEL: u32 = 8;
     /// The HPACK state is lost.

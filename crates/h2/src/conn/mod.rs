@@ -98,6 +98,16 @@ pub enum Collect {
     Body(Vec<u8>),
 }
 
+impl Collect {
+    /// Empty again, as asked before a stream filled it (its buffer kept).
+    pub fn clear(&mut self) {
+        match self {
+            Collect::Nothing => {}
+            Collect::Text(bytes) | Collect::Body(bytes) => bytes.clear(),
+        }
+    }
+}
+
 /// A stream's bytes and moments.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Record {

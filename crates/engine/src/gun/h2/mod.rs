@@ -40,16 +40,21 @@
 //!   1007 is REFUSED_STREAM, a request the server did not process;
 //! - 1100 + the error code: the server sent GOAWAY and this stream was not
 //!   among those it finishes;
-//! - 1200: the connection ended with the stream in flight, without GOAWAY
-//!   and without an errno;
+//! - 1200: the connection ended with the stream in flight (without GOAWAY,
+//!   or after one that counted the stream among those it finishes) and
+//!   without an errno;
 //! - 1201: flow control held the request back until the budget ran out (no
 //!   stream slot, or no send window): the request never left whole;
-//! - 1202: over TLS, the server did not choose `h2` by ALPN.
+//! - 1202: the server does not speak HTTP/2 (no ALPN `h2` over TLS; an
+//!   HTTP/1 reply or a close before its SETTINGS in cleartext).
 //!
-//! None is below 1000, and Linux's errnos end at 133. Nothing is sent twice:
-//! a stream that failed has its row with its code. A shot that finds its
+//! None is below 1000, and Linux's errnos end at 133. A shot that finds its
 //! connection closed before its stream opened goes to another connection;
-//! it had not been sent, so that is no retry.
+//! it had not been sent, so that is no retry. A stream the server says it
+//! did not process (1007, or 11xx above a GOAWAY's last stream id) is sent
+//! once more, as a retry (`sends` 2), within the shot's budget: the server
+//! guarantees the first was not acted on, and a server rotating its
+//! connections is not failing. Any other failure is the row's, with its code.
 
 mod outcome;
 mod pool;
@@ -260,7 +265,14 @@ impl H2Barrel {
             progress: Arc::clone(&self.progress),
             start,
         };
-        let shot = self.shoot(request, start, &mut marks, &mut kept.stream, &mut collect);
+        let mut refused = 0u8;
+        let shot = self.shoot(
+            request,
+            start,
+            &mut marks,
+            (&mut kept.stream, &mut refused),
+            &mut collect,
+        );
         let result = budget.within(shot).await.unwrap_or(Err(NetCode::TIMED_OUT));
         self.budget = Some(budget);
         let stream = kept.stream.take();
@@ -296,7 +308,8 @@ impl H2Barrel {
         if let (Some(text), Collect::Text(kept)) = (reply, collect) {
             *text = kept;
         }
-        measured.sends = u8::from(measured.size_out > 0);
+        // The streams the server refused were sent too.
+        measured.sends = refused + u8::from(measured.size_out > 0);
         measured.proto_code = outcome.code;
         if let Some(status) = outcome.grpc {
             self.gun.statuses.count(status);
@@ -307,13 +320,15 @@ impl H2Barrel {
     }
 
     /// The shot up to its reply's end; `stream` keeps the stream once
-    /// opened (its record makes the row, whatever happens after).
+    /// opened (its record makes the row, whatever happens after), and
+    /// `refused` counts the streams the server refused before it (sent, and
+    /// then sent again).
     async fn shoot(
         &mut self,
         request: &[u8],
         start: Instant,
         marks: &mut Marks,
-        stream: &mut Option<tank_h2::Stream>,
+        (stream, refused): (&mut Option<tank_h2::Stream>, &mut u8),
         collect: &mut Collect,
     ) -> Result<(), NetCode> {
         let gun = Arc::clone(&self.gun);
@@ -326,8 +341,11 @@ impl H2Barrel {
             return Err(NetCode::PROTOCOL);
         };
         // A stream that never left (its connection closed or said GOAWAY
-        // first): once more on another connection. Nothing was sent, so
-        // that is no retry.
+        // first): once more on another connection; nothing was sent, so that
+        // is no retry. One the server says it did not process (above a
+        // GOAWAY's last stream id, or REFUSED_STREAM) goes once more too, as
+        // a retry: a server rotating its connections (nginx's
+        // keepalive_requests) is not failing.
         let mut attempts = 0;
         loop {
             attempts += 1;
@@ -366,10 +384,27 @@ impl H2Barrel {
                         return Err(outcome::net_code(Failure::NotSent(closed)));
                     }
                 }
+                Err(failure) if attempts < 2 && unprocessed(failure) => {
+                    *refused += 1;
+                    if let Some(gone) = stream.take() {
+                        *collect = gone.finish().collect;
+                    }
+                    collect.clear();
+                }
                 Err(failure) => return Err(outcome::net_code(failure)),
             }
         }
     }
+}
+
+/// Whether a stream's end says the server did not process it (RFC 9113
+/// §8.7): above a GOAWAY's last stream id, or refused.
+fn unprocessed(failure: Failure) -> bool {
+    matches!(
+        failure,
+        Failure::Closed(tank_h2::Closed::GoAway(_))
+            | Failure::Reset(tank_h2::frame::error::REFUSED_STREAM)
+    )
 }
 
 /// The stream of a shot in flight. Dropped with it (a second Ctrl-C
