@@ -137,6 +137,35 @@ fn calls_by_reflection_get_pandoras_codes() {
 }
 
 #[test]
+fn a_deadline_the_server_enforces_is_its_deadline_exceeded_not_tanks_timeout() {
+    let Some(server) = server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("slow.jsonl"),
+        r#"{"tag": "/slow", "call": "tankbar.Greeter.SayHello", "payload": {"name": "slow"}}"#,
+    )
+    .unwrap();
+    let cfg = format!(
+        "[phantom]\naddress = 127.0.0.1:{}\ntank_type = grpc\nammofile = slow.jsonl\n\
+         instances_schedule = const(2, 1s)\nloop = 2\ntimeout = 500ms\n\
+         [tank]\nartifacts_base_dir = {}\n",
+        server.port,
+        dir.path().join("logs").display()
+    );
+    let out = shoot(dir.path(), &cfg, Duration::from_secs(120));
+    assert_ran(&out);
+    let rows = phout(&artifacts(dir.path()));
+    assert_eq!(rows.len(), 2);
+    // grpc-timeout is 500 ms; tank waits a little past it for the server's word.
+    for row in &rows {
+        assert_eq!((row.net_code, row.proto_code), (0, 504), "{row:?}");
+        assert!(row.interval_real >= 500_000, "{row:?}");
+    }
+}
+
+#[test]
 fn calls_from_a_proto_file() {
     let Some(server) = server() else {
         return;

@@ -5,6 +5,7 @@ server reflection (v1 and v1alpha), on 127.0.0.1:PORT (argv[1]). It prints
 tank's rows."""
 import sys
 import threading
+import time
 from concurrent import futures
 
 import grpc
@@ -29,6 +30,10 @@ class Greeter(tankbar_pb2_grpc.GreeterServicer):
             context.abort(grpc.StatusCode.NOT_FOUND, "no such name")
         if request.name == "busy":
             context.abort(grpc.StatusCode.UNAVAILABLE, "try later")
+        if request.name == "slow":
+            # Past any deadline a test gives: grpc's core ends the call with
+            # DEADLINE_EXCEEDED when the caller's grpc-timeout runs out.
+            time.sleep(3)
         return tankbar_pb2.HelloReply(message=f"hello, {request.name}")
 
     def Count(self, request, context):

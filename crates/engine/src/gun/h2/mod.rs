@@ -182,6 +182,14 @@ impl H2Gun {
             max_header_list: header_list,
             max_body: limits.entity,
         };
+        // A gRPC call's deadline (grpc-timeout) is `timeout`: the budget
+        // waits a little past it, so that a server enforcing the deadline is
+        // heard (DEADLINE_EXCEEDED, 504) rather than cut off by tank's timer
+        // at the same moment (110).
+        let timeout = match kind {
+            Kind::Grpc => timeout + deadline_grace(timeout),
+            Kind::Http => timeout,
+        };
         H2Gun {
             dial: Dial {
                 target,
@@ -395,6 +403,12 @@ impl H2Barrel {
             }
         }
     }
+}
+
+/// How long past a gRPC call's deadline tank waits for the server to end it:
+/// a twentieth of it, from 50 ms to 1 s (grpcio answers about 20 ms late).
+fn deadline_grace(deadline: Duration) -> Duration {
+    (deadline / 20).clamp(Duration::from_millis(50), Duration::from_secs(1))
 }
 
 /// Whether a stream's end says the server did not process it (RFC 9113
