@@ -130,7 +130,8 @@ impl Pool {
     /// fewer are open and none is idle, else the least loaded takes it (and
     /// holds it until a slot frees, past the server's stream limit). Without
     /// one, as few as the streams need: the least loaded with a slot free,
-    /// else a new one.
+    /// else a new one, unless the server allows no stream at all now (then
+    /// the least loaded holds it until one frees).
     pub(super) fn take(&mut self) -> Slot {
         self.connections
             .retain(|c| c.usable() || c.in_flight.load(Ordering::Relaxed) > 0);
@@ -140,11 +141,14 @@ impl Pool {
         let usable_count = self.connections.iter().filter(|c| c.usable()).count();
         let idle = least.is_some_and(|c| c.in_flight.load(Ordering::Relaxed) == 0);
         let spread = self.limit.is_some_and(|limit| usable_count < limit) && !idle;
+        // A server that allows no stream now (SETTINGS_MAX_CONCURRENT_STREAMS
+        // 0) asks for none on another connection either: the shot waits for a
+        // slot (1201 when none comes) rather than opening one per request.
+        let held_back = least.is_some_and(|c| c.max_streams() == 0);
+        let full = self.limit.is_some_and(|limit| usable_count >= limit);
         let chosen = match (room, least) {
             (Some(free), _) if !spread => Arc::clone(free),
-            (None, Some(busy)) if self.limit.is_some_and(|limit| usable_count >= limit) => {
-                Arc::clone(busy)
-            }
+            (None, Some(busy)) if full || held_back => Arc::clone(busy),
             _ => {
                 let source = (!self.sources.is_empty())
                     .then(|| self.sources[self.opened % self.sources.len()]);
@@ -295,6 +299,40 @@ mod tests {
             .collect();
         assert_eq!(loads, [150, 150]);
         drop(slots);
+    }
+
+    #[tokio::test]
+    async fn a_server_allowing_no_stream_gets_no_connection_per_request() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // A server whose SETTINGS allow 0 streams (it asks for none).
+        let (client, mut server) = tokio::io::duplex(1 << 16);
+        let config = tank_h2::Config {
+            stream_window: 1 << 16,
+            connection_window: 1 << 16,
+            max_header_list: 1 << 16,
+            max_body: 1 << 20,
+        };
+        let (conn, driver) = tank_h2::start(client, config);
+        tokio::spawn(driver);
+        let mut preface = [0u8; 24];
+        server.read_exact(&mut preface).await.unwrap();
+        // SETTINGS: MAX_CONCURRENT_STREAMS (3) = 0.
+        let settings = [0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0];
+        server.write_all(&settings).await.unwrap();
+        for _ in 0..10_000 {
+            if conn.max_streams() == 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(conn.max_streams(), 0);
+        let mut pool = pool(None);
+        let first = pool.take();
+        assert!(first.0.ready.set(Ready { conn }).is_ok());
+        let waiting: Vec<Slot> = (0..50).map(|_| pool.take()).collect();
+        // All wait on the one connection (1201 if no slot frees in time).
+        assert_eq!(pool.open_count(), 1);
+        assert!(waiting.iter().all(|slot| Arc::ptr_eq(&slot.0, &first.0)));
     }
 
     #[test]
