@@ -33,7 +33,13 @@ pub struct Facts<'a> {
     pub instances: Option<(u64, u64)>,
     /// The largest lag of a shot behind its due time, ms (a run's).
     pub lag_max_ms: Option<f64>,
+    /// The 99th percentile of that lag, ms (a run's).
+    pub lag_p99_ms: Option<f64>,
 }
+
+/// Lag p99 from which a run's timing is worth a warning: one shot in a
+/// hundred fired over a second after it was due.
+pub const LATE_P99_MS: f64 = 1000.0;
 
 /// The warnings, most serious first.
 pub fn judge(facts: &Facts) -> Vec<String> {
@@ -106,6 +112,19 @@ pub fn judge(facts: &Facts) -> Vec<String> {
         }
         _ => {}
     }
+    if let (Some(p99), Some(max)) = (facts.lag_p99_ms, facts.lag_max_ms) {
+        if facts.run && p99 >= LATE_P99_MS {
+            out.push(format!(
+                "the plan's timing was not kept: one shot in a hundred went over {:.1} s late \
+                 (lag p99 {:.1} s, max {:.1} s), so the rates and times are of a slower load \
+                 than planned: {}",
+                p99 / 1000.0,
+                p99 / 1000.0,
+                max / 1000.0,
+                why_late(facts)
+            ));
+        }
+    }
     if shots.dropped > 0 {
         out.push(format!(
             "{} samples were dropped: the results thread fell behind, so these shots have no phout row",
@@ -146,6 +165,21 @@ fn why_unsent(facts: &Facts) -> String {
         (None, _) => "the schedule ended before they were fired: every instance was busy, or \
                       tank fell behind the plan (each run's own summary says which)"
             .to_string(),
+    }
+}
+
+/// Why shots went late: every instance was held (a replay's pool is the
+/// capture's peak of open sessions), or tank itself fell behind.
+fn why_late(facts: &Facts) -> &'static str {
+    match facts.instances {
+        Some((peak, pool)) if peak < pool => {
+            "tank fell behind with instances to spare (the machine was short of CPU)"
+        }
+        Some(_) => {
+            "every instance was busy when shots were due (raise `instances`, or the target is \
+             slower than the plan)"
+        }
+        None => "every instance was busy, or tank fell behind the plan",
     }
 }
 
@@ -230,6 +264,7 @@ mod tests {
             stop,
             instances: None,
             lag_max_ms: None,
+            lag_p99_ms: None,
         })
     }
 
@@ -266,6 +301,38 @@ mod tests {
     }
 
     #[test]
+    fn a_run_whose_shots_went_seconds_late_says_so() {
+        // A replay held to one session at a time (the capture's peak) by a
+        // 3 s query: every shot sent, none unsent, all late.
+        let s = shots(Some(9), 9, 9);
+        let late = |lag_p99_ms: f64, instances| {
+            judge(&Facts {
+                shots: &s,
+                net_codes: &codes(&[("0", 9)]),
+                proto_codes: &codes(&[("200", 9)]),
+                kind: ProtoCodes::Mysql,
+                run: true,
+                stop: None,
+                instances,
+                lag_max_ms: Some(lag_p99_ms + 100.0),
+                lag_p99_ms: Some(lag_p99_ms),
+            })
+        };
+        assert_eq!(
+            late(5840.0, Some((1, 1))),
+            [
+                "the plan's timing was not kept: one shot in a hundred went over 5.8 s late (lag \
+              p99 5.8 s, max 5.9 s), so the rates and times are of a slower load than planned: \
+              every instance was busy when shots were due (raise `instances`, or the target is \
+              slower than the plan)"
+            ]
+        );
+        assert!(late(5840.0, Some((3, 50)))[0].contains("tank fell behind with instances to spare"));
+        // Under a second at p99: timing noise, no warning.
+        assert!(late(900.0, Some((1, 1))).is_empty());
+    }
+
+    #[test]
     fn unsent_shots_with_instances_to_spare_blame_the_generator_not_the_plan() {
         // --processes 3 at 4,200 new connections a second each on two cores.
         let s = shots(Some(16800), 14365, 14365);
@@ -279,6 +346,7 @@ mod tests {
                 stop: None,
                 instances,
                 lag_max_ms: Some(577.5),
+                lag_p99_ms: None,
             })
         };
         let w = judge_with(Some((14365, 16800)));
@@ -364,6 +432,7 @@ mod tests {
             stop: None,
             instances: None,
             lag_max_ms: None,
+            lag_p99_ms: None,
         };
         assert!(judge(&facts).is_empty());
     }

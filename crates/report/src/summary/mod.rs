@@ -444,6 +444,11 @@ impl Summary {
                 .map(|pool| (totals.max_instances, pool)),
             lag_max_ms: (totals.lag.count > 0)
                 .then(|| ms(totals.lag.values_us[QUANTILES.len() - 1])),
+            lag_p99_ms: QUANTILES
+                .iter()
+                .position(|&q| q == 990)
+                .filter(|_| totals.lag.count > 0)
+                .map(|i| ms(totals.lag.values_us[i])),
         });
         Summary {
             meta,
