@@ -405,6 +405,9 @@ pub struct SessionsReader {
     open: foldhash::HashSet<u64>,
     /// Where the record being read starts, for errors.
     record_start: u64,
+    /// Whether that record's line ends the file without a line end (a file
+    /// cut short, which its error then says).
+    unterminated: bool,
 }
 
 impl SessionsReader {
@@ -435,6 +438,7 @@ impl SessionsReader {
             last_offset_us: 0,
             open: foldhash::HashSet::default(),
             record_start: 0,
+            unterminated: false,
         })
     }
 
@@ -461,6 +465,7 @@ impl SessionsReader {
             if !self.file.read_line(&mut self.line)? {
                 return Ok(None);
             }
+            self.unterminated = !self.line.ends_with(b"\n");
             let line = trim_line_end(&self.line);
             if line.is_empty() || line.starts_with(b"#") {
                 continue;
@@ -532,7 +537,8 @@ impl SessionsReader {
         }
         if offset_us < self.last_offset_us {
             return Err(self.error(format!(
-                "offset {offset_us} µs comes after {} µs: records must be in time order",
+                "offset {offset_us} µs is earlier than the record before it ({} µs): records \
+                 must be in time order",
                 self.last_offset_us
             )));
         }
@@ -614,7 +620,12 @@ impl SessionsReader {
         })
     }
 
-    fn error(&self, message: String) -> PlanError {
+    fn error(&self, mut message: String) -> PlanError {
+        if self.unterminated {
+            message.push_str(
+                " (the file ends inside this record, without its line end: is it cut short?)",
+            );
+        }
         PlanError::Ammo {
             path: self.file.path().to_path_buf(),
             offset: self.record_start,

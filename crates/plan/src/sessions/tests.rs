@@ -106,10 +106,32 @@ fn another_version_is_a_sessions_file_refused_by_its_version_not_read_as_a_captu
 }
 
 #[test]
+fn a_file_cut_inside_its_last_record_says_it_may_be_cut_short() {
+    // `E 1 50` cut to `E 1 5`: read as an earlier offset, and said to be cut.
+    let text = "tank-sessions 1\nS 1 10 a\nR 2 40 1 t\nab\nE 1 4";
+    let error = read(text.as_bytes()).unwrap_err().to_string();
+    assert!(
+        error.contains(
+            "offset 4 µs is earlier than the record before it (40 µs): records must be in time \
+             order (the file ends inside this record, without its line end: is it cut short?)"
+        ),
+        "{error}"
+    );
+    // A whole last line says nothing of the kind.
+    let error = read(format!("{text}\n").as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(!error.contains("cut short"), "{error}");
+}
+
+#[test]
 fn errors_name_the_byte_where_the_record_starts() {
     let head = "tank-sessions 1\nS 1 5 a\n";
     let cases: [(&str, &str); 7] = [
-        ("R 2 4 1 t\nab\n", "offset 4 µs comes after 5 µs"),
+        (
+            "R 2 4 1 t\nab\n",
+            "offset 4 µs is earlier than the record before it (5 µs)",
+        ),
         (
             "R 2 5 2 t\nab\n",
             "a request of session 2, which is not open",
