@@ -345,6 +345,63 @@ fn a_second_ctrl_c_keeps_the_bytes_of_the_streams_it_abandons() {
 }
 
 #[test]
+fn how_a_server_broke_http2_is_said_once() {
+    // A server that sends DATA on stream 0 after its SETTINGS, on every connection.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = std::sync::Arc::clone(&stop);
+    let server = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        while !stopped.load(std::sync::atomic::Ordering::SeqCst) {
+            let Ok((mut socket, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            socket.set_nonblocking(false).unwrap();
+            socket
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            std::thread::spawn(move || {
+                let mut preface = [0u8; 24];
+                if socket.read_exact(&mut preface).is_err() {
+                    return;
+                }
+                let settings = [0u8, 0, 0, 4, 0, 0, 0, 0, 0];
+                let data_on_0 = [0u8, 0, 1, 0, 0, 0, 0, 0, 0, b'x'];
+                let _ = socket.write_all(&[&settings[..], &data_on_0[..]].concat());
+                let mut sink = [0u8; 4096];
+                while matches!(socket.read(&mut sink), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[phantom]\naddress = {addr}\ntank_type = http2\nconnections = 1\nuris = /\n\
+         instances_schedule = const(2, 1s)\nloop = 3\n[tank]\nartifacts_base_dir = {}\n",
+        dir.path().join("logs").display()
+    );
+    let out = shoot(dir.path(), &config, Duration::from_secs(120));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    server.join().unwrap();
+    assert_ran(&out);
+    let rows = phout(&artifacts(dir.path()));
+    assert!(rows.iter().all(|r| r.net_code == 71), "{rows:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout
+            .matches(
+                "[phantom] the server broke HTTP/2 (DATA on stream 0), and tank ended the \
+                 connection: the requests that met it have net code 71"
+            )
+            .count(),
+        1,
+        "{stdout}"
+    );
+}
+
+#[test]
 fn a_body_held_back_by_flow_control_is_a_stall() {
     // 100 KB: more than the server's initial window (64 KB) lets out.
     let dir = tempfile::tempdir().unwrap();

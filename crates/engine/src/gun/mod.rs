@@ -397,11 +397,13 @@ impl Guns {
         }
     }
 
-    /// What the gun found that no row explains (a login it cannot complete),
-    /// for the run to say once.
+    /// What the gun found that no row explains (a MySQL login it cannot
+    /// complete, how an HTTP/2 server broke the protocol), for the run to say
+    /// once.
     pub(crate) fn problem(&self) -> Option<String> {
         match self {
-            Guns::Wire(_) | Guns::H2(_) => None,
+            Guns::Wire(_) => None,
+            Guns::H2(gun) => gun.problem(),
             Guns::Mysql(gun) => gun.problem(),
         }
     }

@@ -198,7 +198,8 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Future for Driver<IO> {
                         this.reading.copy_within(used..this.filled, 0);
                         this.filled -= used;
                     }
-                    Err(ConnectionError(code)) => {
+                    Err(ConnectionError(code, why)) => {
+                        state.broken.get_or_insert(why);
                         // Last stream 0: the client processes no stream the server opens.
                         frame::put_goaway(&mut state.out, 0, code);
                         state.fail_all(Closed::Protocol);

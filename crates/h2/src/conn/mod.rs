@@ -150,8 +150,9 @@ pub enum Failure {
     /// The connection ended under it.
     Closed(Closed),
     /// Its reply broke the rules or the limits ([`Config`]): a head without
-    /// a status, DATA before the head, a head or body too large.
-    Malformed,
+    /// a status, DATA before the head, a head or body too large (what it
+    /// did, for people).
+    Malformed(&'static str),
     /// It never left: it waited for a stream slot, or for the connection,
     /// which ended this way. Nothing was sent, so it may go elsewhere.
     NotSent(Closed),
@@ -192,6 +193,8 @@ struct StreamState {
     /// Its final head was read (a later HEADERS is the trailers).
     headed: bool,
     body_len: u64,
+    /// The head's `content-length`, when it gave one.
+    content_length: Option<u64>,
     record: Record,
     status: u16,
     grpc_status: Option<Box<[u8]>>,
@@ -233,6 +236,8 @@ struct State {
     fresh_bytes: usize,
     max_streams: usize,
     settings_seen: bool,
+    /// How the server broke the protocol, when it did (the connection then ended).
+    broken: Option<&'static str>,
     send_window: i64,
     initial_send_window: i64,
     max_frame: usize,
@@ -316,6 +321,7 @@ where
         fresh_bytes: 0,
         max_streams: ASSUMED_MAX_STREAMS,
         settings_seen: false,
+        broken: None,
         send_window: i64::from(frame::DEFAULT_WINDOW),
         initial_send_window: i64::from(frame::DEFAULT_WINDOW),
         max_frame: frame::DEFAULT_MAX_FRAME,
@@ -342,6 +348,12 @@ impl Connection {
     /// Whether it takes no new streams (the server sent GOAWAY, or it closed).
     pub fn is_unusable(&self) -> bool {
         self.shared.unusable.load(Ordering::Relaxed)
+    }
+
+    /// How the server broke the protocol, when it did: what made the client
+    /// end the connection (its streams then end [`Closed::Protocol`]).
+    pub fn broken(&self) -> Option<&'static str> {
+        self.shared.lock().broken
     }
 
     /// The streams the server allows at once, as it last said.
@@ -371,6 +383,7 @@ impl Connection {
             local_done: false,
             headed: false,
             body_len: 0,
+            content_length: None,
             record: Record::default(),
             status: 0,
             grpc_status: None,
@@ -490,5 +503,7 @@ impl Drop for Stream {
     }
 }
 
-/// A connection error: the code the client's GOAWAY carries.
-struct ConnectionError(u32);
+/// A connection error: the code the client's GOAWAY carries, and what the
+/// server did.
+#[derive(Debug, Clone, Copy)]
+struct ConnectionError(u32, &'static str);

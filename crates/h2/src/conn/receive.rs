@@ -14,7 +14,10 @@ impl State {
         while bytes.len() - pos >= frame::HEAD {
             let head = Head::read(&bytes[pos..]);
             if head.len > frame::DEFAULT_MAX_FRAME {
-                return Err(ConnectionError(error::FRAME_SIZE_ERROR));
+                return Err(ConnectionError(
+                    error::FRAME_SIZE_ERROR,
+                    "a frame larger than the 16 KiB the client allows",
+                ));
             }
             let end = pos + frame::HEAD + head.len;
             if end > bytes.len() {
@@ -32,25 +35,29 @@ impl State {
         payload: &[u8],
         now: Instant,
     ) -> Result<(), ConnectionError> {
-        let protocol = ConnectionError(error::PROTOCOL_ERROR);
+        let protocol = |why| ConnectionError(error::PROTOCOL_ERROR, why);
         if self.continuation.is_some() && head.kind != kind::CONTINUATION {
-            return Err(protocol);
+            return Err(protocol(
+                "a frame other than CONTINUATION inside a header block",
+            ));
         }
         let framed = (frame::HEAD + head.len) as u64;
         match head.kind {
             kind::DATA => {
                 if head.stream == 0 {
-                    return Err(protocol);
+                    return Err(protocol("DATA on stream 0"));
                 }
                 self.data(head, payload, now)
             }
             kind::HEADERS => {
                 if head.stream == 0 {
-                    return Err(protocol);
+                    return Err(protocol("HEADERS on stream 0"));
                 }
                 let mut block = unpad(head, payload)?;
                 if head.flags & flag::PRIORITY != 0 {
-                    block = block.get(5..).ok_or(protocol)?;
+                    block = block
+                        .get(5..)
+                        .ok_or(protocol("a HEADERS frame shorter than its priority"))?;
                 }
                 let end_stream = head.flags & flag::END_STREAM != 0;
                 if head.flags & flag::END_HEADERS != 0 {
@@ -66,15 +73,20 @@ impl State {
                 }
             }
             kind::CONTINUATION => {
-                let mut continuation = self.continuation.take().ok_or(protocol)?;
+                let mut continuation = self
+                    .continuation
+                    .take()
+                    .ok_or(protocol("CONTINUATION without a header block to continue"))?;
                 if continuation.stream != head.stream {
-                    return Err(ConnectionError(error::PROTOCOL_ERROR));
+                    return Err(protocol("CONTINUATION of another stream's header block"));
                 }
                 // A head that never ends must not grow without bound: past
                 // what the header list limit could take encoded, it is refused.
                 let most = 4 * self.config.max_header_list as usize + frame::DEFAULT_MAX_FRAME;
                 if continuation.block.len() + payload.len() > most {
-                    return Err(ConnectionError(error::PROTOCOL_ERROR));
+                    return Err(protocol(
+                        "a header block in CONTINUATIONs past what the header list limit allows",
+                    ));
                 }
                 continuation.block.extend_from_slice(payload);
                 continuation.framed += framed;
@@ -93,7 +105,7 @@ impl State {
             }
             kind::RST_STREAM => {
                 if head.stream == 0 {
-                    return Err(protocol);
+                    return Err(protocol("RST_STREAM on stream 0"));
                 }
                 let code = word(payload)?;
                 if let Some(&key) = self.ids.get(&head.stream) {
@@ -106,7 +118,7 @@ impl State {
             }
             kind::SETTINGS => {
                 if head.stream != 0 {
-                    return Err(protocol);
+                    return Err(protocol("SETTINGS on a stream"));
                 }
                 if head.flags & flag::ACK != 0 {
                     return Ok(());
@@ -115,7 +127,10 @@ impl State {
             }
             kind::PING => {
                 if payload.len() != 8 {
-                    return Err(ConnectionError(error::FRAME_SIZE_ERROR));
+                    return Err(ConnectionError(
+                        error::FRAME_SIZE_ERROR,
+                        "a PING not 8 bytes long",
+                    ));
                 }
                 if head.flags & flag::ACK == 0 {
                     frame::put_head(&mut self.out, 8, kind::PING, flag::ACK, 0);
@@ -125,7 +140,10 @@ impl State {
             }
             kind::GOAWAY => {
                 if payload.len() < 8 {
-                    return Err(ConnectionError(error::FRAME_SIZE_ERROR));
+                    return Err(ConnectionError(
+                        error::FRAME_SIZE_ERROR,
+                        "a GOAWAY shorter than 8 bytes",
+                    ));
                 }
                 let last = word(&payload[..4])? & frame::MAX_WINDOW;
                 let code = word(&payload[4..8])?;
@@ -136,25 +154,29 @@ impl State {
                 let increment = word(payload)? & frame::MAX_WINDOW;
                 if head.stream == 0 {
                     if increment == 0 {
-                        return Err(protocol);
+                        return Err(protocol("a WINDOW_UPDATE of 0 on the connection"));
                     }
                     self.send_window += i64::from(increment);
                     if self.send_window > i64::from(frame::MAX_WINDOW) {
-                        return Err(ConnectionError(error::FLOW_CONTROL_ERROR));
+                        return Err(ConnectionError(
+                            error::FLOW_CONTROL_ERROR,
+                            "the connection's send window past 2^31 - 1",
+                        ));
                     }
                 } else if let Some(&key) = self.ids.get(&head.stream) {
                     let stream = &mut self.streams[key];
                     stream.record.input += framed;
                     stream.send_window += i64::from(increment);
                     if increment == 0 || stream.send_window > i64::from(frame::MAX_WINDOW) {
-                        self.reset(key, error::PROTOCOL_ERROR, Failure::Malformed);
+                        let why = "a stream's WINDOW_UPDATE of 0, or its window past 2^31 - 1";
+                        self.reset(key, error::PROTOCOL_ERROR, Failure::Malformed(why));
                     }
                 }
                 self.send_blocked();
                 Ok(())
             }
             // Push is off: a promise breaks the protocol.
-            kind::PUSH_PROMISE => Err(protocol),
+            kind::PUSH_PROMISE => Err(protocol("PUSH_PROMISE, with push disabled")),
             // PRIORITY, and types this client does not know, are ignored.
             _ => Ok(()),
         }
@@ -181,12 +203,14 @@ impl State {
         let stream = &mut self.streams[key];
         stream.record.input += (frame::HEAD + payload.len()) as u64;
         if !stream.headed {
-            self.reset(key, error::PROTOCOL_ERROR, Failure::Malformed);
+            let why = "DATA before the reply's head";
+            self.reset(key, error::PROTOCOL_ERROR, Failure::Malformed(why));
             return Ok(());
         }
         stream.body_len += data.len() as u64;
         if stream.body_len > max_body {
-            self.reset(key, error::CANCEL, Failure::Malformed);
+            let why = "a body past the entity limit";
+            self.reset(key, error::CANCEL, Failure::Malformed(why));
             return Ok(());
         }
         match &mut stream.collect {
@@ -217,7 +241,12 @@ impl State {
         framed: u64,
         now: Instant,
     ) -> Result<(), ConnectionError> {
-        let compression = |_| ConnectionError(error::COMPRESSION_ERROR);
+        let compression = |_| {
+            ConnectionError(
+                error::COMPRESSION_ERROR,
+                "a header block HPACK cannot decode",
+            )
+        };
         let Some(&key) = self.ids.get(&stream_id) else {
             // A stream given up, or ended: its block still feeds the table.
             self.decoder
@@ -238,12 +267,16 @@ impl State {
         let text = matches!(stream.collect, Collect::Text(_));
         let mut status: Option<u16> = None;
         let mut bad_status = false;
+        let mut content_length = None;
         lines.clear();
         let list = decoder
             .decode(
                 block,
                 |name| {
-                    text || name == b":status" || name == b"grpc-status" || name == b"grpc-message"
+                    text || name == b":status"
+                        || name == b"content-length"
+                        || name == b"grpc-status"
+                        || name == b"grpc-message"
                 },
                 |name, value| {
                     if name == b":status" {
@@ -251,6 +284,10 @@ impl State {
                             Some(code) => status = Some(code),
                             None => bad_status = true,
                         }
+                    } else if name == b"content-length" {
+                        content_length = std::str::from_utf8(value)
+                            .ok()
+                            .and_then(|v| v.trim().parse::<u64>().ok());
                     } else if name == b"grpc-status" {
                         stream.grpc_status = Some(value.into());
                     } else if name == b"grpc-message" {
@@ -266,13 +303,19 @@ impl State {
             )
             .map_err(compression)?;
         if list > config.max_header_list as usize || bad_status {
-            self.reset(key, error::PROTOCOL_ERROR, Failure::Malformed);
+            let why = if bad_status {
+                "a :status that is not three digits"
+            } else {
+                "a head past the header list limit"
+            };
+            self.reset(key, error::PROTOCOL_ERROR, Failure::Malformed(why));
             return Ok(());
         }
         if stream.headed {
             // Trailers: they end the stream.
             if !end_stream || status.is_some() {
-                self.reset(key, error::PROTOCOL_ERROR, Failure::Malformed);
+                let why = "trailers that do not end the stream, or carry a :status";
+                self.reset(key, error::PROTOCOL_ERROR, Failure::Malformed(why));
                 return Ok(());
             }
             if let Collect::Text(text) = &mut stream.collect {
@@ -283,7 +326,8 @@ impl State {
             }
         } else {
             let Some(status) = status else {
-                self.reset(key, error::PROTOCOL_ERROR, Failure::Malformed);
+                let why = "a reply head without :status";
+                self.reset(key, error::PROTOCOL_ERROR, Failure::Malformed(why));
                 return Ok(());
             };
             if (100..200).contains(&status) && !end_stream {
@@ -292,6 +336,7 @@ impl State {
             }
             stream.headed = true;
             stream.status = status;
+            stream.content_length = content_length;
             if let Collect::Text(text) = &mut stream.collect {
                 keep(text, b"HTTP/2 ");
                 keep(text, status.to_string().as_bytes());
@@ -315,12 +360,28 @@ impl State {
             frame::put_reset(&mut self.out, stream.id, error::CANCEL);
             stream.record.out += frame::RESET_LEN;
         }
-        self.close_stream(key, Ok(()));
+        // A body that is not the length its head said was cut (or padded):
+        // malformed (RFC 9113 §8.1.1). A reply with no body (to HEAD, a 304)
+        // may say the length of the one it stands for.
+        let cut = stream
+            .content_length
+            .is_some_and(|said| stream.body_len > 0 && stream.body_len != said);
+        let result = if cut {
+            Err(Failure::Malformed(
+                "a body whose length is not its content-length",
+            ))
+        } else {
+            Ok(())
+        };
+        self.close_stream(key, result);
     }
 
     pub(super) fn settings(&mut self, payload: &[u8]) -> Result<(), ConnectionError> {
         if payload.len() % 6 != 0 {
-            return Err(ConnectionError(error::FRAME_SIZE_ERROR));
+            return Err(ConnectionError(
+                error::FRAME_SIZE_ERROR,
+                "a SETTINGS frame whose length is not a multiple of 6",
+            ));
         }
         let first = !self.settings_seen;
         self.settings_seen = true;
@@ -332,7 +393,10 @@ impl State {
                 setting::MAX_CONCURRENT_STREAMS => max_streams = Some(value as usize),
                 setting::INITIAL_WINDOW_SIZE => {
                     if value > frame::MAX_WINDOW {
-                        return Err(ConnectionError(error::FLOW_CONTROL_ERROR));
+                        return Err(ConnectionError(
+                            error::FLOW_CONTROL_ERROR,
+                            "SETTINGS_INITIAL_WINDOW_SIZE past 2^31 - 1",
+                        ));
                     }
                     let delta = i64::from(value) - self.initial_send_window;
                     self.initial_send_window = i64::from(value);
@@ -342,7 +406,10 @@ impl State {
                 }
                 setting::MAX_FRAME_SIZE => {
                     if !(frame::DEFAULT_MAX_FRAME..1 << 24).contains(&(value as usize)) {
-                        return Err(ConnectionError(error::PROTOCOL_ERROR));
+                        return Err(ConnectionError(
+                            error::PROTOCOL_ERROR,
+                            "SETTINGS_MAX_FRAME_SIZE out of its range",
+                        ));
                     }
                     self.max_frame = value as usize;
                 }
@@ -390,20 +457,22 @@ fn unpad(head: Head, payload: &[u8]) -> Result<&[u8], ConnectionError> {
     if head.flags & flag::PADDED == 0 {
         return Ok(payload);
     }
-    let (&pad, rest) = payload
-        .split_first()
-        .ok_or(ConnectionError(error::PROTOCOL_ERROR))?;
+    let padding = ConnectionError(error::PROTOCOL_ERROR, "padding longer than its frame");
+    let (&pad, rest) = payload.split_first().ok_or(padding)?;
     rest.len()
         .checked_sub(usize::from(pad))
         .map(|len| &rest[..len])
-        .ok_or(ConnectionError(error::PROTOCOL_ERROR))
+        .ok_or(padding)
 }
 
 /// A payload that is one 32-bit word.
 fn word(payload: &[u8]) -> Result<u32, ConnectionError> {
-    let bytes: [u8; 4] = payload
-        .try_into()
-        .map_err(|_| ConnectionError(error::FRAME_SIZE_ERROR))?;
+    let bytes: [u8; 4] = payload.try_into().map_err(|_| {
+        ConnectionError(
+            error::FRAME_SIZE_ERROR,
+            "an RST_STREAM, WINDOW_UPDATE or GOAWAY of the wrong size",
+        )
+    })?;
     Ok(u32::from_be_bytes(bytes))
 }
 

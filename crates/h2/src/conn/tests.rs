@@ -319,7 +319,10 @@ async fn a_body_over_the_limit_is_malformed_and_reset() {
     peer.stream_frame().await;
     peer.head(1, b"200", &[], false).await;
     peer.send(kind::DATA, 0, 1, &[0; 11]).await;
-    assert_eq!(stream.end().await, Err(Failure::Malformed));
+    assert_eq!(
+        stream.end().await,
+        Err(Failure::Malformed("a body past the entity limit"))
+    );
     let (head, code) = peer.stream_frame().await;
     assert_eq!((head.kind, head.stream), (kind::RST_STREAM, 1));
     assert_eq!(code, error::CANCEL.to_be_bytes());
@@ -431,6 +434,35 @@ async fn a_head_in_continuations_feeds_the_dynamic_table() {
 }
 
 #[tokio::test]
+async fn a_body_short_of_its_content_length_is_malformed() {
+    let (connection, mut peer) = connect(CONFIG).await;
+    peer.send(kind::SETTINGS, 0, 0, &[]).await;
+    let mut cut = open(&connection, &get());
+    let mut whole = open(&connection, &get());
+    let mut empty = open(&connection, &get());
+    peer.stream_frame().await;
+    peer.stream_frame().await;
+    peer.stream_frame().await;
+    peer.head(1, b"200", &[(b"content-length", b"100")], false)
+        .await;
+    peer.send(kind::DATA, flag::END_STREAM, 1, b"hello").await;
+    assert_eq!(
+        cut.end().await,
+        Err(Failure::Malformed(
+            "a body whose length is not its content-length"
+        ))
+    );
+    peer.head(3, b"200", &[(b"content-length", b"5")], false)
+        .await;
+    peer.send(kind::DATA, flag::END_STREAM, 3, b"hello").await;
+    assert_eq!(whole.end().await, Ok(()));
+    // No body at all (a HEAD's reply, a 304): its length is the one it stands for.
+    peer.head(5, b"304", &[(b"content-length", b"100")], true)
+        .await;
+    assert_eq!(empty.end().await, Ok(()));
+}
+
+#[tokio::test]
 async fn a_protocol_error_ends_the_connection_with_goaway() {
     let (connection, mut peer) = connect(CONFIG).await;
     let mut stream = open(&connection, &get());
@@ -438,6 +470,8 @@ async fn a_protocol_error_ends_the_connection_with_goaway() {
     // DATA on stream 0 breaks the protocol.
     peer.send(kind::DATA, 0, 0, b"x").await;
     assert_eq!(stream.end().await, Err(Failure::Closed(Closed::Protocol)));
+    // What it did is kept, for the run to say.
+    assert_eq!(connection.broken(), Some("DATA on stream 0"));
     loop {
         let (head, payload) = peer.frame().await;
         if head.kind == kind::GOAWAY {

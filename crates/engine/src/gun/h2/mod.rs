@@ -66,7 +66,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rustls::ClientConfig;
-use tank_h2::{Collect, Failure};
+use tank_h2::{Closed, Collect, Failure};
 use tank_stats::{micros, Measured, NetCode};
 use tokio::time::Instant;
 
@@ -92,6 +92,8 @@ pub struct H2Gun {
     pools: OnceLock<Pools>,
     /// Replies by `grpc-status` (a gRPC gun's).
     statuses: Arc<StatusTally>,
+    /// The first way the server broke HTTP/2 ([`H2Gun::problem`]).
+    problem: OnceLock<String>,
 }
 
 /// Replies counted by gRPC status, without a lock: a counter per code.
@@ -204,7 +206,32 @@ impl H2Gun {
             scheme,
             pools: OnceLock::new(),
             statuses: Arc::default(),
+            problem: OnceLock::new(),
         }
+    }
+
+    /// The first way the server broke HTTP/2 (its streams have net code 71,
+    /// which says no more), for the run to say once.
+    pub fn problem(&self) -> Option<String> {
+        self.problem.get().cloned()
+    }
+
+    /// Keep how `failure` broke the protocol, if it did and is the first.
+    fn note_problem(&self, failure: Failure, connection: &tank_h2::Connection) {
+        if self.problem.get().is_some() {
+            return;
+        }
+        let problem = match failure {
+            Failure::Malformed(why) => {
+                format!("a reply broke HTTP/2's rules or tank's limits: {why}")
+            }
+            Failure::Closed(Closed::Protocol) | Failure::NotSent(Closed::Protocol) => {
+                let why = connection.broken().unwrap_or("a protocol error");
+                format!("the server broke HTTP/2 ({why}), and tank ended the connection")
+            }
+            _ => return,
+        };
+        let _ = self.problem.set(problem);
     }
 
     /// Its count of replies by gRPC status (`None` for HTTP/2).
@@ -399,7 +426,10 @@ impl H2Barrel {
                     }
                     collect.clear();
                 }
-                Err(failure) => return Err(outcome::net_code(failure)),
+                Err(failure) => {
+                    gun.note_problem(failure, &ready.conn);
+                    return Err(outcome::net_code(failure));
+                }
             }
         }
     }
@@ -416,8 +446,7 @@ fn deadline_grace(deadline: Duration) -> Duration {
 fn unprocessed(failure: Failure) -> bool {
     matches!(
         failure,
-        Failure::Closed(tank_h2::Closed::GoAway(_))
-            | Failure::Reset(tank_h2::frame::error::REFUSED_STREAM)
+        Failure::Closed(Closed::GoAway(_)) | Failure::Reset(tank_h2::frame::error::REFUSED_STREAM)
     )
 }
 

@@ -26,7 +26,7 @@ pub(super) fn net_code(failure: Failure) -> NetCode {
     match failure {
         Failure::Reset(reason) => NetCode::h2(NetCode::H2_RESET, reason),
         Failure::Closed(closed) | Failure::NotSent(closed) => closed_code(closed),
-        Failure::Malformed => NetCode::PROTOCOL,
+        Failure::Malformed(_) => NetCode::PROTOCOL,
     }
 }
 
@@ -119,7 +119,10 @@ mod tests {
             net_code(Failure::Closed(Closed::Lost)),
             NetCode::H2_CONNECTION_LOST
         );
-        assert_eq!(net_code(Failure::Malformed), NetCode::PROTOCOL);
+        assert_eq!(
+            net_code(Failure::Malformed("a head without :status")),
+            NetCode::PROTOCOL
+        );
         assert_eq!(
             net_code(Failure::NotSent(Closed::NotHttp2)),
             NetCode::H2_NOT_OFFERED
