@@ -155,6 +155,77 @@ fn fail_on_warnings_reaches_every_shard_and_exits_35_as_one_process_would() {
 }
 
 #[test]
+fn the_shards_warnings_and_exports_reach_the_merged_run_and_its_exit_code() {
+    // The shards answer, but their [influx] exporter has nothing to talk to:
+    // a warning no phout row shows, which the merged run must still say.
+    let server = Server::start(Behaviour::KeepAlive);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let influx = closed.local_addr().unwrap().port();
+    drop(closed);
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[phantom]\naddress = {}\nrps_schedule = const(20,2s)\nuris = /\ninstances = 10\n\
+         [influx]\naddress = 127.0.0.1\nport = {influx}\n",
+        server.addr()
+    );
+    let out = finish(start(dir.path(), &config, &["--fail-on-warnings"]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(35), "{stdout}");
+    let summary = json(&dir.path().join("run/summary.json"));
+    assert_eq!(summary["exit_code"], 35, "{summary}");
+    let warnings: Vec<&str> = summary["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("shards 0/2, 1/2: influx: no point was written")),
+        "{warnings:?}"
+    );
+    assert!(
+        summary["influx"]["dropped"].as_u64().unwrap() > 0,
+        "{summary}"
+    );
+    assert_eq!(summary["influx"]["written"], 0, "{summary}");
+    assert!(stdout.contains("shards 0/2, 1/2: influx:"), "{stdout}");
+}
+
+#[test]
+fn an_autostop_that_stopped_a_shard_is_the_merged_runs_and_names_its_criterion() {
+    // Two uris, alternated over two shards: shard 1 fires every /status/503,
+    // so its criterion fires though the merged rows are half 503s.
+    let server = Server::start(Behaviour::StatusFromPath);
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[phantom]\naddress = {}\nrps_schedule = const(40,20s)\nuris = /status/200\n  /status/503\n\
+         instances = 10\n[autostop]\nautostop = http(5xx,60%,2s)\n",
+        server.addr()
+    );
+    let out = finish(start(dir.path(), &config, &[]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = json(&dir.path().join("run/summary.json"));
+    let code = out.status.code().unwrap();
+    assert!((21..=33).contains(&code), "exit {code}: {stdout}");
+    // One story: the exit code, summary.json's and its autostop row agree.
+    assert_eq!(summary["exit_code"], code, "{summary}");
+    assert_eq!(summary["autostop"]["code"], code, "{summary}");
+    assert_eq!(
+        summary["autostop"]["criterion"], "http(5xx,60%,2s)",
+        "{summary}"
+    );
+    assert!(
+        summary["autostop"]["explanation"]
+            .as_str()
+            .unwrap()
+            .ends_with("(in shard 1/2)"),
+        "{summary}"
+    );
+}
+
+#[test]
 fn the_children_die_with_the_parent() {
     let server = Server::start(Behaviour::KeepAlive);
     let dir = tempfile::tempdir().unwrap();

@@ -19,12 +19,21 @@ pub struct MergeArgs {
     /// Seconds to wait for late responses before a second is final.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BUFFERED_SECONDS)]
     buffered_seconds: u32,
+    /// Exit 35 instead of 0 when the merged run has warnings (the shards'
+    /// included), as `tank -c --fail-on-warnings` does.
+    #[arg(long)]
+    fail_on_warnings: bool,
 }
 
-/// Run `tank merge`; the exit code is the merged data's autostop verdict (21–33),
-/// else 1 when a shard was stopped or lost, else 0.
+/// Run `tank merge`; the exit code is the autostop verdict (21–33: the
+/// criteria over the merged data, or the one that stopped a shard), else 1
+/// when a shard was stopped, lost or not given, else 0 (35 for warnings
+/// under `--fail-on-warnings`).
 pub fn run(args: &MergeArgs) -> Result<ExitCode> {
-    let known = tank_scale::merge::Known::default();
+    let known = tank_scale::merge::Known {
+        fail_on_warnings: args.fail_on_warnings,
+        ..tank_scale::merge::Known::default()
+    };
     let merged = tank_scale::merge_runs(&args.runs, &args.out, args.buffered_seconds, &known)
         .context("tank merge")?;
     out!("{}", merged.summary.to_text());

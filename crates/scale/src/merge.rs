@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use tank_report::names::ProtoCodes;
 use tank_report::stream::{files, write_outputs};
-use tank_report::summary::{Stop, StopCause};
+use tank_report::summary::{AutostopRow, InfluxRow, Stop, StopCause};
 use tank_report::{Meta, RunCounts, Summary};
 use tank_results::{
     drive, AutostopSink, DriveError, Driven, Elapsed, JsonLines, PhoutFile, PhoutSource, Pipeline,
@@ -128,11 +128,13 @@ pub struct Missing {
 }
 
 /// What a caller knows of the shards beyond their artifacts (`--processes`
-/// watched them run).
+/// watched them run), and how it judges them.
 #[derive(Debug, Clone, Default)]
 pub struct Known {
     /// Shards that died, with how (`shard 1 was killed by signal 9 (SIGKILL)`).
     pub lost: Vec<(u64, String)>,
+    /// A merged run with warnings exits 35 instead of 0 (`--fail-on-warnings`).
+    pub fail_on_warnings: bool,
 }
 
 /// Counts each shard's rows and its first shot's start, as rows pass.
@@ -155,13 +157,95 @@ impl SecondSink for PerShard {
     }
 }
 
-/// What the shards' proto codes are, from the summaries of those that wrote
-/// one (`None` when none says: then the codes themselves are read).
-fn merged_proto_kind(dirs: &[PathBuf]) -> Option<ProtoCodes> {
-    dirs.iter()
-        .filter_map(|dir| std::fs::read_to_string(dir.join(files::SUMMARY_JSON)).ok())
-        .filter_map(|text| Summary::from_json(&text).ok()?.proto_kind)
-        .reduce(|a, b| if a == b { a } else { ProtoCodes::Mixed })
+/// What the shards' own summaries say that their phouts cannot: what their
+/// codes are, their warnings (an export that failed, samples dropped, the
+/// set-up's), what their exporters sent, and an autostop that stopped one.
+/// A shard that wrote no summary (killed) says nothing.
+struct FromShards {
+    /// Each shard's label (`1/2`) and summary, when it wrote one.
+    summaries: Vec<(String, Summary)>,
+}
+
+impl FromShards {
+    fn read(dirs: &[PathBuf], records: &[ShardRecord]) -> FromShards {
+        let summaries = dirs
+            .iter()
+            .zip(records)
+            .filter_map(|(dir, record)| {
+                let text = std::fs::read_to_string(dir.join(files::SUMMARY_JSON)).ok()?;
+                let summary = Summary::from_json(&text).ok()?;
+                Some((format!("{}/{}", record.index, record.count), summary))
+            })
+            .collect();
+        FromShards { summaries }
+    }
+
+    /// What the shards' proto codes are (`None` when none says: then the
+    /// codes themselves are read).
+    fn proto_kind(&self) -> Option<ProtoCodes> {
+        self.summaries
+            .iter()
+            .filter_map(|(_, summary)| summary.proto_kind)
+            .reduce(|a, b| if a == b { a } else { ProtoCodes::Mixed })
+    }
+
+    /// The shards' warnings that `merged` does not give itself, each once,
+    /// with the shards that gave it (`shards 0/2, 1/2: influx: …`).
+    fn warnings(&self, merged: &[String]) -> Vec<String> {
+        let mut said: Vec<(&str, Vec<&str>)> = Vec::new();
+        for (label, summary) in &self.summaries {
+            for warning in &summary.warnings {
+                if merged.contains(warning) {
+                    continue;
+                }
+                match said.iter_mut().find(|(w, _)| *w == warning.as_str()) {
+                    Some((_, labels)) => labels.push(label),
+                    None => said.push((warning, vec![label])),
+                }
+            }
+        }
+        said.into_iter()
+            .map(|(warning, labels)| {
+                let which = if labels.len() == 1 { "shard" } else { "shards" };
+                format!("{which} {}: {warning}", labels.join(", "))
+            })
+            .collect()
+    }
+
+    /// What the shards' `[influx]` exporters sent, summed (`None`: none had one).
+    fn influx(&self) -> Option<InfluxRow> {
+        self.summaries
+            .iter()
+            .filter_map(|(label, summary)| Some((label, summary.influx.as_ref()?)))
+            .fold(None, |sum: Option<InfluxRow>, (label, row)| {
+                let mut sum = sum.unwrap_or(InfluxRow {
+                    written: 0,
+                    dropped: 0,
+                    first_error: None,
+                });
+                sum.written += row.written;
+                sum.dropped += row.dropped;
+                if sum.first_error.is_none() {
+                    sum.first_error = row
+                        .first_error
+                        .as_ref()
+                        .map(|e| format!("shard {label}: {e}"));
+                }
+                Some(sum)
+            })
+    }
+
+    /// The first autostop that stopped a shard (and so the test), named by its shard.
+    fn autostop(&self) -> Option<AutostopRow> {
+        self.summaries
+            .iter()
+            .filter_map(|(label, summary)| Some((label, summary.autostop.as_ref()?)))
+            .min_by_key(|(_, row)| row.ts)
+            .map(|(label, row)| AutostopRow {
+                explanation: format!("{} (in shard {label})", row.explanation),
+                ..row.clone()
+            })
+    }
 }
 
 /// Merge the runs in `dirs` into `out` (created; it must not hold a phout yet).
@@ -194,11 +278,13 @@ pub fn merge_runs(
     let shards = shard_results(dirs, &records, &joined.per_shard, common_start);
     let stop = merged_stop(&records, known, &planned, common_start);
     let stopped = joined.stopped;
-    let exit_code = match (&stopped, &stop) {
-        (Some(reason), _) => reason.code,
-        (None, Some(_)) => 1,
-        (None, None) => 0,
-    };
+    let from_shards = FromShards::read(dirs, &records);
+    // The criteria judged again over the merged rows, or, when they do not
+    // fire there, the one that stopped a shard (and with it the test).
+    let autostop = stopped
+        .as_ref()
+        .map(AutostopRow::from)
+        .or_else(|| from_shards.autostop());
     let counts = RunCounts {
         planned: records.iter().map(ShardRecord::planned).sum(),
         sent: joined.driven.rows,
@@ -208,7 +294,7 @@ pub fn merge_runs(
         stop,
         // A phout does not say how many instances were busy: each shard's summary does.
         instances: None,
-        proto_kind: merged_proto_kind(dirs),
+        proto_kind: from_shards.proto_kind(),
     };
     let latest_start = records.iter().map(|r| r.start_unix_us).max().unwrap_or(0);
     let max_skew_us = shards
@@ -222,9 +308,23 @@ pub fn merge_runs(
         joined.timeline,
         Some(&counts),
         stopped.as_ref(),
-        Some(exit_code),
+        None,
     );
+    summary.autostop.clone_from(&autostop);
+    summary.influx = from_shards.influx();
+    warnings.extend(from_shards.warnings(&summary.warnings));
     summary.warnings.extend(warnings.iter().cloned());
+    let exit_code = match (&autostop, &stop) {
+        (Some(row), _) => row.code,
+        // A shard not given is a share of the test missing, as a lost one is.
+        (None, Some(_)) => 1,
+        (None, None) if missing.all > 0 => 1,
+        (None, None) if known.fail_on_warnings && !summary.warnings.is_empty() => {
+            tank_stats::autostop::codes::WARNINGS
+        }
+        (None, None) => 0,
+    };
+    summary.exit_code = Some(exit_code);
     let merged = Merged {
         shards,
         common_start_unix_us: common_start,
@@ -232,7 +332,7 @@ pub fn merge_runs(
         max_skew_us,
         missing_shards: missing,
         lines: joined.driven.rows,
-        autostop: stopped
+        autostop: autostop
             .as_ref()
             .map(|r| format!("{}: {}", r.criterion, r.explanation)),
         exit_code,

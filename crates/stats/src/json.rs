@@ -4,7 +4,7 @@
 //! ```text
 //! {"data": {"ts", "tagged": {tag: Agg}, "overall": Agg, "counted_rps"},
 //!  "stats": {"ts", "metrics": {"instances", "reqps"}},
-//!  "tank": {"sent", "lag": Q, "intended": Q, "retries"}}
+//!  "tank": {"sent", "lag": Q, "intended": Q, "retries", "errors"}}
 //! ```
 //! `Agg` has `interval_real: {total, min, max, len, q: {q, value}, hist: {data, bins}}`,
 //! `{total, min, max, len}` for the other seven columns, and `net_code` / `proto_code` as
@@ -88,8 +88,15 @@ impl Line {
                 lag: Q::of(&second.lag.values_us, second.lag.count),
                 intended: Q::of(&second.intended.values_us, second.intended.count),
                 retries: second.retries,
+                errors: Some(second.overall.errors()),
             },
         })
+    }
+
+    /// Responses of the second that failed: [`Extra::errors`], or, in a line
+    /// written before tank counted it, those with a net error.
+    pub fn errors(&self) -> u64 {
+        self.tank.errors.unwrap_or_else(|| self.net_errors())
     }
 
     /// Responses of the second that failed at the network level (net code not 0).
@@ -165,6 +172,11 @@ pub struct Extra {
     pub intended: Q,
     /// Requests of the second's responses sent a second time.
     pub retries: u64,
+    /// Responses of the second with a net error or a status of 400 and up
+    /// (a row with both counts once, which the code counts cannot say).
+    /// `None` in a line written before tank counted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<u64>,
 }
 
 /// One group's second: `interval_real` with quantiles and histogram, the other columns'

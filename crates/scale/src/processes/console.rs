@@ -120,7 +120,7 @@ fn parse_second(line: &str) -> Option<(u64, Second)> {
             responses: line.data.counted_rps,
             planned: line.stats.metrics.reqps,
             sent: line.tank.sent,
-            errors: line.net_errors(),
+            errors: line.errors(),
         },
     ))
 }
@@ -132,9 +132,15 @@ mod tests {
     #[test]
     fn reads_the_console_numbers_of_a_second() {
         let mut agg = tank_stats::Aggregator::new(0);
-        for (ms, net) in [(100_000, 0), (100_100, 0), (100_200, 110)] {
+        // A timeout, a 503, and a timeout with a 504 (one error, not two).
+        for (ms, net, proto) in [
+            (100_000, 0, 200),
+            (100_100, 0, 503),
+            (100_200, 110, 0),
+            (100_300, 110, 504),
+        ] {
             let line = format!(
-                "{}.{:03}\t\t1000\t0\t0\t0\t0\t0\t0\t0\t{net}\t200",
+                "{}.{:03}\t\t1000\t0\t0\t0\t0\t0\t0\t0\t{net}\t{proto}",
                 ms / 1000,
                 ms % 1000
             );
@@ -151,10 +157,10 @@ mod tests {
             second,
             Second {
                 shards: 0,
-                responses: 3,
+                responses: 4,
                 planned: 8,
                 sent: 8,
-                errors: 1
+                errors: 3
             }
         );
         assert!(parse_second("{}").is_none());
@@ -165,7 +171,7 @@ mod tests {
         let lines = seconds.ready(2, true);
         assert_eq!(lines.len(), 1);
         assert!(
-            lines[0].ends_with("sent       16  errors      2  [2/2 shards]"),
+            lines[0].ends_with("sent       16  errors      6  [2/2 shards]"),
             "{lines:?}"
         );
     }

@@ -145,6 +145,7 @@ pub fn run(
     }
     let ends = supervise(&mut shards, signals, out, err)?;
     let known = Known {
+        fail_on_warnings: options.fail_on_warnings,
         lost: shards
             .iter()
             .filter_map(|s| match s.ended {
