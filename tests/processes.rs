@@ -226,6 +226,56 @@ fn an_autostop_that_stopped_a_shard_is_the_merged_runs_and_names_its_criterion()
 }
 
 #[test]
+fn shards_that_cannot_start_say_why_and_a_past_start_is_refused_first() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    // Drawn arrivals without a seed: every shard refuses to plan its share.
+    let config = format!(
+        "[phantom]\naddress = {}\nrps_schedule = const(20,2s)\nuris = /\narrivals = poisson\n",
+        server.addr()
+    );
+    let out = finish(start(dir.path(), &config, &[]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("each shard would draw its own: expected `arrivals_seed` set"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("run").exists(), "refused before any shard");
+    // A shard that fails at its start (a [prometheus] port taken for shard
+    // 1, the port + 1): its own error, not a merge's.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port() - 1;
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[phantom]\naddress = {}\nrps_schedule = const(20,2s)\nuris = /\n\
+         [prometheus]\nlisten = 127.0.0.1:{port}\n",
+        server.addr()
+    );
+    let out = finish(start(dir.path(), &config, &[]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("shard 1 did not start: "), "{stderr}");
+    assert!(!stderr.contains("merging the shards"), "{stderr}");
+    drop(taken);
+    // A start already past: refused before any shard or artifact.
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[phantom]\naddress = {}\nrps_schedule = const(20,2s)\nuris = /\n",
+        server.addr()
+    );
+    let out = finish(start(
+        dir.path(),
+        &config,
+        &["--start-at", "2001-01-01T00:00:00Z"],
+    ));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the time is past"), "{stderr}");
+    assert!(!dir.path().join("run").exists());
+}
+
+#[test]
 fn the_children_die_with_the_parent() {
     let server = Server::start(Behaviour::KeepAlive);
     let dir = tempfile::tempdir().unwrap();

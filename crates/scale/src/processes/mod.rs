@@ -26,7 +26,7 @@ use tank_config::{ConfigError, Override, TestConfig};
 use tank_stats::aggregate::DEFAULT_BUFFERED_SECONDS;
 use tank_stats::autostop::codes;
 
-use crate::merge::{merge_runs, Known, MergeRunsError, Merged};
+use crate::merge::{merge_runs, Known, MergeRunsError, Merged, PHOUT};
 use child::{Ended, Shard};
 
 /// How far ahead of now the common start is: time for every child to load the
@@ -72,6 +72,10 @@ pub enum ScaleError {
         #[source]
         source: std::io::Error,
     },
+    /// Shards that failed before their first shot (a config a shard refuses,
+    /// a port in use): each one's error, from its output.
+    #[error("{0}")]
+    ShardsFailed(String),
     /// Merging their artifacts; each shard's output is named in the message.
     #[error("merging the shards: {error} ({outputs})")]
     Merge {
@@ -117,6 +121,23 @@ pub fn run(
         ));
     }
     let config = tank_config::load(options.config_path, options.overrides)?;
+    for queue in &config.queues {
+        // Every shard would refuse it, each naming a seed of its own.
+        if queue.arrivals.seed_chosen && tank_plan::Plan::seed_note(queue).is_some() {
+            return Err(ScaleError::Input(format!(
+                "[{}] the plan is drawn (arrivals {}), and each shard would draw its own: \
+                 expected `arrivals_seed` set, so every shard plans the same shots",
+                queue.name, queue.arrivals.process
+            )));
+        }
+    }
+    if let Some(at) = options.start_at.filter(|&at| at < unix_us()) {
+        // Every shard would refuse it: said here, before any artifacts exist.
+        return Err(ScaleError::Input(format!(
+            "--start-at {}: the time is past: expected a time to come",
+            tank_run::time::format_rfc3339(at)
+        )));
+    }
     let start = options
         .start_at
         .unwrap_or_else(|| unix_us() + start_lead(processes).as_micros() as u64);
@@ -157,6 +178,10 @@ pub fn run(
             })
             .collect(),
     };
+    let failed = failed_to_start(&shards);
+    if !failed.is_empty() {
+        return Err(ScaleError::ShardsFailed(failed));
+    }
     let dirs: Vec<PathBuf> = shards.iter().map(|s| s.dir.clone()).collect();
     let merged =
         merge_runs(&dirs, &run_dir, DEFAULT_BUFFERED_SECONDS, &known).map_err(|error| {
@@ -319,6 +344,48 @@ fn supervise(
 }
 
 /// Where each shard's console output is, for an error.
+/// The shards that exited with an error before their phout existed (they
+/// never fired): the error each printed (the same one once, for all the
+/// shards that gave it), else where its output is.
+fn failed_to_start(shards: &[Shard]) -> String {
+    let mut said: Vec<(String, Vec<u32>)> = Vec::new();
+    for s in shards.iter().filter(|s| {
+        matches!(s.ended, Some(Ended::Code(code)) if code != 0) && !s.dir.join(PHOUT).exists()
+    }) {
+        let console = s.dir.join("console.txt");
+        let error = std::fs::read_to_string(&console)
+            .ok()
+            .and_then(|text| {
+                text.lines()
+                    .rev()
+                    .find_map(|line| line.strip_prefix("tank: error: ").map(str::to_owned))
+            })
+            .unwrap_or_else(|| {
+                format!(
+                    "exit code {}, its output in {}",
+                    s.ended.map_or(1, Ended::code),
+                    console.display()
+                )
+            });
+        match said.iter_mut().find(|(e, _)| *e == error) {
+            Some((_, indices)) => indices.push(s.index),
+            None => said.push((error, vec![s.index])),
+        }
+    }
+    said.into_iter()
+        .map(|(error, indices)| {
+            let which = if indices.len() == 1 {
+                "shard"
+            } else {
+                "shards"
+            };
+            let list: Vec<String> = indices.iter().map(u32::to_string).collect();
+            format!("{which} {} did not start: {error}", list.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn outputs(shards: &[Shard]) -> String {
     shards
         .iter()
