@@ -456,10 +456,12 @@ fn prometheus_scrapes_tanks_metrics_during_the_run() {
         ]
     });
     let dir = tempfile::tempdir().unwrap();
-    let extra = format!("[prometheus]\nlisten = 127.0.0.1:{tank_port}\n");
+    // `linger`: the final totals stay up after the run, for the last scrapes.
+    let extra = format!("[prometheus]\nlisten = 127.0.0.1:{tank_port}\nlinger = 10s\n");
     let spec = spec(dir.path(), "const(50,6s)", &extra);
     let outcome = tank_run::run(&spec, Box::new(Seen::default()), &Handle::default()).unwrap();
     assert_eq!(outcome.verdict, Verdict::Completed);
+    assert!(outcome.metrics.is_some(), "the endpoint lingers");
     let url = tank_monitor::http::http_url(&format!(
         "http://127.0.0.1:{}/api/v1/query?query=tank_responses_total%7Btag%3D%22__OVERALL__%22%7D%5B1m%5D",
         server.port
@@ -474,4 +476,26 @@ fn prometheus_scrapes_tanks_metrics_during_the_run() {
         "prometheus has no tank series: {answer}\n{}",
         server.log()
     );
+    // While it lingers, a scrape sees every response: the run's 300, not a
+    // count seconds short of the end.
+    let last = tank_monitor::http::http_url(&format!(
+        "http://127.0.0.1:{}/api/v1/query?query=max_over_time(tank_responses_total%7Btag%3D%22__OVERALL__%22%7D%5B1m%5D)",
+        server.port
+    ))
+    .unwrap();
+    let began = std::time::Instant::now();
+    let total = loop {
+        let response = client.get(&last, Duration::from_secs(10), 1 << 20).unwrap();
+        let answer: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
+        let total = answer["data"]["result"][0]["value"][1]
+            .as_str()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        if total >= 300.0 || began.elapsed() > Duration::from_secs(9) {
+            break total;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(total, 300.0, "{}", server.log());
+    drop(outcome);
 }

@@ -99,6 +99,15 @@ pub fn run(
         }
         (Err(error), None) => return Err(error.into()),
     };
+    if let Some((endpoint, linger)) = &outcome.metrics {
+        errln!(
+            "tank: [prometheus] http://{}/metrics keeps the final totals for {} s (linger; \
+             Ctrl-C ends it now)",
+            endpoint.local_addr(),
+            linger.as_secs()
+        );
+        crate::signals::linger(*linger);
+    }
     if let Some(why) = &outcome.reports_failed {
         errln!(
             "tank: error: writing the reports into {}: {why}",

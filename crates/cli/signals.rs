@@ -79,6 +79,19 @@ impl Signals {
 /// Ctrl-C for the commands made of probes (`bench`, `sweep`, `search`,
 /// `scan`): the first stops the probe running (its requests in flight finish
 /// and are measured) and the command after it; the second stops it at once.
+/// Wait `linger` (a dashboard or an endpoint kept up after the command), or
+/// until a Ctrl-C or SIGTERM, which ends it now.
+pub fn linger(linger: std::time::Duration) {
+    // A command that watches no signal of its own (bench, sweep, search)
+    // would die of a Ctrl-C instead of ending the linger.
+    let watching = watch(|_| {});
+    let seen = received();
+    let until = std::time::Instant::now() + linger;
+    while std::time::Instant::now() < until && (watching.is_err() || received() == seen) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 pub fn interrupt_probes() -> std::io::Result<tank_limit::Interrupt> {
     let interrupt = tank_limit::Interrupt::default();
     let steer = interrupt.clone();

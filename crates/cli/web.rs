@@ -9,7 +9,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use tank_config::web::DEFAULT_WEB_LISTEN;
@@ -119,16 +119,7 @@ impl Web {
                 self.dashboard.url(),
                 linger.as_secs()
             );
-            // A command that watches no signal of its own (bench, sweep, search)
-            // would die of a Ctrl-C instead of ending the linger.
-            let watching = crate::signals::watch(|_| {});
-            let seen = crate::signals::received();
-            let until = Instant::now() + linger;
-            while Instant::now() < until
-                && (watching.is_err() || crate::signals::received() == seen)
-            {
-                std::thread::sleep(Duration::from_millis(100));
-            }
+            crate::signals::linger(linger);
         }
     }
 }

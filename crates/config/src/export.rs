@@ -166,7 +166,21 @@ pub(crate) fn read_prometheus(section: &RawSection) -> Result<PrometheusConfig, 
             .parse()
             .map_err(|_| ConfigError::new("internal: bad default listen address"))?,
     };
-    Ok(PrometheusConfig { listen })
+    let linger = match section.get("linger") {
+        Some(entry) => {
+            let text = convert::string(&entry.value)
+                .map_err(|m| entry_error(&section.name, entry, m))?
+                .unwrap_or_default();
+            (!text.trim().is_empty())
+                .then(|| {
+                    crate::search::parse_duration(&text)
+                        .map_err(|m| entry_error(&section.name, entry, m))
+                })
+                .transpose()?
+        }
+        None => None,
+    };
+    Ok(PrometheusConfig { listen, linger })
 }
 
 #[cfg(test)]

@@ -648,6 +648,10 @@ pub enum InfluxApi {
 pub struct PrometheusConfig {
     /// `listen` (default `127.0.0.1:9464`).
     pub listen: SocketAddr,
+    /// `linger`: how long `/metrics` keeps serving the run's final totals
+    /// after its end, for a scraper's last look (default none: it closes with
+    /// the run, and a scraper misses what came after its last scrape).
+    pub linger: Option<std::time::Duration>,
 }
 
 /// `[memcached]`: mcperf's workload model (tank's own section).

@@ -294,7 +294,11 @@ pub(crate) const WEB: &[(&str, Kind)] = &[
 ];
 
 /// `[prometheus]` options (tank's own section).
-pub(crate) const PROMETHEUS: &[(&str, Kind)] = &[("enabled", Kind::Bool), ("listen", Kind::Str)];
+pub(crate) const PROMETHEUS: &[(&str, Kind)] = &[
+    ("enabled", Kind::Bool),
+    ("listen", Kind::Str),
+    ("linger", Kind::Str),
+];
 
 /// The kind of `key` in `table`, if it is known.
 pub(crate) fn kind_of(table: &[(&str, Kind)], key: &str) -> Option<Kind> {

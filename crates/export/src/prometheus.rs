@@ -240,14 +240,29 @@ impl Endpoint {
         }
     }
 
-    /// Stops answering: at once, whatever clients are connected.
-    pub fn finish(mut self) {
+    /// Stops answering: at once, whatever clients are connected (as
+    /// dropping it does).
+    pub fn finish(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("addr", &self.addr)
+            .finish()
     }
 }
 

@@ -179,6 +179,9 @@ pub struct Exports {
 pub struct Exported {
     /// `[influx]`'s counts.
     pub influx: Option<tank_export::influx::InfluxReport>,
+    /// `[prometheus]`'s endpoint, still serving the final totals (dropping
+    /// it closes it).
+    pub prometheus: Option<tank_export::prometheus::Endpoint>,
 }
 
 /// What the results thread collected over the run (not to be confused with
@@ -490,9 +493,6 @@ impl Collector {
         for error in failures {
             self.fail(error);
         }
-        if let Some(endpoint) = self.sinks.prometheus.take() {
-            endpoint.finish();
-        }
         // The last interval, however short, is shown as the others were: the
         // console's totals then end where the summary's do.
         let apiary = self.sinks.apiary.take().map(|mut sink| {
@@ -513,6 +513,7 @@ impl Collector {
             write_failed: self.failed,
             watched: self.watch.take().map(Watch::finish),
             exported: Exported {
+                prometheus: self.sinks.prometheus.take(),
                 influx: self.sinks.influx.take().map(|i| i.finish()),
             },
             sessions: self

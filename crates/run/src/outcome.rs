@@ -72,6 +72,9 @@ pub struct Outcome {
     pub text: String,
     /// Why the reports (summary.json, report.html, …) could not be written, if so.
     pub reports_failed: Option<String>,
+    /// `[prometheus]`'s endpoint when `linger` asks it to keep serving the
+    /// final totals after the run (its length beside it); dropping it closes it.
+    pub metrics: Option<(tank_export::prometheus::Endpoint, std::time::Duration)>,
 }
 
 impl Outcome {
@@ -275,6 +278,12 @@ pub(crate) fn finish(
     if let Some(stop) = &stop {
         artifacts.log(stop.cause.describe());
     }
+    // Kept serving the final totals when `linger` asks; closed here otherwise.
+    let metrics = collected
+        .exported
+        .prometheus
+        .take()
+        .zip(config.prometheus.as_ref().and_then(|p| p.linger));
     Outcome {
         verdict,
         exit_code,
@@ -283,6 +292,7 @@ pub(crate) fn finish(
         artifacts: artifacts.dir().to_path_buf(),
         text,
         reports_failed: written.err().map(|e| format!("{e:#}")),
+        metrics,
     }
 }
 
