@@ -499,3 +499,38 @@ fn prometheus_scrapes_tanks_metrics_during_the_run() {
     assert_eq!(total, 300.0, "{}", server.log());
     drop(outcome);
 }
+
+#[test]
+fn tank_c_waits_out_the_prometheus_linger_and_says_so() {
+    let server =
+        crate::support::server::Server::start(crate::support::server::Behaviour::KeepAlive);
+    let port = crate::support::component::free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[phantom]\naddress = {}\nrps_schedule = const(10,1s)\nuris = /\n\
+         [prometheus]\nlisten = 127.0.0.1:{port}\nlinger = 1s\n",
+        server.addr()
+    );
+    std::fs::write(dir.path().join("load.ini"), config).unwrap();
+    let began = Instant::now();
+    let out = crate::support::tank()
+        .args(["-c", "load.ini", "-q"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "tank: [prometheus] http://127.0.0.1:{port}/metrics keeps the final totals for 1 s"
+        )),
+        "{stderr}"
+    );
+    // The run (its last shot due at 0.9 s) and the 1 s linger, at least (a
+    // busy machine takes longer).
+    assert!(
+        began.elapsed() >= Duration::from_millis(1900),
+        "{:?}",
+        began.elapsed()
+    );
+}
