@@ -41,8 +41,12 @@ pub const FINAL_FLUSH: Duration = Duration::from_secs(10);
 pub struct InfluxReport {
     /// Points written.
     pub written: u64,
-    /// Points dropped (queue full, retry buffer full, or left at the end).
+    /// Points dropped (queue full, retry buffer full, refused, or left at
+    /// the end never sent).
     pub dropped: u64,
+    /// Points left at the end whose last write went unanswered (timed out):
+    /// InfluxDB may have written them.
+    pub unconfirmed: u64,
     /// The first error InfluxDB gave, if any.
     pub first_error: Option<String>,
 }
@@ -243,9 +247,17 @@ impl Pending {
         }
     }
 
-    /// Points not written.
-    fn points(&self) -> u64 {
-        self.texts.iter().map(|t| t.lines().count() as u64).sum()
+    /// The end: the first `in_doubt` texts (sent, unanswered) are
+    /// unconfirmed, the rest dropped.
+    fn give_up(&self, in_doubt: usize, report: &mut InfluxReport) {
+        for (i, text) in self.texts.iter().enumerate() {
+            let points = text.lines().count() as u64;
+            if i < in_doubt {
+                report.unconfirmed += points;
+            } else {
+                report.dropped += points;
+            }
+        }
     }
 }
 
@@ -258,13 +270,16 @@ impl Writer {
         let mut pending = Pending::default();
         let mut open = true;
         let mut retry_at = Instant::now();
+        // Texts at the front of `pending` whose last write timed out: sent,
+        // their fate unknown.
+        let mut in_doubt = 0;
         loop {
             let idle = pending.texts.is_empty() || Instant::now() < retry_at;
             open = open && receive(&rx, idle, &mut pending, &mut report);
             let now = Instant::now();
             let left = self.end.get().map(|end| end.saturating_duration_since(now));
             if !open && (pending.texts.is_empty() || left.is_some_and(|l| l.is_zero())) {
-                report.dropped += pending.points();
+                pending.give_up(in_doubt, &mut report);
                 return report;
             }
             // After the end there is no waiting out a retry: it would only hold the end up.
@@ -276,14 +291,20 @@ impl Writer {
             match self.write(batch.as_bytes().to_vec(), timeout) {
                 Ok(()) => {
                     pending.written(taken);
+                    in_doubt = in_doubt.saturating_sub(taken);
                     report.written += batch.lines().count() as u64;
                 }
                 Err(e) => {
+                    in_doubt = if http::Client::is_timeout(&e) {
+                        in_doubt.max(taken)
+                    } else {
+                        0
+                    };
                     report.first_error.get_or_insert(e);
                     retry_at = now + Duration::from_secs(1);
                     if !open {
                         // The run is over and the sink still refuses: do not hold up the end.
-                        report.dropped += pending.points();
+                        pending.give_up(in_doubt, &mut report);
                         return report;
                     }
                 }
@@ -377,7 +398,11 @@ mod tests {
         // The bound is the final flush; the margin is for a busy machine. Before,
         // each queued batch cost a whole write timeout (here 30 × 5 s).
         assert!(took < FINAL_FLUSH + Duration::from_secs(20), "{took:?}");
-        assert_eq!((report.written, report.dropped), (0, 30));
+        // Sent and never answered: InfluxDB may have them (not dropped), and
+        // what never went out is dropped.
+        assert_eq!(report.written, 0);
+        assert!(report.unconfirmed > 0, "{report:?}");
+        assert_eq!(report.unconfirmed + report.dropped, 30, "{report:?}");
         let error = report.first_error.unwrap_or_default();
         assert!(error.contains("timed out"), "{error}");
         drop(listener);

@@ -40,6 +40,9 @@ pub fn http_url(text: &str) -> Result<Url, String> {
     Ok(url)
 }
 
+/// How a timed-out exchange's error begins ([`Client::is_timeout`]).
+const TIMED_OUT: &str = "timed out after";
+
 /// A blocking client: one per thread that makes requests.
 pub struct Client {
     /// `None` only while dropping.
@@ -91,6 +94,12 @@ impl Client {
         )
     }
 
+    /// Whether `error` (of [`Client::post`] or a get) is the timeout: the
+    /// server may have taken the request, and only its answer is missing.
+    pub fn is_timeout(error: &str) -> bool {
+        error.starts_with(TIMED_OUT)
+    }
+
     fn exchange(
         &self,
         url: &Url,
@@ -109,7 +118,7 @@ impl Client {
         runtime.block_on(async {
             tokio::time::timeout(timeout, send(url, request, max_body))
                 .await
-                .unwrap_or_else(|_| Err(format!("timed out after {timeout:?}")))
+                .unwrap_or_else(|_| Err(format!("{TIMED_OUT} {timeout:?}")))
         })
     }
 }

@@ -370,6 +370,7 @@ fn add_exports_and_failures(
     summary.influx = influx.map(|influx| InfluxRow {
         written: influx.written,
         dropped: influx.dropped,
+        unconfirmed: influx.unconfirmed,
         first_error: influx.first_error.as_ref().map(ToString::to_string),
     });
     if let Some(row) = &summary.influx {
@@ -491,14 +492,19 @@ fn influx_warning(influx: &InfluxReport) -> Option<String> {
         .as_ref()
         .map(|e| format!(" (first error: {e})"))
         .unwrap_or_default();
-    match (influx.written, influx.dropped) {
-        (_, 0) => None,
-        (0, dropped) => Some(format!(
+    let all = influx.written + influx.dropped + influx.unconfirmed;
+    match (influx.written, influx.dropped, influx.unconfirmed) {
+        (_, 0, 0) => None,
+        (0, dropped, 0) => Some(format!(
             "influx: no point was written, {dropped} dropped{cause}: the dashboards have nothing of this run"
         )),
-        (written, dropped) => Some(format!(
-            "influx: {dropped} of {} points dropped{cause}: the dashboards lack them",
-            written + dropped
+        (_, dropped, 0) => Some(format!(
+            "influx: {dropped} of {all} points dropped{cause}: the dashboards lack them"
+        )),
+        (written, dropped, unconfirmed) => Some(format!(
+            "influx: {written} of {all} points confirmed written, {unconfirmed} sent but never \
+             answered (InfluxDB stalled: it may have them), {dropped} dropped{cause}: the \
+             dashboards may lack some"
         )),
     }
 }

@@ -221,10 +221,12 @@ impl FromShards {
                 let mut sum = sum.unwrap_or(InfluxRow {
                     written: 0,
                     dropped: 0,
+                    unconfirmed: 0,
                     first_error: None,
                 });
                 sum.written += row.written;
                 sum.dropped += row.dropped;
+                sum.unconfirmed += row.unconfirmed;
                 if sum.first_error.is_none() {
                     sum.first_error = row
                         .first_error

@@ -214,6 +214,7 @@
     }
     if (s.influx) {
       facts.push(["influx", fmt(s.influx.written) + " points written, " + fmt(s.influx.dropped) + " dropped" +
+        (s.influx.unconfirmed ? ", " + fmt(s.influx.unconfirmed) + " unconfirmed (sent, never answered: InfluxDB may have them)" : "") +
         (s.influx.first_error ? " (first error: " + s.influx.first_error + ")" : "")]);
     }
     if (s.stopped) {

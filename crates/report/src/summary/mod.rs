@@ -122,8 +122,12 @@ pub struct Summary {
 pub struct InfluxRow {
     /// Points InfluxDB accepted.
     pub written: u64,
-    /// Points given up on (InfluxDB down, slow or refusing them).
+    /// Points given up on (InfluxDB down or refusing them, or never sent).
     pub dropped: u64,
+    /// Points sent whose write InfluxDB never answered (it stalled): it may
+    /// have written them. 0 in a summary written before tank told them apart.
+    #[serde(default)]
+    pub unconfirmed: u64,
     /// The first failure, when there was one.
     pub first_error: Option<String>,
 }
@@ -135,6 +139,13 @@ impl std::fmt::Display for InfluxRow {
             "{} points written, {} dropped",
             self.written, self.dropped
         )?;
+        if self.unconfirmed > 0 {
+            write!(
+                f,
+                ", {} unconfirmed (sent, never answered: InfluxDB may have them)",
+                self.unconfirmed
+            )?;
+        }
         if let Some(error) = &self.first_error {
             write!(f, " (first error: {error})")?;
         }

@@ -224,6 +224,7 @@ fn summary_text_shows_monitoring_the_influx_line_and_a_stop() {
     s.influx = Some(InfluxRow {
         written: 3,
         dropped: 1,
+        unconfirmed: 2,
         first_error: Some("timed out".into()),
     });
     s.monitoring = vec![crate::monitoring::HostSeries {
@@ -246,7 +247,10 @@ fn summary_text_shows_monitoring_the_influx_line_and_a_stop() {
     });
     let text = s.to_text();
     assert!(
-        text.contains("\ninflux: 3 points written, 1 dropped (first error: timed out)\n"),
+        text.contains(
+            "\ninflux: 3 points written, 1 dropped, 2 unconfirmed (sent, never answered: \
+             InfluxDB may have them) (first error: timed out)\n"
+        ),
         "{text}"
     );
     assert!(
