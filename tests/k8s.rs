@@ -200,3 +200,99 @@ fn a_loopback_target_is_warned_of_and_shards_and_start_are_bounded() {
         assert!(stderr.contains(expected), "{stderr}");
     }
 }
+
+#[test]
+fn what_the_pods_read_travels_and_manifests_that_cannot_work_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let k8s = |config: &str| {
+        std::fs::write(dir.path().join("load.ini"), config).unwrap();
+        let out = tank()
+            .args(["k8s", "-c", "load.ini", "--image", "tank:1"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let target = "[phantom]\naddress = web.load.svc:80\nuris = /\nrps_schedule = const(1,1s)\n";
+    // The monitoring host list travels in the ConfigMap, and the pods read it there.
+    std::fs::write(
+        dir.path().join("mon.xml"),
+        "<Monitoring>\n  <Host address=\"web.load.svc\"/>\n</Monitoring>\n",
+    )
+    .unwrap();
+    let (code, manifests, stderr) = k8s(&format!("{target}[telegraf]\nconfig = mon.xml\n"));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        config_files(&manifests)
+            .iter()
+            .any(|(key, text)| key == "monitoring-mon.xml" && text.contains("web.load.svc")),
+        "{manifests}"
+    );
+    assert!(
+        pod_args(&manifests).contains(&"telegraf.config=/etc/tank/monitoring-mon.xml".to_owned()),
+        "{manifests}"
+    );
+    // Exporters on loopback are each pod itself: said.
+    let (code, _, stderr) = k8s(&format!(
+        "{target}[influx]\naddress = 127.0.0.1\n[prometheus]\nlisten = 127.0.0.1:9464\n"
+    ));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("[influx] address 127.0.0.1: in a pod"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("[prometheus] listen 127.0.0.1:9464: in a pod"),
+        "{stderr}"
+    );
+    // Refused: drawn arrivals each pod would draw on its own.
+    let (code, _, stderr) = k8s(&format!("{target}arrivals = poisson\n"));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("expected `arrivals_seed` set"), "{stderr}");
+    // Refused: two large ammo files of one name, one path on the ammo volume.
+    let big = "/".repeat(300 * 1024) + "\n";
+    for sub in ["a", "b"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        std::fs::write(dir.path().join(sub).join("x.ammo"), &big).unwrap();
+    }
+    let (code, _, stderr) = k8s(
+        "[phantom]\naddress = web:80\nammofile = a/x.ammo\nrps_schedule = const(1,1s)\n\
+         [phantom-2]\naddress = web:80\nammofile = b/x.ammo\nrps_schedule = const(1,1s)\n",
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("are both `x.ammo` on the tank-ammo volume"),
+        "{stderr}"
+    );
+    // Refused: a ConfigMap past Kubernetes' 1 MiB (five files just under the per-file limit).
+    let mut config = String::new();
+    for i in 0..5 {
+        let name = format!("q{i}.ammo");
+        std::fs::write(dir.path().join(&name), "/".repeat(250 * 1024) + "\n").unwrap();
+        let section = if i == 0 {
+            "phantom".to_owned()
+        } else {
+            format!("phantom-{}", i + 1)
+        };
+        config += &format!(
+            "[{section}]\naddress = web:80\nammofile = {name}\nrps_schedule = const(1,1s)\n"
+        );
+    }
+    let (code, _, stderr) = k8s(&config);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("more than Kubernetes' 1048576"), "{stderr}");
+    // Two fit, but not in `kubectl apply`'s annotation: said.
+    let (code, _, stderr) = k8s(
+        "[phantom]\naddress = web:80\nammofile = q0.ammo\nrps_schedule = const(1,1s)\n\
+         [phantom-2]\naddress = web:80\nammofile = q1.ammo\nrps_schedule = const(1,1s)\n",
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("use `kubectl apply --server-side`"),
+        "{stderr}"
+    );
+}

@@ -1021,6 +1021,46 @@ fn tank_plan_counts_agree_in_number() {
 }
 
 #[test]
+fn a_run_into_an_artifacts_dir_holding_a_run_is_refused_not_overwritten() {
+    let server = Server::start(Behaviour::KeepAlive);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        format!(
+            "[phantom]\naddress = {}\nuris = /\nrps_schedule = const(10,1s)\n",
+            server.addr()
+        ),
+    )
+    .unwrap();
+    let run = || {
+        tank()
+            .args(["-c", "load.ini", "-q", "-o", "tank.artifacts_dir=out"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let phout = std::fs::read(dir.path().join("out/phout.log")).unwrap();
+    let second = run();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("artifacts_dir out: it holds a run already (its phout.log)"),
+        "{stderr}"
+    );
+    // The first run's results are as they were.
+    assert_eq!(
+        std::fs::read(dir.path().join("out/phout.log")).unwrap(),
+        phout
+    );
+}
+
+#[test]
 fn a_failed_write_of_the_config_copy_says_its_cause_once() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(

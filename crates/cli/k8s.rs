@@ -88,6 +88,16 @@ pub fn run(args: &K8sArgs) -> Result<()> {
         );
     }
     for queue in &config.queues {
+        // Each pod would draw its own plan, and refuse to (tank -c --shard does).
+        if queue.arrivals.seed_chosen && tank_plan::Plan::seed_note(queue).is_some() {
+            bail!(
+                "{}: [{}] the plan is drawn (arrivals {}), and each shard would draw its own: \
+                 expected `arrivals_seed` set, so every shard plans the same shots",
+                config_path.display(),
+                queue.name,
+                queue.arrivals.process
+            );
+        }
         if is_loopback(&queue.address) {
             errln!(
                 "tank: warning: {}: [{}] address {} is a loopback address: in a pod it is the \
@@ -98,6 +108,37 @@ pub fn run(args: &K8sArgs) -> Result<()> {
                 queue.address
             );
         }
+    }
+    // The exporters and monitoring on loopback are the pod itself.
+    let mut pods_own = Vec::new();
+    if let Some(influx) = &config.influx {
+        if is_loopback(&influx.address) {
+            pods_own.push(format!(
+                "[influx] address {}: in a pod, the pod itself, where no InfluxDB is",
+                influx.address
+            ));
+        }
+    }
+    if let Some(prometheus) = &config.prometheus {
+        if prometheus.listen.ip().is_loopback() {
+            pods_own.push(format!(
+                "[prometheus] listen {}: in a pod, its own loopback, where no scraper reaches \
+                 it (listen on 0.0.0.0:{})",
+                prometheus.listen,
+                prometheus.listen.port()
+            ));
+        }
+    }
+    if let Some(monitoring) = &config.monitoring {
+        for host in monitoring.hosts.iter().filter(|h| is_loopback(&h.address)) {
+            pods_own.push(format!(
+                "[{}] host {}: in a pod, the pod itself, not the machine you mean",
+                monitoring.section, host.address
+            ));
+        }
+    }
+    for what in pods_own {
+        errln!("tank: warning: {}: {what}", config_path.display());
     }
     let now_us = SystemTime::now().duration_since(UNIX_EPOCH)?.as_micros() as u64;
     let ammo = config
@@ -116,8 +157,17 @@ pub fn run(args: &K8sArgs) -> Result<()> {
         start_at_us: now_us + start_in_ms.unsigned_abs() * 1000,
         config: config_path.clone(),
         ammo,
+        monitoring: config.monitoring.as_ref().and_then(|m| {
+            m.file
+                .as_ref()
+                .map(|file| (m.section.clone(), file.clone()))
+        }),
     };
-    out!("{}", k8s::manifests(&spec).map_err(|e| anyhow!(e))?);
+    let manifests = k8s::manifests(&spec).map_err(|e| anyhow!(e))?;
+    for warning in &manifests.warnings {
+        errln!("tank: warning: {warning}");
+    }
+    out!("{}", manifests.yaml);
     Ok(())
 }
 

@@ -504,6 +504,9 @@ pub struct MonitoringConfig {
     pub hosts: Vec<MonitoredHost>,
     /// What the config asks for that tank cannot do (SSH-only options), one line each.
     pub warnings: Vec<String>,
+    /// The file the host list was read from (`config = mon.xml`, as written:
+    /// relative to the working directory), when it was one.
+    pub file: Option<PathBuf>,
 }
 
 /// One `<Host>` of the monitoring config.

@@ -6,7 +6,7 @@
 //! list is read by [`crate::monitoring_hosts`]. Both sections at once is an
 //! error, as in yandex-tank; the SSH options are warnings.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::convert;
 use crate::error::ConfigError;
@@ -49,6 +49,7 @@ pub(crate) fn read(
         }
     }
     let target = target_host(first);
+    let mut file = None;
     let specs = match section.get("config") {
         None => Some(default_hosts()),
         Some(entry) => {
@@ -58,7 +59,7 @@ pub(crate) fn read(
                 RawValue::Null => Some(default_hosts()),
                 other => {
                     let text = convert::string(other).map_err(fail)?.unwrap_or_default();
-                    hosts_from_text(text.trim(), config_path).map_err(fail)?
+                    hosts_from_text(text.trim(), config_path, &mut file).map_err(fail)?
                 }
             }
         }
@@ -81,6 +82,7 @@ pub(crate) fn read(
         section: section.name.clone(),
         hosts,
         warnings,
+        file,
     }))
 }
 
@@ -92,8 +94,13 @@ fn default_hosts() -> Vec<HostSpec> {
     }]
 }
 
-/// `none` → `None`; `auto`; inline XML; else a file (XML if it starts with `<`, YAML otherwise).
-fn hosts_from_text(text: &str, config_path: &Path) -> Result<Option<Vec<HostSpec>>, String> {
+/// `none` → `None`; `auto`; inline XML; else a file (XML if it starts with
+/// `<`, YAML otherwise), whose path goes to `file`.
+fn hosts_from_text(
+    text: &str,
+    config_path: &Path,
+    file: &mut Option<PathBuf>,
+) -> Result<Option<Vec<HostSpec>>, String> {
     if text.eq_ignore_ascii_case("none") {
         return Ok(None);
     }
@@ -114,6 +121,7 @@ fn hosts_from_text(text: &str, config_path: &Path) -> Result<Option<Vec<HostSpec
             config_path.display()
         )
     })?;
+    *file = Some(path.clone());
     let parsed = if contents.trim_start().starts_with('<') {
         monitoring_hosts::parse_xml(&contents)
     } else {

@@ -237,6 +237,7 @@ mod tests {
             section: "telegraf".into(),
             hosts: vec![local, dead],
             warnings: Vec::new(),
+            file: None,
         };
         // Start 3 ms before an interval boundary: a first interval cut that
         // short holds no CPU tick, so its row would have no CPU at all.

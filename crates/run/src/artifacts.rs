@@ -12,6 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tank_config::{Override, TestConfig};
 
+use crate::collector::PHOUT;
 use crate::RunError;
 
 /// The artifacts of one run.
@@ -28,6 +29,14 @@ impl Artifacts {
             Some(dir) => PathBuf::from(dir),
             None => Path::new(&config.core.artifacts_base_dir).join(run_id(SystemTime::now())),
         };
+        // Another run's phout there would be overwritten: its results lost.
+        if dir.join(PHOUT).exists() {
+            return Err(RunError::Artifacts(format!(
+                "[tank] artifacts_dir {}: it holds a run already (its {PHOUT}), which this \
+                 one would overwrite: give another directory, or move that run away",
+                dir.display()
+            )));
+        }
         let at = |what: &str, path: &Path| {
             let what = format!("{what} {}", path.display());
             move |error| RunError::Io { what, error }

@@ -143,6 +143,9 @@ pub enum RunError {
     /// A replay's capture could not be imported, located at its `ammofile`.
     #[error("{0}")]
     Import(ConfigError),
+    /// The artifacts directory asked for holds an earlier run.
+    #[error("{0}")]
+    Artifacts(String),
 }
 
 fn io(what: &str) -> impl FnOnce(std::io::Error) -> RunError + '_ {

@@ -13,6 +13,11 @@ use std::path::{Path, PathBuf};
 
 /// Files up to this size go into the ConfigMap (its limit is 1 MiB in all).
 pub const CONFIGMAP_FILE_LIMIT: u64 = 256 * 1024;
+/// Kubernetes' limit on a ConfigMap's data.
+pub const CONFIGMAP_LIMIT: usize = 1 << 20;
+/// `kubectl apply` (client-side) keeps the whole object in an annotation,
+/// which may hold this much.
+pub const LAST_APPLIED_LIMIT: usize = 256 * 1024;
 /// Where the ConfigMap is mounted in the pods.
 pub const CONFIG_DIR: &str = "/etc/tank";
 /// Where the large-ammo volume is mounted.
@@ -37,6 +42,17 @@ pub struct K8sSpec {
     pub config: PathBuf,
     /// Each queue's section and ammo file, when it has one.
     pub ammo: Vec<(String, PathBuf)>,
+    /// The monitoring section and the host-list file it reads, when it reads one.
+    pub monitoring: Option<(String, PathBuf)>,
+}
+
+/// The manifests, and what to tell the user about them.
+#[derive(Debug, Clone)]
+pub struct Manifests {
+    /// The YAML stream: the ConfigMap, then the Job.
+    pub yaml: String,
+    /// What may keep them from working as they are.
+    pub warnings: Vec<String>,
 }
 
 /// An ammo file and where the pods find it.
@@ -65,6 +81,26 @@ fn file_name(path: &Path) -> String {
 /// the rest on the `tank-ammo` volume.
 pub fn place_ammo(spec: &K8sSpec) -> Result<Vec<Placed>, String> {
     let mut placed: Vec<Placed> = Vec::new();
+    if let Some((section, path)) = &spec.monitoring {
+        // Read in the pods as in `tank -c` here; it travels in the ConfigMap.
+        let len = std::fs::metadata(path)
+            .map_err(|e| format!("[{section}] config {}: {e}", path.display()))?
+            .len();
+        if len > CONFIGMAP_FILE_LIMIT {
+            return Err(format!(
+                "[{section}] config {}: {len} bytes, more than the {CONFIGMAP_FILE_LIMIT} a \
+                 file may take in the ConfigMap",
+                path.display()
+            ));
+        }
+        let key = format!("monitoring-{}", file_name(path));
+        placed.push(Placed {
+            section: section.clone(),
+            local: path.clone(),
+            in_pod: format!("{CONFIG_DIR}/{key}"),
+            key: Some(key),
+        });
+    }
     for (section, path) in &spec.ammo {
         let meta = std::fs::metadata(path)
             .map_err(|e| format!("[{section}] ammofile {}: {e}", path.display()))?;
@@ -72,6 +108,24 @@ pub fn place_ammo(spec: &K8sSpec) -> Result<Vec<Placed>, String> {
         let small = meta.len() <= CONFIGMAP_FILE_LIMIT
             && std::fs::read(path).is_ok_and(|bytes| std::str::from_utf8(&bytes).is_ok());
         let key = format!("ammo-{}-{name}", section.replace(['_', '.'], "-"));
+        if !small {
+            // Two files of one name would be one file on the volume.
+            let same = |p: &PathBuf| std::fs::canonicalize(p).ok();
+            if let Some(other) = placed.iter().find(|other| {
+                other.key.is_none()
+                    && other.in_pod == format!("{AMMO_DIR}/{name}")
+                    && same(&other.local) != same(path)
+            }) {
+                return Err(format!(
+                    "[{section}] ammofile {} and [{}] ammofile {} are both `{name}` on the \
+                     tank-ammo volume ({AMMO_DIR}/{name}), where one would be fired as the \
+                     other: give them different names",
+                    path.display(),
+                    other.section,
+                    other.local.display()
+                ));
+            }
+        }
         placed.push(if small {
             Placed {
                 section: section.clone(),
@@ -108,15 +162,24 @@ pub fn pod_args(spec: &K8sSpec, placed: &[Placed]) -> Vec<String> {
             spec.name
         ),
     ];
-    for ammo in placed {
+    for file in placed {
+        let key = if spec
+            .monitoring
+            .as_ref()
+            .is_some_and(|(s, _)| *s == file.section)
+        {
+            "config"
+        } else {
+            "ammofile"
+        };
         args.push("-o".to_owned());
-        args.push(format!("{}.ammofile={}", ammo.section, ammo.in_pod));
+        args.push(format!("{}.{key}={}", file.section, file.in_pod));
     }
     args
 }
 
 /// The manifests: the ConfigMap, then the Indexed Job, as one YAML stream.
-pub fn manifests(spec: &K8sSpec) -> Result<String, String> {
+pub fn manifests(spec: &K8sSpec) -> Result<Manifests, String> {
     let placed = place_ammo(spec)?;
     let config_text = std::fs::read_to_string(&spec.config)
         .map_err(|e| format!("{}: {e}", spec.config.display()))?;
@@ -136,12 +199,29 @@ pub fn manifests(spec: &K8sSpec) -> Result<String, String> {
         quote(&file_name(&spec.config)),
         quote(&config_text)
     );
-    for ammo in &placed {
-        if let Some(key) = &ammo.key {
-            let text = std::fs::read_to_string(&ammo.local)
-                .map_err(|e| format!("{}: {e}", ammo.local.display()))?;
+    let mut data = config_text.len();
+    for file in &placed {
+        if let Some(key) = &file.key {
+            let text = std::fs::read_to_string(&file.local)
+                .map_err(|e| format!("{}: {e}", file.local.display()))?;
+            data += text.len();
             let _ = writeln!(out, "  {}: {}", quote(key), quote(&text));
         }
+    }
+    if data > CONFIGMAP_LIMIT {
+        return Err(format!(
+            "the ConfigMap would hold {data} bytes (the config and the ammo files of up to \
+             {CONFIGMAP_FILE_LIMIT} bytes), more than Kubernetes' {CONFIGMAP_LIMIT}: put the \
+             larger ammo files on the tank-ammo volume (docs/kubernetes.md)"
+        ));
+    }
+    let mut warnings = Vec::new();
+    if data > LAST_APPLIED_LIMIT {
+        warnings.push(format!(
+            "the ConfigMap holds {data} bytes: `kubectl apply` keeps a copy in an annotation of \
+             at most {LAST_APPLIED_LIMIT}, and refuses it; use `kubectl apply --server-side` or \
+             `kubectl create`"
+        ));
     }
     let large = placed.iter().any(|a| a.key.is_none());
     let _ = writeln!(
@@ -177,7 +257,10 @@ pub fn manifests(spec: &K8sSpec) -> Result<String, String> {
     if large {
         let _ = writeln!(out, "        - name: \"ammo\"\n          persistentVolumeClaim:\n            claimName: \"tank-ammo\"\n            readOnly: true");
     }
-    Ok(out)
+    Ok(Manifests {
+        yaml: out,
+        warnings,
+    })
 }
 
 /// A Dockerfile for an image with `tank` on its PATH, built from this repository.
@@ -236,8 +319,9 @@ mod tests {
             start_at_us: 1_748_779_200_000_000,
             config,
             ammo: vec![("phantom".into(), ammo)],
+            monitoring: None,
         };
-        let text = manifests(&spec).unwrap();
+        let text = manifests(&spec).unwrap().yaml;
         assert!(
             text.contains("completionMode: Indexed\n  completions: 4\n  parallelism: 4"),
             "{text}"
