@@ -75,6 +75,9 @@ pub struct ShardResult {
     pub first_shot_unix_us: Option<u64>,
     /// First shot's start minus (the common start + that shot's due time), µs.
     pub skew_us: Option<i64>,
+    /// Whether that start came from its phout's first row (to the ms), the
+    /// shard having recorded none (killed, or still running).
+    pub skew_from_phout: bool,
     /// Shots it planned.
     pub planned: Option<u64>,
     /// Shots in its phout.
@@ -504,6 +507,7 @@ fn shard_results(
         .zip(dirs)
         .enumerate()
         .map(|(i, (record, dir))| {
+            let from_phout = record.first_shot_unix_us.is_none();
             let first = record
                 .first_shot_unix_us
                 .or(per_shard.first_start_ms[i].map(|ms| ms.saturating_mul(1000)));
@@ -519,6 +523,7 @@ fn shard_results(
                     i64::try_from(i128::from(f) - i128::from(common_start) - i128::from(due_us))
                         .unwrap_or(i64::MAX)
                 }),
+                skew_from_phout: from_phout && first.is_some(),
                 planned,
                 fired,
                 share: planned.filter(|p| *p > 0).map(|p| fired as f64 / p as f64),
@@ -704,9 +709,12 @@ pub fn describe(merged: &Merged) -> String {
             text,
             "shard {:>7}  first-shot skew {:>10}  fired {:>10} of {:>10} planned ({})  {}",
             shard.shard,
-            shard
-                .skew_us
-                .map_or("-".into(), |s| format!("{:+.3} ms", s as f64 / 1000.0)),
+            match (shard.skew_us, shard.skew_from_phout) {
+                (None, _) => "-".into(),
+                // phout's times are to the ms: no finer skew can be read from them.
+                (Some(s), true) => format!("{:+.0} ms (phout)", s as f64 / 1000.0),
+                (Some(s), false) => format!("{:+.3} ms", s as f64 / 1000.0),
+            },
             shard.fired,
             shard.planned.map_or("?".into(), |p| p.to_string()),
             shard
@@ -720,7 +728,7 @@ pub fn describe(merged: &Merged) -> String {
     if let Some(rss) = rss.filter(|_| instances > 0) {
         let _ = writeln!(
             text,
-            "memory: {} MiB peak RSS over the shards for {instances} instances: {:.1} KiB per instance",
+            "memory: {} MiB peak RSS over the shards for {instances} instances: {:.1} KiB per instance, the processes' baseline included",
             rss / 1024,
             rss as f64 / instances as f64
         );

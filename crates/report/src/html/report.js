@@ -220,7 +220,7 @@
     if (s.stopped) {
       var causes = { interrupted: "interrupted (Ctrl-C or SIGTERM)", autostop: "by autostop",
                      write_failed: "an artifact could not be written", queue_failed: "a queue failed",
-                     shard_lost: "a shard died" };
+                     shard_lost: "a shard was lost (it died, or had not ended when merged)" };
       var stop = causes[s.stopped.cause] || s.stopped.cause;
       if (s.stopped.after_s !== null) { stop += " after " + fmt(s.stopped.after_s, 1) + " s"; }
       if (s.stopped.due !== null) { stop += "; " + fmt(s.stopped.due) + " shots were due over a second before"; }

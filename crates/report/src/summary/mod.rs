@@ -254,7 +254,9 @@ impl StopCause {
             StopCause::Autostop => "stopped by autostop",
             StopCause::WriteFailed => "stopped: an artifact could not be written",
             StopCause::QueueFailed => "stopped: a queue failed",
-            StopCause::ShardLost => "stopped: a shard died",
+            StopCause::ShardLost => {
+                "stopped: a shard was lost (it died, or had not ended when merged)"
+            }
         }
     }
 }

@@ -320,12 +320,15 @@ fn supervise(
                 if ended.stopped() && !stopping {
                     stopping = true;
                     stop_others = true;
-                    let _ = writeln!(
-                        err,
-                        "tank: shard {} stopped ({}): stopping the others",
-                        shard.index,
-                        ended.describe()
-                    );
+                    // After a Ctrl-C every shard stops on it: no shard failed.
+                    if received == 0 {
+                        let _ = writeln!(
+                            err,
+                            "tank: shard {} stopped ({}): stopping the others",
+                            shard.index,
+                            ended.describe()
+                        );
+                    }
                 }
             }
         }
