@@ -165,7 +165,8 @@ fn the_shards_warnings_and_exports_reach_the_merged_run_and_its_exit_code() {
     let dir = tempfile::tempdir().unwrap();
     let config = format!(
         "[phantom]\naddress = {}\nrps_schedule = const(20,2s)\nuris = /\ninstances = 10\n\
-         [influx]\naddress = 127.0.0.1\nport = {influx}\n",
+         [influx]\naddress = 127.0.0.1\nport = {influx}\n\
+         [telegraf]\nconfig = <Monitoring><Host address=\"localhost\"/></Monitoring>\n",
         server.addr()
     );
     let out = finish(start(dir.path(), &config, &["--fail-on-warnings"]));
@@ -191,6 +192,15 @@ fn the_shards_warnings_and_exports_reach_the_merged_run_and_its_exit_code() {
     );
     assert_eq!(summary["influx"]["written"], 0, "{summary}");
     assert!(stdout.contains("shards 0/2, 1/2: influx:"), "{stdout}");
+    // Every shard watched this machine: the merged run shows one shard's view.
+    let hosts = summary["monitoring"].as_array().unwrap();
+    assert_eq!(hosts.len(), 1, "{summary}");
+    assert_eq!(hosts[0]["host"], "localhost");
+    assert_eq!(hosts[0]["comment"], "(shard 0/2's view)");
+    let seconds = summary["timeline"]["ts"].as_array().unwrap().len();
+    for values in hosts[0]["metrics"].as_object().unwrap().values() {
+        assert_eq!(values.as_array().unwrap().len(), seconds, "{values}");
+    }
 }
 
 #[test]

@@ -20,6 +20,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use tank_report::monitoring::HostSeries;
 use tank_report::names::ProtoCodes;
 use tank_report::stream::{files, write_outputs};
 use tank_report::summary::{AutostopRow, InfluxRow, Stop, StopCause};
@@ -240,6 +241,53 @@ impl FromShards {
             })
     }
 
+    /// The monitored hosts' series of the first shard that has them (every
+    /// shard watches the same hosts), on the merged timeline's seconds `ts`;
+    /// named as that shard's view when others watched too (on other
+    /// machines, their own `localhost` differs).
+    fn monitoring(&self, ts: &[u64]) -> Vec<HostSeries> {
+        let mut watching = self
+            .summaries
+            .iter()
+            .filter(|(_, summary)| !summary.monitoring.is_empty());
+        let Some((label, first)) = watching.next() else {
+            return Vec::new();
+        };
+        let others = watching.count();
+        first
+            .monitoring
+            .iter()
+            .map(|host| HostSeries {
+                host: host.host.clone(),
+                comment: if others > 0 {
+                    format!("{} (shard {label}'s view)", host.comment)
+                        .trim()
+                        .to_owned()
+                } else {
+                    host.comment.clone()
+                },
+                metrics: host
+                    .metrics
+                    .iter()
+                    .map(|(metric, values)| {
+                        let by_second: BTreeMap<u64, Option<f64>> = first
+                            .timeline
+                            .ts
+                            .iter()
+                            .copied()
+                            .zip(values.iter().copied())
+                            .collect();
+                        let on_merged = ts
+                            .iter()
+                            .map(|second| by_second.get(second).copied().flatten())
+                            .collect();
+                        (metric.clone(), on_merged)
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
     /// The first autostop that stopped a shard (and so the test), named by its shard.
     fn autostop(&self) -> Option<AutostopRow> {
         self.summaries
@@ -317,6 +365,7 @@ pub fn merge_runs(
     );
     summary.autostop.clone_from(&autostop);
     summary.influx = from_shards.influx();
+    summary.monitoring = from_shards.monitoring(&summary.timeline.ts);
     warnings.extend(from_shards.warnings(&summary.warnings));
     summary.warnings.extend(warnings.iter().cloned());
     let exit_code = match (&autostop, &stop) {
