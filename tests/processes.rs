@@ -192,6 +192,8 @@ fn the_shards_warnings_and_exports_reach_the_merged_run_and_its_exit_code() {
     );
     assert_eq!(summary["influx"]["written"], 0, "{summary}");
     assert!(stdout.contains("shards 0/2, 1/2: influx:"), "{stdout}");
+    // The test's planned rate: each shard's share of const(20,2s), summed.
+    assert_eq!(summary["rps"]["planned"], 20.0, "{}", summary["rps"]);
     // Every shard watched this machine: the merged run shows one shard's view.
     let hosts = summary["monitoring"].as_array().unwrap();
     assert_eq!(hosts.len(), 1, "{summary}");

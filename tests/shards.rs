@@ -363,6 +363,22 @@ fn merge_names_a_directory_that_is_not_a_run() {
         stderr.contains("expected the artifacts of a tank run"),
         "{stderr}"
     );
+    // A --processes run directory: its shards are named.
+    let processes = dir.path().join("2processes");
+    std::fs::create_dir_all(processes.join("shard-0")).unwrap();
+    std::fs::write(processes.join("shard-0/shard.json"), "{}").unwrap();
+    let out = tank()
+        .arg("merge")
+        .arg(&processes)
+        .arg("-o")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("it is a --processes run, merged already: its shards are"),
+        "{stderr}"
+    );
 }
 
 /// The instances, over the queues and processes, of the many-connections test.

@@ -216,6 +216,17 @@ impl FromShards {
             .collect()
     }
 
+    /// The test's planned rate: the shards' own, summed (each plans its share
+    /// of the schedule). `None` unless every shard of the test said one.
+    fn planned_rps(&self, shards: usize) -> Option<f64> {
+        let rates: Vec<f64> = self
+            .summaries
+            .iter()
+            .filter_map(|(_, summary)| summary.rps.planned)
+            .collect();
+        (rates.len() == shards).then(|| rates.iter().sum())
+    }
+
     /// What the shards' `[influx]` exporters sent, summed (`None`: none had one).
     fn influx(&self) -> Option<InfluxRow> {
         self.summaries
@@ -341,7 +352,7 @@ pub fn merge_runs(
     let counts = RunCounts {
         planned: records.iter().map(ShardRecord::planned).sum(),
         sent: joined.driven.rows,
-        planned_rps: None,
+        planned_rps: from_shards.planned_rps(records.first().map_or(0, |r| r.count as usize)),
         dropped: 0,
         answers_dropped: 0,
         stop,
@@ -712,14 +723,20 @@ fn other_test(first: &ShardRecord, record: &ShardRecord) -> Option<String> {
             first.count, record.count
         ));
     }
-    let same = first.queues.len() == record.queues.len()
-        && first
-            .queues
-            .iter()
-            .zip(&record.queues)
-            .all(|(a, b)| a.same_whole_plan(b));
-    if !same {
-        return Some("their plans differ (queues, schedules, arrivals or plan lengths)".into());
+    if first.queues.len() != record.queues.len() {
+        return Some(format!(
+            "their plans differ: {} queues against {}",
+            first.queues.len(),
+            record.queues.len()
+        ));
+    }
+    if let Some(difference) = first
+        .queues
+        .iter()
+        .zip(&record.queues)
+        .find_map(|(a, b)| a.difference(b))
+    {
+        return Some(format!("their plans differ: {difference}"));
     }
     if first.common_start && record.common_start && first.start_unix_us != record.start_unix_us {
         return Some(format!(
@@ -890,7 +907,10 @@ mod tests {
         let b = shard(root.path(), &record(1, 2, "line(1,3,2s)", START_US), "");
         let error = merge(&[a.clone(), b], root.path()).unwrap_err().to_string();
         assert!(
-            error.contains("are not shards of one test: their plans differ"),
+            error.contains(
+                "are not shards of one test: their plans differ: [phantom] rps_schedule \
+                 const(2,2s) against line(1,3,2s)"
+            ),
             "{error}"
         );
         let c = shard(

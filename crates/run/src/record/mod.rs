@@ -92,11 +92,47 @@ impl QueuePlan {
     /// same seed (shards differ only in their own share of it; a plan that
     /// draws nothing has a seed that changes nothing).
     pub fn same_whole_plan(&self, other: &QueuePlan) -> bool {
-        self.name == other.name
-            && self.rps_schedule == other.rps_schedule
-            && self.arrivals == other.arrivals
-            && self.whole_len == other.whole_len
-            && (self.arrivals_seed == other.arrivals_seed || !self.drawn())
+        self.difference(other).is_none()
+    }
+
+    /// How `other` is not a slice of the same whole plan (see
+    /// [`QueuePlan::same_whole_plan`]): the first thing that differs, both ways.
+    pub fn difference(&self, other: &QueuePlan) -> Option<String> {
+        let show = |schedule: &Option<String>| {
+            schedule
+                .clone()
+                .unwrap_or_else(|| "none (instances or stpd)".into())
+        };
+        let count = |len: Option<u64>| len.map_or("unknown".into(), |n| n.to_string());
+        if self.name != other.name {
+            Some(format!("queue [{}] against [{}]", self.name, other.name))
+        } else if self.rps_schedule != other.rps_schedule {
+            Some(format!(
+                "[{}] rps_schedule {} against {}",
+                self.name,
+                show(&self.rps_schedule),
+                show(&other.rps_schedule)
+            ))
+        } else if self.arrivals != other.arrivals {
+            Some(format!(
+                "[{}] arrivals {} against {}",
+                self.name, self.arrivals, other.arrivals
+            ))
+        } else if self.whole_len != other.whole_len {
+            Some(format!(
+                "[{}] plan length {} against {} shots",
+                self.name,
+                count(self.whole_len),
+                count(other.whole_len)
+            ))
+        } else if self.arrivals_seed != other.arrivals_seed && self.drawn() {
+            Some(format!(
+                "[{}] arrivals_seed {} against {} (a drawn plan)",
+                self.name, self.arrivals_seed, other.arrivals_seed
+            ))
+        } else {
+            None
+        }
     }
 
     /// Whether the plan draws from its seed (drawn arrivals, `random(...)` steps).
@@ -175,8 +211,17 @@ impl ShardRecord {
     pub fn read(dir: &Path) -> Result<ShardRecord, String> {
         let path = dir.join(SHARD_JSON);
         let text = std::fs::read_to_string(&path).map_err(|e| {
+            // A `--processes` run holds its shards' artifacts, merged already.
+            let hint = if dir.join("shard-0").join(SHARD_JSON).exists() {
+                format!(
+                    "; it is a --processes run, merged already: its shards are {}/shard-*",
+                    dir.display()
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "{}: {e} (expected the artifacts of a tank run)",
+                "{}: {e} (expected the artifacts of a tank run{hint})",
                 path.display()
             )
         })?;
