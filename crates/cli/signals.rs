@@ -76,9 +76,6 @@ impl Signals {
     }
 }
 
-/// Ctrl-C for the commands made of probes (`bench`, `sweep`, `search`,
-/// `scan`): the first stops the probe running (its requests in flight finish
-/// and are measured) and the command after it; the second stops it at once.
 /// Wait `linger` (a dashboard or an endpoint kept up after the command), or
 /// until a Ctrl-C or SIGTERM, which ends it now.
 pub fn linger(linger: std::time::Duration) {
@@ -92,6 +89,9 @@ pub fn linger(linger: std::time::Duration) {
     }
 }
 
+/// Ctrl-C for the commands made of probes (`bench`, `sweep`, `search`,
+/// `scan`): the first stops the probe running (its requests in flight finish
+/// and are measured) and the command after it; the second stops it at once.
 pub fn interrupt_probes() -> std::io::Result<tank_limit::Interrupt> {
     let interrupt = tank_limit::Interrupt::default();
     let steer = interrupt.clone();

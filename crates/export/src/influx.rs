@@ -208,6 +208,9 @@ struct Writer {
 struct Pending {
     texts: VecDeque<String>,
     bytes: usize,
+    /// How many texts at the front went out in a write that timed out:
+    /// sent, their fate unknown.
+    in_doubt: usize,
 }
 
 impl Pending {
@@ -221,6 +224,7 @@ impl Pending {
                 break;
             };
             self.bytes -= old.len();
+            self.in_doubt = self.in_doubt.saturating_sub(1);
             dropped += old.lines().count() as u64;
         }
         dropped
@@ -245,14 +249,25 @@ impl Pending {
         for sent in self.texts.drain(..taken) {
             self.bytes -= sent.len();
         }
+        self.in_doubt = self.in_doubt.saturating_sub(taken);
     }
 
-    /// The end: the first `in_doubt` texts (sent, unanswered) are
-    /// unconfirmed, the rest dropped.
-    fn give_up(&self, in_doubt: usize, report: &mut InfluxReport) {
+    /// The write of the first `taken` seconds failed with `error`: a timeout
+    /// leaves them in doubt, a refusal (an answer, or no connection) does not.
+    fn failed(&mut self, taken: usize, error: &str) {
+        self.in_doubt = if http::Client::is_timeout(error) {
+            self.in_doubt.max(taken)
+        } else {
+            0
+        };
+    }
+
+    /// The end: the texts in doubt (sent, unanswered) are unconfirmed, the
+    /// rest dropped.
+    fn give_up(&self, report: &mut InfluxReport) {
         for (i, text) in self.texts.iter().enumerate() {
             let points = text.lines().count() as u64;
-            if i < in_doubt {
+            if i < self.in_doubt {
                 report.unconfirmed += points;
             } else {
                 report.dropped += points;
@@ -270,16 +285,13 @@ impl Writer {
         let mut pending = Pending::default();
         let mut open = true;
         let mut retry_at = Instant::now();
-        // Texts at the front of `pending` whose last write timed out: sent,
-        // their fate unknown.
-        let mut in_doubt = 0;
         loop {
             let idle = pending.texts.is_empty() || Instant::now() < retry_at;
             open = open && receive(&rx, idle, &mut pending, &mut report);
             let now = Instant::now();
             let left = self.end.get().map(|end| end.saturating_duration_since(now));
             if !open && (pending.texts.is_empty() || left.is_some_and(|l| l.is_zero())) {
-                pending.give_up(in_doubt, &mut report);
+                pending.give_up(&mut report);
                 return report;
             }
             // After the end there is no waiting out a retry: it would only hold the end up.
@@ -291,20 +303,15 @@ impl Writer {
             match self.write(batch.as_bytes().to_vec(), timeout) {
                 Ok(()) => {
                     pending.written(taken);
-                    in_doubt = in_doubt.saturating_sub(taken);
                     report.written += batch.lines().count() as u64;
                 }
                 Err(e) => {
-                    in_doubt = if http::Client::is_timeout(&e) {
-                        in_doubt.max(taken)
-                    } else {
-                        0
-                    };
+                    pending.failed(taken, &e);
                     report.first_error.get_or_insert(e);
                     retry_at = now + Duration::from_secs(1);
                     if !open {
                         // The run is over and the sink still refuses: do not hold up the end.
-                        pending.give_up(in_doubt, &mut report);
+                        pending.give_up(&mut report);
                         return report;
                     }
                 }
@@ -406,6 +413,29 @@ mod tests {
         let error = report.first_error.unwrap_or_default();
         assert!(error.contains("timed out"), "{error}");
         drop(listener);
+    }
+
+    #[test]
+    fn points_sent_and_unanswered_are_unconfirmed_and_the_rest_dropped() {
+        let mut pending = Pending::default();
+        for second in 0..4 {
+            pending.push(format!("m v={second} {second}\nm w={second} {second}\n"));
+        }
+        // The first two seconds went out and timed out; the next write of
+        // the first one was answered.
+        pending.failed(2, "timed out after 5s");
+        pending.written(1);
+        let mut report = InfluxReport::default();
+        pending.give_up(&mut report);
+        assert_eq!((report.unconfirmed, report.dropped), (2, 4));
+        // A refusal is an answer: nothing of it is in doubt.
+        let mut pending = Pending::default();
+        pending.push("m v=1 1\n".into());
+        pending.failed(1, "timed out after 5s");
+        pending.failed(1, "HTTP 500: nope");
+        let mut report = InfluxReport::default();
+        pending.give_up(&mut report);
+        assert_eq!((report.unconfirmed, report.dropped), (0, 1));
     }
 
     #[test]
