@@ -207,7 +207,9 @@ fn what_the_pods_read_travels_and_manifests_that_cannot_work_are_refused() {
     let k8s = |config: &str| {
         std::fs::write(dir.path().join("load.ini"), config).unwrap();
         let out = tank()
-            .args(["k8s", "-c", "load.ini", "--image", "tank:1"])
+            .args([
+                "k8s", "-c", "load.ini", "--image", "tank:1", "--shards", "2",
+            ])
             .current_dir(dir.path())
             .output()
             .unwrap();

@@ -341,7 +341,7 @@ fn a_shard_killed_by_a_signal_is_named_and_the_merged_run_says_it_stopped() {
         "{stdout}"
     );
     // Its first shot's start is not in its record: read from its phout, to the ms.
-    assert!(stdout.contains(" ms (phout)"), "{stdout}");
+    assert!(stdout.contains(" ms (±0.5, phout)"), "{stdout}");
     let summary = json(&run.join("summary.json"));
     assert_eq!(summary["stopped"]["cause"], "shard_lost", "{summary}");
     assert!(

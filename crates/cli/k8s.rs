@@ -89,13 +89,16 @@ pub fn run(args: &K8sArgs) -> Result<()> {
     }
     for queue in &config.queues {
         // Each pod would draw its own plan, and refuse to (tank -c --shard does).
-        if queue.arrivals.seed_chosen && tank_plan::Plan::seed_note(queue).is_some() {
+        if args.shards > 1
+            && queue.arrivals.seed_chosen
+            && tank_plan::Plan::seed_note(queue).is_some()
+        {
             bail!(
-                "{}: [{}] the plan is drawn (arrivals {}), and each shard would draw its own: \
-                 expected `arrivals_seed` set, so every shard plans the same shots",
+                "{}: [{}] the plan is drawn (its arrivals or its scenarios), and each shard \
+                 would draw its own: expected `arrivals_seed` set, so every shard plans the \
+                 same shots",
                 config_path.display(),
-                queue.name,
-                queue.arrivals.process
+                queue.name
             );
         }
         if is_loopback(&queue.address) {

@@ -148,6 +148,18 @@ pub fn judge(facts: &Facts) -> Vec<String> {
     out
 }
 
+/// Whether `warning` is one [`judge`] gives from a run's counts (its shots,
+/// codes and stop), which a merge of shards judges again over the merged
+/// counts: a shard's own then only repeats it with its share's numbers.
+pub fn judged_on_counts(warning: &str) -> bool {
+    warning == "no shot was fired"
+        || warning.starts_with("every shot failed at the network level")
+        || warning.contains(" failed at the network level: ")
+        || warning.starts_with("every response was ")
+        || (warning.contains(" planned shots (") && warning.contains(" were not sent: "))
+        || warning.contains(" shots due over a second before the stop (")
+}
+
 /// Why due shots went unsent: every instance was busy, or, with instances to
 /// spare, tank itself fell behind the plan (a machine short of CPU).
 fn why_unsent(facts: &Facts) -> String {
@@ -298,6 +310,59 @@ mod tests {
         // Just under the threshold: 5 of 600 is 0.8%.
         let s = shots(Some(600), 595, 595);
         assert!(judge_run(&s, &[("0", 595)], &[("200", 595)], false).is_empty());
+    }
+
+    #[test]
+    fn the_warnings_judged_on_counts_are_known_as_such() {
+        // Every warning judge gives from the counts, which a merge judges again.
+        let mut judged = Vec::new();
+        judged.extend(judge_run(&shots(Some(10), 0, 0), &[], &[], false));
+        judged.extend(judge_run(
+            &shots(Some(10), 10, 10),
+            &[("110", 10)],
+            &[("0", 10)],
+            false,
+        ));
+        judged.extend(judge_run(
+            &shots(Some(10), 10, 10),
+            &[("0", 9), ("110", 1)],
+            &[("200", 9), ("0", 1)],
+            false,
+        ));
+        judged.extend(judge_run(
+            &shots(Some(10), 10, 10),
+            &[("0", 10)],
+            &[("503", 10)],
+            false,
+        ));
+        judged.extend(judge_run(
+            &shots(Some(100), 50, 50),
+            &[("0", 50)],
+            &[("200", 50)],
+            false,
+        ));
+        judged.extend(judge_stopped(
+            &shots(Some(100), 50, 50),
+            &[("0", 50)],
+            &[("200", 50)],
+            Some(Stop {
+                cause: StopCause::Interrupted,
+                after_s: Some(5.0),
+                due: Some(90),
+            }),
+        ));
+        assert_eq!(judged.len(), 7, "{judged:?}");
+        for warning in &judged {
+            assert!(judged_on_counts(warning), "{warning}");
+        }
+        // What only a shard knows is not.
+        for warning in [
+            "influx: no point was written, 18 dropped: the dashboards have nothing of this run",
+            "3 samples were dropped: the results thread fell behind, so these shots have no phout row",
+            "the plan's timing was not kept: one shot in a hundred went over 1.2 s late",
+        ] {
+            assert!(!judged_on_counts(warning), "{warning}");
+        }
     }
 
     #[test]

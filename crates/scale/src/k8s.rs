@@ -200,11 +200,14 @@ pub fn manifests(spec: &K8sSpec) -> Result<Manifests, String> {
         quote(&config_text)
     );
     let mut data = config_text.len();
+    // As the annotation holds it: JSON, every `\r\n` and quote escaped.
+    let mut encoded = quote(&config_text).len();
     for file in &placed {
         if let Some(key) = &file.key {
             let text = std::fs::read_to_string(&file.local)
                 .map_err(|e| format!("{}: {e}", file.local.display()))?;
             data += text.len();
+            encoded += quote(&text).len();
             let _ = writeln!(out, "  {}: {}", quote(key), quote(&text));
         }
     }
@@ -216,11 +219,11 @@ pub fn manifests(spec: &K8sSpec) -> Result<Manifests, String> {
         ));
     }
     let mut warnings = Vec::new();
-    if data > LAST_APPLIED_LIMIT {
+    if encoded > LAST_APPLIED_LIMIT {
         warnings.push(format!(
-            "the ConfigMap holds {data} bytes: `kubectl apply` keeps a copy in an annotation of \
-             at most {LAST_APPLIED_LIMIT}, and refuses it; use `kubectl apply --server-side` or \
-             `kubectl create`"
+            "the ConfigMap holds {encoded} bytes as JSON: `kubectl apply` keeps a copy in an \
+             annotation of at most {LAST_APPLIED_LIMIT}, and refuses it; use `kubectl apply \
+             --server-side` or `kubectl create`"
         ));
     }
     let large = placed.iter().any(|a| a.key.is_none());

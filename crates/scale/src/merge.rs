@@ -112,8 +112,10 @@ pub struct Merged {
     pub lines: u64,
     /// Why the criteria would have stopped the test, judged over the merged data.
     pub autostop: Option<String>,
-    /// The merged run's exit code: an autostop criterion's; else 1 when a shard
-    /// was stopped (interrupted, failed) or lost; else 0.
+    /// The merged run's exit code: the first stopping shard's under
+    /// `--processes`; else an autostop criterion's; else 1 when a shard was
+    /// stopped (interrupted, failed), lost or not given; else 35 for warnings
+    /// under `fail_on_warnings`; else 0.
     pub exit_code: i32,
     /// Skipped lines and other notes, for people.
     pub warnings: Vec<String>,
@@ -139,6 +141,9 @@ pub struct Known {
     pub lost: Vec<(u64, String)>,
     /// A merged run with warnings exits 35 instead of 0 (`--fail-on-warnings`).
     pub fail_on_warnings: bool,
+    /// The exit code of the first shard that stopped early, which stopped the
+    /// others (`--processes`): the test's exit code, as one process's would be.
+    pub first_stop: Option<i32>,
 }
 
 /// Counts each shard's rows and its first shot's start, as rows pass.
@@ -199,7 +204,8 @@ impl FromShards {
         let mut said: Vec<(&str, Vec<&str>)> = Vec::new();
         for (label, summary) in &self.summaries {
             for warning in &summary.warnings {
-                if merged.contains(warning) {
+                // The merged run judges its counts itself.
+                if merged.contains(warning) || tank_report::warnings::judged_on_counts(warning) {
                     continue;
                 }
                 match said.iter_mut().find(|(w, _)| *w == warning.as_str()) {
@@ -379,15 +385,16 @@ pub fn merge_runs(
     summary.monitoring = from_shards.monitoring(&summary.timeline.ts);
     warnings.extend(from_shards.warnings(&summary.warnings));
     summary.warnings.extend(warnings.iter().cloned());
-    let exit_code = match (&autostop, &stop) {
-        (Some(row), _) => row.code,
+    let exit_code = match (known.first_stop, &autostop, &stop) {
+        (Some(code), _, _) => code,
+        (None, Some(row), _) => row.code,
+        (None, None, Some(_)) => 1,
         // A shard not given is a share of the test missing, as a lost one is.
-        (None, Some(_)) => 1,
-        (None, None) if missing.all > 0 => 1,
-        (None, None) if known.fail_on_warnings && !summary.warnings.is_empty() => {
+        (None, None, None) if missing.all > 0 => 1,
+        (None, None, None) if known.fail_on_warnings && !summary.warnings.is_empty() => {
             tank_stats::autostop::codes::WARNINGS
         }
-        (None, None) => 0,
+        (None, None, None) => 0,
     };
     summary.exit_code = Some(exit_code);
     let merged = Merged {
@@ -568,9 +575,11 @@ fn shard_results(
         .enumerate()
         .map(|(i, (record, dir))| {
             let from_phout = record.first_shot_unix_us.is_none();
-            let first = record
-                .first_shot_unix_us
-                .or(per_shard.first_start_ms[i].map(|ms| ms.saturating_mul(1000)));
+            // phout's times are cut to the ms: the middle of that ms is the
+            // best guess, within half a ms either way.
+            let first =
+                record.first_shot_unix_us.or(per_shard.first_start_ms[i]
+                    .map(|ms| ms.saturating_mul(1000).saturating_add(500)));
             let due_us = record.first_due_ms().unwrap_or(0).saturating_mul(1000);
             let planned = record.planned();
             let fired = per_shard.rows[i];
@@ -778,7 +787,7 @@ pub fn describe(merged: &Merged) -> String {
             match (shard.skew_us, shard.skew_from_phout) {
                 (None, _) => "-".into(),
                 // phout's times are to the ms: no finer skew can be read from them.
-                (Some(s), true) => format!("{:+.0} ms (phout)", s as f64 / 1000.0),
+                (Some(s), true) => format!("{:+.1} ms (±0.5, phout)", s as f64 / 1000.0),
                 (Some(s), false) => format!("{:+.3} ms", s as f64 / 1000.0),
             },
             shard.fired,

@@ -186,7 +186,9 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Future for Driver<IO> {
                 let http1 = read_at.is_some()
                     && this.filled >= HTTP1.len()
                     && this.reading.starts_with(HTTP1);
-                if http1 || ended == Some(Closed::Lost) {
+                let silent_close =
+                    ended == Some(Closed::Lost) && state.config.prior_knowledge && this.filled == 0;
+                if http1 || silent_close {
                     ended = Some(Closed::NotHttp2);
                 }
             }

@@ -53,6 +53,11 @@ pub struct Config {
     /// The most bytes a reply's body may have: more ends the stream as
     /// [`Failure::Malformed`] (and resets it).
     pub max_body: u64,
+    /// Whether the connection is h2c with prior knowledge: a close before
+    /// the server's first SETTINGS then says it does not speak HTTP/2
+    /// ([`Closed::NotHttp2`]). Over TLS, ALPN said it does, and such a close
+    /// is a connection lost.
+    pub prior_knowledge: bool,
 }
 
 /// The streams a connection assumes the server allows before its SETTINGS
@@ -82,6 +87,9 @@ pub struct Request {
     pub block: Bytes,
     /// The body, sent as DATA (none when empty).
     pub body: Bytes,
+    /// Whether it is a HEAD request: its reply's `content-length` is of a
+    /// body it does not carry.
+    pub head: bool,
 }
 
 /// What a stream keeps of its reply.
@@ -195,6 +203,8 @@ struct StreamState {
     body_len: u64,
     /// The head's `content-length`, when it gave one.
     content_length: Option<u64>,
+    /// Its request is a HEAD (its reply carries no body, whatever its length says).
+    head_request: bool,
     record: Record,
     status: u16,
     grpc_status: Option<Box<[u8]>>,
@@ -384,6 +394,7 @@ impl Connection {
             headed: false,
             body_len: 0,
             content_length: None,
+            head_request: request.head,
             record: Record::default(),
             status: 0,
             grpc_status: None,

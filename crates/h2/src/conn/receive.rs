@@ -361,11 +361,13 @@ impl State {
             stream.record.out += frame::RESET_LEN;
         }
         // A body that is not the length its head said was cut (or padded):
-        // malformed (RFC 9113 §8.1.1). A reply with no body (to HEAD, a 304)
-        // may say the length of the one it stands for.
-        let cut = stream
-            .content_length
-            .is_some_and(|said| stream.body_len > 0 && stream.body_len != said);
+        // malformed (RFC 9113 §8.1.1). A reply that has no body (to a HEAD,
+        // a 204 or 304) may say the length of the one it stands for.
+        let bodiless = stream.head_request || matches!(stream.status, 204 | 304);
+        let cut = !bodiless
+            && stream
+                .content_length
+                .is_some_and(|said| stream.body_len != said);
         let result = if cut {
             Err(Failure::Malformed(
                 "a body whose length is not its content-length",

@@ -14,6 +14,7 @@ const CONFIG: Config = Config {
     connection_window: 16 << 20,
     max_header_list: 16 << 10,
     max_body: 1 << 20,
+    prior_knowledge: true,
 };
 
 /// The server's end of the pipe.
@@ -83,6 +84,7 @@ fn get() -> Request {
     Request {
         block: Bytes::from(block),
         body: Bytes::new(),
+        head: false,
     }
 }
 
@@ -378,6 +380,22 @@ async fn an_http1_reply_or_a_close_before_settings_says_the_server_does_not_spea
         ),
         "{ended:?}"
     );
+    // Over TLS, ALPN said h2: such a close is a connection lost, not HTTP/1.
+    let (connection, peer) = connect(Config {
+        prior_knowledge: false,
+        ..CONFIG
+    })
+    .await;
+    let mut stream = open(&connection, &get());
+    drop(peer);
+    let ended = stream.end().await;
+    assert!(
+        matches!(
+            ended,
+            Err(Failure::Closed(Closed::Lost) | Failure::NotSent(Closed::Lost))
+        ),
+        "{ended:?}"
+    );
 }
 
 #[tokio::test]
@@ -460,6 +478,26 @@ async fn a_body_short_of_its_content_length_is_malformed() {
     peer.head(5, b"304", &[(b"content-length", b"100")], true)
         .await;
     assert_eq!(empty.end().await, Ok(()));
+    let head = Request {
+        head: true,
+        ..get()
+    };
+    let mut to_head = open(&connection, &head);
+    let mut cut_to_nothing = open(&connection, &get());
+    peer.stream_frame().await;
+    peer.stream_frame().await;
+    peer.head(7, b"200", &[(b"content-length", b"100")], true)
+        .await;
+    assert_eq!(to_head.end().await, Ok(()));
+    // A 200 that says 100 bytes and ends at its head was cut to nothing.
+    peer.head(9, b"200", &[(b"content-length", b"100")], true)
+        .await;
+    assert_eq!(
+        cut_to_nothing.end().await,
+        Err(Failure::Malformed(
+            "a body whose length is not its content-length"
+        ))
+    );
 }
 
 #[tokio::test]

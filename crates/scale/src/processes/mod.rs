@@ -121,13 +121,13 @@ pub fn run(
         ));
     }
     let config = tank_config::load(options.config_path, options.overrides)?;
-    for queue in &config.queues {
+    for queue in config.queues.iter().filter(|_| processes > 1) {
         // Every shard would refuse it, each naming a seed of its own.
         if queue.arrivals.seed_chosen && tank_plan::Plan::seed_note(queue).is_some() {
             return Err(ScaleError::Input(format!(
-                "[{}] the plan is drawn (arrivals {}), and each shard would draw its own: \
-                 expected `arrivals_seed` set, so every shard plans the same shots",
-                queue.name, queue.arrivals.process
+                "[{}] the plan is drawn (its arrivals or its scenarios), and each shard would \
+                 draw its own: expected `arrivals_seed` set, so every shard plans the same shots",
+                queue.name
             )));
         }
     }
@@ -167,6 +167,7 @@ pub fn run(
     let ends = supervise(&mut shards, signals, out, err)?;
     let known = Known {
         fail_on_warnings: options.fail_on_warnings,
+        first_stop: ends.iter().find(|e| e.stopped()).map(|e| e.code()),
         lost: shards
             .iter()
             .filter_map(|s| match s.ended {
@@ -317,18 +318,18 @@ fn supervise(
                 let ended = Ended::of(status);
                 shard.ended = Some(ended);
                 ends.push(ended);
-                if ended.stopped() && !stopping {
+                // After a Ctrl-C every shard stops on it, finishing its shots
+                // in flight: another signal would be a second Ctrl-C, which
+                // abandons them.
+                if ended.stopped() && !stopping && received == 0 {
                     stopping = true;
                     stop_others = true;
-                    // After a Ctrl-C every shard stops on it: no shard failed.
-                    if received == 0 {
-                        let _ = writeln!(
-                            err,
-                            "tank: shard {} stopped ({}): stopping the others",
-                            shard.index,
-                            ended.describe()
-                        );
-                    }
+                    let _ = writeln!(
+                        err,
+                        "tank: shard {} stopped ({}): stopping the others",
+                        shard.index,
+                        ended.describe()
+                    );
                 }
             }
         }
@@ -346,7 +347,6 @@ fn supervise(
     }
 }
 
-/// Where each shard's console output is, for an error.
 /// The shards that exited with an error before their phout existed (they
 /// never fired): the error each printed (the same one once, for all the
 /// shards that gave it), else where its output is.
@@ -389,6 +389,7 @@ fn failed_to_start(shards: &[Shard]) -> String {
         .join("; ")
 }
 
+/// Where each shard's console output is, for an error.
 fn outputs(shards: &[Shard]) -> String {
     shards
         .iter()

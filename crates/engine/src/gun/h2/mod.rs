@@ -183,6 +183,7 @@ impl H2Gun {
             connection_window: CONNECTION_WINDOW,
             max_header_list: header_list,
             max_body: limits.entity,
+            prior_knowledge: tls.is_none(),
         };
         // A gRPC call's deadline (grpc-timeout) is `timeout`: the budget
         // waits a little past it, so that a server enforcing the deadline is
@@ -381,9 +382,9 @@ impl H2Barrel {
         // GOAWAY's last stream id, or REFUSED_STREAM) goes once more too, as
         // a retry: a server rotating its connections (nginx's
         // keepalive_requests) is not failing.
-        let mut attempts = 0;
+        // Each of the two once, so the loop ends within three passes.
+        let (mut hopped, mut resent) = (false, false);
         loop {
-            attempts += 1;
             let slot = pools.with(self.pool, pool::Pool::take);
             let connection = &slot.0;
             let was_open = connection.is_open();
@@ -402,9 +403,10 @@ impl H2Barrel {
                 }
                 Err(closed) => {
                     connection.retire();
-                    if attempts == 2 {
+                    if hopped {
                         return Err(outcome::net_code(Failure::NotSent(closed)));
                     }
+                    hopped = true;
                     continue;
                 }
             };
@@ -415,11 +417,14 @@ impl H2Barrel {
                     if let Some(unsent) = stream.take() {
                         *collect = unsent.finish().collect;
                     }
-                    if attempts == 2 {
+                    if hopped {
+                        gun.note_problem(Failure::NotSent(closed), &ready.conn);
                         return Err(outcome::net_code(Failure::NotSent(closed)));
                     }
+                    hopped = true;
                 }
-                Err(failure) if attempts < 2 && unprocessed(failure) => {
+                Err(failure) if !resent && unprocessed(failure) => {
+                    resent = true;
                     *refused += 1;
                     if let Some(gone) = stream.take() {
                         *collect = gone.finish().collect;

@@ -135,16 +135,21 @@ impl Pool {
     pub(super) fn take(&mut self) -> Slot {
         self.connections
             .retain(|c| c.usable() || c.in_flight.load(Ordering::Relaxed) > 0);
-        let usable = self.connections.iter().filter(|c| c.usable());
-        let least = usable.min_by_key(|c| c.in_flight.load(Ordering::Relaxed));
-        let room = least.filter(|c| c.in_flight.load(Ordering::Relaxed) < c.max_streams());
+        let load = |c: &&Arc<Connection>| c.in_flight.load(Ordering::Relaxed);
+        let usable = || self.connections.iter().filter(|c| c.usable());
+        let least = usable().min_by_key(load);
+        // The least loaded of those with a slot free (one whose server
+        // allows fewer streams can be less loaded and have none).
+        let room = usable()
+            .filter(|c| load(c) < c.max_streams())
+            .min_by_key(load);
         let usable_count = self.connections.iter().filter(|c| c.usable()).count();
         let idle = least.is_some_and(|c| c.in_flight.load(Ordering::Relaxed) == 0);
         let spread = self.limit.is_some_and(|limit| usable_count < limit) && !idle;
         // A server that allows no stream now (SETTINGS_MAX_CONCURRENT_STREAMS
         // 0) asks for none on another connection either: the shot waits for a
         // slot (1201 when none comes) rather than opening one per request.
-        let held_back = least.is_some_and(|c| c.max_streams() == 0);
+        let held_back = room.is_none() && usable().any(|c| c.max_streams() == 0);
         let full = self.limit.is_some_and(|limit| usable_count >= limit);
         let chosen = match (room, least) {
             (Some(free), _) if !spread => Arc::clone(free),
@@ -311,6 +316,7 @@ mod tests {
             connection_window: 1 << 16,
             max_header_list: 1 << 16,
             max_body: 1 << 20,
+            prior_knowledge: true,
         };
         let (conn, driver) = tank_h2::start(client, config);
         tokio::spawn(driver);

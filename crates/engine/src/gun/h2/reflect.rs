@@ -92,6 +92,7 @@ impl H2Gun {
         let request = tank_h2::Request {
             block,
             body: Bytes::from(frame),
+            head: false,
         };
         let mut collect = tank_h2::Collect::Body(Vec::new());
         let mut stream = ready.conn.open(&request, &mut collect).map_err(|closed| {

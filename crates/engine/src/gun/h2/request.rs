@@ -153,6 +153,7 @@ pub(super) fn convert(bytes: &[u8], authority: &str, scheme: &str) -> Result<Con
         request: tank_h2::Request {
             block,
             body: Bytes::from(body),
+            head: method == Method::HEAD,
         },
         dropped,
     })
