@@ -197,7 +197,10 @@ impl GunSpec {
         let limits = http::limits(queue.reply_limits);
         let protocol = match queue.tank_type {
             TankType::Http | TankType::Http2 | TankType::Grpc => Protocol::Http(limits),
-            TankType::None => Protocol::Tcp(wire::tcp::Framing::from(&queue.reply_framing)),
+            TankType::None => Protocol::Tcp(wire::tcp::Framing::of(
+                &queue.reply_framing,
+                queue.reply_limits.entity,
+            )),
             TankType::Memcached => Protocol::Memcached,
             // Not a wire protocol: see `mysql`.
             TankType::Mysql => Protocol::Tcp(wire::tcp::Framing::Close),

@@ -27,13 +27,21 @@ pub enum Framing {
         /// Its length, 1 to [`MAX_DELIMITER`].
         len: u8,
     },
-    /// After a big-endian length of this many bytes (1, 2, 4 or 8) and the
-    /// bytes it counts.
-    LengthPrefix(u8),
+    /// After a big-endian length of `width` bytes (1, 2, 4 or 8) and the
+    /// bytes it counts, at most `max` (more is a broken reply at once: a
+    /// length that large is garbage, not a frame to wait for).
+    LengthPrefix {
+        /// The length's bytes.
+        width: u8,
+        /// The most a frame may count (`phantom_http_entity`, as for an
+        /// HTTP body).
+        max: u64,
+    },
 }
 
-impl From<&ReplyFraming> for Framing {
-    fn from(framing: &ReplyFraming) -> Self {
+impl Framing {
+    /// The config's framing, a frame of at most `max_frame` bytes.
+    pub fn of(framing: &ReplyFraming, max_frame: u64) -> Self {
         match framing {
             ReplyFraming::Close => Framing::Close,
             // The config holds 1 to MAX_DELIMITER bytes; none would match nothing.
@@ -47,7 +55,10 @@ impl From<&ReplyFraming> for Framing {
                     len: len as u8,
                 }
             }
-            ReplyFraming::LengthPrefix(width) => Framing::LengthPrefix((*width).clamp(1, 8)),
+            ReplyFraming::LengthPrefix(width) => Framing::LengthPrefix {
+                width: (*width).clamp(1, 8),
+                max: max_frame,
+            },
         }
     }
 }
@@ -95,7 +106,7 @@ impl TcpReply {
                 }
                 Progress::More
             }
-            Framing::LengthPrefix(width) => {
+            Framing::LengthPrefix { width, max } => {
                 let mut rest = data;
                 while self.left.is_none() {
                     let Some((&b, after)) = rest.split_first() else {
@@ -105,6 +116,9 @@ impl TcpReply {
                     self.matched += 1;
                     rest = after;
                     if self.matched == usize::from(width) {
+                        if self.length > max {
+                            return Progress::Broken;
+                        }
                         self.left = Some(self.length);
                     }
                 }
@@ -151,7 +165,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn delimiter(text: &[u8]) -> Framing {
-        Framing::from(&ReplyFraming::Delimiter(text.to_vec()))
+        Framing::of(&ReplyFraming::Delimiter(text.to_vec()), 8 << 20)
     }
 
     fn feed_all(framing: Framing, pieces: &[&[u8]]) -> Vec<Progress> {
@@ -184,14 +198,20 @@ mod tests {
 
     #[test]
     fn a_length_prefixed_reply_ends_after_its_count() {
-        let framing = Framing::LengthPrefix(4);
+        let prefix = |width| Framing::LengthPrefix {
+            width,
+            max: 8 << 20,
+        };
+        let framing = prefix(4);
         assert_eq!(
             feed_all(framing, &[b"\0\0", b"\0\x03ab", b"c"]),
             [Progress::More, Progress::More, WHOLE]
         );
         assert_eq!(feed_all(framing, &[b"\0\0\0\0"]), [WHOLE]);
+        assert_eq!(feed_all(prefix(1), &[b"\x01ab"]), [Progress::Broken]);
+        // 4 GB is no frame to wait for: broken at once, not at the timeout.
         assert_eq!(
-            feed_all(Framing::LengthPrefix(1), &[b"\x01ab"]),
+            feed_all(framing, &[b"\xff\xff\xff\xff"]),
             [Progress::Broken]
         );
         let mut close = TcpReply::new(framing);

@@ -358,7 +358,7 @@ fn framed_tcp_replies_keep_the_connection_for_the_next_request() {
             addr,
             host: "127.0.0.1".into(),
         };
-        let framing = tcp::Framing::from(&tank_config::ReplyFraming::Delimiter(vec![0]));
+        let framing = tcp::Framing::of(&tank_config::ReplyFraming::Delimiter(vec![0]), 8 << 20);
         let mut barrel = Arc::new(WireGun::new(
             target,
             None,
