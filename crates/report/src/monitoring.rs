@@ -167,6 +167,21 @@ pub fn describe(hosts: &[HostSeries]) -> String {
                 host.metrics.len()
             ));
         }
+        // A host that stopped answering: its figures are of the part before.
+        let seconds = host.metrics.values().map(Vec::len).max().unwrap_or(0);
+        let answered = |i: usize| {
+            host.metrics
+                .values()
+                .any(|v| v.get(i).is_some_and(Option::is_some))
+        };
+        let last = (0..seconds).rev().find(|&i| answered(i));
+        if let Some(last) = last.filter(|&last| last + SILENT_AT_END < seconds) {
+            let count = (0..seconds).filter(|&i| answered(i)).count();
+            parts.push(format!(
+                "over the {count} of {seconds} seconds it answered (none after second {})",
+                last + 1
+            ));
+        }
         let _ = writeln!(out, "{line}: {}", parts.join(", "));
         let cores: Vec<String> = host
             .metrics
@@ -183,6 +198,10 @@ pub fn describe(hosts: &[HostSeries]) -> String {
     }
     out
 }
+
+/// Seconds a host may be silent at the run's end (its last collection not
+/// yet in) before the summary says it stopped answering.
+const SILENT_AT_END: usize = 3;
 
 /// The average and the maximum of a series' values (mapped by `f`), if it has any.
 fn spread(values: &[Option<f64>], f: impl Fn(f64) -> f64) -> Option<(f64, f64)> {
@@ -261,7 +280,17 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("    cores busy: cpu0 50% / 80%"), "{text}");
+        assert!(!text.contains("answered"), "{text}");
         assert!(describe(&[]).is_empty());
+        // A host that died mid-run: its averages are of the seconds before, and said so.
+        let text = describe(&r.align(&[1, 2, 3, 4, 5, 6, 7]));
+        assert!(
+            text.contains(
+                "  web: cpu 50% / 80%, load 2.00 / 3.00, over the 2 of 7 seconds it answered \
+                 (none after second 2)"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
