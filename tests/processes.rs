@@ -344,6 +344,8 @@ fn a_shard_killed_by_a_signal_is_named_and_the_merged_run_says_it_stopped() {
     assert!(stdout.contains(" ms (±0.5, phout)"), "{stdout}");
     let summary = json(&run.join("summary.json"));
     assert_eq!(summary["stopped"]["cause"], "shard_lost", "{summary}");
+    // The killed shard wrote no summary; the planned rate comes from the plans.
+    assert!(summary["rps"]["planned"].is_number(), "{}", summary["rps"]);
     assert!(
         stdout
             .contains("\nstopped: a shard was lost (it died, or had not ended when merged) after "),

@@ -222,17 +222,6 @@ impl FromShards {
             .collect()
     }
 
-    /// The test's planned rate: the shards' own, summed (each plans its share
-    /// of the schedule). `None` unless every shard of the test said one.
-    fn planned_rps(&self, shards: usize) -> Option<f64> {
-        let rates: Vec<f64> = self
-            .summaries
-            .iter()
-            .filter_map(|(_, summary)| summary.rps.planned)
-            .collect();
-        (rates.len() == shards).then(|| rates.iter().sum())
-    }
-
     /// What the shards' `[influx]` exporters sent, summed (`None`: none had one).
     fn influx(&self) -> Option<InfluxRow> {
         self.summaries
@@ -318,6 +307,32 @@ impl FromShards {
     }
 }
 
+/// The test's planned rate, as one run's: every shard's planned shots over
+/// the longest rps schedule (each shard plans its share of the same one),
+/// from their records. `None` with a shard missing, or a plan of no known
+/// length or schedule.
+fn planned_rate(records: &[ShardRecord], missing: u64) -> Option<f64> {
+    if missing > 0 {
+        return None;
+    }
+    let planned: u64 = records
+        .iter()
+        .map(ShardRecord::planned)
+        .sum::<Option<u64>>()?;
+    let longest_ms = records
+        .first()?
+        .queues
+        .iter()
+        .filter_map(
+            |q| match tank_plan::Schedule::rps(q.rps_schedule.as_deref()?) {
+                Ok(tank_plan::Schedule::Rps(rps)) => Some(rps.duration_ms()),
+                _ => None,
+            },
+        )
+        .max()?;
+    (longest_ms > 0).then(|| planned as f64 * 1000.0 / longest_ms as f64)
+}
+
 /// Merge the runs in `dirs` into `out` (created; it must not hold a phout yet).
 pub fn merge_runs(
     dirs: &[PathBuf],
@@ -358,7 +373,7 @@ pub fn merge_runs(
     let counts = RunCounts {
         planned: records.iter().map(ShardRecord::planned).sum(),
         sent: joined.driven.rows,
-        planned_rps: from_shards.planned_rps(records.first().map_or(0, |r| r.count as usize)),
+        planned_rps: planned_rate(&records, missing.all),
         dropped: 0,
         answers_dropped: 0,
         stop,
