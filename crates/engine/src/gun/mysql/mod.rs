@@ -16,7 +16,9 @@
 //!   found rows, …). Its row's connect time is the whole login.
 //! - **Any other command**: its payload goes out as packets; a connection is
 //!   opened first when there is none (a session captured without its
-//!   handshake, or after a failure), its login in the request's connect time.
+//!   handshake, or after a failure), its login in the request's connect time —
+//!   except for `COM_QUIT`, which then goes nowhere (the session has already
+//!   ended): its row is a 200 with no bytes out.
 //!   A statement's number in the session is replaced by the id the server gave
 //!   the prepare of that number (0, which no statement has, when that prepare
 //!   failed: the server answers error 1243).
@@ -268,6 +270,17 @@ impl MysqlBarrel {
             let connected = marks.connected;
             (marks.sent, marks.first_byte) = (connected, connected);
             return Ok((refused.unwrap_or(OK), connected.unwrap_or(0)));
+        }
+        if self.session.is_none() && command == Command::Quit {
+            // The session already ended (a failure closed its connection):
+            // logging in only to say goodbye would be a command the capture
+            // never made. Nothing goes out; the quit's end is had.
+            *marks = Marks {
+                connected: Some(0),
+                sent: Some(0),
+                first_byte: Some(0),
+            };
+            return Ok((OK, 0));
         }
         if self.session.is_none() {
             if let Some(code) = self.open(start, budget, marks, measured).await? {

@@ -474,3 +474,22 @@ fn a_tls_handshake_the_server_never_answers_ends_at_the_budget() {
         server.await.unwrap();
     });
 }
+
+#[test]
+fn a_quit_after_a_failure_is_not_sent_on_a_new_login() {
+    block_on(async {
+        let (addr, seen) = start("mysql_native_password").await;
+        let mut barrel = gun(addr, "secret").instance(0);
+        barrel.fire(&connect(b""), Instant::now(), None).await;
+        let ping = barrel.fire(b"\x0e", Instant::now(), None).await;
+        assert_eq!(codes(&ping), (NetCode::PROTOCOL, 0));
+        let commands_seen = seen.lock().unwrap().len();
+        let quit = barrel.fire(b"\x01", Instant::now(), None).await;
+        assert_eq!(codes(&quit), (NetCode::OK, OK));
+        assert_eq!((quit.size_out, quit.sends, quit.connect_us), (0, 0, 0));
+        // Give a wrongly opened connection the time to log in and send.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert_eq!(seen.lock().unwrap().len(), commands_seen);
+        assert!(barrel.session.is_none());
+    });
+}
