@@ -193,7 +193,9 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Future for Driver<IO> {
                 }
             }
             if ended == Some(Closed::NotHttp2) {
-                // Nothing of it is HTTP/2 frames.
+                // Nothing of it is HTTP/2 frames: it is the first stream's
+                // answer (an HTTP/1 server answers the preface and closes).
+                state.not_http2(&this.reading[..this.filled], read_at);
             } else if let Some(now) = read_at {
                 match state.receive(&this.reading[..this.filled], now) {
                     Ok(used) => {

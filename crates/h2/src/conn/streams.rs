@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::{Closed, Failure, State, HOLD_MIN};
+use super::{Closed, Collect, Failure, State, HOLD_MIN};
 use crate::frame::{self, error, flag, kind};
 use std::task::Waker;
 
@@ -230,6 +230,28 @@ impl State {
                 Failure::Closed(closed)
             };
             self.close_stream(key, Err(failure));
+        }
+    }
+
+    /// What a server that does not speak HTTP/2 answered (an HTTP/1 reply
+    /// to the preface): counted, and kept as text, on the first stream
+    /// sent, so its row says what came back; `read_at` is when.
+    pub(super) fn not_http2(&mut self, answer: &[u8], read_at: Option<Instant>) {
+        let first = self
+            .streams
+            .iter_mut()
+            .filter(|(_, s)| s.id != 0 && s.result.is_none())
+            .min_by_key(|(_, s)| s.id);
+        let Some((_, stream)) = first else {
+            return;
+        };
+        stream.record.input += answer.len() as u64;
+        if stream.record.head.is_none() {
+            stream.record.head = read_at;
+        }
+        if let Collect::Text(text) = &mut stream.collect {
+            let room = text.capacity().saturating_sub(text.len()).min(answer.len());
+            text.extend_from_slice(&answer[..room]);
         }
     }
 

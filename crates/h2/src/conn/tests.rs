@@ -354,11 +354,10 @@ async fn a_closed_socket_ends_sent_streams_as_lost_and_waiting_ones_as_not_sent(
 async fn an_http1_reply_or_a_close_before_settings_says_the_server_does_not_speak_http2() {
     // An HTTP/1 server answers the preface as a bad request (nginx: 400).
     let (connection, mut peer) = connect(CONFIG).await;
-    let mut stream = open(&connection, &get());
-    peer.io
-        .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
-        .await
-        .unwrap();
+    let mut collect = Collect::Text(Vec::with_capacity(256));
+    let mut stream = connection.open(&get(), &mut collect).unwrap();
+    let answer = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    peer.io.write_all(answer).await.unwrap();
     let ended = stream.end().await;
     assert!(
         matches!(
@@ -367,6 +366,14 @@ async fn an_http1_reply_or_a_close_before_settings_says_the_server_does_not_spea
         ),
         "{ended:?}"
     );
+    // The answer is the stream's: counted, timed and kept for the answers log.
+    let reply = stream.finish();
+    assert_eq!(reply.record.input, answer.len() as u64);
+    assert!(reply.record.head.is_some());
+    let Collect::Text(text) = reply.collect else {
+        panic!("the text was not kept");
+    };
+    assert_eq!(text, answer);
     until(|| connection.is_unusable()).await;
     // Another closes it without a word.
     let (connection, peer) = connect(CONFIG).await;
