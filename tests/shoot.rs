@@ -979,7 +979,21 @@ fn tank_plan_counts_agree_in_number() {
         "tank-sessions 1\nS 0 0 a\nR 3 0 0 /\nGET\nE 0 0\n",
     )
     .unwrap();
+    std::fs::write(dir.path().join("two.uri"), "/a\n/b\n").unwrap();
     let cases = [
+        // A file's passes: an exact multiple counts its last pass too.
+        (
+            "ammofile = two.uri\nrps_schedule = const(4,1s)\n",
+            &["ammo           two.uri (uri), 2 full passes\n"][..],
+        ),
+        (
+            "ammofile = two.uri\nrps_schedule = const(3,1s)\n",
+            &["ammo           two.uri (uri), 1 full pass\n"][..],
+        ),
+        (
+            "ammofile = two.uri\nrps_schedule = const(2,1s)\n",
+            &["ammo           two.uri (uri), not past its first pass\n"][..],
+        ),
         (
             "uris = /\nrps_schedule = const(1,1s)\n",
             &["ammo           1 uri (uris), 1 full pass\n"][..],

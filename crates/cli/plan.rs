@@ -97,7 +97,9 @@ fn select_queues(config: &TestConfig, section: Option<&str>) -> Result<Vec<Strin
 struct QueueSummary {
     totals: PlanTotals,
     format: &'static str,
-    passes: u64,
+    /// Full passes over the ammo its shots made (`None`: the shots ended
+    /// within the first pass, perhaps at its end).
+    passes: Option<u64>,
     schedule: Option<Schedule>,
     /// A replay's capture and pool.
     replay: Option<(CaptureStats, usize)>,
@@ -144,7 +146,21 @@ fn plan_queue(
         .map(|capture| capture.requests_selected);
     let total = first_pass.or_else(|| plan.planned_count().map(|p| p.total()));
     let mut progress = crate::walk::WalkProgress::new(format!("[{}]", queue.name), total);
-    while let Some(shot) = plan.next_shot()? {
+    // The shots of the ammo's first pass, known once a shot comes from the
+    // second: the stepper reads no further than its last shot, so on an exact
+    // multiple the passes it finished are one short of the shots' passes.
+    let mut per_pass = None;
+    let mut wrapped = false;
+    loop {
+        if !wrapped && plan.passes() > 0 {
+            // The shot just taken was the second pass's first (a first pass
+            // that gave none, as `chosen_cases` may, counts no passes).
+            wrapped = true;
+            per_pass = Some(totals.shots.saturating_sub(1)).filter(|&n| n > 0);
+        }
+        let Some(shot) = plan.next_shot()? else {
+            break;
+        };
         if first_pass.is_some_and(|requests| totals.shots >= requests) {
             break;
         }
@@ -159,10 +175,17 @@ fn plan_queue(
     if let Some(mut out) = out {
         out.finish().context("writing the stpd")?;
     }
+    let passes = match (per_pass, plan.passes()) {
+        (Some(per_pass), _) => Some(totals.shots / per_pass),
+        // It never read past its first pass's last shot: whether that was
+        // the pass's last record is not known.
+        (None, 0) => None,
+        (None, passes) => Some(passes),
+    };
     Ok(QueueSummary {
         totals,
         format: plan.ammo_format(),
-        passes: plan.passes(),
+        passes,
         schedule: plan.schedule().cloned(),
         replay: plan
             .capture()
@@ -243,16 +266,18 @@ fn describe(
         None => "in the stpd file".to_string(),
     };
     // uris are counted: their passes are the shots over them. A file's are
-    // the ends the plan read up to.
-    let passes = match &queue.ammo {
-        Some(AmmoSource::Uris(uris)) if !uris.is_empty() => totals.shots / uris.len() as u64,
-        _ => summary.passes,
+    // counted by its first pass's shots, once the plan read past it.
+    let passes = match (&queue.ammo, summary.passes) {
+        (Some(AmmoSource::Uris(uris)), _) if !uris.is_empty() => {
+            count(totals.shots / uris.len() as u64, "full pass")
+        }
+        (Some(_), None) => "not past its first pass".to_string(),
+        (_, passes) => count(passes.unwrap_or(0), "full pass"),
     };
     let _ = writeln!(
         report,
-        "  ammo           {source} ({}), {}",
+        "  ammo           {source} ({}), {passes}",
         summary.format,
-        count(passes, "full pass")
     );
     let span = match (totals.first_due_ms, totals.last_due_ms) {
         (Some(first), Some(last)) => {
