@@ -15,7 +15,7 @@
 
 mod stats;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::Path;
 use std::time::Duration;
 
@@ -191,8 +191,9 @@ pub(crate) struct ReplayStream {
     pass: u64,
     /// Sessions begun in this pass (requests, with `per_request`).
     begun: u64,
-    /// The selected sessions open in the file, by their id there.
-    open: HashMap<u64, Open>,
+    /// The selected sessions open in the file, by their id there (looked up
+    /// per request; the ids are the file's own, so a fast hasher is safe).
+    open: foldhash::HashMap<u64, Open>,
     /// Requests of the whole plan so far (every shard's).
     requests: u64,
     pending: VecDeque<Pending>,
@@ -213,7 +214,7 @@ impl ReplayStream {
             settings,
             pass: 0,
             begun: 0,
-            open: HashMap::new(),
+            open: foldhash::HashMap::default(),
             requests: 0,
             pending: VecDeque::new(),
             tag: Vec::new(),

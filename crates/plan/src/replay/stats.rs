@@ -6,7 +6,6 @@
 //! as a profile (its first seconds and its extremes), not a counter per
 //! second, so a capture of a year costs what one of a second does.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -100,7 +99,8 @@ impl CaptureStats {
         let mut chosen = Peak::default();
         // The sessions open, by id: whether the skip keeps each, and if so
         // whether this shard owns it.
-        let mut open: HashMap<u64, Option<bool>> = HashMap::new();
+        // Looked up per request; the ids are the file's own, so a fast hasher is safe.
+        let mut open: foldhash::HashMap<u64, Option<bool>> = foldhash::HashMap::default();
         let mut last_request: Option<u64> = None;
         while let Some(record) = reader.next_record()? {
             let offset_us = record.offset_us();
