@@ -62,6 +62,12 @@ impl ConfigError {
         self
     }
 
+    /// The same error with `note` added to its message.
+    pub(crate) fn with_note(mut self, note: &str) -> Self {
+        self.message.push_str(note);
+        self
+    }
+
     /// Sets the file, once the caller knows it.
     pub(crate) fn in_file(mut self, file: &Path) -> Self {
         self.file = file.to_path_buf();
@@ -112,6 +118,8 @@ pub struct OptionPlace {
     place: Place,
     section: String,
     key: String,
+    /// Added to every error about the value: what in it looks like a comment.
+    note: Option<String>,
 }
 
 impl OptionPlace {
@@ -122,7 +130,25 @@ impl OptionPlace {
             place,
             section: section.to_owned(),
             key: key.to_owned(),
+            note: None,
         }
+    }
+
+    /// The same place, its errors saying that the part of `value` that looks
+    /// like a comment (` ;…`, ` #…`) is part of the value, when there is one:
+    /// the tutorials write `rps_schedule = line(1, 10, 1m) ;load scheme`, and
+    /// the error about the schedule is then about the comment.
+    pub(crate) fn noting_comment(mut self, value: &crate::raw::RawValue) -> Self {
+        if let crate::raw::RawValue::Str(text) = value {
+            self.note = crate::validate::comment_at(text).map(|at| {
+                format!(
+                    " (`{}` is part of the value: a config has no comments after a value, in \
+                     yandex-tank as in tank; a comment goes on a line of its own)",
+                    text[at..].trim_start()
+                )
+            });
+        }
+        self
     }
 
     /// Option `key` of `section` in `file`, where no line is known (not written, defaulted).
@@ -153,6 +179,10 @@ impl OptionPlace {
 
     /// An error about this option's value: `message` says what was wrong and what was expected.
     pub fn error(&self, message: impl Into<String>) -> ConfigError {
+        let mut message = message.into();
+        if let Some(note) = &self.note {
+            message.push_str(note);
+        }
         ConfigError::new(message)
             .at(self.place)
             .in_section(&self.section)

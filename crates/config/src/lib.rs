@@ -51,6 +51,7 @@ mod overrides;
 pub mod pynum;
 mod queue;
 mod raw;
+mod reference_validator;
 pub mod search;
 mod sections;
 mod seed;

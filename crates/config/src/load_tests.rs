@@ -422,8 +422,14 @@ fn typed_options_are_read() {
         ]
     );
     assert_eq!(q.ammo_limit, 7);
-    // Options tank does not act on are accepted, with a warning naming each.
-    assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+    // Options tank does not act on are accepted, with a warning naming each,
+    // and a value yandex-tank's validator would refuse is said too.
+    assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
+    assert!(
+        c.warnings[2].contains("writelog: yandex-tank 2.0.11's validator refuses this"),
+        "{:?}",
+        c.warnings
+    );
     assert!(
         c.warnings[0]
             .starts_with("load.ini:16: [phantom] file_cache: an option tank does not act on"),
@@ -1152,4 +1158,104 @@ fn http2_and_grpc_options_where_they_do_not_belong_are_errors() {
         assert!(error.contains(expected), "{text}: {error}");
         assert!(error.starts_with("load.ini:"), "{error}");
     }
+}
+
+#[test]
+fn a_yaml_section_written_twice_is_the_last_one_alone_and_said() {
+    let c = yaml(
+        "phantom:\n  address: 127.0.0.1:1\n  loop: 1\n  ammofile: a.log\n\
+         phantom:\n  address: 127.0.0.1:2\n  uris: ['/', '/buy']\n  \
+         load_profile: {load_type: rps, schedule: 'const(2, 5s)'}\n",
+    );
+    let q = &c.queues[0];
+    // Nothing of the first block leaks in: no loop limit, no ammofile to clash with uris.
+    assert_eq!((q.loop_count, q.address.as_str()), (-1, "127.0.0.1:2"));
+    assert!(matches!(q.ammo, Some(AmmoSource::Uris(_))), "{:?}", q.ammo);
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert!(
+        c.warnings[0].starts_with("load.yaml:5: [phantom]: `phantom:` is written twice")
+            && c.warnings[0].contains("replaces the one on line 1"),
+        "{:?}",
+        c.warnings
+    );
+}
+
+#[test]
+fn a_config_for_another_generator_says_which_and_that_tank_does_not_run_it() {
+    let e = load_str(
+        "phantom:\n  enabled: false\npandora:\n  enabled: true\n  config_file: p.yaml\n",
+        ConfigFormat::Yaml,
+        Path::new("load.yaml"),
+        &[],
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("phantom is disabled: nothing to run. The test here is [pandora]'s (line 3)")
+            && text.contains("yandex-tank's Pandora gun, which tank does not run"),
+        "{text}"
+    );
+    let e = ini_err("[tank]\nplugin_phantom =\n[bfg]\ngun_type = ultimate\n");
+    assert!(
+        e.to_string().contains(
+            "no [phantom] section (YAML: phantom:): nothing to run. The test here is [bfg]'s"
+        ),
+        "{e}"
+    );
+    // Nothing else to point at: the message stays short.
+    let e = ini_err("[autostop]\nautostop = time(1s,1s)\n");
+    assert!(e.to_string().ends_with("nothing to run"), "{e}");
+}
+
+#[test]
+fn core_locks_foreign_plugins_and_aggregator_options_are_said_not_silent() {
+    let c = ini(&format!(
+        "{MINIMAL}[tank]\nlock_dir = /var/lock\nplugin_phantom = yandextank.plugins.Phantom\n\
+         plugin_uploader = Tank/Plugins/DataUploader.py\nplugin_web = yatank_OnlineReport\n\
+         plugin_overload = yandextank.plugins.DataUploader overload\n\
+         [aggregator]\ntime_periods = 1ms 2 3\n"
+    ));
+    let said = c.warnings.join("\n");
+    assert_eq!(c.warnings.len(), 3, "{said}");
+    assert!(
+        said.contains("[tank] lock_dir: tank takes no lock"),
+        "{said}"
+    );
+    assert!(
+        said.contains("[tank] plugin_web: tank loads no yandex-tank plugins: `yatank_OnlineReport` is not run"),
+        "{said}"
+    );
+    assert!(
+        said.contains("[aggregator] time_periods: tank aggregates with its own fixed settings"),
+        "{said}"
+    );
+}
+
+#[test]
+fn an_error_in_a_value_with_a_comment_after_it_says_the_comment_is_in_it() {
+    let e = ini_err(
+        "[phantom]\naddress = 127.0.0.1\nport = 8080 ;target\nrps_schedule = const(1,1s)\nammofile = a\n",
+    );
+    assert!(
+        e.to_string()
+            .contains("(`;target` is part of the value: INI has no comments after a value"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_later_error_about_a_schedule_with_a_comment_after_it_says_the_comment_is_in_it() {
+    // The plan parses the schedule; its error comes through the option's place.
+    let c = ini(
+        "[phantom]\naddress = h:1\nrps_schedule = line(1, 10, 1m) ;load scheme\nammofile = a\n",
+    );
+    let e = c.queues[0]
+        .load_profile_at
+        .error("step `;load scheme)`: bad");
+    assert!(
+        e.to_string().contains(
+            "step `;load scheme)`: bad (`;load scheme` is part of the value: a config has no comments"
+        ),
+        "{e}"
+    );
 }

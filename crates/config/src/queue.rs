@@ -91,7 +91,10 @@ impl<'a> Layered<'a> {
             options: self
                 .entries
                 .iter()
-                .map(|(section, entry)| OptionPlace::new(file, entry.place, section, &entry.key))
+                .map(|(section, entry)| {
+                    OptionPlace::new(file, entry.place, section, &entry.key)
+                        .noting_comment(&entry.value)
+                })
                 .collect(),
         }
     }
@@ -583,8 +586,9 @@ fn ammo(
 
 /// The load profile, and where its schedule (or stpd path) was written.
 fn load_profile(q: &Layered<'_>, file: &Path) -> Result<(LoadProfile, OptionPlace), ConfigError> {
-    let place =
-        |section: &str, entry: &RawEntry| OptionPlace::new(file, entry.place, section, &entry.key);
+    let place = |section: &str, entry: &RawEntry| {
+        OptionPlace::new(file, entry.place, section, &entry.key).noting_comment(&entry.value)
+    };
     for key in SCHEDULE_KEYS {
         if let Some((section, entry)) = q.entry(key) {
             let schedule = schedule_text(section, entry, *key != "stpd_file")?;

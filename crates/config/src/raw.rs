@@ -14,6 +14,9 @@ use crate::error::{ConfigError, Place};
 pub(crate) struct RawConfig {
     /// Sections in file order; names are lower-cased and unique.
     pub sections: Vec<RawSection>,
+    /// What reading the spelling found worth a warning (a YAML section
+    /// written twice), for the validated config's warnings.
+    pub notes: Vec<ConfigError>,
 }
 
 /// One section (`[phantom]`, `autostop:`), or one `phantom.multi` entry.
@@ -141,6 +144,14 @@ impl RawConfig {
             }
         };
         &mut self.sections[index]
+    }
+
+    /// Drops the section named `name` (lower-cased), if there is one: what
+    /// it held, and where it began.
+    pub fn drop_section(&mut self, name: &str) -> Option<RawSection> {
+        let name = name.to_lowercase();
+        let index = self.sections.iter().position(|s| s.name == name)?;
+        Some(self.sections.remove(index))
     }
 
     /// Turns `phantom.multi` (a list of tables) into extra queue sections placed

@@ -136,6 +136,13 @@ pub(crate) fn unimplemented_plugin(name: &str) -> Option<&'static str> {
         .map(|(_, plugin)| *plugin)
 }
 
+/// The load generator a section named `name` (lower-cased) is for, when it
+/// is one of yandex-tank's that tank does not run (BFG, JMeter, Pandora).
+pub(crate) fn load_generator(name: &str) -> Option<&'static str> {
+    const GENERATORS: &[&str] = &["BFG gun", "JMeter", "Pandora gun"];
+    unimplemented_plugin(name).filter(|plugin| GENERATORS.contains(plugin))
+}
+
 /// The kind of section `name` (already lower-cased), or `None` if no plugin claims it.
 ///
 /// Autostop, RCAssert and Console are acted on only under their exact names: a

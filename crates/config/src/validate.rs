@@ -31,13 +31,66 @@ pub(crate) fn validate(
     path: &Path,
     format: ConfigFormat,
 ) -> Result<TestConfig, ConfigError> {
+    validate_sections(raw, path, format).map_err(|e| {
+        if format == ConfigFormat::Ini {
+            with_comment_hint(raw, e)
+        } else {
+            e
+        }
+    })
+}
+
+/// An INI error about a value that holds what looks like a comment: the
+/// comment is why, most often (the tutorials write `rps_schedule = line(1,
+/// 10, 1m) ;load scheme`), so say it is part of the value.
+fn with_comment_hint(raw: &RawConfig, error: ConfigError) -> ConfigError {
+    let (Some(section), Some(key)) = (error.section(), error.key()) else {
+        return error;
+    };
+    let Some(RawValue::Str(text)) = raw
+        .sections
+        .iter()
+        .find(|s| s.name == section)
+        .and_then(|s| s.get(key))
+        .map(|entry| &entry.value)
+    else {
+        return error;
+    };
+    let Some(at) = comment_at(text) else {
+        return error;
+    };
+    let comment = text[at..].trim_start().to_owned();
+    if error.message().contains("is part of the value") {
+        return error;
+    }
+    error.with_note(&format!(
+        " (`{comment}` is part of the value: INI has no comments after a value, in yandex-tank \
+         as in tank; a comment goes on a line of its own)"
+    ))
+}
+
+/// Where a value's look-alike comment starts: a `;` or `#` after a blank.
+pub(crate) fn comment_at(text: &str) -> Option<usize> {
+    text.as_bytes()
+        .windows(2)
+        .position(|pair| pair[0].is_ascii_whitespace() && matches!(pair[1], b';' | b'#'))
+}
+
+fn validate_sections(
+    raw: &RawConfig,
+    path: &Path,
+    format: ConfigFormat,
+) -> Result<TestConfig, ConfigError> {
     let mut kinds = Vec::with_capacity(raw.sections.len());
-    let mut warnings = Vec::new();
+    let mut warnings = raw.notes.clone();
     for section in &raw.sections {
         let kind = section_kind(section)?;
         check_keys(section, kind, &mut warnings)?;
         if format == ConfigFormat::Ini {
             inline_comments(section, &mut warnings);
+        }
+        if matches!(kind, SectionKind::Phantom | SectionKind::ExtraQueue) {
+            crate::reference_validator::check(section, format, &mut warnings);
         }
         kinds.push(kind);
     }
@@ -94,7 +147,11 @@ pub(crate) fn validate(
         match kind {
             SectionKind::Phantom => {
                 if !enabled(section)? {
-                    return Err(ConfigError::new("phantom is disabled: nothing to run")
+                    let message = format!(
+                        "phantom is disabled: nothing to run{}",
+                        other_generator(raw, &kinds, &enabled)
+                    );
+                    return Err(ConfigError::new(message)
                         .at(section.place)
                         .in_section(&section.name));
                 }
@@ -165,7 +222,10 @@ pub(crate) fn validate(
             )
             .at(extra.place)
             .in_section(&extra.name),
-            None => ConfigError::new("no [phantom] section (YAML: phantom:): nothing to run"),
+            None => ConfigError::new(format!(
+                "no [phantom] section (YAML: phantom:): nothing to run{}",
+                other_generator(raw, &kinds, &enabled)
+            )),
         });
     };
     let shared = queue::Shared {
@@ -192,6 +252,36 @@ pub(crate) fn validate(
     mysql::attach(raw, &mut config)?;
     grpc::check_used(raw, &config)?;
     Ok(config)
+}
+
+/// When phantom does not run, the section of another of yandex-tank's load
+/// generators that holds the test, said so that a config written for it is
+/// not taken for a misspelt phantom ("" when there is none).
+fn other_generator(
+    raw: &RawConfig,
+    kinds: &[SectionKind],
+    enabled: &dyn Fn(&RawSection) -> Result<bool, ConfigError>,
+) -> String {
+    raw.sections
+        .iter()
+        .zip(kinds)
+        .filter(|(section, kind)| {
+            **kind == SectionKind::Ignored && enabled(section).unwrap_or(false)
+        })
+        .find_map(|(section, _)| {
+            let plugin = sections::load_generator(&section.name)?;
+            let line = match section.place {
+                crate::error::Place::Line(line) => format!(" (line {line})"),
+                _ => String::new(),
+            };
+            Some(format!(
+                ". The test here is [{}]'s{line}, for yandex-tank's {plugin}, which tank does not \
+                 run: tank fires phantom's queues ([phantom], phantom-*, phantom.multi; a Pandora \
+                 scenario file is phantom ammo with ammo_type = scenario)",
+                section.name
+            ))
+        })
+        .unwrap_or_default()
 }
 
 fn section_kind(section: &RawSection) -> Result<SectionKind, ConfigError> {
@@ -264,11 +354,7 @@ fn inline_comments(section: &RawSection, warnings: &mut Vec<ConfigError>) {
         let RawValue::Str(text) = &entry.value else {
             continue;
         };
-        let comment = text
-            .as_bytes()
-            .windows(2)
-            .position(|pair| pair[0].is_ascii_whitespace() && matches!(pair[1], b';' | b'#'));
-        if let Some(at) = comment {
+        if let Some(at) = comment_at(text) {
             warnings.push(entry_error(
                 &section.name,
                 entry,
@@ -303,6 +389,20 @@ fn check_keys(
         if not_acted_on.contains(&entry.key.as_str()) {
             warnings.push(entry_error(&section.name, entry, why));
         }
+    }
+    match kind {
+        SectionKind::Core => core_bookkeeping(section, warnings),
+        SectionKind::Ignored if section.name == "aggregator" => {
+            for entry in section.entries.iter().filter(|e| !is_plugin_key(&e.key)) {
+                warnings.push(entry_error(
+                    &section.name,
+                    entry,
+                    "tank aggregates with its own fixed settings (its quantiles, its time \
+                     buckets, per second): yandex-tank's aggregator options are ignored",
+                ));
+            }
+        }
+        _ => {}
     }
     if kind == SectionKind::Meta {
         return job::check_keys(section, warnings);
@@ -348,6 +448,77 @@ fn check_keys(
         check_schedule_conflict(section)?;
     }
     Ok(())
+}
+
+/// `package` and `enabled`: which plugin a section is for, and whether it runs.
+fn is_plugin_key(key: &str) -> bool {
+    matches!(key, "package" | "enabled")
+}
+
+/// The yandex-tank plugins whose work tank does itself, under their own
+/// sections, by the module a `plugin_*` line loads (`yandextank.plugins.X`,
+/// or yandex-tank 1's `Tank/Plugins/X.py`), lower-cased.
+const PLUGINS_TANK_DOES: &[&str] = &[
+    "phantom",
+    "autostop",
+    "console",
+    "rcassert",
+    "dataupload",
+    "datauploader",
+    "overload",
+    "telegraf",
+    "monitoring",
+    "influxuploader",
+    "aggregator",
+    "jsonreport",
+    "tips",
+];
+
+/// `[tank]` / `core:` options that only yandex-tank's machinery reads: a
+/// lock tank does not take, and plugins it does not load. Said, not silent.
+fn core_bookkeeping(section: &RawSection, warnings: &mut Vec<ConfigError>) {
+    for entry in &section.entries {
+        if matches!(
+            entry.key.as_str(),
+            "lock_dir" | "ignore_lock" | "ignore_locks"
+        ) {
+            warnings.push(entry_error(
+                &section.name,
+                entry,
+                "tank takes no lock (it does not check for another test running on this \
+                 machine): the option is ignored",
+            ));
+            continue;
+        }
+        if !entry.key.starts_with("plugin_") {
+            continue;
+        }
+        let RawValue::Str(package) = &entry.value else {
+            continue;
+        };
+        // yandex-tank 1 wrote `plugin_x = Tank/Plugins/X.py`; 2 writes
+        // `yandextank.plugins.X`, optionally followed by the section's name.
+        let module = package.split_whitespace().next().unwrap_or_default();
+        if module.is_empty() {
+            continue;
+        }
+        let name = module
+            .trim_end_matches(".py")
+            .rsplit(['.', '/'])
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if !PLUGINS_TANK_DOES.contains(&name.as_str()) {
+            warnings.push(entry_error(
+                &section.name,
+                entry,
+                format!(
+                    "tank loads no yandex-tank plugins: `{module}` is not run (tank acts on the \
+                     sections it knows, whatever plugins are listed)"
+                ),
+            ));
+        }
+    }
 }
 
 /// yandex-tank reads a boolean as an integer, else `true` in any case, and

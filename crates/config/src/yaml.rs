@@ -45,6 +45,22 @@ pub(crate) fn read(text: &str) -> Result<RawConfig, ConfigError> {
                 return Err(ConfigError::new(message).at(place).in_section(&name));
             }
         };
+        // PyYAML keeps the last of a mapping's repeated keys: a section
+        // written twice is the last one alone (INI's sections merge instead).
+        if let Some(earlier) = raw.drop_section(&name) {
+            let line = match earlier.place {
+                Place::Line(line) => format!(" on line {line}"),
+                _ => String::new(),
+            };
+            raw.notes.push(
+                ConfigError::new(format!(
+                    "`{name}:` is written twice: as in yandex-tank (PyYAML keeps a mapping's last \
+                     value), this one replaces the one{line}, whose options are not read"
+                ))
+                .at(place)
+                .in_section(&name),
+            );
+        }
         let section = raw.section_mut(&name, place);
         for (key, value) in options {
             let key_name = key_text(&key)?;
