@@ -324,10 +324,7 @@ fn summarize(
     summary.apiary = collected.apiary.take();
     for queue in &report.queues {
         if let Some(problem) = &queue.problem {
-            summary.warnings.push(format!(
-                "[{}] {problem}: the requests that met it have net code 71",
-                queue.name
-            ));
+            summary.warnings.push(format!("[{}] {problem}", queue.name));
         }
     }
     if let Some(row) = scenario_row(report) {

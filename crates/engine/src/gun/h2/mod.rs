@@ -214,7 +214,9 @@ impl H2Gun {
     /// The first way the server broke HTTP/2 (its streams have net code 71,
     /// which says no more), for the run to say once.
     pub fn problem(&self) -> Option<String> {
-        self.problem.get().cloned()
+        self.problem
+            .get()
+            .map(|problem| format!("{problem}: the requests that met it have net code 71"))
     }
 
     /// Keep how `failure` broke the protocol, if it did and is the first.

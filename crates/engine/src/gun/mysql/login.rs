@@ -44,8 +44,8 @@ const REQUIRED_CAPS: Caps = flags::PROTOCOL_41 | flags::SECURE_CONNECTION | flag
 pub(super) enum Logged {
     /// Logged in: the connection, and how its replies are framed.
     In(Conn, reply::Options),
-    /// Refused with this error number (the connection is closed).
-    Refused(u16),
+    /// Refused with this error number and message (the connection is closed).
+    Refused(u16, String),
 }
 
 /// Why a login did not end with the server's answer.
@@ -134,7 +134,7 @@ impl Login<'_> {
         if first.payload.first() == Some(&0xFF) {
             // Refused before the greeting: too many connections, a blocked host.
             return match AuthStep::parse(&first.payload) {
-                Ok(AuthStep::Err(code, _)) => Ok(Logged::Refused(code)),
+                Ok(AuthStep::Err(code, message)) => Ok(Logged::Refused(code, message)),
                 _ => Err(Failure::Net(NetCode::PROTOCOL).into()),
             };
         }
@@ -219,7 +219,7 @@ impl Login<'_> {
                     return Ok(Logged::In(conn, reply::Options::from_caps(caps)))
                 }
                 AuthStep::Ok => return Err(Failure::Net(NetCode::PROTOCOL).into()),
-                AuthStep::Err(code, _) => return Ok(Logged::Refused(code)),
+                AuthStep::Err(code, message) => return Ok(Logged::Refused(code, message)),
                 AuthStep::Switch { plugin, data } => match answer(&plugin, password, &data, tls) {
                     Some(answer) => answer.map_err(LoginError::Problem)?,
                     None => {

@@ -107,9 +107,10 @@ impl MysqlGun {
         self.timeout
     }
 
-    /// The first login problem no server reply explains (its rows have net
-    /// code 71): an auth plugin tank does not speak, TLS not offered, … —
-    /// for the run to say once.
+    /// The first login problem, for the run to say once: one no server
+    /// reply explains (an auth plugin tank does not speak, TLS not offered, …;
+    /// its rows have net code 71), or the server's refusal in its own words
+    /// (its rows have only its number, 1045).
     pub fn problem(&self) -> Option<String> {
         self.problem
             .lock()
@@ -388,10 +389,26 @@ impl MysqlBarrel {
                 self.session = Some(Session { conn, options });
                 Ok(None)
             }
-            Ok(login::Logged::Refused(code)) => Ok(Some(code)),
+            Ok(login::Logged::Refused(code, message)) => {
+                // The server's words, bounded and on one line.
+                let message: String = message
+                    .chars()
+                    .take(200)
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .collect();
+                gun.note_problem(format!(
+                    "the server refused the login as `{}`: {code} {} (the next command logs in \
+                     again; the requests that met it have proto code {code})",
+                    gun.credentials.user,
+                    message.trim()
+                ));
+                Ok(Some(code))
+            }
             Err(login::LoginError::Failure(failure)) => Err(failure),
             Err(login::LoginError::Problem(problem)) => {
-                gun.note_problem(problem);
+                gun.note_problem(format!(
+                    "{problem}: the requests that met it have net code 71"
+                ));
                 Err(Failure::Net(NetCode::PROTOCOL))
             }
         }

@@ -247,11 +247,19 @@ fn a_command_without_a_session_logs_in_first_and_a_wrong_password_is_1045() {
             query.connect_us > 0,
             "the login is the request's connect time"
         );
-        let mut wrong = gun(addr, "wrong").instance(0);
+        let wrong_gun = gun(addr, "wrong");
+        let mut wrong = wrong_gun.instance(0);
         let refused = wrong.fire(&connect(b""), Instant::now(), None).await;
         assert_eq!(codes(&refused), (NetCode::OK, 1045));
         let again = wrong.fire(b"\x03SELECT 1", Instant::now(), None).await;
         assert_eq!(codes(&again), (NetCode::OK, 1045));
+        // The server's words are kept for the run to say once.
+        let problem = wrong_gun.problem().unwrap();
+        assert!(
+            problem.starts_with("the server refused the login as `tank`: 1045 Access denied")
+                && problem.ends_with("have proto code 1045)"),
+            "{problem}"
+        );
     });
 }
 
