@@ -108,3 +108,64 @@ fn every_command_that_prints_ends_normally_when_its_reader_is_gone() {
     }
     assert!(dir.path().join("report/summary.json").exists());
 }
+
+/// `tank import -o`: the sessions file appears whole, or not at all. The
+/// capture itself is never written over, and a failed import leaves an
+/// earlier sessions file as it was.
+#[test]
+fn import_output_is_replaced_only_by_a_finished_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let line =
+        "127.0.0.1 - - [10/Oct/2025:13:55:36 +0000] \"GET /a HTTP/1.1\" 200 2 \"-\" \"ua\"\n";
+    std::fs::write(&log, line.repeat(3)).unwrap();
+    let import = |input: &Path, out: &Path| {
+        tank()
+            .arg("import")
+            .arg(input)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    // -o naming the capture, directly or through a link: refused, the capture intact.
+    let link = dir.path().join("link.sessions");
+    std::os::unix::fs::symlink(&log, &link).unwrap();
+    for out in [&log, &link] {
+        let done = import(&log, out);
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert!(
+            !done.status.success() && stderr.contains("is the capture being read"),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read(&log).unwrap(), line.repeat(3).as_bytes());
+    }
+    // A good import, then a failed one onto the same file: the first stays.
+    let sessions = dir.path().join("out.sessions");
+    let done = import(&log, &sessions);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let good = std::fs::read(&sessions).unwrap();
+    assert!(
+        String::from_utf8_lossy(&good).contains("GET /a HTTP/1.1"),
+        "{}",
+        String::from_utf8_lossy(&good)
+    );
+    let junk = dir.path().join("junk.log");
+    std::fs::write(&junk, "not a capture at all\n").unwrap();
+    let done = import(&junk, &sessions);
+    assert!(!done.status.success());
+    assert_eq!(std::fs::read(&sessions).unwrap(), good);
+    // Nothing half-written is left beside it.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|name| !name.starts_with(".tank-import-")),
+        "{names:?}"
+    );
+}

@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -22,7 +22,9 @@ pub struct ImportArgs {
     /// a MySQL/MariaDB slow query log (`-` for stdin).
     #[arg(value_name = "CAPTURE")]
     capture: PathBuf,
-    /// Write the sessions file here (`-` or absent: stdout).
+    /// Write the sessions file here (`-` or absent: stdout). It is made
+    /// beside FILE and moved into place when the import succeeds, so a
+    /// failed import leaves FILE as it was; FILE may not be the capture.
     #[arg(short, long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// The input's format (default: told by its content).
@@ -123,21 +125,18 @@ pub fn run(args: &ImportArgs) -> Result<()> {
         framing: args.framing.clone(),
     };
     let name = args.capture.display().to_string();
-    let (input, total): (Box<dyn Read + Send>, Option<u64>) = if name == "-" {
-        (Box::new(io::stdin()), None)
+    let (input, total, read_from): (Box<dyn Read + Send>, Option<u64>, _) = if name == "-" {
+        (Box::new(io::stdin()), None, None)
     } else {
         let file = File::open(&args.capture).with_context(|| format!("open {name}"))?;
-        let total = file.metadata().ok().map(|m| m.len());
-        (Box::new(file), total)
+        let metadata = file.metadata().with_context(|| format!("open {name}"))?;
+        if metadata.is_dir() {
+            anyhow::bail!("{name} is a directory: expected a capture file");
+        }
+        (Box::new(file), Some(metadata.len()), Some(metadata))
     };
     let input = Progress::new(input, total);
-    let out: Box<dyn Write> = match &args.out {
-        Some(path) if path.as_os_str() != "-" => Box::new(io::BufWriter::with_capacity(
-            1 << 20,
-            File::create(path).with_context(|| format!("create {}", path.display()))?,
-        )),
-        _ => Box::new(io::BufWriter::with_capacity(1 << 20, io::stdout().lock())),
-    };
+    let mut out = Output::open(args.out.as_deref(), read_from.as_ref(), &name)?;
     // Past a progress line, a message starts by returning the cursor over it.
     let cr = if io::stderr().is_terminal() { "\r" } else { "" };
     let mut warnings = Warnings::new(
@@ -145,13 +144,125 @@ pub fn run(args: &ImportArgs) -> Result<()> {
         Box::new(move |warning| errln!("{cr}tank import: warning: {warning}")),
     );
     let started = Instant::now();
-    let summary = tank_import::import(input, &name, out, &options, &mut warnings)?;
+    let summary = tank_import::import(input, &name, out.writer(), &options, &mut warnings)?;
+    out.commit()?;
     let elapsed = started.elapsed().as_secs_f64();
     let read = total.map_or(String::new(), |t| {
         format!(" ({:.1} MB/s)", t as f64 / 1e6 / elapsed.max(1e-9))
     });
     errln!("{cr}tank import: {summary}; {elapsed:.1} s{read}");
     Ok(())
+}
+
+/// Where the sessions file goes. A regular file is written beside its place
+/// and renamed over it once the import succeeded: a failed or interrupted
+/// import leaves what was there (a good sessions file, or the capture
+/// itself when `-o` names it) as it was.
+enum Output {
+    /// Standard output (`-o -`, or no `-o`).
+    Stdout(io::BufWriter<io::StdoutLock<'static>>),
+    /// Something that is not a regular file (`/dev/null`, a pipe): written
+    /// as it comes, as it cannot be replaced.
+    Direct(io::BufWriter<File>, PathBuf),
+    /// A temporary file beside `target`, renamed over it at the end.
+    Staged {
+        writer: io::BufWriter<File>,
+        temp: tempfile::TempPath,
+        target: PathBuf,
+    },
+}
+
+impl Output {
+    /// The output `path` names (`None` or `-`: stdout), refused when it is
+    /// the capture being read (`capture`, named `name`).
+    fn open(
+        path: Option<&Path>,
+        capture: Option<&std::fs::Metadata>,
+        name: &str,
+    ) -> Result<Output> {
+        const BUFFER: usize = 1 << 20;
+        let Some(path) = path.filter(|p| p.as_os_str() != "-") else {
+            return Ok(Output::Stdout(io::BufWriter::with_capacity(
+                BUFFER,
+                io::stdout().lock(),
+            )));
+        };
+        let shown = path.display();
+        // Links followed: the file the bytes would land in.
+        let existing = std::fs::metadata(path).ok();
+        if let (Some(out), Some(capture)) = (&existing, capture) {
+            use std::os::unix::fs::MetadataExt;
+            if (out.dev(), out.ino()) == (capture.dev(), capture.ino()) {
+                anyhow::bail!(
+                    "-o {shown} is the capture being read ({name}): writing the sessions there \
+                     would destroy it; expected another file"
+                );
+            }
+        }
+        if existing.as_ref().is_some_and(|m| !m.is_file()) {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .with_context(|| format!("open {shown}"))?;
+            return Ok(Output::Direct(
+                io::BufWriter::with_capacity(BUFFER, file),
+                path.to_path_buf(),
+            ));
+        }
+        // Renamed over the file a link points to, not over the link.
+        let target = match existing {
+            Some(_) => std::fs::canonicalize(path).with_context(|| format!("open {shown}"))?,
+            None => path.to_path_buf(),
+        };
+        let dir = match target.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let (file, temp) = tempfile::Builder::new()
+            .prefix(".tank-import-")
+            .suffix(".part")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .tempfile_in(dir)
+            .with_context(|| format!("create a file beside {shown}"))?
+            .into_parts();
+        Ok(Output::Staged {
+            writer: io::BufWriter::with_capacity(BUFFER, file),
+            temp,
+            target,
+        })
+    }
+
+    /// Where the import writes.
+    fn writer(&mut self) -> &mut dyn Write {
+        match self {
+            Output::Stdout(writer) => writer,
+            Output::Direct(writer, _) | Output::Staged { writer, .. } => writer,
+        }
+    }
+
+    /// The import succeeded: the last bytes out, and the file in its place.
+    fn commit(self) -> Result<()> {
+        match self {
+            Output::Stdout(mut writer) => writer.flush().context("writing the sessions"),
+            Output::Direct(mut writer, path) => writer
+                .flush()
+                .with_context(|| format!("writing {}", path.display())),
+            Output::Staged {
+                writer,
+                temp,
+                target,
+            } => {
+                let shown = target.display();
+                writer
+                    .into_inner()
+                    .map_err(io::IntoInnerError::into_error)
+                    .with_context(|| format!("writing {shown}"))?;
+                temp.persist(&target)
+                    .map_err(|e| e.error)
+                    .with_context(|| format!("moving the sessions into {shown}"))
+            }
+        }
+    }
 }
 
 /// Counts the bytes read and, when stderr is a terminal, shows them against
