@@ -637,7 +637,7 @@ fn tank_plan_describes_the_capture() {
         "capture        5 sessions, 11 requests over 1s; largest gap 200ms",
         "concurrency    at most 3 sessions open at once (3 of this replay's)",
         "session pool   3 (the replay's peak of open sessions; set instances for more)",
-        "capture rps    min 1, mean 5.5, max 10; per second: 10 1",
+        "capture rps    11.0 on average over 1s; in each whole second: min 1, max 10: 10 1",
         "shots          11, due from 0ms to 1s",
     ] {
         assert!(text.contains(line), "`{line}` in:\n{text}");

@@ -458,7 +458,18 @@ fn describe_capture(report: &mut String, capture: &CaptureStats, pool: usize, qu
     let _ = writeln!(report, "  session pool   {pool} ({why})");
     let rate = &capture.per_second;
     if rate.seconds > 0 {
-        let mean = capture.requests as f64 / rate.seconds as f64;
+        // The run's summary divides by the same span (its requests over the
+        // capture's length), so the two agree.
+        let span_s = capture.duration.as_secs_f64();
+        let mean = if span_s > 0.0 {
+            format!(
+                "{:.1} on average over {}",
+                capture.requests as f64 / span_s,
+                human_ms(capture.duration.as_millis() as i64)
+            )
+        } else {
+            "all at once".to_string()
+        };
         let mut shown: Vec<String> = rate.first.iter().map(u64::to_string).collect();
         if rate.seconds > rate.first.len() as u64 {
             shown.push(format!(
@@ -468,7 +479,7 @@ fn describe_capture(report: &mut String, capture: &CaptureStats, pool: usize, qu
         }
         let _ = writeln!(
             report,
-            "  capture rps    min {}, mean {mean:.1}, max {}; per second: {}",
+            "  capture rps    {mean}; in each whole second: min {}, max {}: {}",
             rate.min,
             rate.max,
             shown.join(" ")

@@ -218,7 +218,8 @@ impl Summary {
             let _ = writeln!(
                 out,
                 "\nreplay: sessions started {}, completed {}, at most {} running at once \
-                 (pool {}); requests per second: the capture's {}, achieved {:.1}",
+                 (pool {}); requests per second: the capture's {} (its requests over its \
+                 length, at the replay's speed), achieved {:.1}",
                 replay.sessions.started,
                 replay.sessions.completed,
                 replay.sessions.peak,
