@@ -40,10 +40,16 @@ impl AccessReader {
                 self.done = !st.passes.finish(yielded, &self.file.path().display())?;
                 continue;
             }
-            let text = std::str::from_utf8(&self.line).map_err(|e| PlanError::Ammo {
-                path: self.file.path().to_path_buf(),
-                offset: self.file.offset() - self.line.len() as u64 + e.valid_up_to() as u64,
-                message: "access log line is not valid UTF-8".into(),
+            let text = std::str::from_utf8(&self.line).map_err(|e| {
+                let start = self.file.offset() - self.line.len() as u64;
+                PlanError::Ammo {
+                    path: self.file.path().to_path_buf(),
+                    offset: start + e.valid_up_to() as u64,
+                    message: (start == 0)
+                        .then(|| super::utf16(&self.line))
+                        .flatten()
+                        .unwrap_or_else(|| "access log line is not valid UTF-8".into()),
+                }
             })?;
             if let Some((uri, version)) = get_request(text) {
                 slot.set_tag(None);
@@ -90,6 +96,19 @@ mod tests {
         assert_eq!(get_request("\"GET /a HTTP\""), None);
         assert_eq!(get_request("no quotes"), None);
         assert_eq!(get_request("x \"GET /a HTTP/1.0"), Some(("/a", "1.0")));
+    }
+
+    #[test]
+    fn a_utf16_log_is_told_to_be_saved_as_utf8() {
+        let error = crate::ammo::error_of(b"\xff\xfe1\x00.\x002\x00\n\x00", |file| {
+            crate::ammo::AmmoReader::Access(AccessReader::new(file, &[]))
+        });
+        assert_eq!(
+            error,
+            "ammo.txt: byte 0: the file is UTF-16 text (little-endian: it begins with the \
+             byte-order mark FF FE), but ammo is read as bytes in UTF-8: save the file as UTF-8, \
+             without a byte-order mark"
+        );
     }
 
     /// Access logs from the corpus.

@@ -184,7 +184,10 @@ fn sniff(file: &mut AmmoFile, path: &Path) -> Result<AmmoType> {
     let text = std::str::from_utf8(&line).map_err(|e| PlanError::Ammo {
         path: path.to_path_buf(),
         offset: e.valid_up_to() as u64,
-        message: "the first line is not valid UTF-8: expected a chunk header `<size> [tag]` or a uri line".into(),
+        message: utf16(&line).unwrap_or_else(|| {
+            "the first line is not valid UTF-8: expected a chunk header `<size> [tag]` or a uri line"
+                .into()
+        }),
     })?;
     file.rewind()?;
     let first = text.chars().next().unwrap_or('\n');
@@ -195,4 +198,81 @@ fn sniff(file: &mut AmmoFile, path: &Path) -> Result<AmmoType> {
     } else {
         AmmoType::Uri
     })
+}
+
+/// What to say of a file whose first bytes, `first`, are a UTF-16 byte-order
+/// mark (as PowerShell's `>` writes): ammo is read as bytes, so it must be
+/// saved as UTF-8. `None` for any other start.
+pub(crate) fn utf16(first: &[u8]) -> Option<String> {
+    let (order, mark) = match first.get(..2)? {
+        [0xff, 0xfe] => ("little-endian", "FF FE"),
+        [0xfe, 0xff] => ("big-endian", "FE FF"),
+        _ => return None,
+    };
+    Some(format!(
+        "the file is UTF-16 text ({order}: it begins with the byte-order mark {mark}), \
+         but ammo is read as bytes in UTF-8: save the file as UTF-8, without a byte-order mark"
+    ))
+}
+
+/// The error that a reader, opened by `open` on a file `ammo.txt` of `bytes`,
+/// stops with (within 3 passes), without the file's directory.
+#[cfg(test)]
+pub(crate) fn error_of(bytes: &[u8], open: impl FnOnce(AmmoFile) -> AmmoReader) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ammo.txt");
+    std::fs::write(&path, bytes).unwrap();
+    let mut reader = open(AmmoFile::open(&path).unwrap());
+    let mut st = ReadState {
+        passes: Passes::new(Some(3)),
+        written: 0,
+    };
+    let mut slot = Slot::default();
+    loop {
+        match reader.advance(&mut st, &mut slot) {
+            Ok(true) => st.written += 1,
+            Ok(false) => panic!("read to the end without an error"),
+            Err(error) => {
+                let dir = format!("{}/", dir.path().display());
+                return error.to_string().replace(&dir, "");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The error of sniffing a file of `bytes` (as `ammo_type = phantom` does).
+    fn sniff_error(bytes: &[u8]) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ammo.txt");
+        std::fs::write(&path, bytes).unwrap();
+        let mut file = AmmoFile::open(&path).unwrap();
+        let error = sniff(&mut file, &path).unwrap_err().to_string();
+        error.replace(&path.display().to_string(), "ammo.txt")
+    }
+
+    #[test]
+    fn a_utf16_file_is_told_to_be_saved_as_utf8() {
+        assert_eq!(
+            sniff_error(b"\xff\xfe1\x000\x00\r\x00\n\x00"),
+            "ammo.txt: byte 0: the file is UTF-16 text (little-endian: it begins with the \
+             byte-order mark FF FE), but ammo is read as bytes in UTF-8: save the file as UTF-8, \
+             without a byte-order mark"
+        );
+        assert_eq!(
+            sniff_error(b"\xfe\xff\x001\x000\n"),
+            "ammo.txt: byte 0: the file is UTF-16 text (big-endian: it begins with the \
+             byte-order mark FE FF), but ammo is read as bytes in UTF-8: save the file as UTF-8, \
+             without a byte-order mark"
+        );
+        // Other bytes that are not UTF-8 are only that.
+        assert_eq!(
+            sniff_error(b"12 \xff\n"),
+            "ammo.txt: byte 3: the first line is not valid UTF-8: expected a chunk header \
+             `<size> [tag]` or a uri line"
+        );
+    }
 }

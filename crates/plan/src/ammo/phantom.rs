@@ -15,7 +15,7 @@ use super::passes::ReadState;
 use super::pybytes::{is_space, show, strip_set};
 use super::source::AmmoFile;
 use super::Slot;
-use crate::error::Result;
+use crate::error::{PlanError, Result};
 use crate::pynum::py_int;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +57,9 @@ enum Replay {
 pub(crate) struct PhantomReader {
     file: AmmoFile,
     state: State,
+    /// Where the header of the chunk last read starts, in this pass: a bad
+    /// header after it, or its end cut short, names it.
+    header_at: Option<u64>,
     yielded: bool,
     replay: Replay,
     /// [`MAX_RECORDED`], lower in tests.
@@ -73,6 +76,7 @@ impl PhantomReader {
         PhantomReader {
             file,
             state: State::Start,
+            header_at: None,
             yielded: false,
             replay,
             record_limit: MAX_RECORDED,
@@ -99,10 +103,12 @@ impl PhantomReader {
 
     /// The reference's `read_chunk_header`, parsed: the size of the next chunk
     /// (its tag goes to `slot`), or `None` at the end of the file.
+    #[inline]
     fn read_header(&mut self, slot: &mut Slot) -> Result<Option<i64>> {
         // Blank lines hold only \r and \n, and those are stripped from a
         // header's ends anyway: skipping them first gives the same header.
         self.file.skip_line_breaks()?;
+        let start = self.file.offset();
         let parsed = self.file.with_line(|line| {
             if let Some((size, tag)) = quick_header(line) {
                 slot.set_tag(tag);
@@ -123,15 +129,35 @@ impl PhantomReader {
         })?;
         match parsed {
             None => Ok(None),
-            Some(Ok(size)) => Ok(Some(size)),
-            Some(Err(message)) => Err(self.file.error(message)),
+            Some(Ok(size)) => {
+                self.header_at = Some(start);
+                Ok(Some(size))
+            }
+            Some(Err(message)) => Err(self.bad_header(start, message)),
         }
+    }
+
+    /// The error for the bad header line at `start`. Nearly always the chunk
+    /// before it has the wrong size, so the message names that chunk.
+    #[cold]
+    fn bad_header(&self, start: u64, message: String) -> PlanError {
+        let message = match self.header_at {
+            Some(before) => format!(
+                "{message}; the chunk before it, {}, ends before this line: if its size is wrong \
+                 (counted with \\r\\n line ends for a request written with \\n, or in characters, \
+                 not bytes), this line is the rest of its request or of the chunk after it",
+                self.file.quote_line(before)
+            ),
+            None => message,
+        };
+        self.file.line_error(start, message)
     }
 
     /// Start the next pass; `false` when the `loop` limit ends the reading.
     /// After the first pass of an in-memory file, later passes replay it.
     fn next_pass(&mut self, st: &mut ReadState) -> Result<bool> {
         self.file.rewind()?;
+        self.header_at = None;
         let yielded = std::mem::replace(&mut self.yielded, false);
         let more = st.passes.finish(yielded, &self.file.path().display())?;
         if let Replay::Recording(pass) = &mut self.replay {
@@ -188,8 +214,12 @@ impl PhantomReader {
                 let wanted = size as u64;
                 self.file.read_up_to(wanted, &mut slot.missile)?;
                 if (slot.missile.len() as u64) < wanted {
+                    let chunk = match self.header_at {
+                        Some(at) => format!(" for the chunk {}", self.file.quote_line(at)),
+                        None => String::new(),
+                    };
                     return Err(self.file.error(format!(
-                        "unexpected end of file: read {} bytes instead of {wanted}",
+                        "unexpected end of file: read {} bytes instead of {wanted}{chunk}",
                         slot.missile.len()
                     )));
                 }
@@ -420,6 +450,43 @@ mod tests {
             let parsed = PhantomReader::parsing_every_pass(AmmoFile::open(&path).unwrap());
             proptest::prop_assert_eq!(read_through(replayed, limit, 40), read_through(parsed, limit, 40));
         }
+    }
+
+    /// The error reading request-style ammo `bytes` stops with.
+    fn error_of(bytes: &[u8]) -> String {
+        crate::ammo::error_of(bytes, |file| {
+            crate::ammo::AmmoReader::Phantom(PhantomReader::new(file))
+        })
+    }
+
+    #[test]
+    fn a_bad_header_is_located_at_its_line_and_names_the_chunk_before_it() {
+        // The second request is sized for \r\n line ends but written with \n:
+        // it takes the next header, `6`, and leaves its request as a header.
+        let ammo = b"5 a\nGET /\n\n28 get\nGET / HTTP/1.0\nHost: \"x\"\n\n6\nGET /\n";
+        assert_eq!(
+            error_of(ammo),
+            "ammo.txt: byte 46: line 9: bad chunk header `GET /`: expected `<size> [tag]` with \
+             a whole number size; the chunk before it, `28 get` at byte 11 (line 4), ends before \
+             this line: if its size is wrong (counted with \\r\\n line ends for a request written \
+             with \\n, or in characters, not bytes), this line is the rest of its request or of \
+             the chunk after it"
+        );
+        // A bad first header has no chunk before it.
+        assert_eq!(
+            error_of(b"\r\n\nGET \"/\"\r\n"),
+            "ammo.txt: byte 3: line 3: bad chunk header `GET \"/\"`: expected `<size> [tag]` \
+             with a whole number size"
+        );
+    }
+
+    #[test]
+    fn a_chunk_cut_short_by_the_end_of_the_file_is_named() {
+        assert_eq!(
+            error_of(b"3\nabc\n12 post\r\nabc"),
+            "ammo.txt: byte 18: unexpected end of file: read 3 bytes instead of 12 for the \
+             chunk `12 post` at byte 6 (line 3)"
+        );
     }
 
     #[test]

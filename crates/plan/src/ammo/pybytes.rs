@@ -36,12 +36,20 @@ pub(super) fn strip_space(bytes: &[u8]) -> &[u8] {
     strip_set(bytes, b" \t\n\r\x0b\x0c")
 }
 
-/// Show bytes in a message: lossy UTF-8, control characters escaped, cut at 80 chars.
+/// Show bytes in a message as they read in the file, so that the text can be
+/// searched for there: lossy UTF-8 without the line end, quotes and
+/// backslashes as they are, control and invisible characters escaped (`\t`,
+/// `\r`, `\u{feff}`, `\u{a0}`), cut at 80 characters.
 pub(crate) fn show(bytes: &[u8]) -> String {
-    let text: String = String::from_utf8_lossy(bytes)
-        .chars()
-        .flat_map(char::escape_debug)
-        .collect();
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    let mut text = String::new();
+    for c in String::from_utf8_lossy(bytes).chars() {
+        match c {
+            '"' | '\'' | '\\' => text.push(c),
+            _ => text.extend(c.escape_debug()),
+        }
+    }
     match text.char_indices().nth(80) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text,
@@ -59,5 +67,23 @@ mod tests {
         assert_eq!(strip_set(b"[Host: x]\r\n", b"\r\n[]\t "), b"Host: x");
         assert_eq!(strip_set(b"\r\n", b"\r\n"), b"");
         assert_eq!(show(b"a\tb"), "a\\tb");
+    }
+
+    #[test]
+    fn shown_text_reads_as_in_the_file() {
+        // Quotes and backslashes as written, so the text can be searched for.
+        assert_eq!(show(br#"card"}}"#), r#"card"}}"#);
+        assert_eq!(show(br#"{\"a\": 'b'}"#), r#"{\"a\": 'b'}"#);
+        // No line end.
+        assert_eq!(show(b"[start]\n"), "[start]");
+        assert_eq!(show(b"[start]\r\n"), "[start]");
+        // Control and invisible characters escaped, inside the text too.
+        assert_eq!(show(b"a\rb\x00\n"), "a\\rb\\0");
+        assert_eq!(show("\u{feff}[Host: x]".as_bytes()), "\\u{feff}[Host: x]");
+        assert_eq!(show("120\u{a0}put".as_bytes()), "120\\u{a0}put");
+        assert_eq!(show("１２０".as_bytes()), "１２０");
+        // Not UTF-8: shown lossily; long text is cut.
+        assert_eq!(show(b"\xffx"), "\u{fffd}x");
+        assert_eq!(show(&[b'a'; 100]), format!("{}…", "a".repeat(80)));
     }
 }

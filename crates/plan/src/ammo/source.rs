@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
 
+use super::pybytes::show;
 use crate::error::{PlanError, Result};
 
 /// Files (decompressed) up to this size are kept in memory.
@@ -22,6 +23,15 @@ enum Inner {
     Memory(Cursor<Vec<u8>>),
     Plain(BufReader<File>),
     Gzip(Box<BufReader<MultiGzDecoder<File>>>),
+}
+
+/// A line of an ammo file, found again for a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LineAt {
+    /// Its number, counted from 1.
+    pub number: u64,
+    /// Its bytes, with its `\n`.
+    pub text: Vec<u8>,
 }
 
 /// An open ammo file positioned somewhere in its (decompressed) bytes.
@@ -91,6 +101,72 @@ impl AmmoFile {
             offset: self.offset,
             message,
         }
+    }
+
+    /// A malformed-ammo error about the line that starts at byte `start`:
+    /// located at that byte, and by its line number when the file can be read
+    /// again (see [`AmmoFile::line_at`]).
+    pub(crate) fn line_error(&self, start: u64, message: String) -> PlanError {
+        let message = match self.line_at(start) {
+            Some(line) => format!("line {}: {message}", line.number),
+            None => message,
+        };
+        PlanError::Ammo {
+            path: self.path.clone(),
+            offset: start,
+            message,
+        }
+    }
+
+    /// The line that starts at byte `start`, quoted and located for a
+    /// message: `` `103 utf8` at byte 376 (line 24) ``, or only `byte 376`
+    /// when the file cannot be read again.
+    pub(crate) fn quote_line(&self, start: u64) -> String {
+        match self.line_at(start) {
+            Some(line) => format!(
+                "`{}` at byte {start} (line {})",
+                show(&line.text),
+                line.number
+            ),
+            None => format!("at byte {start}"),
+        }
+    }
+
+    /// The line that starts at byte `start`, found again for a message: its
+    /// number and its text. Nothing counts lines while reading, as errors are
+    /// rare: this counts them up to `start` (in memory, or by reading the file
+    /// again from its beginning). `None` if the file cannot be read again.
+    pub(crate) fn line_at(&self, start: u64) -> Option<LineAt> {
+        match self.memory() {
+            Some(data) => {
+                let at = usize::try_from(start).map_or(data.len(), |s| s.min(data.len()));
+                let rest = &data[at..];
+                Some(LineAt {
+                    number: 1 + memchr::memchr_iter(b'\n', &data[..at]).count() as u64,
+                    text: rest[..line_len(rest)].to_vec(),
+                })
+            }
+            None => AmmoFile::open(&self.path).ok()?.read_line_at(start),
+        }
+    }
+
+    /// [`AmmoFile::line_at`] by reading this file from where it is up to
+    /// `start`, counting line ends: for a streamed file, opened again.
+    fn read_line_at(&mut self, start: u64) -> Option<LineAt> {
+        let mut block = Vec::new();
+        let mut number = 1;
+        while self.offset < start {
+            self.read_up_to((start - self.offset).min(1 << 20), &mut block)
+                .ok()?;
+            if block.is_empty() {
+                // The file is shorter than it was.
+                return None;
+            }
+            number += memchr::memchr_iter(b'\n', &block).count() as u64;
+        }
+        let mut text = Vec::new();
+        self.read_line(&mut text).ok()?;
+        Some(LineAt { number, text })
     }
 
     /// Bytes consumed so far (in the decompressed stream for gzip).
@@ -339,6 +415,39 @@ mod tests {
             file.read_rest(&mut line).unwrap();
             assert_eq!(line, b"ab\ncd");
         }
+    }
+
+    #[test]
+    fn a_line_is_found_again_by_its_start_in_memory_and_streamed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ammo");
+        std::fs::write(&path, b"1\n\n22\r\nx\ry\nlast").unwrap();
+        let file = AmmoFile::open(&path).unwrap();
+        let line = |number, text: &[u8]| {
+            Some(LineAt {
+                number,
+                text: text.to_vec(),
+            })
+        };
+        for (start, want) in [
+            (0, line(1, b"1\n")),
+            (3, line(3, b"22\r\n")),
+            (7, line(4, b"x\ry\n")),
+            (11, line(5, b"last")),
+            (15, line(5, b"")),
+        ] {
+            assert_eq!(file.line_at(start), want, "in memory, at {start}");
+            // As a streamed file is read again: from its start, by blocks.
+            let mut again = AmmoFile::open(&path).unwrap();
+            assert_eq!(again.read_line_at(start), want, "read again, at {start}");
+        }
+        // Past the end of a file read again: it has changed, so no line.
+        assert_eq!(AmmoFile::open(&path).unwrap().read_line_at(16), None);
+        assert_eq!(file.quote_line(3), "`22` at byte 3 (line 3)");
+        assert_eq!(
+            file.line_error(7, "bad".into()).to_string(),
+            format!("{}: byte 7: line 4: bad", path.display())
+        );
     }
 
     #[test]

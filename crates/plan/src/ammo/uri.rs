@@ -29,6 +29,11 @@ impl UriReader {
         }
     }
 
+    /// Where the line just read starts.
+    fn line_start(&self) -> u64 {
+        self.file.offset() - self.line.len() as u64
+    }
+
     /// Advance to the next missile; `false` when reading has ended.
     pub(crate) fn advance(&mut self, st: &mut ReadState, slot: &mut Slot) -> Result<bool> {
         while !self.done {
@@ -50,14 +55,17 @@ impl UriReader {
                 let line = std::mem::take(&mut self.line);
                 let applied = self.headers.apply_line(&line);
                 self.line = line;
-                applied.map_err(|message| self.file.error(message))?;
+                applied.map_err(|message| self.file.line_error(self.line_start(), message))?;
             } else if !strip_set(&self.line, b"\r\n").is_empty() {
                 let mut fields = split_fields(&self.line);
                 let uri = fields.next().ok_or_else(|| {
-                    self.file.error(format!(
-                        "line `{}` has only whitespace: expected `<uri> [tag]`",
-                        show(&self.line)
-                    ))
+                    self.file.line_error(
+                        self.line_start(),
+                        format!(
+                            "line `{}` has only whitespace: expected `<uri> [tag]`",
+                            show(&self.line)
+                        ),
+                    )
                 })?;
                 slot.set_tag(fields.next());
                 slot.missile.clear();
@@ -80,6 +88,29 @@ mod tests {
     use super::*;
     use crate::ammo::{fuzzing, AmmoReader};
     use crate::error::PlanError;
+
+    /// The error reading uri ammo `bytes` stops with.
+    fn error_of(bytes: &[u8]) -> String {
+        crate::ammo::error_of(bytes, |file| {
+            AmmoReader::Uri(UriReader::new(file, HeaderMap::default(), "1.1"))
+        })
+    }
+
+    #[test]
+    fn a_bad_line_is_located_where_it_starts() {
+        assert_eq!(
+            error_of(b"/a\n[Host: x]\n/b\n[start]\n/c\n"),
+            "ammo.txt: byte 16: line 4: header line `[start]` has no `:`; expected `[Name: value]`"
+        );
+        assert_eq!(
+            error_of(b"/a\r\n \t\r\n"),
+            "ammo.txt: byte 4: line 2: line ` \\t` has only whitespace: expected `<uri> [tag]`"
+        );
+        assert_eq!(
+            error_of(b"/a\n[Host: \xff]\n"),
+            "ammo.txt: byte 3: line 2: header line `[Host: \u{fffd}]` is not valid UTF-8"
+        );
+    }
 
     /// Uri ammo in every shape the corpus has, plain and gzip.
     const SEEDS: [&[u8]; 7] = [
