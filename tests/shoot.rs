@@ -1139,3 +1139,33 @@ fn ctrl_c_ends_the_wait_for_a_grpc_schema_at_once() {
         "{stderr}"
     );
 }
+
+/// Phantom ammo saved with a UTF-8 byte-order mark is read as uri ammo, as
+/// yandex-tank reads it; tank says so before anything is fired.
+#[test]
+fn phantom_ammo_behind_a_byte_order_mark_is_said_to_be_read_as_uri() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bom.ammo"), b"\xef\xbb\xbf5 a\nGET /\n").unwrap();
+    std::fs::write(
+        dir.path().join("load.ini"),
+        "[phantom]\naddress = 127.0.0.1:9\nammofile = bom.ammo\nrps_schedule = const(1,1s)\n",
+    )
+    .unwrap();
+    let out = tank()
+        .args(["plan", "-c", "load.ini"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("bom.ammo: the file begins with a UTF-8 byte-order mark")
+            && stderr.contains("it looks like phantom ammo"),
+        "{stderr}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("bom.ammo (uri)"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -116,6 +116,9 @@ impl Prepared {
                 if plan.scenarios().is_none() && !plan.ammo_checked() {
                     Plan::check_ammo(queue).map_err(EngineError::Plan)?;
                 }
+                if let Some(warning) = tank_plan::ammo::bom_notice(queue) {
+                    notes.push(Note::Warning(warning));
+                }
                 if let Some(warning) = tank_engine::check_http2_ammo(queue)? {
                     notes.push(Note::Warning(warning));
                 }

@@ -200,6 +200,41 @@ fn sniff(file: &mut AmmoFile, path: &Path) -> Result<AmmoType> {
     })
 }
 
+/// What to say of `queue`'s ammo when `ammo_type = phantom` sniffed it as
+/// uri ammo because it begins with a UTF-8 byte-order mark (as editors on
+/// Windows save it): the reference reads it so too, so tank does, but a
+/// phantom file read as uri lines fires nonsense. `None` otherwise.
+pub fn bom_notice(queue: &QueueConfig) -> Option<String> {
+    use std::io::Read;
+    let Some(AmmoSource::File {
+        path,
+        ammo_type: AmmoType::Phantom,
+    }) = &queue.ammo
+    else {
+        return None;
+    };
+    let mut first = [0u8; 4];
+    std::fs::File::open(path)
+        .ok()?
+        .read_exact(&mut first)
+        .ok()?;
+    let [0xef, 0xbb, 0xbf, after] = first else {
+        return None;
+    };
+    Some(format!(
+        "[{}] ammofile {}: the file begins with a UTF-8 byte-order mark, so its first line does not \
+         start with a chunk size and it is read as uri ammo, as yandex-tank reads it{}; save it \
+         without the mark if it is request-style (phantom) ammo",
+        queue.name,
+        path.display(),
+        if after.is_ascii_digit() {
+            " (its first line, after the mark, starts with a digit: it looks like phantom ammo)"
+        } else {
+            ""
+        }
+    ))
+}
+
 /// What to say of a file whose first bytes, `first`, are a UTF-16 byte-order
 /// mark (as PowerShell's `>` writes): ammo is read as bytes, so it must be
 /// saved as UTF-8. `None` for any other start.
