@@ -139,15 +139,7 @@ impl OptionPlace {
     /// the tutorials write `rps_schedule = line(1, 10, 1m) ;load scheme`, and
     /// the error about the schedule is then about the comment.
     pub(crate) fn noting_comment(mut self, value: &crate::raw::RawValue) -> Self {
-        if let crate::raw::RawValue::Str(text) = value {
-            self.note = crate::validate::comment_at(text).map(|at| {
-                format!(
-                    " (`{}` is part of the value: a config has no comments after a value, in \
-                     yandex-tank as in tank; a comment goes on a line of its own)",
-                    text[at..].trim_start()
-                )
-            });
-        }
+        self.note = crate::validate::comment_note(value);
         self
     }
 

@@ -1254,7 +1254,7 @@ fn a_later_error_about_a_schedule_with_a_comment_after_it_says_the_comment_is_in
         .error("step `;load scheme)`: bad");
     assert!(
         e.to_string().contains(
-            "step `;load scheme)`: bad (`;load scheme` is part of the value: a config has no comments"
+            "step `;load scheme)`: bad (`;load scheme` is part of the value: INI has no comments"
         ),
         "{e}"
     );

@@ -47,30 +47,41 @@ fn with_comment_hint(raw: &RawConfig, error: ConfigError) -> ConfigError {
     let (Some(section), Some(key)) = (error.section(), error.key()) else {
         return error;
     };
-    let Some(RawValue::Str(text)) = raw
+    if error.message().contains(COMMENT_NOTE) {
+        // Said already, where the value was read (an [`OptionPlace`]'s error).
+        return error;
+    }
+    let note = raw
         .sections
         .iter()
         .find(|s| s.name == section)
         .and_then(|s| s.get(key))
-        .map(|entry| &entry.value)
-    else {
-        return error;
-    };
-    let Some(at) = comment_at(text) else {
-        return error;
-    };
-    let comment = text[at..].trim_start().to_owned();
-    if error.message().contains("is part of the value") {
-        return error;
+        .and_then(|entry| comment_note(&entry.value));
+    match note {
+        Some(note) => error.with_note(&note),
+        None => error,
     }
-    error.with_note(&format!(
-        " (`{comment}` is part of the value: INI has no comments after a value, in yandex-tank \
-         as in tank; a comment goes on a line of its own)"
+}
+
+/// The words that say a look-alike comment is part of a value.
+const COMMENT_NOTE: &str = "is part of the value";
+
+/// What to add to an error about `value` when it holds what looks like a
+/// comment (` ;…`, ` #…`): that the comment is in the value.
+pub(crate) fn comment_note(value: &RawValue) -> Option<String> {
+    let RawValue::Str(text) = value else {
+        return None;
+    };
+    let at = comment_at(text)?;
+    Some(format!(
+        " (`{}` {COMMENT_NOTE}: INI has no comments after a value, in yandex-tank as in tank; \
+         a comment goes on a line of its own)",
+        text[at..].trim_start()
     ))
 }
 
 /// Where a value's look-alike comment starts: a `;` or `#` after a blank.
-pub(crate) fn comment_at(text: &str) -> Option<usize> {
+fn comment_at(text: &str) -> Option<usize> {
     text.as_bytes()
         .windows(2)
         .position(|pair| pair[0].is_ascii_whitespace() && matches!(pair[1], b';' | b'#'))
