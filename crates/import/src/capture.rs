@@ -24,7 +24,9 @@
 //! Forgetting one loses nothing: it has no bytes, and should it send some
 //! later, it is read from them as a connection whose SYN was not captured.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+mod client;
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -33,13 +35,16 @@ use foldhash::fast::RandomState;
 use crate::error::ImportError;
 use crate::flows::{self, key, Segments, Table};
 use crate::held::SpillFile;
-use crate::http::{FrameError, Framer, Request};
+use crate::http::{self, Framer, Request};
 use crate::link;
 use crate::order::{Kind, SortError, Sorter};
 use crate::pcap::Packet;
 use crate::tcp::Reassembler;
+use crate::twoway::Counted;
 use crate::warnings::Warnings;
 use crate::TagBy;
+
+use client::Resync;
 
 /// How far back a packet's time may go without its request being clamped.
 pub(crate) const SLACK_US: u64 = 100_000;
@@ -66,10 +71,16 @@ struct Flow {
     /// The client's stream (from its SYN, or from its first data seen).
     stream: Option<Reassembler>,
     framer: Framer,
-    /// Stream position of the client's FIN, once seen.
+    /// Stream position of the client's FIN, once seen, and its sequence number.
     fin_at: Option<u64>,
-    /// Not reading this flow (another port, or after a gap or non-HTTP bytes).
+    fin_seq: Option<u32>,
+    /// Not reading this flow (another port, or after non-HTTP bytes or a
+    /// truncated packet).
     skipped: bool,
+    /// After a gap: skipping bytes up to a segment that starts a request line.
+    resync: Option<Resync>,
+    /// Its ends were guessed (no SYN or SYN-ACK captured, no `--server-port`).
+    guessed: bool,
     requests: u64,
     last_at_us: u64,
     /// Whether the client has sent any data.
@@ -84,7 +95,7 @@ impl Flow {
     }
 
     fn hold(&self) -> Option<u64> {
-        if self.skipped {
+        if self.skipped || self.resync.is_some() {
             return None;
         }
         let held = self.stream.as_ref().and_then(Reassembler::held_since_us);
@@ -92,6 +103,51 @@ impl Flow {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+}
+
+impl Flow {
+    /// Skip the rest of the flow: its held bytes and unfinished request are dropped.
+    fn skip_rest(&mut self) {
+        self.skipped = true;
+        self.resync = None;
+        self.framer = Framer::default();
+        if let Some(stream) = self.stream.as_mut() {
+            stream.drop_held();
+        }
+    }
+
+    /// Whether the client's bytes are not being read (for now, after a gap).
+    fn not_reading(&self) -> bool {
+        self.skipped || self.resync.is_some()
+    }
+
+    /// The ends were guessed the wrong way round: the "server" sent a
+    /// request line (`payload`) while the "client" sent none.
+    fn reversed(&self, from_server: bool, payload: &[u8]) -> bool {
+        self.guessed
+            && from_server
+            && self.requests == 0
+            && self.framer.still_searching().is_some()
+            && http::starts_request(payload)
+    }
+}
+
+/// Connections whose requests were lost (some or all), by why: for the
+/// summary (TLS) and the warning of an import that found none.
+#[derive(Debug, Default)]
+struct Lost {
+    unreadable: BTreeMap<&'static str, u64>,
+    not_http: u64,
+    truncated: u64,
+    gap: u64,
+    no_request_line: u64,
+    ended_inside: u64,
+}
+
+impl Lost {
+    fn unreadable(&mut self, kind: &'static str) {
+        *self.unreadable.entry(kind).or_default() += 1;
     }
 }
 
@@ -120,6 +176,7 @@ pub(crate) struct Capture {
     quiet_limit: usize,
     /// Connections forgotten without ever sending data.
     forgotten: u64,
+    lost: Lost,
 }
 
 impl Capture {
@@ -151,6 +208,7 @@ impl Capture {
             quiet_open: 0,
             quiet_limit: (budget / QUIET_COST).max(1024),
             forgotten: 0,
+            lost: Lost::default(),
         }
     }
 
@@ -191,14 +249,28 @@ impl Capture {
                     slot
                 }
             }
-            None if opening || !segment.payload.is_empty() => self.open(key, &segment),
+            // A SYN-ACK names its connection's server (its sender) even
+            // when the SYN was not captured.
+            None if segment.syn || !segment.payload.is_empty() || segment.cut => {
+                self.open(key, &segment)
+            }
             None => return self.tick(sorter, warnings, out, path),
         };
         let Some(flow) = self.table.get_mut(slot) else {
             return self.tick(sorter, warnings, out, path);
         };
+        if flow.reversed(segment.src == flow.server, segment.payload) {
+            // Guessed the wrong way: the other end is the client.
+            std::mem::swap(&mut flow.client, &mut flow.server);
+            flow.guessed = false;
+            flow.stream = None;
+            flow.framer = Framer::mid_stream();
+            flow.fin_at = None;
+            flow.fin_seq = None;
+        }
         let from_client = segment.src == flow.client;
-        if from_client && !segment.payload.is_empty() && !flow.data {
+        let carries = !segment.payload.is_empty() || segment.cut;
+        if from_client && carries && !flow.data {
             flow.data = true;
             self.quiet_open -= 1;
         }
@@ -221,51 +293,46 @@ impl Capture {
         }
         let data_seq = segment.seq.wrapping_add(u32::from(segment.syn));
         if !segment.payload.is_empty() {
-            let stream = flow
-                .stream
-                .get_or_insert_with(|| Reassembler::new(data_seq));
-            let framer = &mut flow.framer;
-            let done = &mut self.done;
-            let fed = stream.segment(data_seq, segment.payload, packet.at_us, &mut |bytes, at| {
-                framer.feed(bytes, at, &mut |request| done.push(request))
-            });
-            if let Err(error) = fed {
-                let message = not_http(flow, packet.number, &error, self.done.len());
-                warnings.warn(message);
-                skip_rest(flow);
-            }
-            if let Some(skipped) = flow.framer.take_skipped() {
-                warnings.warn(format!(
-                    "connection {}: captured from its middle (no SYN): its first {skipped} \
-                     bytes, before its first request line, are skipped",
-                    flow.label()
-                ));
-            }
+            let bytes = client::Segment {
+                seq: data_seq,
+                payload: segment.payload,
+                at_us: packet.at_us,
+                packet: packet.number,
+            };
+            client::bytes(flow, bytes, true, &mut self.done, warnings, &mut self.lost);
             let overfull = flow
                 .stream
                 .as_ref()
-                .filter(|s| !flow.skipped && s.held_bytes() > MAX_HELD);
-            if let Some((stream, (from, to))) = overfull.and_then(|s| Some((s, s.hole()?))) {
-                warnings.warn(gap(flow, stream, from, to));
-                skip_rest(flow);
+                .is_some_and(|s| !flow.skipped && s.held_bytes() > MAX_HELD);
+            if overfull {
+                client::gap(flow, false, &mut self.done, warnings, &mut self.lost);
             }
-            let truncated = packet.data.len() < packet.wire_len as usize;
-            if truncated && !flow.skipped {
-                warnings.warn(format!(
-                    "packet {}: truncated (captured {} of {} bytes): connection {} loses \
-                     the rest of it; its {} requests before are kept, {}the rest of it is skipped",
-                    packet.number,
-                    packet.data.len(),
-                    packet.wire_len,
-                    flow.label(),
-                    flow.requests + self.done.len() as u64,
-                    dropped_partial(&flow.framer),
-                ));
-                skip_rest(flow);
-            }
+        }
+        // Headers captured without all their payload (none, with a snap
+        // length that kept only headers): the bytes are lost all the same.
+        let truncated = carries && packet.data.len() < packet.wire_len as usize;
+        if truncated && !flow.not_reading() {
+            self.lost.truncated += 1;
+            warnings.warn(format!(
+                "packet {}: truncated (captured {} of {} bytes{}): connection {} loses \
+                 the rest of it; its {} requests before are kept, {}the rest of it is skipped",
+                packet.number,
+                packet.data.len(),
+                packet.wire_len,
+                if segment.payload.is_empty() {
+                    ", none of its TCP payload"
+                } else {
+                    ""
+                },
+                flow.label(),
+                flow.requests + self.done.len() as u64,
+                client::dropped_partial(&flow.framer),
+            ));
+            flow.skip_rest();
         }
         if segment.fin {
             let fin_seq = data_seq.wrapping_add(segment.payload.len() as u32);
+            flow.fin_seq = Some(fin_seq);
             flow.fin_at = flow.stream.as_ref().and_then(|s| s.position_of(fin_seq));
         }
         self.push_done(slot, sorter).map_err(|e| e.at(path))?;
@@ -273,7 +340,7 @@ impl Capture {
         let ended = segment.rst
             || self.table.get(slot).is_some_and(|f| {
                 matches!((f.fin_at, &f.stream), (Some(fin), Some(s)) if s.delivered() >= fin)
-                    || (f.skipped && f.fin_at.is_some())
+                    || (f.not_reading() && f.fin_at.is_some())
             });
         if ended {
             self.close(slot, sorter, warnings, path)?;
@@ -284,21 +351,43 @@ impl Capture {
     }
 
     /// End of capture: close every connection, in the order they were
-    /// opened. Returns the connections skipped for their port, by port
-    /// (port, count), most first.
+    /// opened. Returns what was counted: the connections skipped for their
+    /// port, by port (port, count), most first; those unreadable (TLS); the
+    /// frames skipped; why requests were lost.
     pub(crate) fn finish(
         mut self,
         path: &str,
         sorter: &mut Sorter,
         warnings: &mut Warnings,
-    ) -> Result<Vec<(u16, u64)>, ImportError> {
+    ) -> Result<Counted, ImportError> {
         for slot in self.table.open_by(|f| f.session) {
             self.close(slot, sorter, warnings, path)?;
         }
-        self.segments.finish(warnings);
+        let skipped_frames = self.segments.finish(warnings);
         let mut skipped_ports: Vec<(u16, u64)> = self.skipped_ports.into_iter().collect();
         skipped_ports.sort_unstable_by_key(|&(port, n)| (std::cmp::Reverse(n), port));
-        Ok(skipped_ports)
+        let lost = &self.lost;
+        Ok(Counted {
+            skipped_ports,
+            unreadable: lost
+                .unreadable
+                .iter()
+                .map(|(kind, n)| ((*kind).to_owned(), *n))
+                .collect(),
+            refused: 0,
+            skipped_frames,
+            lost: vec![
+                ("not HTTP/1.x", lost.not_http),
+                ("cut by a truncated packet", lost.truncated),
+                ("cut by a gap", lost.gap),
+                (
+                    "captured mid-stream with no request line",
+                    lost.no_request_line,
+                ),
+                ("ended inside their first request", lost.ended_inside),
+            ],
+            connections: self.next_session,
+        })
     }
 
     fn open(&mut self, key: flows::Key, segment: &link::Segment<'_>) -> usize {
@@ -307,6 +396,7 @@ impl Capture {
             None => self.syn_ports.contains(&port),
         });
         let skipped = self.server_port.is_some_and(|port| server.port() != port);
+        let guessed = !segment.syn && self.server_port.is_none();
         if skipped {
             *self.skipped_ports.entry(server.port()).or_default() += 1;
         }
@@ -323,7 +413,10 @@ impl Capture {
                 Framer::mid_stream()
             },
             fin_at: None,
+            fin_seq: None,
             skipped,
+            resync: None,
+            guessed,
             requests: 0,
             last_at_us: 0,
             data: false,
@@ -359,13 +452,27 @@ impl Capture {
         let Some(flow) = self.table.get_mut(slot) else {
             return Ok(());
         };
-        for request in self.done.drain(..) {
+        Self::push(&mut self.done, self.tag_by, flow, sorter)
+    }
+
+    /// Hand the completed requests of `flow` (out of the table) to the sorter.
+    fn requests_of(&mut self, flow: &mut Flow, sorter: &mut Sorter) -> Result<(), SortError> {
+        Self::push(&mut self.done, self.tag_by, flow, sorter)
+    }
+
+    fn push(
+        done: &mut Vec<Request>,
+        tag_by: TagBy,
+        flow: &mut Flow,
+        sorter: &mut Sorter,
+    ) -> Result<(), SortError> {
+        for request in done.drain(..) {
             // A session's requests never go back in time, whatever the clocks did.
             let at_us = request.at_us.max(flow.last_at_us);
             let label = (flow.requests == 0).then(|| flow.label());
             flow.requests += 1;
             flow.last_at_us = at_us;
-            let tag = crate::tag(self.tag_by, &request.bytes.head);
+            let tag = crate::tag(tag_by, &request.bytes.head);
             sorter.push(
                 at_us,
                 flow.session,
@@ -404,24 +511,39 @@ impl Capture {
             self.quiet_open -= 1;
         }
         if !flow.skipped {
-            if let Some(stream) = &flow.stream {
-                if let Some((from, to)) = stream.hole() {
-                    warnings.warn(gap(&flow, stream, from, to));
-                } else if let Some(skipped) = flow.framer.still_searching().filter(|n| *n > 0) {
-                    warnings.warn(format!(
-                        "connection {}: captured from its middle (no SYN), and none of its \
-                         {skipped} bytes starts a request line: skipped",
-                        flow.label()
-                    ));
-                } else if flow.framer.partial_len() > 0 {
-                    warnings.warn(format!(
-                        "connection {}: ends inside a request ({} bytes from stream byte {}); \
-                         that request is dropped",
-                        flow.label(),
-                        flow.framer.partial_len(),
-                        flow.framer.offset() - flow.framer.partial_len() as u64,
-                    ));
-                }
+            // Each gap resyncs past it (on the segments held behind it) or ends the reading.
+            while flow.stream.as_ref().and_then(Reassembler::hole).is_some() && !flow.skipped {
+                client::gap(&mut flow, true, &mut self.done, warnings, &mut self.lost);
+            }
+            self.requests_of(&mut flow, sorter)
+                .map_err(|e| e.at(path))?;
+        }
+        if !flow.not_reading() && flow.stream.is_some() {
+            if let Some(skipped) = flow.framer.still_searching().filter(|n| *n > 0) {
+                self.lost.no_request_line += 1;
+                warnings.warn(format!(
+                    "connection {}: captured from its middle (no SYN), and none of its \
+                     {skipped} bytes starts a request line: skipped",
+                    flow.label()
+                ));
+            } else if flow.framer.partial_len() > 0 && flow.framer.partial_has_request_line() {
+                self.lost.ended_inside += u64::from(flow.requests == 0);
+                warnings.warn(format!(
+                    "connection {}: ends inside a request ({} bytes from stream byte {}); \
+                     that request is dropped",
+                    flow.label(),
+                    flow.framer.partial_len(),
+                    flow.framer.offset() - flow.framer.partial_len() as u64,
+                ));
+            } else if flow.framer.partial_len() > 0 {
+                self.lost.not_http += u64::from(flow.requests == 0);
+                warnings.warn(format!(
+                    "connection {}: ends with {} bytes (from stream byte {}) that never made \
+                     a whole request line; they are dropped",
+                    flow.label(),
+                    flow.framer.partial_len(),
+                    flow.framer.offset() - flow.framer.partial_len() as u64,
+                ));
             }
         }
         if flow.requests > 0 {
@@ -477,12 +599,15 @@ impl Capture {
             let Some(flow) = self.table.get_mut(slot) else {
                 continue;
             };
-            let Some(stream) = &flow.stream else { continue };
-            if stream.held_since_us().is_some_and(|at| at < stale_before) {
-                if let Some((from, to)) = stream.hole() {
-                    warnings.warn(gap(flow, stream, from, to));
-                }
-                skip_rest(flow);
+            let stale = flow
+                .stream
+                .as_ref()
+                .and_then(Reassembler::held_since_us)
+                .is_some_and(|at| at < stale_before);
+            if stale && !flow.not_reading() {
+                client::gap(flow, false, &mut self.done, warnings, &mut self.lost);
+                self.push_done(slot, sorter).map_err(|e| e.at(path))?;
+                self.account(slot, path)?;
                 self.update_hold(slot);
             }
         }
@@ -493,43 +618,4 @@ impl Capture {
             .min(self.latest_us.saturating_sub(SLACK_US));
         sorter.release(watermark, out).map_err(|e| e.at(path))
     }
-}
-
-/// Skip the rest of the flow: its held bytes and unfinished request are dropped.
-fn skip_rest(flow: &mut Flow) {
-    flow.skipped = true;
-    flow.framer = Framer::default();
-    if let Some(stream) = flow.stream.as_mut() {
-        stream.drop_held();
-    }
-}
-
-fn dropped_partial(framer: &Framer) -> String {
-    match framer.partial_len() {
-        0 => String::new(),
-        n => format!("the request it was in ({n} bytes so far) is dropped and "),
-    }
-}
-
-fn gap(flow: &Flow, stream: &Reassembler, from: u64, to: u64) -> String {
-    format!(
-        "connection {}: bytes at seq {}..{} were never captured; its {} requests before \
-         the gap are kept, {}the rest of it is skipped",
-        flow.label(),
-        stream.seq_at(from),
-        stream.seq_at(to),
-        flow.requests,
-        dropped_partial(&flow.framer),
-    )
-}
-
-fn not_http(flow: &Flow, packet: u64, error: &FrameError, done: usize) -> String {
-    format!(
-        "connection {}: packet {packet}: stream byte {} is not an HTTP/1.x request ({}); \
-         its {} requests before are kept, the rest of it is skipped",
-        flow.label(),
-        error.at,
-        error.message,
-        flow.requests + done as u64,
-    )
 }

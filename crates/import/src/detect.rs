@@ -84,6 +84,12 @@ pub(crate) fn not_magic(format: Format, found: Format, head: &[u8]) -> String {
     format!("expected {expected}, found {found_bytes}{looks}")
 }
 
+/// Whether a file starting with `head` is gzip-compressed (magic 1f 8b):
+/// no format read is, and read as an access log it would say nothing useful.
+pub(crate) fn is_gzip(head: &[u8]) -> bool {
+    head.starts_with(&[0x1f, 0x8b])
+}
+
 /// The format of a file starting with `head`.
 pub(crate) fn detect(head: &[u8]) -> Format {
     const PCAP_MAGICS: [[u8; 4]; 4] = [

@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use foldhash::fast::RandomState;
 
 use crate::error::ImportError;
-use crate::link::{self, NotTcp, Segment};
+use crate::link::{self, Encap, NotTcp, Segment};
 use crate::pcap::Packet;
 use crate::warnings::Warnings;
 
@@ -27,10 +27,15 @@ pub(crate) fn key(a: SocketAddr, b: SocketAddr) -> Key {
     }
 }
 
-/// Packets to TCP segments, counting the IP fragments skipped.
+/// Packets to TCP segments, counting the IP fragments and the frames of
+/// encapsulations not read that were skipped.
 #[derive(Debug, Default)]
 pub(crate) struct Segments {
     fragments: u64,
+    /// Frames whose headers are cut short or malformed.
+    malformed: u64,
+    /// Frames skipped for their encapsulation, by kind, in the order first seen.
+    encapsulated: Vec<(Encap, u64)>,
 }
 
 impl Segments {
@@ -46,6 +51,20 @@ impl Segments {
         match link::segment(packet.link, packet.data) {
             Ok(segment) => Ok(Some(segment)),
             Err(NotTcp::Other) => Ok(None),
+            Err(NotTcp::Encapsulated(encap)) => {
+                match self.encapsulated.iter_mut().find(|(e, _)| *e == encap) {
+                    Some((_, n)) => *n += 1,
+                    None => {
+                        self.encapsulated.push((encap, 1));
+                        warnings.warn(format!(
+                            "packet {}: a frame in {encap}, which is not read; such frames \
+                             are skipped (counted in the summary)",
+                            packet.number
+                        ));
+                    }
+                }
+                Ok(None)
+            }
             Err(NotTcp::Fragment) => {
                 self.fragments += 1;
                 if self.fragments == 1 {
@@ -57,6 +76,7 @@ impl Segments {
                 Ok(None)
             }
             Err(NotTcp::Malformed) => {
+                self.malformed += 1;
                 warnings.warn(format!(
                     "packet {}: its headers are cut short or malformed; skipped",
                     packet.number
@@ -74,19 +94,30 @@ impl Segments {
         }
     }
 
-    /// The capture ended: the fragments skipped in all, when more than the one said.
-    pub(crate) fn finish(&self, warnings: &mut Warnings) {
+    /// The capture ended: the fragments skipped in all, when more than the
+    /// one said (past the warnings' limit too). Returns the frames skipped,
+    /// by kind, for the summary.
+    pub(crate) fn finish(&self, warnings: &mut Warnings) -> Vec<(String, u64)> {
         if self.fragments > 1 {
-            warnings.warn(format!(
+            warnings.always(format!(
                 "{} IP fragments skipped in all (fragments are not reassembled)",
                 self.fragments
             ));
         }
+        let fragments = (self.fragments > 0).then(|| ("IP fragment".to_owned(), self.fragments));
+        let malformed = (self.malformed > 0)
+            .then(|| ("headers cut short or malformed".to_owned(), self.malformed));
+        fragments
+            .into_iter()
+            .chain(malformed)
+            .chain(self.encapsulated.iter().map(|(e, n)| (e.to_string(), *n)))
+            .collect()
     }
 }
 
 /// The client and the server of the connection `segment` opens: as its SYN
-/// says, else the end whose port `serves`, else the lower port.
+/// (or SYN-ACK, whose sender is the server) says, else the end whose port
+/// `serves`, else the lower port.
 pub(crate) fn ends(
     segment: &Segment<'_>,
     serves: impl Fn(u16) -> bool,

@@ -40,6 +40,9 @@ pub(crate) struct FrameError {
     pub at: u64,
     /// What was wrong and what was expected.
     pub message: String,
+    /// What the bytes are, when they are a protocol told apart (`TLS`):
+    /// the connection is counted by it as unreadable.
+    pub unreadable: Option<&'static str>,
 }
 
 /// A complete request.
@@ -142,6 +145,16 @@ impl Framer {
     /// The first byte's capture time of the request being read, if one is.
     pub(crate) fn in_progress_since(&self) -> Option<u64> {
         (!matches!(self.state, State::Idle | State::Sync { .. })).then_some(self.at_us)
+    }
+
+    /// Whether the request being read has a whole request line (bytes
+    /// before one never looked like a request).
+    pub(crate) fn partial_has_request_line(&self) -> bool {
+        match self.state {
+            State::Head { line_checked, .. } => line_checked,
+            State::Body(_) => true,
+            State::Sync { .. } | State::Idle => false,
+        }
     }
 
     /// Bytes of the request being read (0 between requests).
@@ -256,6 +269,11 @@ impl Framer {
                     .take_while(|b| matches!(b, b'\r' | b'\n'))
                     .count();
                 if skip < data.len() {
+                    if let Some(record) = tls_record(&data[skip..]) {
+                        let mut error = self.error_at(self.offset + skip as u64, record);
+                        error.unreadable = Some("TLS");
+                        return Err(error);
+                    }
                     if !is_token(data[skip]) {
                         return Err(self.error_at(
                             self.offset + skip as u64,
@@ -338,10 +356,21 @@ impl Framer {
                 return Err(self.error("the request head is incomplete".into()))
             }
             Err(e) => {
-                return Err(self.error(format!(
-                    "not an HTTP/1.x request head ({e}): `{}`",
-                    first_line(&self.request)
-                )))
+                return Err(match bad_header_line(&self.request) {
+                    Some((at, line, why)) => self.error_at(
+                        self.started + at as u64,
+                        format!(
+                            "not an HTTP/1.x request head ({e}): its line `{}` {why}; the \
+                             request starts at stream byte {}",
+                            quote(line),
+                            self.started
+                        ),
+                    ),
+                    None => self.error(format!(
+                        "not an HTTP/1.x request head ({e}): `{}`",
+                        first_line(&self.request)
+                    )),
+                })
             }
         }
         let mut framing = Framing::default();
@@ -406,7 +435,11 @@ impl Framer {
     }
 
     fn error_at(&self, at: u64, message: String) -> FrameError {
-        FrameError { at, message }
+        FrameError {
+            at,
+            message,
+            unreadable: None,
+        }
     }
 }
 
@@ -422,6 +455,77 @@ fn head_end(buf: &[u8], from: usize) -> Option<usize> {
         }
     }
     None
+}
+
+/// Whether `data` (a segment's payload) starts with a whole request line.
+pub(crate) fn starts_request(data: &[u8]) -> bool {
+    let head = &data[..data.len().min(MAX_REQUEST_LINE)];
+    memchr(b'\n', head).is_some_and(|lf| is_request_line(&head[..lf]))
+}
+
+/// The TLS record (or SSLv2 client hello) `data` starts with, said, if it does.
+fn tls_record(data: &[u8]) -> Option<String> {
+    let bytes = |n: usize| {
+        let shown: Vec<String> = data.iter().take(n).map(|b| format!("{b:02x}")).collect();
+        shown.join(" ")
+    };
+    match data {
+        // A record: type (0x14..0x17: change cipher spec, alert, handshake,
+        // data), version 3.x.
+        [0x14..=0x17, 0x03, 0x00..=0x04, ..] | [0x16, 0x03] | [0x16] => Some(format!(
+            "a TLS record (bytes {}): TLS, not HTTP/1.x",
+            bytes(3)
+        )),
+        // SSLv2: a 2-byte length with its top bit set, then CLIENT-HELLO (1)
+        // and a version (0.2 or 3.x).
+        [0x80..=0xff, _, 0x01, 0x00 | 0x03, ..] => Some(format!(
+            "an SSLv2 client hello (bytes {}): TLS, not HTTP/1.x",
+            bytes(4)
+        )),
+        _ => None,
+    }
+}
+
+/// The first header line of `head` (a whole head, request line first) that
+/// is not `name: value`: its offset, its bytes and why.
+fn bad_header_line(head: &[u8]) -> Option<(usize, &[u8], &'static str)> {
+    let mut at = memchr(b'\n', head)? + 1;
+    while at < head.len() {
+        let end = memchr(b'\n', &head[at..]).map_or(head.len(), |lf| at + lf);
+        let line = &head[at..end];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            return None;
+        }
+        let why = if matches!(line[0], b' ' | b'\t') {
+            Some("continues the line before (obs-fold), which requests may not do (RFC 9112 §5.2)")
+        } else {
+            match memchr(b':', line) {
+                None => Some("has no `:` (expected `Name: value`)"),
+                Some(colon) if colon == 0 || !line[..colon].iter().all(|b| is_token(*b)) => {
+                    Some("has no valid header name before its `:`")
+                }
+                Some(colon) => line[colon + 1..]
+                    .iter()
+                    .any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f)
+                    .then_some("has a control byte in its value"),
+            }
+        };
+        if let Some(why) = why {
+            return Some((at, line, why));
+        }
+        at = end + 1;
+    }
+    None
+}
+
+/// `line` for a message: at most 80 bytes, control bytes escaped.
+fn quote(line: &[u8]) -> String {
+    line.iter()
+        .take(80)
+        .flat_map(|&b| std::ascii::escape_default(b))
+        .map(char::from)
+        .collect()
 }
 
 /// `METHOD SP target SP HTTP/1.x` (an optional CR at the end).

@@ -45,6 +45,7 @@ pub mod on_the_fly;
 mod order;
 mod pcap;
 mod span;
+mod tag;
 mod tcp;
 mod time;
 mod twoway;
@@ -64,6 +65,7 @@ use order::SortError;
 pub use detect::Format;
 pub use error::ImportError;
 pub use order::Ordering;
+pub use tag::tag;
 pub use tank_plan::sessions::Protocol;
 pub use warnings::Warnings;
 
@@ -162,6 +164,13 @@ pub struct Summary {
     pub skipped_ports: Vec<(u16, u64)>,
     /// pcap: connections that could not be read, by kind (`TLS`, `compressed`), each named in a warning.
     pub unreadable: Vec<(String, u64)>,
+    /// pcap, MySQL: connections the server refused (a login, or before its
+    /// greeting), each named in a warning and left out.
+    pub refused: u64,
+    /// pcap: frames skipped for what they are, by kind (`IP fragment`,
+    /// `MPLS (not IP)`, `VXLAN (UDP 4789)`, `EtherType 0x88b5`), the first of
+    /// each named in a warning.
+    pub skipped_frames: Vec<(String, u64)>,
     /// Warnings (reported and counted).
     pub warnings: u64,
     /// Requests whose time was moved up to keep the output in order.
@@ -207,8 +216,22 @@ impl std::fmt::Display for Summary {
             write!(
                 f,
                 "{} skipped (ports {}{more}); ",
-                count(skipped, "flow"),
+                count(skipped, "connection"),
                 ports.join(", ")
+            )?;
+        }
+        if !self.skipped_frames.is_empty() {
+            let kinds: Vec<String> = self
+                .skipped_frames
+                .iter()
+                .map(|(kind, n)| format!("{kind} ×{n}"))
+                .collect();
+            let total: u64 = self.skipped_frames.iter().map(|(_, n)| n).sum();
+            write!(
+                f,
+                "{} skipped ({}); ",
+                count(total, "frame"),
+                kinds.join(", ")
             )?;
         }
         if !self.unreadable.is_empty() {
@@ -223,6 +246,13 @@ impl std::fmt::Display for Summary {
                 "{} unreadable ({}); ",
                 count(total, "connection"),
                 kinds.join(", ")
+            )?;
+        }
+        if self.refused > 0 {
+            write!(
+                f,
+                "{} refused by the server, left out; ",
+                count(self.refused, "connection")
             )?;
         }
         if self.clamped > 0 {
@@ -272,6 +302,15 @@ pub fn import(
             format!("the file is empty; expected {}", detect::EXPECTED),
         ));
     }
+    if detect::is_gzip(&head) {
+        return Err(ImportError::input(
+            path,
+            format!(
+                "a gzip-compressed file (magic 1f 8b): decompress it first (`zcat {path} | \
+                 tank import - …`)"
+            ),
+        ));
+    }
     let found = detect::detect(&head);
     let format = options.format.unwrap_or(found);
     if matches!(format, Format::Pcap | Format::Pcapng) && found != format {
@@ -319,7 +358,7 @@ pub fn import(
                 capture.packet(packet, path, &mut sorter, warnings, &mut emit)
             })?;
             forgotten = capture.forgotten();
-            counted.skipped_ports = capture.finish(path, &mut sorter, warnings)?;
+            counted = capture.finish(path, &mut sorter, warnings)?;
         }
         (Format::Pcap | Format::Pcapng, Protocol::Mysql) => {
             let port = options.mysql_port.unwrap_or(mysql::PORT);
@@ -348,7 +387,7 @@ pub fn import(
         .map_err(|e| e.at(path))?;
     emitter.writer.finish().map_err(write_error)?;
     if emitter.requests == 0 {
-        warnings.warn(no_request(path));
+        warnings.always(no_request(path, &counted));
     }
     Ok(Summary {
         format,
@@ -359,6 +398,8 @@ pub fn import(
         duration_us: emitter.last_offset_us,
         skipped_ports: counted.skipped_ports,
         unreadable: counted.unreadable,
+        refused: counted.refused,
+        skipped_frames: counted.skipped_frames,
         warnings: warnings.total(),
         clamped,
         forgotten,
@@ -367,9 +408,56 @@ pub fn import(
     })
 }
 
-/// The warning of an import that found no request in `path`.
-fn no_request(path: &str) -> String {
-    format!("{path}: no request found: the sessions file is empty (a replay of it is refused)")
+/// The warning of an import that found no request in `path`, with why
+/// when a capture's counts say (`counted`).
+fn no_request(path: &str, counted: &twoway::Counted) -> String {
+    let mut why: Vec<String> = Vec::new();
+    let connections = |n: u64| count(n, "connection");
+    if !counted.unreadable.is_empty() {
+        let kinds: Vec<String> = counted
+            .unreadable
+            .iter()
+            .map(|(kind, n)| format!("{kind} ×{n}"))
+            .collect();
+        let total = counted.unreadable.iter().map(|(_, n)| n).sum();
+        why.push(format!(
+            "{} unreadable ({})",
+            connections(total),
+            kinds.join(", ")
+        ));
+    }
+    if counted.refused > 0 {
+        why.push(format!(
+            "{} refused by the server",
+            connections(counted.refused)
+        ));
+    }
+    for (what, n) in counted.lost.iter().filter(|(_, n)| *n > 0) {
+        why.push(format!("{} {what}", connections(*n)));
+    }
+    let skipped: u64 = counted.skipped_ports.iter().map(|(_, n)| n).sum();
+    if skipped > 0 {
+        why.push(format!("{} skipped by port", connections(skipped)));
+    }
+    let frames: u64 = counted.skipped_frames.iter().map(|(_, n)| n).sum();
+    if frames > 0 {
+        let kinds: Vec<&str> = counted
+            .skipped_frames
+            .iter()
+            .map(|(kind, _)| kind.as_str())
+            .collect();
+        why.push(format!(
+            "{} skipped ({})",
+            count(frames, "frame"),
+            kinds.join(", ")
+        ));
+    }
+    let why = match (why.is_empty(), counted.connections) {
+        (false, _) => format!(": {}", why.join(", ")),
+        (true, 0) => ": it holds no TCP connection".to_owned(),
+        (true, n) => format!(": its {} sent no request", connections(n)),
+    };
+    format!("{path}: no request found{why}: the sessions file is empty (a replay of it is refused)")
 }
 
 /// Read a pcap's packets both ways into `capture`.
@@ -500,19 +588,6 @@ fn check_options(path: &str, format: Format, options: &Options) -> Result<(), Im
         (Format::Access, _) => refuse("--session-by connection|page", "HAR"),
         (Format::Har, _) => refuse("--session-by addr|addr+ua", "access logs"),
         _ => refuse("--session-by", "access logs and HAR"),
-    }
-}
-
-/// The tag of `request` under `by`: its URI's path, line breaks removed.
-pub fn tag(by: TagBy, request: &[u8]) -> Vec<u8> {
-    match by {
-        TagBy::None => Vec::new(),
-        TagBy::Path => tank_plan::marker::uri_path(request)
-            .unwrap_or_default()
-            .iter()
-            .copied()
-            .filter(|b| !matches!(b, b'\r' | b'\n'))
-            .collect(),
     }
 }
 

@@ -6,6 +6,13 @@
 //! by the snap length still yields the headers and the payload bytes it has.
 //! Linux cooked v2 (SLL2), which etherparse does not know, is unwrapped here:
 //! it is a fixed 20-byte header whose first field is the EtherType.
+//!
+//! MPLS (EtherType 0x8847, 0x8848) is unwrapped here too: its label stack is
+//! 4 bytes a label down to the one marked bottom of stack, and what follows is
+//! IPv4 or IPv6 as its first nibble says (anything else, an Ethernet
+//! pseudowire, is not read). Other encapsulations are not read, but are told
+//! apart ([`Encap`]) so the capture can count the frames it skipped for them:
+//! a frame that could carry a request is never skipped without a word.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -54,6 +61,42 @@ pub(crate) struct Segment<'a> {
     pub rst: bool,
     /// The payload bytes captured (fewer than sent when the frame was truncated).
     pub payload: &'a [u8],
+    /// The IP header says more payload than was captured: bytes were carried
+    /// that the capture does not have (a snap length that kept only headers).
+    pub cut: bool,
+}
+
+/// An encapsulation a frame is skipped for (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Encap {
+    /// MPLS whose payload is not IP (a pseudowire).
+    Mpls,
+    /// PPPoE session frames.
+    Pppoe,
+    /// GRE (IP protocol 47).
+    Gre,
+    /// IP in IP (IP protocol 4 or 41).
+    IpInIp,
+    /// VXLAN (UDP port 4789).
+    Vxlan,
+    /// Geneve (UDP port 6081).
+    Geneve,
+    /// Another EtherType that may carry IP.
+    EtherType(u16),
+}
+
+impl std::fmt::Display for Encap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Encap::Mpls => f.write_str("MPLS (not IP)"),
+            Encap::Pppoe => f.write_str("PPPoE"),
+            Encap::Gre => f.write_str("GRE"),
+            Encap::IpInIp => f.write_str("IP in IP"),
+            Encap::Vxlan => f.write_str("VXLAN (UDP 4789)"),
+            Encap::Geneve => f.write_str("Geneve (UDP 6081)"),
+            Encap::EtherType(t) => write!(f, "EtherType 0x{t:04x}"),
+        }
+    }
 }
 
 /// Why a frame yields no TCP segment.
@@ -61,6 +104,8 @@ pub(crate) struct Segment<'a> {
 pub(crate) enum NotTcp {
     /// Not IP, or IP carrying something else (ARP, UDP, ICMP, ...): not counted as a problem.
     Other,
+    /// An encapsulation that is not read (counted, see [`Encap`]).
+    Encapsulated(Encap),
     /// A fragment of an IP datagram (fragments are not reassembled).
     Fragment,
     /// The headers are cut short or malformed.
@@ -97,6 +142,17 @@ pub(crate) fn segment(link: u32, frame: &[u8]) -> Result<Segment<'_>, NotTcp> {
         linktype::LINUX_SLL2 => cooked(frame, 20, 0)?,
         _ => return Err(NotTcp::UnknownLink),
     };
+    // Only a frame etherparse read no IP in is looked at again (MPLS, or
+    // counted). Borrowed, not moved: a sliced packet is large, and moving it
+    // costs a copy per packet.
+    let unwrapped;
+    let packet = match (&packet.net, packet.ether_payload()) {
+        (None, Some(ether)) => {
+            unwrapped = not_ip(ether.ether_type.0, ether.payload)?;
+            &unwrapped
+        }
+        _ => &packet,
+    };
     let (src_ip, dst_ip, fragmented): (IpAddr, IpAddr, bool) = match &packet.net {
         Some(LaxNetSlice::Ipv4(ip)) => (
             ip.header().source_addr().into(),
@@ -113,6 +169,7 @@ pub(crate) fn segment(link: u32, frame: &[u8]) -> Result<Segment<'_>, NotTcp> {
     if fragmented {
         return Err(NotTcp::Fragment);
     }
+    let cut = packet.ip_payload().is_some_and(|p| p.incomplete);
     match &packet.transport {
         Some(TransportSlice::Tcp(tcp)) => Ok(Segment {
             src: SocketAddr::new(src_ip, tcp.source_port()),
@@ -123,10 +180,53 @@ pub(crate) fn segment(link: u32, frame: &[u8]) -> Result<Segment<'_>, NotTcp> {
             fin: tcp.fin(),
             rst: tcp.rst(),
             payload: tcp.payload(),
+            cut,
         }),
+        Some(TransportSlice::Udp(udp)) => match udp.destination_port() {
+            4789 => Err(NotTcp::Encapsulated(Encap::Vxlan)),
+            6081 => Err(NotTcp::Encapsulated(Encap::Geneve)),
+            _ => Err(NotTcp::Other),
+        },
         Some(_) => Err(NotTcp::Other),
-        None if packet.stop_err.is_some() => Err(NotTcp::Malformed),
-        None => Err(NotTcp::Other),
+        None => match packet.ip_payload().map(|p| p.ip_number.0) {
+            Some(47) => Err(NotTcp::Encapsulated(Encap::Gre)),
+            Some(4 | 41) => Err(NotTcp::Encapsulated(Encap::IpInIp)),
+            _ if packet.stop_err.is_some() => Err(NotTcp::Malformed),
+            _ => Err(NotTcp::Other),
+        },
+    }
+}
+
+/// A frame whose link layer ends in `ether_type` that etherparse did not
+/// read as IP: MPLS is unwrapped (see the module docs); an EtherType that
+/// cannot carry IP is [`NotTcp::Other`], any other is counted.
+fn not_ip(ether_type: u16, payload: &[u8]) -> Result<LaxSlicedPacket<'_>, NotTcp> {
+    match ether_type {
+        0x8847 | 0x8848 => {
+            let mut rest = payload;
+            loop {
+                let [_, _, bottom, _, after @ ..] = rest else {
+                    return Err(NotTcp::Malformed);
+                };
+                rest = after;
+                if bottom & 1 == 1 {
+                    break;
+                }
+            }
+            match rest.first().map(|b| b >> 4) {
+                Some(4 | 6) => LaxSlicedPacket::from_ip(rest).map_err(|_| NotTcp::Malformed),
+                _ => Err(NotTcp::Encapsulated(Encap::Mpls)),
+            }
+        }
+        0x8863 | 0x8864 => Err(NotTcp::Encapsulated(Encap::Pppoe)),
+        // Ethernet lengths (802.3 with LLC), and EtherTypes that carry no IP:
+        // ARP, RARP, slow protocols (LACP), EAPOL, LLDP, PTP, loopback.
+        ..0x0600 | 0x0806 | 0x8035 | 0x8809 | 0x888e | 0x88cc | 0x88f7 | 0x9000 => {
+            Err(NotTcp::Other)
+        }
+        // IPv4 or IPv6 that etherparse could not read.
+        0x0800 | 0x86dd => Err(NotTcp::Malformed),
+        other => Err(NotTcp::Encapsulated(Encap::EtherType(other))),
     }
 }
 

@@ -69,7 +69,11 @@ pub(crate) fn read(
         let mut each = |packet: Packet<'_>, warnings: &mut Warnings| {
             span.check(packet.at_us, &PacketNo(packet.number))
                 .map_err(|why| {
-                    ImportError::format(path, at, &format!("packet {}: {why}", packet.number))
+                    ImportError::format(
+                        path,
+                        at,
+                        &format!("packet {}: {why}; {}", packet.number, split_hint(path)),
+                    )
                 })?;
             last_us.set(packet.at_us);
             each(packet, warnings)
@@ -199,6 +203,16 @@ pub(crate) fn read(
             }
         }
     }
+}
+
+/// The way on for a capture whose clocks are too far apart (a merge of
+/// captures taken years apart, or one clock wrong): import a part of it.
+fn split_hint(path: &str) -> String {
+    format!(
+        "to import the rest, keep one time range or the connections wanted first \
+         (`editcap -A START -B STOP {path} part.pcap`, or `tcpdump -r {path} -w - 'port 80' | \
+         tank import - …`)"
+    )
 }
 
 /// A packet's number, as the span check names it.

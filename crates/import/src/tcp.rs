@@ -18,6 +18,21 @@ use std::collections::BTreeMap;
 struct Held {
     data: Vec<u8>,
     at_us: u64,
+    /// The number of the packet that carried it.
+    packet: u64,
+}
+
+/// A segment held behind a hole, taken out of the stream ([`Reassembler::take_held`]).
+#[derive(Debug)]
+pub(crate) struct HeldSegment {
+    /// Its sequence number.
+    pub seq: u32,
+    /// Its bytes.
+    pub data: Vec<u8>,
+    /// The capture time of the packet that carried it.
+    pub at_us: u64,
+    /// The number of that packet.
+    pub packet: u64,
 }
 
 /// A stream being reassembled (see the module docs).
@@ -84,14 +99,38 @@ impl Reassembler {
         self.held.keys().next().map(|&to| (self.next, to))
     }
 
-    /// A segment of `data` at sequence number `seq`, captured at `at_us`:
-    /// calls `deliver` with each run of new stream bytes that is now
-    /// contiguous, in stream order, with the time of the packet that carried it.
+    /// The number of the first packet held behind the hole (see [`Reassembler::hole`]).
+    pub(crate) fn hole_packet(&self) -> Option<u64> {
+        self.held.values().next().map(|h| h.packet)
+    }
+
+    /// Take the segments held behind a hole out of the stream, in stream
+    /// order (the stream is abandoned past its hole; the caller decides what
+    /// of them to read).
+    pub(crate) fn take_held(&mut self) -> Vec<HeldSegment> {
+        let held = std::mem::take(&mut self.held);
+        self.held_bytes = 0;
+        self.held_since_us = None;
+        held.into_iter()
+            .map(|(at, h)| HeldSegment {
+                seq: self.seq_at(at),
+                data: h.data,
+                at_us: h.at_us,
+                packet: h.packet,
+            })
+            .collect()
+    }
+
+    /// A segment of `data` at sequence number `seq`, captured at `at_us` in
+    /// packet number `packet`: calls `deliver` with each run of new stream
+    /// bytes that is now contiguous, in stream order, with the time of the
+    /// packet that carried it.
     pub(crate) fn segment<E>(
         &mut self,
         seq: u32,
         data: &[u8],
         at_us: u64,
+        packet: u64,
         deliver: &mut impl FnMut(&[u8], u64) -> Result<(), E>,
     ) -> Result<(), E> {
         if data.is_empty() {
@@ -115,7 +154,14 @@ impl Reassembler {
             _ => {
                 let data = data.to_vec();
                 self.held_bytes += data.len();
-                if let Some(old) = self.held.insert(start, Held { data, at_us }) {
+                if let Some(old) = self.held.insert(
+                    start,
+                    Held {
+                        data,
+                        at_us,
+                        packet,
+                    },
+                ) {
                     self.held_bytes -= old.data.len();
                 }
                 // A replaced entry may have been the oldest: keeping its time
@@ -170,7 +216,7 @@ mod tests {
     fn feed(r: &mut Reassembler, segments: &[(u32, &[u8], u64)]) -> Vec<(Vec<u8>, u64)> {
         let mut out = Vec::new();
         for &(seq, data, at) in segments {
-            r.segment::<()>(seq, data, at, &mut |bytes, at| {
+            r.segment::<()>(seq, data, at, 0, &mut |bytes, at| {
                 out.push((bytes.to_vec(), at));
                 Ok(())
             })
@@ -221,6 +267,28 @@ mod tests {
         assert_eq!(r.held_since_us(), Some(2));
     }
 
+    #[test]
+    fn segments_held_behind_a_hole_are_taken_out_in_stream_order_with_their_packets() {
+        let mut r = Reassembler::new(1000);
+        r.segment::<()>(1000, b"ab", 1, 1, &mut |_, _| Ok(()))
+            .unwrap();
+        r.segment::<()>(1009, b"yz", 3, 3, &mut |_, _| Ok(()))
+            .unwrap();
+        r.segment::<()>(1005, b"x", 2, 2, &mut |_, _| Ok(()))
+            .unwrap();
+        assert_eq!(r.hole_packet(), Some(2));
+        let held: Vec<(u32, Vec<u8>, u64)> = r
+            .take_held()
+            .into_iter()
+            .map(|h| (h.seq, h.data, h.packet))
+            .collect();
+        assert_eq!(held, [(1005, b"x".to_vec(), 2), (1009, b"yz".to_vec(), 3)]);
+        assert_eq!(
+            (r.hole(), r.held_bytes(), r.held_since_us()),
+            (None, 0, None)
+        );
+    }
+
     proptest! {
         #[test]
         fn any_segmentation_reordering_duplication_and_overlap_gives_the_stream(
@@ -247,7 +315,7 @@ mod tests {
             let mut r = Reassembler::new(isn);
             let mut out = Vec::new();
             for (_, (from, to)) in keyed {
-                r.segment::<()>(isn.wrapping_add(from as u32), &stream[from..to], 0, &mut |b, _| {
+                r.segment::<()>(isn.wrapping_add(from as u32), &stream[from..to], 0, 0, &mut |b, _| {
                     out.extend_from_slice(b);
                     Ok(())
                 }).unwrap();

@@ -71,6 +71,9 @@ pub(crate) enum Skip {
     },
     /// The stream stops making sense here: what came before is kept.
     Rest(String),
+    /// The server refused the connection (its login, or before its
+    /// greeting): counted and named in a warning; nothing of it is imported.
+    Refused(String),
 }
 
 /// One connection of a protocol, read both ways (see the module docs).
@@ -156,6 +159,15 @@ pub(crate) struct Counted {
     pub skipped_ports: Vec<(u16, u64)>,
     /// Connections that could not be read, by kind (`TLS`, `compressed`).
     pub unreadable: Vec<(String, u64)>,
+    /// Connections the server refused (MySQL: a login refused), left out.
+    pub refused: u64,
+    /// Frames skipped for what they are (IP fragments, an encapsulation not read), by kind.
+    pub skipped_frames: Vec<(String, u64)>,
+    /// Connections whose requests were lost (some or all), by why, for the
+    /// warning of an import that found no request.
+    pub lost: Vec<(&'static str, u64)>,
+    /// Connections seen (with a SYN or data).
+    pub connections: u64,
 }
 
 /// Turns packets into sorted request items (see the module docs).
@@ -165,6 +177,9 @@ pub(crate) struct Capture<P: Protocol> {
     syn_ports: HashSet<u16, RandomState>,
     skipped_ports: HashMap<u16, u64, RandomState>,
     unreadable: BTreeMap<&'static str, u64>,
+    refused: u64,
+    /// Connections cut short by a gap, a truncated packet or bytes that make no sense.
+    cut_short: u64,
     next_session: u64,
     latest_us: u64,
     next_tick_us: u64,
@@ -179,6 +194,8 @@ impl<P: Protocol> Capture<P> {
             syn_ports: HashSet::default(),
             skipped_ports: HashMap::default(),
             unreadable: BTreeMap::new(),
+            refused: 0,
+            cut_short: 0,
             next_session: 0,
             latest_us: 0,
             next_tick_us: 0,
@@ -230,7 +247,9 @@ impl<P: Protocol> Capture<P> {
                     slot
                 }
             }
-            None if segment.syn || !segment.payload.is_empty() => self.open(key, segment),
+            None if segment.syn || !segment.payload.is_empty() || segment.cut => {
+                self.open(key, segment)
+            }
             None => return Ok(()),
         };
         let Some(flow) = self.table.get_mut(slot) else {
@@ -257,7 +276,9 @@ impl<P: Protocol> Capture<P> {
         }
         let mut said = Said::default();
         let mut skip = None;
-        if !segment.payload.is_empty() {
+        // A packet captured with its headers but not all its payload (none,
+        // with a snap length that kept only headers) lost bytes all the same.
+        if !segment.payload.is_empty() || segment.cut {
             let truncated = packet.data.len() < packet.wire_len as usize;
             if truncated {
                 skip = Some(Skip::Rest(format!(
@@ -272,7 +293,7 @@ impl<P: Protocol> Capture<P> {
                     from_client,
                     data_seq,
                     segment.payload,
-                    packet.at_us,
+                    (packet.at_us, packet.number),
                     &mut said,
                 )
                 .err();
@@ -348,7 +369,16 @@ impl<P: Protocol> Capture<P> {
                 ));
                 skip_rest(flow);
             }
+            Some(Skip::Refused(why)) => {
+                self.refused += 1;
+                warnings.warn(format!(
+                    "connection {}: {why}; none of it is imported",
+                    flow.label()
+                ));
+                skip_rest(flow);
+            }
             Some(Skip::Rest(why)) => {
+                self.cut_short += 1;
                 let kept = match flow.requests {
                     0 => "none of it is imported".to_owned(),
                     1 => "its 1 request before is kept, the rest of it is skipped".to_owned(),
@@ -371,7 +401,7 @@ impl<P: Protocol> Capture<P> {
         for slot in self.table.open_by(|f| f.session) {
             self.close(slot, sorter, warnings, path)?;
         }
-        self.segments.finish(warnings);
+        let skipped_frames = self.segments.finish(warnings);
         let mut skipped_ports: Vec<(u16, u64)> = self.skipped_ports.into_iter().collect();
         skipped_ports.sort_unstable_by_key(|&(port, n)| (std::cmp::Reverse(n), port));
         Ok(Counted {
@@ -381,6 +411,10 @@ impl<P: Protocol> Capture<P> {
                 .into_iter()
                 .map(|(kind, n)| (kind.to_owned(), n))
                 .collect(),
+            refused: self.refused,
+            skipped_frames,
+            lost: vec![("cut short", self.cut_short)],
+            connections: self.next_session,
         })
     }
 
@@ -487,7 +521,7 @@ fn feed<C: Conversation>(
     from_client: bool,
     seq: u32,
     payload: &[u8],
-    at_us: u64,
+    (at_us, number): (u64, u64),
     said: &mut Said,
 ) -> Result<(), Skip> {
     let (stream, conversation) = if from_client {
@@ -496,7 +530,7 @@ fn feed<C: Conversation>(
         (&mut flow.server_stream, &mut flow.conversation)
     };
     let stream = stream.get_or_insert_with(|| Reassembler::new(seq));
-    stream.segment(seq, payload, at_us, &mut |bytes, at| {
+    stream.segment(seq, payload, at_us, number, &mut |bytes, at| {
         if from_client {
             conversation.client(bytes, at, said)
         } else {

@@ -12,6 +12,8 @@ pub struct Warnings {
     report: Box<dyn FnMut(&str) + Send>,
     limit: u64,
     total: u64,
+    /// Warnings reported past the limit by [`Warnings::always`].
+    beyond: u64,
     first: Vec<String>,
 }
 
@@ -22,6 +24,7 @@ impl Warnings {
             report,
             limit,
             total: 0,
+            beyond: 0,
             first: Vec::new(),
         }
     }
@@ -40,6 +43,18 @@ impl Warnings {
         }
     }
 
+    /// A warning reported even past the limit (counted as any other): one
+    /// that sums up what the limit may have hidden, or that the output is empty.
+    pub fn always(&mut self, message: String) {
+        if self.total >= self.limit {
+            self.total += 1;
+            self.beyond += 1;
+            (self.report)(&message);
+        } else {
+            self.warn(message);
+        }
+    }
+
     /// Warnings so far.
     pub fn total(&self) -> u64 {
         self.total
@@ -52,6 +67,34 @@ impl Warnings {
 
     /// Warnings counted but not reported.
     pub fn unreported(&self) -> u64 {
-        self.total.saturating_sub(self.limit)
+        self.total.saturating_sub(self.limit + self.beyond)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn an_always_warning_is_reported_past_the_limit_and_counted() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let mut warnings = Warnings::new(
+            1,
+            Box::new(move |w| sink.lock().unwrap().push(w.to_owned())),
+        );
+        warnings.warn("a".into());
+        warnings.warn("b".into());
+        warnings.always("the sessions file is empty".into());
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                "a",
+                "further warnings are only counted",
+                "the sessions file is empty"
+            ]
+        );
+        assert_eq!((warnings.total(), warnings.unreported()), (3, 1));
     }
 }

@@ -428,8 +428,9 @@ fn a_connection_captured_from_its_middle_starts_at_its_first_whole_command() {
     let tags: Vec<&str> = requests.iter().map(|r| r.2.as_str()).collect();
     assert_eq!(tags, ["SELECT carts", "PING"]);
     assert!(warnings[0].contains("captured from its middle (no handshake): its first 30 bytes"));
-    assert!(warnings[1]
-        .contains("1 commands named a prepared statement whose prepare was not captured"));
+    assert!(
+        warnings[1].contains("1 command named a prepared statement whose prepare was not captured")
+    );
 }
 
 #[test]
@@ -476,7 +477,7 @@ fn query_attributes_are_taken_out_of_the_commands() {
     assert_eq!(requests.len(), 2);
     assert!(warnings
         .iter()
-        .any(|w| w.contains("1 commands carried query attributes")));
+        .any(|w| w.contains("1 command carried query attributes")));
 }
 
 #[test]
@@ -514,4 +515,53 @@ proptest! {
         let mut warnings = Warnings::new(0, Box::new(|_| {}));
         prop_assert!(import(&capture[..], "x.pcap", Vec::new(), &Options::default(), &mut warnings).is_ok());
     }
+}
+
+#[test]
+fn a_login_the_server_refused_is_left_out_counted_and_named() {
+    let mut refused = Conversation::new(40005, 3306);
+    refused.server(
+        100,
+        0,
+        &[build::greeting(
+            "8.0.36",
+            9,
+            SERVER,
+            &SCRAMBLE,
+            "mysql_native_password",
+        )],
+    );
+    refused.client(200, 1, &[&response(0, b"")]);
+    refused.server(
+        300,
+        2,
+        &[build::err(1045, b"28000", "Access denied for user 'app'")],
+    );
+    let mut fine = logged_in(3306, 0, b"");
+    fine.client(1_000, 0, &[b"\x03SELECT 1"]);
+    let mut segments = refused.segments(1460);
+    let mut second = fine.segments(1460);
+    for s in &mut second {
+        s.src = SocketAddr::from(([10, 0, 0, 3], s.src.port()));
+    }
+    segments.append(&mut second);
+    segments.sort_by_key(|s| s.at_us);
+    let (summary, requests, labels, warnings) = run(&pcap(&segments), &Options::default());
+    let tags: Vec<&str> = requests.iter().map(|r| r.2.as_str()).collect();
+    assert_eq!(tags, ["CONNECT", "SELECT"], "only the login that succeeded");
+    assert_eq!(labels, ["10.0.0.3:40000→10.0.0.2:3306 app"]);
+    assert_eq!(
+        warnings,
+        [
+            "connection 10.0.0.1:40005→10.0.0.2:3306 app: the server refused its login (error \
+          1045: Access denied for user 'app'); none of it is imported"
+        ]
+    );
+    assert_eq!(summary.refused, 1);
+    assert!(
+        summary
+            .to_string()
+            .contains("; 1 connection refused by the server, left out; "),
+        "{summary}"
+    );
 }

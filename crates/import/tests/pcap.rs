@@ -509,7 +509,7 @@ fn connections_to_another_port_are_counted_and_skipped() {
     assert!(
         got.summary
             .to_string()
-            .contains("1 flow skipped (ports 6379 ×1)"),
+            .contains("1 connection skipped (ports 6379 ×1)"),
         "{}",
         got.summary
     );
@@ -707,7 +707,10 @@ fn a_packet_time_more_than_a_year_from_the_others_is_an_error_naming_both_packet
         err,
         format!(
             "test.pcap: byte {third}: packet 3: its time is 400.0 days after that of packet 1: \
-             a capture spans at most 366 days, so one of the two clocks is wrong"
+             a capture spans at most 366 days, so one of the two clocks is wrong; to import \
+             the rest, keep one time range or the connections wanted first (`editcap -A START \
+             -B STOP test.pcap part.pcap`, or `tcpdump -r test.pcap -w - 'port 80' | tank \
+             import - …`)"
         )
     );
 }
@@ -885,4 +888,204 @@ proptest! {
         }
         let _ = run(&file, &Options::default());
     }
+}
+
+/// `frame` (Ethernet) with its EtherType replaced by `ether_type` and `insert` put after it.
+fn rewrap(frame: Frame, ether_type: u16, insert: &[u8]) -> Frame {
+    let mut bytes = frame.bytes[..12].to_vec();
+    bytes.extend_from_slice(&ether_type.to_be_bytes());
+    bytes.extend_from_slice(insert);
+    bytes.extend_from_slice(&frame.bytes[14..]);
+    Frame {
+        at_us: frame.at_us,
+        captured: bytes.len(),
+        bytes,
+    }
+}
+
+#[test]
+fn a_packet_captured_with_its_headers_but_none_of_its_payload_is_truncated_not_lost_silently() {
+    let c = Conn::v4(40000, 80);
+    let mut cut = c.data(20, GET_A.len() as u32, GET_B);
+    cut.captured = 14 + 20 + 20; // Ethernet, IPv4, TCP: tcpdump -s 54
+    let frames = [c.syn(0), c.data(10, 0, GET_A), cut];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.requests.len(), 1);
+    assert_eq!(
+        got.warnings,
+        [format!(
+            "packet 3: truncated (captured 54 of {} bytes, none of its TCP payload): \
+             connection 10.0.0.1:40000→10.0.0.2:80 loses the rest of it; its 1 requests before \
+             are kept, the rest of it is skipped",
+            54 + GET_B.len()
+        )]
+    );
+}
+
+#[test]
+fn a_syn_ack_without_its_syn_names_its_sender_the_server() {
+    // The client's port (1080) is the lower one: without the SYN-ACK it would pass for the server.
+    let c = Conn::v4(1080, 8000);
+    let frames = [
+        c.syn_ack(0),
+        c.data(10, 0, POST),
+        c.reply(20, b"HTTP/1.1 200 OK\r\n\r\n"),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.sessions, [(0, 0, "10.0.0.1:1080→10.0.0.2:8000".into())]);
+    assert_eq!(got.requests, [(0, 0, "/up".into(), POST.to_vec())]);
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+}
+
+#[test]
+fn ends_guessed_by_port_give_way_to_the_end_that_sends_a_request_line() {
+    // No SYN, no SYN-ACK: the lower port (1080) is guessed the server, and
+    // sends first; then the other end sends a request line.
+    let c = Conn::v4(1080, 8000);
+    let frames = [
+        c.reply(0, b"HTTP/1.1 100 Continue\r\n\r\n"),
+        c.data(10, 0, GET_A),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.sessions, [(0, 0, "10.0.0.1:1080→10.0.0.2:8000".into())]);
+    assert_eq!(got.requests.len(), 1);
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+}
+
+#[test]
+fn mpls_is_unwrapped_and_other_encapsulations_are_counted_and_named_once() {
+    let c = Conn::v4(40000, 80);
+    // Two labels (254, then 99 at the bottom of the stack), then IPv4.
+    let labels = [0x00, 0x0f, 0xe0, 0x40, 0x00, 0x06, 0x31, 0x40];
+    let frames = [
+        rewrap(c.syn(0), 0x8847, &labels),
+        rewrap(c.data(10, 0, GET_A), 0x8847, &labels),
+        rewrap(c.data(20, 0, GET_A), 0x88b5, b""),
+        rewrap(c.data(30, 0, GET_A), 0x88b5, b""),
+        rewrap(c.data(40, 0, GET_A), 0x8864, b""),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.requests.len(), 1, "the MPLS frame's request");
+    assert_eq!(
+        got.summary.skipped_frames,
+        [("EtherType 0x88b5".to_owned(), 2), ("PPPoE".to_owned(), 1)]
+    );
+    assert_eq!(
+        got.warnings,
+        [
+            "packet 3: a frame in EtherType 0x88b5, which is not read; such frames are skipped \
+             (counted in the summary)",
+            "packet 5: a frame in PPPoE, which is not read; such frames are skipped (counted in \
+             the summary)",
+        ]
+    );
+    assert!(
+        got.summary
+            .to_string()
+            .contains("; 3 frames skipped (EtherType 0x88b5 ×2, PPPoE ×1); "),
+        "{}",
+        got.summary
+    );
+}
+
+#[test]
+fn tls_connections_are_named_and_counted_and_no_request_found_says_why() {
+    let c = Conn::v4(40000, 443);
+    let frames = [
+        c.syn(0),
+        c.data(10, 0, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert!(got.requests.is_empty());
+    assert_eq!(got.summary.unreadable, [("TLS".to_owned(), 1)]);
+    assert_eq!(
+        got.warnings,
+        [
+            "connection 10.0.0.1:40000→10.0.0.2:443: packet 2: stream byte 0: a TLS record \
+             (bytes 16 03 01): TLS, not HTTP/1.x: it cannot be read; none of it is imported",
+            "test.pcap: no request found: 1 connection unreadable (TLS ×1): the sessions file \
+             is empty (a replay of it is refused)",
+        ]
+    );
+    assert!(
+        got.summary
+            .to_string()
+            .contains("; 1 connection unreadable (TLS ×1); "),
+        "{}",
+        got.summary
+    );
+}
+
+#[test]
+fn after_a_gap_reading_resumes_at_the_next_segment_that_starts_a_request_line() {
+    let c = Conn::v4(40000, 80);
+    let a = GET_A.len() as u32;
+    let b = GET_B.len() as u32;
+    let frames = [
+        c.syn(0),
+        c.data(10, 0, GET_A),
+        // GET_B is never captured; the segment after it is the end of a body, then GET_A.
+        c.data(30, a + b, b"tail of something\r\n"),
+        c.data(40, a + b + 19, GET_A),
+        c.fin(50, a + b + 19 + a),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    let times: Vec<u64> = got.requests.iter().map(|r| r.1).collect();
+    assert_eq!(times, [0, 30], "the requests before and after the gap");
+    let from = 1001 + a;
+    assert_eq!(
+        got.warnings,
+        [format!(
+            "connection 10.0.0.1:40000→10.0.0.2:80: bytes at seq {from}..{} ({b} bytes, before \
+             packet 3) were never captured; 1 request before the gap is kept, reading resumes \
+             at packet 4, the first segment after the gap that starts a request line (19 bytes \
+             after the gap skipped)",
+            from + b
+        )]
+    );
+}
+
+#[test]
+fn a_gzip_compressed_file_is_said_to_be_one() {
+    let err = run(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0], &Options::default())
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "test.pcap: a gzip-compressed file (magic 1f 8b): decompress it first (`zcat test.pcap \
+         | tank import - …`)"
+    );
+}
+
+#[test]
+fn a_gap_declared_while_the_connection_goes_on_resumes_at_a_later_request_line() {
+    let c = Conn::v4(40000, 80);
+    let a = GET_A.len() as u32;
+    let b = GET_B.len() as u32;
+    let body = b"tail of something\r\n";
+    let after = a + b + body.len() as u32;
+    let frames = [
+        c.syn(0),
+        c.data(10, 0, GET_A),
+        c.data(1_000_000, a + b, body), // GET_B before it is never captured
+        c.data(12_000_000, after, b"more body"), // the gap is declared 10 s on
+        c.data(13_000_000, after + 9, GET_A),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    let times: Vec<u64> = got.requests.iter().map(|r| r.1).collect();
+    assert_eq!(times, [0, 12_999_990]);
+    assert_eq!(got.warnings.len(), 2, "{:?}", got.warnings);
+    assert!(
+        got.warnings[0].ends_with(
+            "1 request before the gap is kept, the rest of it is skipped up to a segment that \
+             starts a request line, if one comes"
+        ),
+        "{}",
+        got.warnings[0]
+    );
+    assert_eq!(
+        got.warnings[1],
+        "connection 10.0.0.1:40000→10.0.0.2:80: packet 5 starts a request line: reading \
+         resumes there (28 bytes after the gap skipped)"
+    );
 }

@@ -81,7 +81,7 @@ fn a_request_keeps_its_first_bytes_time_and_empty_lines_between_are_skipped() {
 
 #[test]
 fn bytes_that_are_not_http_fail_at_their_offset() {
-    let err = split(&[GET, b"\x16\x03\x01"]).unwrap_err();
+    let err = split(&[GET, b"\x16\x01\x01"]).unwrap_err();
     assert_eq!(err.at, GET.len() as u64);
     assert!(err.message.contains("0x16"), "{}", err.message);
     let err = split(&[b"GET / HTTP/2.0\r\n\r\n"]).unwrap_err();
@@ -202,4 +202,51 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn tls_is_told_apart_from_other_bytes_that_are_not_http() {
+    let err = split(&[GET, b"\x16\x03\x01\x02\x00"]).unwrap_err();
+    assert_eq!((err.at, err.unreadable), (GET.len() as u64, Some("TLS")));
+    assert_eq!(
+        err.message,
+        "a TLS record (bytes 16 03 01): TLS, not HTTP/1.x"
+    );
+    let err = split(&[b"\x80\x2e\x01\x00\x02"]).unwrap_err();
+    assert_eq!(err.unreadable, Some("TLS"), "SSLv2: {}", err.message);
+    let err = split(&[b"\x05\x01\x00"]).unwrap_err();
+    assert_eq!(err.unreadable, None, "SOCKS is not TLS: {}", err.message);
+}
+
+#[test]
+fn a_bad_header_line_is_quoted_at_its_own_offset() {
+    let folded = b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding:\r\n chunked\r\n\r\n";
+    let err = split(&[GET, folded]).unwrap_err();
+    let line_at = GET.len() + folded.windows(8).position(|w| w == b" chunked").unwrap();
+    assert_eq!(err.at, line_at as u64);
+    assert!(
+        err.message
+            .contains("its line ` chunked` continues the line before (obs-fold)"),
+        "{}",
+        err.message
+    );
+    assert!(
+        err.message
+            .ends_with(&format!("the request starts at stream byte {}", GET.len())),
+        "{}",
+        err.message
+    );
+    let err = split(&[b"GET / HTTP/1.1\r\nHost h\r\n\r\n"]).unwrap_err();
+    assert!(
+        err.message.contains("`Host h` has no `:`"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn a_segment_starts_a_request_only_with_a_whole_request_line() {
+    assert!(starts_request(GET));
+    assert!(!starts_request(b"GET / HTTP/1.1"));
+    assert!(!starts_request(b"tent-Length: 4\r\n\r\n"));
 }

@@ -87,6 +87,9 @@ pub(crate) struct MysqlConversation {
     server_packets: Assembler,
     greeting: Option<(Greeting, u64)>,
     response: Option<Response>,
+    /// The `CONNECT`, held until the server says whether the login succeeded
+    /// (a login it refused is no session to replay), or the client's first command.
+    connect: Option<Request>,
     options: reply::Options,
     query_attributes: bool,
     /// The session's schema as the client last chose it (the login's, a
@@ -128,6 +131,7 @@ impl MysqlConversation {
             server_packets: Assembler::new(MAX_HANDSHAKE),
             greeting: None,
             response: None,
+            connect: None,
             // Unknown without the handshake: learnt from the replies.
             options: reply::Options {
                 deprecate_eof: None,
@@ -149,7 +153,7 @@ impl MysqlConversation {
     }
 
     /// The client's handshake response: the connection's `CONNECT`.
-    fn response(&mut self, packet: &Packet, at_us: u64, said: &mut Said) -> Result<(), Skip> {
+    fn response(&mut self, packet: &Packet, at_us: u64) -> Result<(), Skip> {
         let response = Response::parse(&packet.payload)
             .map_err(|why| Skip::Rest(format!("its handshake response cannot be read ({why})")))?;
         if response.ssl_request {
@@ -174,7 +178,7 @@ impl MysqlConversation {
             schema: response.schema.clone(),
         };
         self.schema.clone_from(&response.schema);
-        said.requests.push(Request {
+        self.connect = Some(Request {
             at_us: self.greeting.as_ref().map_or(at_us, |(_, at)| *at),
             tag: Command::Connect.name().as_bytes().to_vec(),
             bytes: connect.encode(),
@@ -184,8 +188,17 @@ impl MysqlConversation {
         Ok(())
     }
 
+    /// Hand out the `CONNECT` held for the login's outcome.
+    fn connected(&mut self, said: &mut Said) {
+        if let Some(connect) = self.connect.take() {
+            said.requests.push(connect);
+        }
+    }
+
     /// A command (a client packet of sequence number 0).
     fn command(&mut self, payload: Vec<u8>, at_us: u64, said: &mut Said) -> Result<(), Skip> {
+        // The login's OK was not captured, but the client goes on.
+        self.connected(said);
         let Some(&byte) = payload.first() else {
             return Err(Skip::Rest("an empty command".into()));
         };
@@ -371,7 +384,7 @@ impl MysqlConversation {
     }
 
     /// A server packet of the handshake.
-    fn handshake(&mut self, packet: Packet, at_us: u64) -> Result<(), Skip> {
+    fn handshake(&mut self, packet: Packet, at_us: u64, said: &mut Said) -> Result<(), Skip> {
         match self.server_at {
             ServerAt::Greeting => {
                 if packet.payload.first() == Some(&0xFF) {
@@ -379,7 +392,7 @@ impl MysqlConversation {
                         Ok(AuthStep::Err(code, _)) => code,
                         _ => 0,
                     };
-                    return Err(Skip::Rest(format!(
+                    return Err(Skip::Refused(format!(
                         "the server refused it before its greeting (error {code})"
                     )));
                 }
@@ -395,9 +408,24 @@ impl MysqlConversation {
                 self.server_at = ServerAt::Auth;
             }
             ServerAt::Auth => match AuthStep::parse(&packet.payload) {
-                Ok(AuthStep::Ok) => self.server_at = ServerAt::Replies,
-                // The login failed: the client closes; nothing more to follow.
-                Ok(AuthStep::Err(..)) => self.server_at = ServerAt::Ignored,
+                Ok(AuthStep::Ok) => {
+                    self.server_at = ServerAt::Replies;
+                    self.connected(said);
+                }
+                // The login failed: a replay would log in (as [mysql] user)
+                // where the capture did not, so the connection is left out.
+                Ok(AuthStep::Err(code, message)) => {
+                    self.server_at = ServerAt::Ignored;
+                    self.connect = None;
+                    let message: String = message
+                        .chars()
+                        .take(80)
+                        .map(|c| if c.is_control() { '_' } else { c })
+                        .collect();
+                    return Err(Skip::Refused(format!(
+                        "the server refused its login (error {code}: {message})"
+                    )));
+                }
                 Ok(AuthStep::Switch { .. } | AuthStep::More(_)) => {}
                 Err(why) => {
                     return Err(Skip::Rest(format!(
@@ -427,6 +455,20 @@ impl MysqlConversation {
             None | Some([]) => true,
             Some(next) => next.len() >= 4 && next[3] == 0,
         }
+    }
+}
+
+/// `1 command carried`, `2 commands carried`.
+fn commands_that(n: u64, verb: &str) -> String {
+    format!("{} {verb}", tank_plan::words::count(n, "command"))
+}
+
+/// `it is`, `they are`.
+fn they(n: u64) -> &'static str {
+    if n == 1 {
+        "it is"
+    } else {
+        "they are"
     }
 }
 
@@ -492,7 +534,7 @@ impl Conversation for MysqlConversation {
             let Some(packet) = packet else { continue };
             let at_us = self.packet_at.take().unwrap_or(at_us);
             match self.client_at {
-                ClientAt::Response => self.response(&packet, at_us, said)?,
+                ClientAt::Response => self.response(&packet, at_us)?,
                 ClientAt::Auth | ClientAt::Commands if packet.seq == 0 => {
                     self.client_at = ClientAt::Commands;
                     self.command(packet.payload, at_us, said)?;
@@ -518,7 +560,7 @@ impl Conversation for MysqlConversation {
                     })?;
                     rest = &rest[used..];
                     if let Some(packet) = packet {
-                        self.handshake(packet, at_us)?;
+                        self.handshake(packet, at_us, said)?;
                     }
                 }
                 ServerAt::Replies => {
@@ -537,6 +579,8 @@ impl Conversation for MysqlConversation {
         }
         self.server_at = ServerAt::Ignored;
         self.unclaimed.clear();
+        // Whether the login succeeded will not be known: taken as it was made.
+        self.connected(said);
         if self.awaiting.iter().any(|a| a.prepare.is_some()) || self.prepares > 0 {
             said.warnings.push(format!(
                 "{why}: its replies are read no further, so the statements it prepares from \
@@ -548,8 +592,9 @@ impl Conversation for MysqlConversation {
     }
 
     fn hold_us(&self) -> Option<u64> {
-        let connect = match (self.client_at, &self.greeting) {
-            (ClientAt::Response, Some((_, at))) => Some(*at),
+        let connect = match (self.client_at, &self.greeting, &self.connect) {
+            (_, _, Some(connect)) => Some(connect.at_us),
+            (ClientAt::Response, Some((_, at)), _) => Some(*at),
             _ => None,
         };
         let reading = (self.client_packets.partial_len() > 0)
@@ -562,6 +607,8 @@ impl Conversation for MysqlConversation {
     }
 
     fn close(&mut self, said: &mut Said) {
+        // The login's outcome was not captured: taken as it was made.
+        self.connected(said);
         // No more replies: what waits for one waits for nothing.
         self.awaiting.clear();
         self.release(said);
@@ -583,16 +630,17 @@ impl Conversation for MysqlConversation {
         }
         if self.unknown_statements > 0 {
             said.warnings.push(format!(
-                "{} commands named a prepared statement whose prepare was not captured \
-                 (before the capture began, or its reply was lost): they are left out",
-                self.unknown_statements
+                "{} a prepared statement whose prepare was not captured (before the \
+                 capture began, or its reply was lost): {} left out",
+                commands_that(self.unknown_statements, "named"),
+                they(self.unknown_statements),
             ));
         }
         if self.with_attributes > 0 {
             said.warnings.push(format!(
-                "{} commands carried query attributes, which a replay does not send: they \
-                 are left out",
-                self.with_attributes
+                "{} query attributes, which a replay does not send: {} left out",
+                commands_that(self.with_attributes, "carried"),
+                they(self.with_attributes),
             ));
         }
     }
