@@ -146,12 +146,17 @@ pub(crate) fn segment(link: u32, frame: &[u8]) -> Result<Segment<'_>, NotTcp> {
     // counted). Borrowed, not moved: a sliced packet is large, and moving it
     // costs a copy per packet.
     let unwrapped;
-    let packet = match (&packet.net, packet.ether_payload()) {
-        (None, Some(ether)) => {
+    let packet = match packet
+        .net
+        .is_none()
+        .then(|| packet.ether_payload())
+        .flatten()
+    {
+        Some(ether) => {
             unwrapped = not_ip(ether.ether_type.0, ether.payload)?;
             &unwrapped
         }
-        _ => &packet,
+        None => &packet,
     };
     let (src_ip, dst_ip, fragmented): (IpAddr, IpAddr, bool) = match &packet.net {
         Some(LaxNetSlice::Ipv4(ip)) => (
