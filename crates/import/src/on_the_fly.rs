@@ -58,6 +58,10 @@ pub fn import_capture(
         .fill_buf()
         .map_err(|e| ImportError::io(&name, "reading", e))?;
     let format = detect(&head[..head.len().min(HEAD)]);
+    // What `tank import` would read the capture as, for the error of a queue
+    // whose gun reads it otherwise and finds nothing.
+    let mysql_capture =
+        matches!(format, Format::Pcap | Format::Pcapng) && crate::mysql::in_capture(head);
     let mut options = Options::default();
     if matches!(format, Format::Pcap | Format::Pcapng) {
         options.protocol = Some(match (queue.tank_type, &queue.reply_framing) {
@@ -87,7 +91,11 @@ pub fn import_capture(
     let out = BufWriter::with_capacity(1 << 20, out);
     let summary = import(input, &name, out, &options, warnings)?;
     if summary.requests == 0 {
-        return Err(nothing_to_replay(&name, &summary, warnings));
+        let hint = (mysql_capture && summary.protocol != Protocol::Mysql).then_some(
+            "; its connections are MySQL (to port 3306, or greeted as MySQL): to replay \
+             them, set tank_type = mysql and the [mysql] section's user and password",
+        );
+        return Err(nothing_to_replay(&name, &summary, warnings, hint));
     }
     Ok(Some(Imported { file, summary }))
 }
@@ -95,7 +103,12 @@ pub fn import_capture(
 /// The error of a capture that imported to no request: named itself (the
 /// temporary file is gone) with what the import skipped, since a run that
 /// stops here shows no warnings of its own.
-fn nothing_to_replay(name: &str, summary: &Summary, warnings: &Warnings) -> ImportError {
+fn nothing_to_replay(
+    name: &str,
+    summary: &Summary,
+    warnings: &Warnings,
+    hint: Option<&str>,
+) -> ImportError {
     let own = format!("{name}: no request found");
     let said: Vec<&str> = warnings
         .first()
@@ -112,8 +125,9 @@ fn nothing_to_replay(name: &str, summary: &Summary, warnings: &Warnings) -> Impo
         name,
         format!(
             "nothing to replay: importing it found no request ({summary}){said}; expected a \
-             capture holding {} requests",
-            summary.protocol.name()
+             capture holding {} requests{}",
+            summary.protocol.name(),
+            hint.unwrap_or_default()
         ),
     )
 }
@@ -199,6 +213,48 @@ mod tests {
         pcap.extend_from_slice(&1u32.to_le_bytes());
         pcap.extend_from_slice(rest);
         pcap
+    }
+
+    /// A pcap record of one TCP segment from port 40000 to `dst_port`
+    /// carrying `payload` (Ethernet, IPv4; checksums are not read).
+    fn segment(dst_port: u16, payload: &[u8]) -> Vec<u8> {
+        let mut frame = vec![0; 12];
+        frame.extend_from_slice(&[0x08, 0x00]);
+        let total = u16::try_from(20 + 20 + payload.len()).unwrap();
+        frame.extend_from_slice(&[0x45, 0]);
+        frame.extend_from_slice(&total.to_be_bytes());
+        frame.extend_from_slice(&[0, 0, 0x40, 0, 64, 6, 0, 0, 127, 0, 0, 1, 127, 0, 0, 2]);
+        frame.extend_from_slice(&40000u16.to_be_bytes());
+        frame.extend_from_slice(&dst_port.to_be_bytes());
+        frame.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0]);
+        frame.extend_from_slice(payload);
+        let len = u32::try_from(frame.len()).unwrap();
+        let mut record = vec![0; 8];
+        record.extend_from_slice(&len.to_le_bytes());
+        record.extend_from_slice(&len.to_le_bytes());
+        record.extend_from_slice(&frame);
+        record
+    }
+
+    #[test]
+    fn a_mysql_capture_on_a_queue_of_another_gun_says_to_set_tank_type_mysql() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mysql.pcap");
+        std::fs::write(&path, pcap(&segment(3306, b"\x01\x00\x00\x00\x0e"))).unwrap();
+        let error = import_capture(&path, &queue(""), &mut quiet())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("expected a capture holding http requests; its connections are MySQL")
+                && error.contains("set tank_type = mysql"),
+            "{error}"
+        );
+        // A capture of HTTP that found nothing says nothing of MySQL.
+        std::fs::write(&path, pcap(&segment(80, b"\x16\x03\x01"))).unwrap();
+        let error = import_capture(&path, &queue(""), &mut quiet())
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("MySQL"), "{error}");
     }
 
     #[test]
