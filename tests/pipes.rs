@@ -159,6 +159,31 @@ fn import_output_is_replaced_only_by_a_finished_import() {
     let done = import(&junk, &sessions);
     assert!(!done.status.success());
     assert_eq!(std::fs::read(&sessions).unwrap(), good);
+    // A file replaced keeps its permissions; a read-only one is refused.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&sessions, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(import(&log, &sessions).status.success());
+    let mode = std::fs::metadata(&sessions).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    std::fs::set_permissions(&sessions, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let done = import(&log, &sessions);
+    assert!(
+        !done.status.success() && String::from_utf8_lossy(&done.stderr).contains("is read-only"),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    // A link to a file not made yet: the file is made, the link kept.
+    let dangling = dir.path().join("dangling.sessions");
+    std::os::unix::fs::symlink("made.sessions", &dangling).unwrap();
+    assert!(import(&log, &dangling).status.success());
+    assert!(std::fs::symlink_metadata(&dangling)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        std::fs::read(dir.path().join("made.sessions")).unwrap(),
+        good
+    );
     // Nothing half-written is left beside it.
     let names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()

@@ -24,7 +24,9 @@ pub struct ImportArgs {
     capture: PathBuf,
     /// Write the sessions file here (`-` or absent: stdout). It is made
     /// beside FILE and moved into place when the import succeeds, so a
-    /// failed import leaves FILE as it was; FILE may not be the capture.
+    /// failed or interrupted import leaves FILE as it was (a replaced FILE
+    /// keeps its permissions, not its hard links); FILE may not be the
+    /// capture.
     #[arg(short, long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// The input's format (default: told by its content).
@@ -209,22 +211,49 @@ impl Output {
                 path.to_path_buf(),
             ));
         }
-        // Renamed over the file a link points to, not over the link.
-        let target = match existing {
-            Some(_) => std::fs::canonicalize(path).with_context(|| format!("open {shown}"))?,
-            None => path.to_path_buf(),
+        // Renamed over the file a link points to, not over the link (a
+        // dangling one too: the file it names is made).
+        let target = match (&existing, std::fs::read_link(path)) {
+            (Some(_), _) => std::fs::canonicalize(path).with_context(|| format!("open {shown}"))?,
+            (None, Ok(link)) => match path.parent() {
+                Some(dir) if link.is_relative() => dir.join(link),
+                _ => link,
+            },
+            (None, Err(_)) => path.to_path_buf(),
         };
         let dir = match target.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
         };
+        if !dir.is_dir() {
+            anyhow::bail!(
+                "cannot write {shown}: its directory {} does not exist",
+                dir.display()
+            );
+        }
+        if existing
+            .as_ref()
+            .is_some_and(|m| m.permissions().readonly())
+        {
+            anyhow::bail!("{shown} is read-only: expected a file tank may replace");
+        }
+        // A file replaced keeps its permissions; a new one gets the umask's.
+        let mode = existing.as_ref().map_or(0o666, |m| {
+            std::os::unix::fs::PermissionsExt::mode(&m.permissions())
+        });
         let (file, temp) = tempfile::Builder::new()
             .prefix(".tank-import-")
             .suffix(".part")
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))
             .tempfile_in(dir)
-            .with_context(|| format!("create a file beside {shown}"))?
+            .with_context(|| format!("create a file beside {shown} in {}", dir.display()))?
             .into_parts();
+        // Ctrl-C ends the import where it is: nothing half-written is left.
+        let part = temp.to_path_buf();
+        let _ = crate::signals::watch(move |_| {
+            let _ = std::fs::remove_file(&part);
+            std::process::exit(130);
+        });
         Ok(Output::Staged {
             writer: io::BufWriter::with_capacity(BUFFER, file),
             temp,
