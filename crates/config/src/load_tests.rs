@@ -1238,7 +1238,7 @@ fn an_error_in_a_value_with_a_comment_after_it_says_the_comment_is_in_it() {
     );
     assert!(
         e.to_string()
-            .contains("(`;target` is part of the value: INI has no comments after a value"),
+            .contains("(`;target` is part of the value: there are no comments after a value (INI)"),
         "{e}"
     );
 }
@@ -1254,7 +1254,7 @@ fn a_later_error_about_a_schedule_with_a_comment_after_it_says_the_comment_is_in
         .error("step `;load scheme)`: bad");
     assert!(
         e.to_string().contains(
-            "step `;load scheme)`: bad (`;load scheme` is part of the value: INI has no comments"
+            "step `;load scheme)`: bad (`;load scheme` is part of the value: there are no comments"
         ),
         "{e}"
     );

@@ -74,7 +74,8 @@ pub(crate) fn comment_note(value: &RawValue) -> Option<String> {
     };
     let at = comment_at(text)?;
     Some(format!(
-        " (`{}` {COMMENT_NOTE}: INI has no comments after a value, in yandex-tank as in tank; \
+        " (`{}` {COMMENT_NOTE}: there are no comments after a value (INI) or inside quotes \
+         (YAML), in yandex-tank as in tank; \
          a comment goes on a line of its own)",
         text[at..].trim_start()
     ))
