@@ -1,7 +1,8 @@
 //! Which format a capture is, from its first bytes: a pcap magic number (µs
 //! or ns timestamps, either byte order), a pcapng section header block, a
 //! JSON object with `log.entries` (HAR), a MySQL slow query log's banner or
-//! entry header, else an access log.
+//! entry header (within its first lines: a rotated log starts mid-entry), else
+//! an access log.
 
 use tank_plan::words::count;
 
@@ -150,6 +151,24 @@ mod tests {
         assert_eq!(
             detect(b"# Time: 2024-01-02T03:04:05.123456Z\n"),
             Format::SlowLog
+        );
+    }
+
+    #[test]
+    fn a_slow_log_cut_within_an_entry_is_told_by_its_next_header() {
+        // Rotated or `tail`-ed: the end of an entry, or an empty line, first.
+        assert_eq!(
+            detect(b"# administrator command: Quit;\n# Time: 090504  9:07:24\n"),
+            Format::SlowLog
+        );
+        assert_eq!(
+            detect(b"\n\n# User@Host: [SQL_SLAVE] @  []\n"),
+            Format::SlowLog
+        );
+        let statement = "select 1\n".repeat(10);
+        assert_eq!(
+            detect(format!("{statement}# Time: 090504  9:07:24\n").as_bytes()),
+            Format::Access
         );
     }
 

@@ -3,8 +3,10 @@
 //!
 //! An entry is its header lines (`# Time:`, `# User@Host:`, MariaDB's
 //! `# Thread_id: … Schema: …`, `# Query_time: …`, others skipped), then an
-//! optional `use db;`, `SET timestamp=N;`, and the statement's text up to
-//! the next entry (its last `;` dropped). A new entry starts at a `# Time:`
+//! optional `use db;`, `SET timestamp=N;` (with `last_insert_id=`,
+//! `insert_id=` when the statement used them), and the statement's text up to
+//! the next entry (its last `;` dropped; a `use db;` after the `SET` line, or
+//! alone, is the statement). A new entry starts at a `# Time:`
 //! or `# User@Host:` line; the server's banner (written at each start and
 //! log flush) is skipped. `# administrator command: Quit;` and `Ping;`
 //! (logged with `log_slow_admin_statements`) become `COM_QUIT` and
@@ -15,7 +17,9 @@
 //! its `Query_time`. MariaDB (and MySQL before 5.7) write whole seconds only
 //! (`SET timestamp=`, the second it started): within that second, a thread's
 //! statements are placed one after another, each at the previous one's start
-//! plus its `Query_time` — the earliest each could have started.
+//! plus its `Query_time` — the earliest each could have started. An entry
+//! without `SET timestamp=` takes the whole-second `# Time:` at or above it
+//! (written only when the second changes), less its `Query_time`.
 //!
 //! **Sessions.** One per thread id (MySQL's `Id:`, MariaDB's `Thread_id:`),
 //! beginning with its `CONNECT` at its first statement, in the schema that
@@ -28,7 +32,9 @@
 //! too, so a connection open across one is split in two).
 //!
 //! Log lines are read as bytes: a statement may hold any. A file of no
-//! entries is an error naming it (it is not a slow log).
+//! entries is an error naming it (it is not a slow log), and so is one of
+//! entries none of which can be replayed (MySQL 5.5 and earlier log no thread
+//! id), with their counts by reason.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
@@ -44,12 +50,22 @@ use crate::warnings::Warnings;
 /// The collation a slow log's sessions ask for: utf8mb4_general_ci (the log does not say).
 const COLLATION: u8 = 45;
 
-/// Whether `head`, a file's first bytes, is a slow query log: its banner, or an entry's header.
+/// Non-empty lines [`looks_like`] reads: a log rotated or cut with `tail`
+/// starts within an entry, a few lines before the next one's header.
+const LOOK_LINES: usize = 10;
+
+/// Whether `head`, a file's first bytes, is a slow query log: its banner, or
+/// an entry's header, within its first [`LOOK_LINES`] non-empty lines.
 pub(crate) fn looks_like(head: &[u8]) -> bool {
-    let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
-    first.ends_with(b"started with:")
-        || first.starts_with(b"# Time: ")
-        || first.starts_with(b"# User@Host: ")
+    head.split(|&b| b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .filter(|line| !line.trim_ascii().is_empty())
+        .take(LOOK_LINES)
+        .any(|line| {
+            line.ends_with(b"started with:")
+                || line.starts_with(b"# Time: ")
+                || line.starts_with(b"# User@Host: ")
+        })
 }
 
 /// One entry, as read.
@@ -59,15 +75,19 @@ struct Entry {
     line: u64,
     /// `# Time:` with microseconds: when it was logged (its end), µs.
     logged_us: Option<u64>,
+    /// `# Time:` in whole seconds (MySQL before 5.7, MariaDB): the second it was logged.
+    logged_s: Option<u64>,
     /// `SET timestamp=`: the second it started.
     started_s: Option<u64>,
+    /// Its `SET …;` line has been read: a `use` after it is the statement.
+    set_line: bool,
     query_time_us: u64,
     thread: Option<u64>,
     user: String,
     /// MariaDB's `Schema:`.
     schema: Option<Vec<u8>>,
-    /// A `use db;` line of the entry.
-    used: Option<Vec<u8>>,
+    /// A `use db;` line of the entry (before its `SET` line): the schema, and the line.
+    used: Option<(Vec<u8>, Vec<u8>)>,
     /// The statement's text (or the administrator command's name).
     text: Vec<u8>,
     admin: bool,
@@ -93,6 +113,62 @@ struct Reader<'a> {
     next_session: u64,
     entries: u64,
     admin_skipped: u64,
+    /// The last whole-second `# Time:`: the server writes one only when the
+    /// second changes, so an entry without its own was logged in that one.
+    last_logged_s: Option<u64>,
+    /// The server's zone, seconds east of UTC, learnt from an entry with
+    /// both a whole-second `# Time:` (local) and `SET timestamp=` (UTC): a
+    /// `# Time:` alone is moved by it, so the two kinds of entry agree.
+    zone_s: Option<i64>,
+    /// Entries timed by a `# Time:` alone before the zone was learnt (read
+    /// as UTC), for the warning when it turns out not to be.
+    timed_unzoned: u64,
+    skipped: Skipped,
+}
+
+/// Entries left out, by reason.
+#[derive(Debug, Default)]
+struct Skipped {
+    no_thread: u64,
+    no_statement: u64,
+    no_time: u64,
+}
+
+impl Skipped {
+    fn total(&self) -> u64 {
+        self.no_thread + self.no_statement + self.no_time
+    }
+
+    /// The reasons, with their counts: `40 with no thread id (…)`.
+    fn reasons(&self) -> String {
+        let mut why = Vec::new();
+        if self.no_thread > 0 {
+            why.push(format!(
+                "{} with no thread id (`Id:` or `Thread_id:`; MySQL 5.5 and earlier log none), \
+                 and a replay needs each statement's connection",
+                self.no_thread
+            ));
+        }
+        if self.no_time > 0 {
+            why.push(format!(
+                "{} with no time (`# Time:` or `SET timestamp=`)",
+                self.no_time
+            ));
+        }
+        if self.no_statement > 0 {
+            why.push(format!("{} with no statement", self.no_statement));
+        }
+        why.join("; ")
+    }
+}
+
+/// `1 entry`, `2 entries`.
+fn entries(n: u64) -> String {
+    if n == 1 {
+        "1 entry".into()
+    } else {
+        format!("{n} entries")
+    }
 }
 
 /// Import the slow log `input` (named `path`) into `sorter`.
@@ -110,6 +186,10 @@ pub(crate) fn import(
         next_session: 0,
         entries: 0,
         admin_skipped: 0,
+        last_logged_s: None,
+        zone_s: None,
+        timed_unzoned: 0,
+        skipped: Skipped::default(),
     };
     let mut entry: Option<Entry> = None;
     let mut raw = Vec::new();
@@ -157,12 +237,30 @@ pub(crate) fn import(
     if let Some(done) = entry.take() {
         reader.entry(done, sorter, warnings)?;
     }
-    if reader.entries == 0 {
+    let skipped = reader.skipped.total();
+    if reader.entries == 0 && skipped == 0 {
         return Err(ImportError::input(
             path,
             "no slow log entry (`# User@Host: …` then the statement) in it: expected a MySQL \
              or MariaDB slow query log"
                 .into(),
+        ));
+    }
+    if reader.entries == 0 {
+        return Err(ImportError::input(
+            path,
+            format!(
+                "{} read, none can be replayed: {}",
+                entries(skipped),
+                reader.skipped.reasons()
+            ),
+        ));
+    }
+    if skipped > 0 {
+        warnings.always(format!(
+            "{path}: {skipped} of {} skipped: {}",
+            entries(skipped + reader.entries),
+            reader.skipped.reasons()
         ));
     }
     if reader.admin_skipped > 0 {
@@ -182,6 +280,9 @@ fn header_or_text(entry: &mut Entry, line: &[u8]) {
         if let Some(time) = text.strip_prefix("# Time: ") {
             // Microseconds only in the ISO form (MySQL 5.7 and later).
             entry.logged_us = time.contains('.').then(|| parse_iso8601(time)).flatten();
+            if entry.logged_us.is_none() {
+                entry.logged_s = parse_whole_second(time);
+            }
             return;
         }
         if let Some(rest) = text.strip_prefix("# User@Host: ") {
@@ -217,18 +318,19 @@ fn header_or_text(entry: &mut Entry, line: &[u8]) {
             }
             return;
         }
+        // The server writes `use` (when the schema changed) before the `SET`
+        // line: one after it, or a second one, is the statement.
         if let Some(schema) = line
             .strip_prefix(b"use ")
             .and_then(|rest| rest.strip_suffix(b";"))
+            .filter(|_| !entry.set_line && entry.used.is_none())
         {
-            entry.used = Some(unquote(schema));
+            entry.used = Some((unquote(schema), line.to_vec()));
             return;
         }
-        if let Some(seconds) = text
-            .strip_prefix("SET timestamp=")
-            .and_then(|rest| rest.strip_suffix(';'))
-        {
-            entry.started_s = seconds.trim().parse().ok();
+        if let Some(timestamp) = set_line(&text).filter(|_| !entry.set_line) {
+            entry.set_line = true;
+            entry.started_s = timestamp;
             return;
         }
         entry.in_text = true;
@@ -238,6 +340,56 @@ fn header_or_text(entry: &mut Entry, line: &[u8]) {
         entry.text.push(b'\n');
     }
     entry.text.extend_from_slice(line);
+}
+
+/// The `SET` line the server writes before a statement: `SET timestamp=T;`,
+/// with `last_insert_id=N` and `insert_id=N` when the statement used them
+/// (any of the three, comma-separated). Its timestamp, if it has one.
+fn set_line(text: &str) -> Option<Option<u64>> {
+    let vars = text.strip_prefix("SET ")?.strip_suffix(';')?;
+    let mut timestamp = None;
+    for var in vars.split(',') {
+        let (name, value) = var.split_once('=')?;
+        let value: u64 = value.trim().parse().ok()?;
+        match name.trim() {
+            "timestamp" => timestamp = Some(value),
+            "last_insert_id" | "insert_id" => {}
+            _ => return None,
+        }
+    }
+    Some(timestamp)
+}
+
+/// A whole-second `# Time:` (`090504  9:07:24`, YYMMDD H:MM:SS, in the
+/// server's zone, which the log does not say: read as UTC), in seconds since
+/// the epoch. A fraction (Percona's) is dropped; what follows is ignored.
+fn parse_whole_second(text: &str) -> Option<u64> {
+    let mut words = text.split_whitespace();
+    let date = words.next()?;
+    let time = words.next()?;
+    let time = time.split('.').next()?;
+    if date.len() != 6 || !date.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let number = |s: &str| s.parse::<i8>().ok();
+    let year = i16::from(number(&date[..2])?);
+    // Two-digit years, as MySQL writes them: 70–99 are the 1900s.
+    let year = if year >= 70 { 1900 + year } else { 2000 + year };
+    let date = jiff::civil::Date::new(year, number(&date[2..4])?, number(&date[4..])?).ok()?;
+    let mut hms = time.split(':');
+    let (h, m, s) = (hms.next()?, hms.next()?, hms.next()?);
+    if hms.next().is_some()
+        || [h, m, s]
+            .iter()
+            .any(|p| !p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return None;
+    }
+    let time = jiff::civil::Time::new(number(h)?, number(m)?, number(s)?, 0).ok()?;
+    let at = jiff::tz::Offset::UTC
+        .to_timestamp(jiff::civil::DateTime::from_parts(date, time))
+        .ok()?;
+    u64::try_from(at.as_second()).ok()
 }
 
 /// The word after `name` in `text`.
@@ -288,30 +440,91 @@ impl Reader<'_> {
         sorter: &mut Sorter,
         warnings: &mut Warnings,
     ) -> Result<(), ImportError> {
+        if entry.logged_s.is_some() {
+            self.last_logged_s = entry.logged_s;
+        }
+        // (A `# Time:` stands for the entries below it in its second.)
+        if let (Some(local), Some(utc)) = (self.last_logged_s, entry.started_s) {
+            // Logged at the statement's end: its start plus its query time,
+            // then rounded to the quarter hour zones are made of.
+            let end = utc as i64 + (entry.query_time_us / 1_000_000) as i64;
+            let zone = ((local as i64 - end) as f64 / 900.0).round() as i64 * 900;
+            if self.zone_s.is_none() && zone != 0 && self.timed_unzoned > 0 {
+                let (sign, minutes) = (if zone < 0 { '-' } else { '+' }, zone.abs() / 60);
+                warnings.warn(format!(
+                    "{}:{}: `# Time:` is the server's local time, UTC{sign}{:02}:{:02} by this \
+                     entry's `SET timestamp=`; entries above it timed by `# Time:` alone ({}) \
+                     were read as UTC, so they are that far from the rest",
+                    self.path,
+                    entry.line,
+                    minutes / 60,
+                    minutes % 60,
+                    self.timed_unzoned,
+                ));
+            }
+            self.zone_s.get_or_insert(zone);
+        }
+        // The server's own state, whether or not the entry is kept: it writes
+        // `use` only when the schema changes.
+        if let Some((used, _)) = &entry.used {
+            self.last_use.clone_from(used);
+        }
         if entry.user.is_empty() && entry.thread.is_none() {
             // Header lines without an entry (a `# Time:` alone).
             return Ok(());
         }
         let path = self.path;
         let Some(thread_id) = entry.thread else {
+            self.skipped.no_thread += 1;
             warnings.warn(format!(
                 "{path}:{}: an entry with no thread id (`Id:` or `Thread_id:`); skipped",
                 entry.line
             ));
             return Ok(());
         };
-        let text = trim_statement(&entry.text);
+        let mut text = trim_statement(&entry.text);
+        if text.is_empty() && !entry.admin {
+            // A `use` with nothing after it (in a log without `SET` lines) is
+            // the statement: the marker is always followed by one.
+            if let Some((_, line)) = &entry.used {
+                text = trim_statement(line);
+            }
+        }
         if text.is_empty() {
+            self.skipped.no_statement += 1;
             warnings.warn(format!(
                 "{path}:{}: an entry with no statement; skipped",
                 entry.line
             ));
             return Ok(());
         }
+        let start_us = match (
+            entry.logged_us,
+            entry.started_s,
+            entry.logged_s.or(self.last_logged_s),
+        ) {
+            (Some(logged), _, _) => logged.saturating_sub(entry.query_time_us),
+            (None, Some(second), _) => second.saturating_mul(1_000_000),
+            (None, None, Some(logged)) => {
+                if self.zone_s.is_none() {
+                    self.timed_unzoned += 1;
+                }
+                logged
+                    .saturating_add_signed(-self.zone_s.unwrap_or(0))
+                    .saturating_mul(1_000_000)
+                    .saturating_sub(entry.query_time_us)
+            }
+            (None, None, None) => {
+                self.skipped.no_time += 1;
+                warnings.warn(format!(
+                    "{path}:{}: an entry with no time (`# Time:` at or above it, or `SET \
+                     timestamp=`); skipped",
+                    entry.line
+                ));
+                return Ok(());
+            }
+        };
         self.entries += 1;
-        if let Some(used) = &entry.used {
-            self.last_use.clone_from(used);
-        }
         let schema = entry
             .schema
             .clone()
@@ -324,18 +537,6 @@ impl Reader<'_> {
                     .push(at_us, session, Kind::Request { label, tag, bytes })
                     .map_err(|e| e.at(path))
             };
-        let start_us = match (entry.logged_us, entry.started_s) {
-            (Some(logged), _) => logged.saturating_sub(entry.query_time_us),
-            (None, Some(second)) => second.saturating_mul(1_000_000),
-            (None, None) => {
-                warnings.warn(format!(
-                    "{path}:{}: an entry with no time (`# Time:` with microseconds, or `SET \
-                     timestamp=`); skipped",
-                    entry.line
-                ));
-                return Ok(());
-            }
-        };
         let thread = match self.threads.get_mut(&thread_id) {
             Some(thread) => thread,
             None => {

@@ -140,28 +140,155 @@ fn mysql_statements_start_at_their_logged_end_less_their_query_time() {
     assert_eq!(Connect::decode(&requests[2].3).unwrap().schema, b"shop");
 }
 
-#[test]
-fn a_file_without_entries_is_an_error_and_bad_entries_are_warnings() {
+/// The error `text` is refused with.
+fn refused(text: &str) -> String {
     let mut sorter = Sorter::new(1 << 20);
     let mut warnings = Warnings::new(0, Box::new(|_| {}));
-    let error = import(&b"just text\n"[..], "x.log", &mut sorter, &mut warnings).unwrap_err();
-    assert!(
-        error.to_string().contains("x.log: no slow log entry"),
-        "{error}"
-    );
+    import(text.as_bytes(), "x.log", &mut sorter, &mut warnings)
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn a_file_without_entries_is_an_error_and_bad_entries_are_warnings() {
+    let error = refused("just text\n");
+    assert!(error.contains("x.log: no slow log entry"), "{error}");
     let (requests, _, warnings) = imported(
         "# User@Host: a[a] @ h []\n# Query_time: 0.1\nSET timestamp=1;\nselect 1;\n\
-         # User@Host: a[a] @ h []  Id: 5\n# Query_time: 0.1\nselect 2;\n",
+         # User@Host: a[a] @ h []  Id: 5\n# Query_time: 0.1\nselect 2;\n\
+         # User@Host: a[a] @ h []  Id: 5\n# Query_time: 0.1\nSET timestamp=1;\nselect 3;\n",
     );
-    assert!(requests.is_empty());
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_eq!(
+        warnings,
+        [
+            "slow.log:1: an entry with no thread id (`Id:` or `Thread_id:`); skipped",
+            "slow.log:5: an entry with no time (`# Time:` at or above it, or `SET \
+             timestamp=`); skipped",
+            "slow.log: 2 of 3 entries skipped: 1 with no thread id (`Id:` or `Thread_id:`; \
+             MySQL 5.5 and earlier log none), and a replay needs each statement's connection; \
+             1 with no time (`# Time:` or `SET timestamp=`)",
+        ]
+    );
+}
+
+#[test]
+fn a_file_whose_entries_have_no_thread_id_is_refused_saying_so() {
+    // MySQL 5.5's `# User@Host:` has no `Id:`.
+    let entry = "# Time: 160720 18:13:25\n# User@Host: root[root] @ localhost []\n\
+                 # Query_time: 0.000241  Lock_time: 0.000055 Rows_sent: 0  Rows_examined: 0\n\
+                 SET timestamp=1469038405;\nSELECT 1;\n";
+    assert_eq!(
+        refused(&entry.repeat(2)),
+        "x.log: 2 entries read, none can be replayed: 2 with no thread id (`Id:` or \
+         `Thread_id:`; MySQL 5.5 and earlier log none), and a replay needs each statement's \
+         connection"
+    );
+}
+
+#[test]
+fn a_file_whose_entries_have_no_time_is_refused_like_one_without_thread_ids() {
+    assert_eq!(
+        refused("# User@Host: a[a] @ h []  Id: 5\n# Query_time: 0.1\nselect 2;\n"),
+        "x.log: 1 entry read, none can be replayed: 1 with no time (`# Time:` or `SET \
+         timestamp=`)"
+    );
+}
+
+#[test]
+fn a_set_line_with_insert_ids_is_the_entrys_set_line_not_its_statement() {
+    // MySQL 5.7: the time is `# Time:`'s; the `SET` line is a marker all the same.
+    let (requests, _, warnings) = imported(
+        "# Time: 2016-07-20T18:13:25.698433Z\n\
+         # User@Host: root[root] @ localhost [127.0.0.1]  Id:     3\n\
+         # Query_time: 0.003464  Lock_time: 0.000324 Rows_sent: 1000  Rows_examined: 2000\n\
+         SET last_insert_id=7,insert_id=7,timestamp=1469038405;\n\
+         SELECT * FROM facturas LIMIT 0, 1000;\n",
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(requests[1].0, 1_469_038_405_698_433 - 3464);
+    assert_eq!(requests[1].3, b"\x03SELECT * FROM facturas LIMIT 0, 1000");
+    // MariaDB: its timestamp is the entry's, whatever order and subset.
+    let (requests, _, warnings) = imported(
+        "# User@Host: [SQL_SLAVE] @  []\n# Thread_id: 10\n# Query_time: 0.000530\n\
+         SET insert_id=34484549,timestamp=1197996507;\nINSERT INTO conch VALUES ('211');\n\
+         # User@Host: [SQL_SLAVE] @  []\n# Thread_id: 10\n# Query_time: 0.000010\n\
+         SET timestamp=1197996509,last_insert_id=4;\nSELECT 1;\n",
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let got: Vec<(u64, &str)> = requests.iter().map(|r| (r.0, r.2.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            (1_197_996_507_000_000, "CONNECT"),
+            (1_197_996_507_000_000, "INSERT conch"),
+            (1_197_996_509_000_000, "SELECT"),
+        ]
+    );
+}
+
+#[test]
+fn a_whole_second_time_line_is_carried_to_the_entries_below_it_without_a_set_timestamp() {
+    let (requests, _, warnings) = imported(
+        "# Time: 090504  9:07:24\n# User@Host: a[a] @ h []\n# Thread_id: 1\n\
+         # Query_time: 2.156031\nSELECT 1;\n\
+         # User@Host: b[b] @ h []\n# Thread_id: 2\n# Query_time: 2.060030\nSELECT 2;\n\
+         # User@Host: c[c] @ h []\n# Thread_id: 3\n# Query_time: 4.352063\n\
+         SET timestamp=1241453102;\nSELECT 3;\n",
+    );
+    // The third entry shows `# Time:` was the server's zone, 7 hours behind UTC.
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
-        warnings[0].contains("slow.log:1: an entry with no thread id"),
+        warnings[0].contains(
+            "UTC-07:00 by this entry's `SET timestamp=`; entries above it timed \
+             by `# Time:` alone (2) were read as UTC"
+        ),
         "{warnings:?}"
     );
-    assert!(
-        warnings[1].contains("slow.log:5: an entry with no time"),
-        "{warnings:?}"
+    // 2009-05-04 09:07:24 (read as UTC), less each statement's Query_time.
+    let logged = 1_241_428_044_000_000;
+    let got: Vec<(u64, u64, &str)> = requests
+        .iter()
+        .map(|r| (r.0, r.1, r.2.as_str()))
+        .filter(|r| r.2 != "CONNECT")
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (logged - 2_156_031, 0, "SELECT"),
+            (logged - 2_060_030, 1, "SELECT"),
+            // `SET timestamp=` stays preferred to a `# Time:` above it.
+            (1_241_453_102_000_000, 2, "SELECT"),
+        ]
     );
+}
+
+#[test]
+fn a_use_after_the_set_line_or_alone_is_the_statement() {
+    let (requests, _, warnings) = imported(
+        "# User@Host: root[root] @  [127.0.0.1]\n# Thread_id: 8  Schema: test_db\n\
+         # Query_time: 0.000102\nSET timestamp=1111111111;\nuse test_db;\n\
+         # User@Host: root[root] @  [127.0.0.1]\n# Thread_id: 9\n\
+         # Query_time: 0.000102\nuse shop;\nSET timestamp=1111111111;\nuse stock;\n\
+         # Time: 090504  9:07:24\n# User@Host: root[root] @  [127.0.0.1]\n# Thread_id: 10\n\
+         # Query_time: 0.000102\nuse `mysql`;\n",
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let got: Vec<(u64, &str, &[u8])> = requests
+        .iter()
+        .map(|r| (r.1, r.2.as_str(), &r.3[..]))
+        .filter(|r| r.1 != "CONNECT")
+        .collect();
+    // A `USE` changes the schema itself, as a `COM_QUERY`: no `COM_INIT_DB` before it.
+    assert_eq!(
+        got,
+        [
+            (0, "USE", &b"\x03use test_db"[..]),
+            (1, "USE", b"\x03use stock"),
+            (2, "USE", b"\x03use `mysql`"),
+        ]
+    );
+    assert_eq!(Connect::decode(&requests[2].3).unwrap().schema, b"shop");
 }
 
 proptest::proptest! {
@@ -247,4 +374,25 @@ fn a_restart_banner_ends_every_session_so_a_thread_id_after_it_is_another() {
     );
     assert_eq!(Connect::decode(&requests[3].3).unwrap().schema, b"mysql");
     assert_eq!(ends, [0, 1]);
+}
+
+#[test]
+fn a_zone_learnt_from_a_set_timestamp_moves_the_time_lines_after_it() {
+    let (requests, _, warnings) = imported(
+        "# Time: 090504  9:07:24\n# User@Host: c[c] @ h []\n# Thread_id: 3\n\
+         # Query_time: 0.5\nSET timestamp=1241453244;\nSELECT 3;\n\
+         # Time: 090504  9:08:00\n# User@Host: a[a] @ h []\n# Thread_id: 1\n\
+         # Query_time: 1.0\nSELECT 1;\n",
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let got: Vec<u64> = requests
+        .iter()
+        .filter(|r| r.2 != "CONNECT")
+        .map(|r| r.0)
+        .collect();
+    // 09:08:00 local is 16:08:00 UTC (the zone learnt: UTC-07:00), less 1 s.
+    assert_eq!(
+        got,
+        [1_241_453_244_000_000, 1_241_453_280_000_000 - 1_000_000]
+    );
 }
