@@ -12,7 +12,14 @@
 //! - no `Host` at all: the URL's authority;
 //! - the body is `postData.text` (base64-decoded when `postData.encoding` is
 //!   `base64`), with `Content-Length` set to its real length; POST, PUT and
-//!   PATCH without a body get `Content-Length: 0`.
+//!   PATCH without a body get `Content-Length: 0`. A `postData` of `params`
+//!   alone (as Firebug and older exporters write a form) is the form's
+//!   urlencoded body; a multipart form's params cannot be made into its body
+//!   (the files are not in the HAR), so it goes empty, with a warning;
+//! - a WebSocket handshake (an `Upgrade: websocket` request) is replayed as
+//!   the request it is, and a warning says its messages are not.
+//!
+//! A UTF-8 byte-order mark before the JSON (Fiddler writes one) is skipped.
 //!
 //! A session is one `connection` id (`--session-by connection`, the default);
 //! entries with no connection id fall back to their page, and entries with
@@ -21,7 +28,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::io::Read;
+use std::io::{BufRead, Read};
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -29,7 +36,7 @@ use serde::Deserialize;
 use crate::error::ImportError;
 use crate::order::{Kind, Sorter};
 use crate::span::Span;
-use crate::{Labels, Options, SessionBy};
+use crate::{Labels, Options, SessionBy, Warnings};
 
 /// One HAR entry (only the fields a replay needs).
 #[derive(Debug, Deserialize)]
@@ -67,6 +74,27 @@ struct PostData {
     text: Option<String>,
     #[serde(default)]
     encoding: Option<String>,
+    #[serde(rename = "mimeType", default)]
+    mime_type: String,
+    #[serde(default)]
+    params: Vec<Param>,
+}
+
+/// A form field of a `postData` written as params.
+#[derive(Debug, Deserialize)]
+struct Param {
+    name: String,
+    #[serde(default)]
+    value: String,
+}
+
+/// What was made of an entry that a warning should say.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Said {
+    /// Its body was a multipart form's params: sent empty.
+    multipart_params: bool,
+    /// It opens a WebSocket: its messages are not replayed.
+    websocket: bool,
 }
 
 /// A session so far.
@@ -93,8 +121,12 @@ pub(crate) fn import(
     path: &str,
     options: &Options,
     sorter: &mut Sorter,
+    warnings: &mut Warnings,
 ) -> Result<Labels, ImportError> {
     let by_page = options.session_by == Some(SessionBy::Page);
+    // Entries to warn of, by what: (first entry, count).
+    let mut multipart = (0, 0u64);
+    let mut websockets = (0, 0u64);
     let mut sessions: HashMap<String, Session> = HashMap::new();
     let mut span = Span::new();
     let mut index = 0u64;
@@ -115,7 +147,18 @@ pub(crate) fn import(
             (_, Some(page)) if !page.is_empty() => format!("page {page}"),
             _ => format!("entry {index}"),
         };
-        let bytes = build(&entry.request).map_err(|why| format!("entry {index}: {why}"))?;
+        let (bytes, said) = build(&entry.request).map_err(|why| format!("entry {index}: {why}"))?;
+        for (yes, tally) in [
+            (said.multipart_params, &mut multipart),
+            (said.websocket, &mut websockets),
+        ] {
+            if yes {
+                if tally.1 == 0 {
+                    tally.0 = index;
+                }
+                tally.1 += 1;
+            }
+        }
         let tag = crate::tag(options.tag_by, &bytes);
         let next = sessions.len() as u64;
         let session = sessions.entry(key).or_insert(Session {
@@ -129,8 +172,14 @@ pub(crate) fn import(
             .map_err(|e| e.to_string())
     };
     // serde_json reads a byte at a time: buffer it.
-    let mut json =
-        serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 16, input));
+    let mut input = std::io::BufReader::with_capacity(1 << 16, input);
+    let head = input
+        .fill_buf()
+        .map_err(|e| ImportError::io(path, "reading", e))?;
+    if head.starts_with(b"\xef\xbb\xbf") {
+        input.consume(3);
+    }
+    let mut json = serde_json::Deserializer::from_reader(input);
     let found = Root { each: &mut each }
         .deserialize(&mut json)
         .and_then(|found| json.end().map(|()| found))
@@ -148,6 +197,22 @@ pub(crate) fn import(
             "no `log.entries`: expected a HAR 1.2 file".into(),
         ));
     }
+    if multipart.1 > 0 {
+        warnings.warn(format!(
+            "{path}: {} from entry {} on: a multipart form given as its params, whose body \
+             (its files) the HAR does not hold: sent with an empty body",
+            tank_plan::words::count(multipart.1, "request"),
+            multipart.0
+        ));
+    }
+    if websockets.1 > 0 {
+        warnings.warn(format!(
+            "{path}: {} from entry {} on: a WebSocket's opening handshake, replayed as that \
+             request; the messages that followed it are not replayed",
+            tank_plan::words::count(websockets.1, "request"),
+            websockets.0
+        ));
+    }
     let mut ends: Vec<&Session> = sessions.values().collect();
     ends.sort_unstable_by_key(|s| s.id);
     for session in ends {
@@ -161,8 +226,10 @@ pub(crate) fn import(
         .collect())
 }
 
-/// The request bytes of a HAR request (see the module docs).
-fn build(request: &HarRequest) -> Result<Vec<u8>, String> {
+/// The request bytes of a HAR request (see the module docs), and what a
+/// warning should say of it.
+fn build(request: &HarRequest) -> Result<(Vec<u8>, Said), String> {
+    let mut said = Said::default();
     let (authority, target) = split_url(&request.url);
     if request.method.is_empty() || request.method.bytes().any(|b| b.is_ascii_whitespace()) {
         return Err(format!("method `{}` is not a method", request.method));
@@ -171,14 +238,31 @@ fn build(request: &HarRequest) -> Result<Vec<u8>, String> {
         Some(PostData {
             text: Some(text),
             encoding,
+            ..
         }) if encoding.as_deref() == Some("base64") => {
             base64(text).ok_or("postData.text is not base64 though its encoding says so")?
         }
         Some(PostData {
             text: Some(text), ..
         }) => text.as_bytes().to_vec(),
+        Some(PostData {
+            text: None,
+            params,
+            mime_type,
+            ..
+        }) if !params.is_empty() => {
+            if mime_type.to_ascii_lowercase().starts_with("multipart/") {
+                said.multipart_params = true;
+                Vec::new()
+            } else {
+                form_body(params)
+            }
+        }
         _ => Vec::new(),
     };
+    said.websocket = request.headers.iter().any(|h| {
+        h.name.eq_ignore_ascii_case("upgrade") && h.value.eq_ignore_ascii_case("websocket")
+    });
     let version = if request.http_version.eq_ignore_ascii_case("HTTP/1.0") {
         "HTTP/1.0"
     } else {
@@ -223,7 +307,32 @@ fn build(request: &HarRequest) -> Result<Vec<u8>, String> {
     }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(&body);
-    Ok(out)
+    Ok((out, said))
+}
+
+/// A form's fields as `application/x-www-form-urlencoded`, as a browser
+/// sends them: `name=value` joined by `&`, each byte outside
+/// `A-Za-z0-9*-._` percent-encoded and a space as `+`.
+fn form_body(params: &[Param]) -> Vec<u8> {
+    fn encode(out: &mut Vec<u8>, text: &str) {
+        for &b in text.as_bytes() {
+            match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'*' | b'-' | b'.' | b'_' => out.push(b),
+                b' ' => out.push(b'+'),
+                _ => out.extend_from_slice(format!("%{b:02X}").as_bytes()),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (i, param) in params.iter().enumerate() {
+        if i > 0 {
+            out.push(b'&');
+        }
+        encode(&mut out, &param.name);
+        out.push(b'=');
+        encode(&mut out, &param.value);
+    }
+    out
 }
 
 fn push_header(out: &mut Vec<u8>, name: &str, value: &str) {
@@ -381,8 +490,20 @@ mod tests {
     use super::*;
 
     fn items(har: &str, options: &Options) -> Result<Vec<crate::order::Item>, ImportError> {
+        items_said(
+            har.as_bytes(),
+            options,
+            &mut Warnings::new(0, Box::new(|_| {})),
+        )
+    }
+
+    fn items_said(
+        har: &[u8],
+        options: &Options,
+        warnings: &mut Warnings,
+    ) -> Result<Vec<crate::order::Item>, ImportError> {
         let mut sorter = Sorter::new(1 << 20);
-        import(har.as_bytes(), "x.har", options, &mut sorter)?;
+        import(har, "x.har", options, &mut sorter, warnings)?;
         let mut out = Vec::new();
         sorter
             .finish(&mut |item| {
@@ -444,6 +565,63 @@ mod tests {
             .map(|i| i.session)
             .collect();
         assert_eq!(sessions, [1, 0, 0]);
+    }
+
+    /// The requests of `har` as text, and the warnings said.
+    fn requests_and_warnings(har: &[u8]) -> (Vec<String>, Vec<String>) {
+        let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = said.clone();
+        let mut warnings =
+            Warnings::new(10, Box::new(move |w| sink.lock().unwrap().push(w.into())));
+        let requests = items_said(har, &Options::default(), &mut warnings)
+            .unwrap()
+            .into_iter()
+            .filter_map(|i| match i.kind {
+                Kind::Request { bytes, .. } => Some(
+                    String::from_utf8([bytes.head.clone(), bytes.tail.clone()].concat()).unwrap(),
+                ),
+                Kind::End => None,
+            })
+            .collect();
+        let said = said.lock().unwrap().clone();
+        (requests, said)
+    }
+
+    #[test]
+    fn a_form_given_as_params_is_its_urlencoded_body_and_a_bom_is_skipped() {
+        let har = br#"{"log": {"entries": [
+          {"startedDateTime": "2024-01-01T00:00:00Z", "request": {"method": "POST",
+           "url": "http://h/f", "httpVersion": "HTTP/1.1", "headers": [],
+           "postData": {"mimeType": "application/x-www-form-urlencoded",
+             "params": [{"name": "date", "value": "Tue, 28 Sep 2010"}, {"name": "a&b", "value": "~x"}]}}},
+          {"startedDateTime": "2024-01-01T00:00:01Z", "request": {"method": "POST",
+           "url": "http://h/up", "httpVersion": "HTTP/1.1", "headers": [],
+           "postData": {"mimeType": "multipart/form-data; boundary=x", "params": [{"name": "f", "fileName": "a.txt"}]}}},
+          {"startedDateTime": "2024-01-01T00:00:02Z", "request": {"method": "GET",
+           "url": "http://h/ws", "httpVersion": "HTTP/1.1",
+           "headers": [{"name": "Upgrade", "value": "websocket"}]}}
+        ]}}"#;
+        // Fiddler writes a UTF-8 byte-order mark before the JSON.
+        let with_bom = [&b"\xef\xbb\xbf"[..], har].concat();
+        let (requests, said) = requests_and_warnings(&with_bom);
+        assert_eq!(
+            requests[0],
+            "POST /f HTTP/1.1\r\nHost: h\r\nContent-Length: 34\r\n\r\ndate=Tue%2C+28+Sep+2010&a%26b=%7Ex"
+        );
+        assert!(
+            requests[1].ends_with("Content-Length: 0\r\n\r\n"),
+            "{}",
+            requests[1]
+        );
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(
+            said[0].contains("1 request from entry 2 on: a multipart form given as its params"),
+            "{said:?}"
+        );
+        assert!(
+            said[1].contains("1 request from entry 3 on: a WebSocket's opening handshake"),
+            "{said:?}"
+        );
     }
 
     #[test]

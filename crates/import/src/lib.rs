@@ -379,7 +379,9 @@ pub fn import(
         (Format::Access, _) => {
             emitter.labels = access::import(input, path, options, &mut sorter, warnings)?;
         }
-        (Format::Har, _) => emitter.labels = har::import(input, path, options, &mut sorter)?,
+        (Format::Har, _) => {
+            emitter.labels = har::import(input, path, options, &mut sorter, warnings)?;
+        }
     }
     let clamped = sorter.clamped();
     let ordering = sorter
