@@ -53,6 +53,8 @@ struct Client {
 #[derive(Debug, PartialEq, Eq)]
 struct Line<'a> {
     addr: &'a str,
+    /// The line began with the virtual host (`host:port`) before the address.
+    vhost: bool,
     at_us: u64,
     method: &'a str,
     uri: &'a str,
@@ -96,6 +98,11 @@ pub(crate) fn import(
     // Lines read as requests. Until the first, bad lines are held back: a
     // file that is not a log at all is one error, not a run of warnings.
     let mut requests = 0u64;
+    // Requests logged as HTTP/2 or HTTP/3, rebuilt as HTTP/1.1.
+    let mut upgraded = 0u64;
+    // Lines whose first field is `host:port` (Apache's vhost_combined): the
+    // client's address is the field after it.
+    let mut vhost_lines = 0u64;
     let mut held_back: Vec<(u64, String)> = Vec::new();
     let mut input = BufReader::with_capacity(1 << 16, input);
     let mut raw = Vec::new();
@@ -142,6 +149,7 @@ pub(crate) fn import(
             }
         }
         requests += 1;
+        vhost_lines += u64::from(line.vhost);
         span.check(line.at_us, &LineNo(number))
             .map_err(|why| ImportError::line(path, number, why))?;
         let mut key = line.addr.to_string();
@@ -160,12 +168,21 @@ pub(crate) fn import(
         } else {
             &plain
         };
+        // A request logged as HTTP/2 or HTTP/3 is replayed over HTTP/1.1, as
+        // a HAR's is: its request line cannot say a version it is not sent in.
+        let version = match line.version.split('.').next() {
+            Some("2" | "3") => {
+                upgraded += 1;
+                "1.1"
+            }
+            _ => line.version,
+        };
         let mut bytes = Vec::with_capacity(128);
         headers.write_request(
             &mut bytes,
             line.method.as_bytes(),
             line.uri.as_bytes(),
-            line.version.as_bytes(),
+            version.as_bytes(),
             b"",
         );
         let tag = crate::tag(options.tag_by, &bytes);
@@ -184,6 +201,20 @@ pub(crate) fn import(
     if !held_back.is_empty() {
         return Err(not_a_log(path, held_back));
     }
+    if upgraded > 0 {
+        warnings.warn(format!(
+            "{path}: {} logged as HTTP/2 or HTTP/3 replayed over HTTP/1.1 (tank speaks them \
+             apart: tank_type = http2 sends any ammo as HTTP/2)",
+            tank_plan::words::count(upgraded, "request")
+        ));
+    }
+    if vhost_lines > 0 {
+        warnings.warn(format!(
+            "{path}: {} begin with the virtual host (`host:port`, Apache's vhost_combined): \
+             the client is the address after it",
+            tank_plan::words::count(vhost_lines, "line")
+        ));
+    }
     // Every client's session ends after its last request.
     let mut ends: Vec<&Client> = clients.values().collect();
     ends.sort_unstable_by_key(|c| c.session);
@@ -196,6 +227,23 @@ pub(crate) fn import(
         .into_iter()
         .map(|(key, client)| (client.session, key))
         .collect())
+}
+
+/// Whether `field` is Apache's `%v:%p`: a host name and a port.
+fn is_vhost(field: &str) -> bool {
+    field.rsplit_once(':').is_some_and(|(host, port)| {
+        !host.is_empty()
+            && !port.is_empty()
+            && port.bytes().all(|b| b.is_ascii_digit())
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+    })
+}
+
+/// Whether `field` is an IP address (a client's `%h` without name lookups).
+fn is_address(field: &str) -> bool {
+    field.parse::<std::net::IpAddr>().is_ok()
 }
 
 /// Bad lines before the first request that make a file not an access log.
@@ -237,9 +285,15 @@ fn quoted(text: &str) -> Option<(&str, &str)> {
 
 fn parse(text: &str) -> Result<Line<'_>, String> {
     let expected = "expected `ADDR - USER [TIME] \"METHOD URI HTTP/x.y\" STATUS BYTES ...`";
-    let (addr, rest) = text
+    let (first, rest) = text
         .split_once(' ')
         .ok_or_else(|| format!("not an access log line; {expected}"))?;
+    // Apache's vhost_combined (`%v:%p %h %l %u %t …`, Debian's default for
+    // other_vhosts_access.log) puts `host:port` first: the client is next.
+    let (addr, rest, vhost) = match rest.split_once(' ') {
+        Some((second, after)) if is_vhost(first) && is_address(second) => (second, after, true),
+        _ => (first, rest, false),
+    };
     let open = rest
         .find('[')
         .ok_or_else(|| format!("no [time]; {expected}"))?;
@@ -250,8 +304,17 @@ fn parse(text: &str) -> Result<Line<'_>, String> {
     let time_local = &rest[open + 1..close];
     let logged_us = crate::time::parse_clf(time_local)
         .ok_or_else(|| format!("time `{time_local}` is not like `10/Oct/2000:13:55:36 -0700`"))?;
-    let (request, mut rest) = quoted(rest[close + 1..].trim_start())
-        .ok_or_else(|| format!("no quoted request; {expected}"))?;
+    let after_time = rest[close + 1..].trim_start();
+    let (request, mut rest) = quoted(after_time).ok_or_else(|| {
+        match after_time.split(' ').next().filter(|f| !f.is_empty()) {
+            // A format with a field between the time and the request.
+            Some(field) if after_time.contains('"') => format!(
+                "expected the quoted request right after [time], found `{field}` first (a log \
+                 format with a field there, such as $scheme, is not read); {expected}"
+            ),
+            _ => format!("no quoted request; {expected}"),
+        }
+    })?;
     let mut fields = request.split(' ').filter(|f| !f.is_empty());
     let (method, uri, proto) = match (fields.next(), fields.next(), fields.next(), fields.next()) {
         (Some(m), Some(u), Some(p), None) => (m, u, p),
@@ -319,6 +382,7 @@ fn parse(text: &str) -> Result<Line<'_>, String> {
     };
     Ok(Line {
         addr,
+        vhost,
         at_us,
         method,
         uri,
@@ -391,12 +455,34 @@ mod tests {
             line,
             Line {
                 addr: "10.0.0.1",
+                vhost: false,
                 at_us: 971_211_336_000_000,
                 method: "GET",
                 uri: "/a/b?x=1",
                 version: "1.1",
                 user_agent: "curl/8.0",
             }
+        );
+    }
+
+    #[test]
+    fn a_vhost_first_field_is_passed_over_for_the_client_address() {
+        let text = format!("localhost:443 {COMBINED}");
+        let line = parse(&text).unwrap();
+        assert_eq!(
+            (line.addr, line.vhost, line.method),
+            ("10.0.0.1", true, "GET")
+        );
+        // A name where the address goes: not vhost_combined, the first
+        // field is the client, as in any log.
+        let text = format!("www.example.com:80 client.example {}", &COMBINED[9..]);
+        let line = parse(&text).unwrap();
+        assert_eq!((line.addr, line.vhost), ("www.example.com:80", false));
+        let err =
+            parse("h - - [10/Oct/2000:13:55:36 +0000] https \"GET / HTTP/1.1\" 200 1").unwrap_err();
+        assert!(
+            err.starts_with("expected the quoted request right after [time], found `https` first"),
+            "{err}"
         );
     }
 
@@ -507,6 +593,21 @@ mod tests {
             ]
         );
         assert_eq!(items.iter().filter(|i| i.kind == Kind::End).count(), 2);
+    }
+
+    #[test]
+    fn a_request_logged_as_http2_is_rebuilt_as_http11_and_said() {
+        let options = Options {
+            host: Some("h".into()),
+            ..Options::default()
+        };
+        let log = "10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET /x HTTP/2.0\" 200 1\n";
+        let (items, warnings) = import_log(log, &options);
+        assert_eq!(warnings, 1);
+        let Kind::Request { bytes, .. } = &items[0].kind else {
+            panic!("{items:?}");
+        };
+        assert_eq!(&bytes.head[..], b"GET /x HTTP/1.1\r\nHost: h\r\n\r\n");
     }
 
     #[test]
