@@ -81,6 +81,11 @@ struct Flow {
     resync: Option<Resync>,
     /// Its ends were guessed (no SYN or SYN-ACK captured, no `--server-port`).
     guessed: bool,
+    /// The end taken for the server has sent bytes (so a later segment of
+    /// it starting a request line is inside its reply, not a request).
+    server_spoke: bool,
+    /// A gap in its bytes has been counted (see [`Lost`]).
+    gapped: bool,
     requests: u64,
     last_at_us: u64,
     /// Whether the client has sent any data.
@@ -122,11 +127,14 @@ impl Flow {
         self.skipped || self.resync.is_some()
     }
 
-    /// The ends were guessed the wrong way round: the "server" sent a
-    /// request line (`payload`) while the "client" sent none.
+    /// The ends were guessed the wrong way round: the "server" began with a
+    /// request line (`payload`, its first bytes) while the "client" sent
+    /// none. Its first bytes only: a server's reply body may start with a
+    /// request line (TRACE, an echo), and that is no reason to turn round.
     fn reversed(&self, from_server: bool, payload: &[u8]) -> bool {
         self.guessed
             && from_server
+            && !self.server_spoke
             && self.requests == 0
             && self.framer.still_searching().is_some()
             && http::starts_request(payload)
@@ -269,6 +277,9 @@ impl Capture {
             flow.fin_seq = None;
         }
         let from_client = segment.src == flow.client;
+        if !from_client && !segment.payload.is_empty() {
+            flow.server_spoke = true;
+        }
         let carries = !segment.payload.is_empty() || segment.cut;
         if from_client && carries && !flow.data {
             flow.data = true;
@@ -310,12 +321,14 @@ impl Capture {
         }
         // Headers captured without all their payload (none, with a snap
         // length that kept only headers): the bytes are lost all the same.
-        let truncated = carries && packet.data.len() < packet.wire_len as usize;
-        if truncated && !flow.not_reading() {
+        // Told by the IP header's length, not the frame's: a snap length
+        // that cuts only Ethernet padding loses nothing.
+        if segment.cut && !flow.not_reading() {
             self.lost.truncated += 1;
+            let requests = flow.requests + self.done.len() as u64;
             warnings.warn(format!(
                 "packet {}: truncated (captured {} of {} bytes{}): connection {} loses \
-                 the rest of it; its {} requests before are kept, {}the rest of it is skipped",
+                 the rest of it; {} before {} kept, {}the rest of it is skipped",
                 packet.number,
                 packet.data.len(),
                 packet.wire_len,
@@ -325,7 +338,8 @@ impl Capture {
                     ""
                 },
                 flow.label(),
-                flow.requests + self.done.len() as u64,
+                tank_plan::words::count(requests, "request"),
+                if requests == 1 { "is" } else { "are" },
                 client::dropped_partial(&flow.framer),
             ));
             flow.skip_rest();
@@ -417,6 +431,8 @@ impl Capture {
             skipped,
             resync: None,
             guessed,
+            server_spoke: false,
+            gapped: false,
             requests: 0,
             last_at_us: 0,
             data: false,
@@ -529,19 +545,19 @@ impl Capture {
             } else if flow.framer.partial_len() > 0 && flow.framer.partial_has_request_line() {
                 self.lost.ended_inside += u64::from(flow.requests == 0);
                 warnings.warn(format!(
-                    "connection {}: ends inside a request ({} bytes from stream byte {}); \
+                    "connection {}: ends inside a request ({} from stream byte {}); \
                      that request is dropped",
                     flow.label(),
-                    flow.framer.partial_len(),
+                    tank_plan::words::count(flow.framer.partial_len() as u64, "byte"),
                     flow.framer.offset() - flow.framer.partial_len() as u64,
                 ));
             } else if flow.framer.partial_len() > 0 {
                 self.lost.not_http += u64::from(flow.requests == 0);
                 warnings.warn(format!(
-                    "connection {}: ends with {} bytes (from stream byte {}) that never made \
-                     a whole request line; they are dropped",
+                    "connection {}: ends with {} (from stream byte {}) that never made \
+                     a whole request line; dropped",
                     flow.label(),
-                    flow.framer.partial_len(),
+                    tank_plan::words::count(flow.framer.partial_len() as u64, "byte"),
                     flow.framer.offset() - flow.framer.partial_len() as u64,
                 ));
             }

@@ -171,6 +171,10 @@ impl Conversation for FramedConversation {
         self.at_us
     }
 
+    fn cut(&mut self, _said: &mut Said) {
+        // Nothing is held back: each message is handed out when whole.
+    }
+
     fn close(&mut self, said: &mut Said) {
         if !self.message.is_empty() && self.synced {
             said.warnings.push(format!(

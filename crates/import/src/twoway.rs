@@ -88,6 +88,9 @@ pub(crate) trait Conversation {
     fn hold_us(&self) -> Option<u64>;
     /// The connection ended: hand out what can be, say what is lost.
     fn close(&mut self, said: &mut Said);
+    /// Its stream stopped making sense here ([`Skip::Rest`]): hand out what
+    /// was made before and is still held (a login kept for its outcome).
+    fn cut(&mut self, said: &mut Said);
     /// Who the client was, beyond its address (a MySQL user and schema).
     fn who(&self) -> Option<String>;
 }
@@ -279,8 +282,8 @@ impl<P: Protocol> Capture<P> {
         // A packet captured with its headers but not all its payload (none,
         // with a snap length that kept only headers) lost bytes all the same.
         if !segment.payload.is_empty() || segment.cut {
-            let truncated = packet.data.len() < packet.wire_len as usize;
-            if truncated {
+            // Told by the IP header's length: cut Ethernet padding loses nothing.
+            if segment.cut {
                 skip = Some(Skip::Rest(format!(
                     "packet {}: truncated (captured {} of {} bytes)",
                     packet.number,
@@ -337,6 +340,10 @@ impl<P: Protocol> Capture<P> {
         let Some(flow) = self.table.get_mut(slot) else {
             return Ok(());
         };
+        let mut said = said;
+        if matches!(skip, Some(Skip::Rest(_))) {
+            flow.conversation.cut(&mut said);
+        }
         for warning in said.warnings {
             warnings.warn(format!("connection {}: {warning}", flow.label()));
         }

@@ -915,8 +915,8 @@ fn a_packet_captured_with_its_headers_but_none_of_its_payload_is_truncated_not_l
         got.warnings,
         [format!(
             "packet 3: truncated (captured 54 of {} bytes, none of its TCP payload): \
-             connection 10.0.0.1:40000→10.0.0.2:80 loses the rest of it; its 1 requests before \
-             are kept, the rest of it is skipped",
+             connection 10.0.0.1:40000→10.0.0.2:80 loses the rest of it; 1 request before is \
+             kept, the rest of it is skipped",
             54 + GET_B.len()
         )]
     );
@@ -1087,5 +1087,41 @@ fn a_gap_declared_while_the_connection_goes_on_resumes_at_a_later_request_line()
         got.warnings[1],
         "connection 10.0.0.1:40000→10.0.0.2:80: packet 5 starts a request line: reading \
          resumes there (28 bytes after the gap skipped)"
+    );
+}
+
+#[test]
+fn a_reply_body_that_starts_a_request_line_does_not_turn_the_ends_round() {
+    // Captured mid-connection (no SYN): the server's answer to a TRACE is its
+    // head, then a body that is the echoed request; then the client's GETs.
+    let c = Conn::v4(40000, 80);
+    let frames = [
+        c.reply(
+            0,
+            b"HTTP/1.1 200 OK\r\nContent-Type: message/http\r\nContent-Length: 29\r\n\r\n",
+        ),
+        c.reply(10, b"TRACE / HTTP/1.1\r\nHost: h\r\n\r\n"),
+        c.data(20, 0, GET_A),
+        c.data(40, GET_A.len() as u32, GET_A),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.sessions, [(0, 0, "10.0.0.1:40000→10.0.0.2:80".into())]);
+    assert_eq!(got.requests.len(), 2, "{:?}", got.requests);
+}
+
+#[test]
+fn a_connection_with_two_gaps_is_one_connection_cut_by_a_gap() {
+    let c = Conn::v4(40000, 80);
+    let frames = [
+        c.syn(0),
+        c.data(10, 5, b"GET /x HTTP/1.1\r\nHost: h\r\n"),
+        c.data(20, 200, b"zzzz"),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert!(got.requests.is_empty());
+    let said = got.warnings.join("\n");
+    assert!(
+        said.contains("no request found: 1 connection cut by a gap"),
+        "{said}"
     );
 }

@@ -6,8 +6,10 @@
 //! (the missing bytes may end the request they were in, or hold several), so
 //! reading resumes, as for a connection captured without its SYN, at a
 //! request line; but only at one that starts a segment, as a client starts
-//! each request on a new write, so a line inside a body is never taken for
-//! one. The segments held behind the gap are looked at first; while none
+//! each request on a new write, so a line inside a body is taken for one
+//! only if it begins a segment of its own (a body that holds requests, cut
+//! there by the client's writes). The segments held behind the gap are
+//! looked at first; while none
 //! starts a request line, later segments are skipped (and counted) until one
 //! does.
 
@@ -133,7 +135,11 @@ pub(super) fn gap(
         .iter()
         .find(|h| http::starts_request(&h.data))
         .map(|h| h.packet);
-    lost.gap += 1;
+    // Connections are counted, not gaps: a connection may have several.
+    if !flow.gapped {
+        flow.gapped = true;
+        lost.gap += 1;
+    }
     let requests = flow.requests + done.len() as u64;
     let next = match (resumes, ended) {
         (Some(packet), _) => {

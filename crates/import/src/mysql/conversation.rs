@@ -606,6 +606,11 @@ impl Conversation for MysqlConversation {
             .min()
     }
 
+    fn cut(&mut self, said: &mut Said) {
+        // Whether the login succeeded will not be known: taken as it was made.
+        self.connected(said);
+    }
+
     fn close(&mut self, said: &mut Said) {
         // The login's outcome was not captured: taken as it was made.
         self.connected(said);
