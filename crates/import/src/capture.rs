@@ -86,6 +86,10 @@ struct Flow {
     server_spoke: bool,
     /// A gap in its bytes has been counted (see [`Lost`]).
     gapped: bool,
+    /// Opened by a SYN-ACK (its SYN not captured): forgotten without data,
+    /// it is not counted, as it may be a SYN-ACK sent again after its
+    /// connection closed.
+    by_syn_ack: bool,
     requests: u64,
     last_at_us: u64,
     /// Whether the client has sent any data.
@@ -433,6 +437,7 @@ impl Capture {
             guessed,
             server_spoke: false,
             gapped: false,
+            by_syn_ack: segment.syn && segment.ack,
             requests: 0,
             last_at_us: 0,
             data: false,
@@ -580,15 +585,15 @@ impl Capture {
                 .table
                 .get(slot)
                 .filter(|f| f.session == session && !f.data)
-                .map(|f| key(f.client, f.server));
+                .map(|f| (key(f.client, f.server), f.by_syn_ack));
             if quiet.is_some() && opened_us >= stale_before && self.quiet_open <= self.quiet_limit {
                 break;
             }
             self.quiet.pop_front();
-            if let Some(key) = quiet {
+            if let Some((key, by_syn_ack)) = quiet {
                 self.table.remove_if(slot, &key, |_| true);
                 self.quiet_open -= 1;
-                self.forgotten += 1;
+                self.forgotten += u64::from(!by_syn_ack);
             }
         }
     }

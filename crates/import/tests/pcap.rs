@@ -1125,3 +1125,22 @@ fn a_connection_with_two_gaps_is_one_connection_cut_by_a_gap() {
         "{said}"
     );
 }
+
+#[test]
+fn a_syn_ack_sent_again_after_its_connection_closed_is_not_a_connection_that_sent_nothing() {
+    let c = Conn::v4(40000, 80);
+    let frames = [
+        c.syn(0),
+        c.data(10, 0, GET_A),
+        c.fin(20, GET_A.len() as u32),
+        // The server's SYN-ACK again, after the close, then 11 s of nothing.
+        c.syn_ack(30),
+        Conn::v4(40001, 80).syn(1_000),
+        // Time goes on past the 10 s after which quiet connections are forgotten.
+        Conn::v4(40002, 80).syn(22_000_000),
+    ];
+    let got = run(&pcap(Link::Ethernet, &frames), &Options::default()).unwrap();
+    assert_eq!(got.requests.len(), 1);
+    // The quiet SYN is forgotten and counted; the SYN-ACK is forgotten, not counted.
+    assert_eq!(got.summary.forgotten, 1, "{}", got.summary);
+}
