@@ -341,8 +341,16 @@ fn parse(text: &str) -> Result<Line<'_>, String> {
             break;
         }
         if rest.starts_with('"') {
-            let (field, after) =
-                quoted(rest).ok_or_else(|| "a quoted field is not closed".to_string())?;
+            let Some((field, after)) = quoted(rest) else {
+                // A field cut short at the line's end (a user agent the
+                // server truncated) after the request, status and size:
+                // the request is whole, so it is kept, with what is there.
+                if plain >= 2 {
+                    quotes.push(&rest[1..]);
+                    break;
+                }
+                return Err("a quoted field is not closed".to_string());
+            };
             quotes.push(field);
             rest = after;
             continue;
@@ -593,6 +601,17 @@ mod tests {
             ]
         );
         assert_eq!(items.iter().filter(|i| i.kind == Kind::End).count(), 2);
+    }
+
+    #[test]
+    fn a_user_agent_cut_short_at_the_line_end_keeps_its_request() {
+        let line = parse(
+            "h - - [10/Oct/2000:13:55:36 +0000] \"GET /x HTTP/1.1\" 200 1 \"-\" \"Mozilla/5.0 (cut",
+        )
+        .unwrap();
+        assert_eq!((line.uri, line.user_agent), ("/x", "Mozilla/5.0 (cut"));
+        // Before the status and size, an unclosed quote is still a bad line.
+        assert!(parse("h - - [10/Oct/2000:13:55:36 +0000] \"GET /x HTTP/1.1\" \"200 1").is_err());
     }
 
     #[test]
