@@ -462,10 +462,15 @@ impl Collector {
         self.generator_counts(now, now.saturating_sub(1 + self.sent_grace));
         // The peaks since the last tick are the second that just ended's (at
         // the first tick, the run's first moments: its first second's).
+        // A tick before the start (it may be set a moment ahead) notes
+        // nothing before the start's second: no second of the run is empty
+        // because the clock ticked before it began.
+        let start_second = self.start_unix_us / 1_000_000;
         let ended = now
             .checked_sub(1)
-            .filter(|&second| second >= self.start_unix_us / 1_000_000)
-            .unwrap_or(now);
+            .filter(|&second| second >= start_second)
+            .unwrap_or(now)
+            .max(start_second);
         self.note_peaks(ended);
         self.pipeline.advance(now);
         self.watch(false);
