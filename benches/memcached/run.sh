@@ -4,7 +4,7 @@
 #   MCPERF=/path/to/mcperf [CONNECTIONS=8] [DEPTH=1] [QPS=20000] [RUNS=3] benches/memcached/run.sh [SECONDS]
 #
 # Needs memcached (Debian: memcached) and mcperf built from its source
-# (github.com/eth-easl/memcache-perf-dynamic; `apt-get install libevent-dev
+# (github.com/eth-easl/memcache-perf-dynamic; `apt-get install libevent-dev cppzmq-dev
 # libzmq3-dev && make`; not vendored here). Both tools get the same workload
 # (10,000 records, 30-byte keys, 200-byte values, 10% sets), one thread and
 # the same connections, one after the other against one memcached (-t 1):
