@@ -112,7 +112,7 @@ pub(super) fn convert(bytes: &[u8], authority: &str, scheme: &str) -> Result<Con
     framing.request_body().map_err(|e| e.to_string())?;
     let rest = &bytes[head_len..];
     let body = if framing.chunked {
-        let body = dechunk(rest)?;
+        let body = dechunk(rest, head_len)?;
         headers.retain(|(name, _)| name != "content-length");
         headers.push(("content-length".into(), body.len().to_string().into_bytes()));
         body
@@ -159,27 +159,43 @@ pub(super) fn convert(bytes: &[u8], authority: &str, scheme: &str) -> Result<Con
     })
 }
 
-/// A chunked body decoded (trailers, if any, are not kept).
-fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
+/// A chunked body decoded (trailers, if any, are not kept). `at` is where
+/// the body starts in the request, for the errors' byte offsets.
+fn dechunk(mut rest: &[u8], mut at: usize) -> Result<Vec<u8>, String> {
     let mut body = Vec::new();
     loop {
-        let line_end = rest
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or("a chunk size line does not end")?;
-        let size_text = std::str::from_utf8(&rest[..line_end]).unwrap_or("");
-        let size_text = size_text.split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size_text, 16)
-            .map_err(|_| format!("chunk size `{size_text}` is not hexadecimal"))?;
+        let line_end = rest.windows(2).position(|w| w == b"\r\n").ok_or_else(|| {
+            format!("the chunk size line at byte {at} of the request does not end")
+        })?;
+        let line = &rest[..line_end];
+        let size_text = line
+            .split(|b| *b == b';')
+            .next()
+            .unwrap_or_default()
+            .trim_ascii();
+        let size = std::str::from_utf8(size_text)
+            .ok()
+            .and_then(|text| usize::from_str_radix(text, 16).ok())
+            .ok_or_else(|| {
+                format!(
+                    "chunk size `{}` at byte {at} of the request is not hexadecimal",
+                    size_text.escape_ascii()
+                )
+            })?;
         rest = &rest[line_end + 2..];
+        at += line_end + 2;
         if size == 0 {
             return Ok(body);
         }
-        if rest.len() < size + 2 {
-            return Err("a chunk is cut short".into());
+        if rest.len() < size.saturating_add(2) {
+            return Err(format!(
+                "the chunk of {size} bytes at byte {at} of the request is cut short: {} bytes follow",
+                rest.len()
+            ));
         }
         body.extend_from_slice(&rest[..size]);
         rest = &rest[size + 2..];
+        at += size + 2;
     }
 }
 
@@ -340,6 +356,36 @@ mod tests {
         }
     }
 
+    /// A broken chunked body is located by its byte offset in the request.
+    #[test]
+    fn a_broken_chunk_is_located() {
+        let head = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let at = |n: usize| head.len() + n;
+        let cases: [(&[u8], String); 4] = [
+            (b"zz\r\n", format!("chunk size `zz` at byte {} of", at(0))),
+            (
+                b"3\r\nabc\r\n\xff\r\n",
+                format!("chunk size `\\xff` at byte {} of", at(8)),
+            ),
+            (
+                b"3\r\nabc\r\n4",
+                format!("line at byte {} of the request does not end", at(8)),
+            ),
+            (
+                b"ffffffffffffffff\r\nab",
+                format!(
+                    "at byte {} of the request is cut short: 2 bytes follow",
+                    at(18)
+                ),
+            ),
+        ];
+        for (body, expected) in cases {
+            let request = [&head[..], body].concat();
+            let error = convert(&request, "t:1", "http").unwrap_err();
+            assert!(error.contains(&expected), "{error}");
+        }
+    }
+
     #[test]
     fn the_cache_checks_the_bytes_behind_an_address() {
         let mut cache = Cache::new("t:1".into(), "http");
@@ -370,6 +416,30 @@ mod tests {
             bytes.extend_from_slice(&body);
             let converted = convert(&bytes, "t:1", "http").unwrap();
             prop_assert_eq!(&converted.request.body[..], &body[..]);
+        }
+
+        /// A chunked body of any pieces (sizes of any width, lines cut
+        /// anywhere) converts or says why, and a converted one is whole.
+        #[test]
+        fn any_chunked_body_converts_or_errs_without_panicking(
+            pieces in proptest::collection::vec(
+                prop_oneof![
+                    Just(b"ffffffffffffffff".to_vec()),
+                    Just(b"0".to_vec()),
+                    Just(b"3".to_vec()),
+                    Just(b";ext".to_vec()),
+                    Just(b"\r\n".to_vec()),
+                    proptest::collection::vec(any::<u8>(), 0..6),
+                ],
+                0..12,
+            ),
+        ) {
+            let mut bytes = b"POST /p HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            bytes.extend(pieces.concat());
+            if let Ok(converted) = convert(&bytes, "t:1", "http") {
+                let length = converted.request.body.len().to_string().into_bytes();
+                prop_assert_eq!(field(&converted, "content-length"), Some(length));
+            }
         }
     }
 }
