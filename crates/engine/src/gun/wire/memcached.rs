@@ -106,7 +106,8 @@ fn expected(request: &[u8]) -> (SmallVec<[Expect; 2]>, bool) {
                     .and_then(decimal)
                     .and_then(|n| usize::try_from(n).ok())
                     .unwrap_or(0);
-                rest = rest.get(bytes + 2..).unwrap_or(&[]);
+                // Saturating: a size past usize (the ammo's) takes the rest.
+                rest = rest.get(bytes.saturating_add(2)..).unwrap_or(&[]);
                 repeatable &= matches!(command, b"set" | b"replace");
             }
             b"get" | b"gets" | b"gat" | b"gats" | b"delete" | b"touch" | b"version" | b"stats" => {}
@@ -349,6 +350,20 @@ mod tests {
         Progress::Whole {
             code,
             keep_alive: true,
+        }
+    }
+
+    #[test]
+    fn a_storage_commands_data_size_past_usize_is_skipped_to_the_end() {
+        // The size is the request's (the ammo's): past what the request
+        // holds, the data block takes the rest of it.
+        for size in ["18446744073709551614", "18446744073709551615"] {
+            let request = format!("set a 0 0 {size}\r\nhi\r\nget b\r\n");
+            assert!(may_resend(request.as_bytes()));
+            assert_eq!(
+                read(request.as_bytes(), &[b"CLIENT_ERROR bad data chunk\r\n"]),
+                vec![whole(CLIENT_ERROR)]
+            );
         }
     }
 
