@@ -68,6 +68,9 @@ pub(crate) fn looks_like(head: &[u8]) -> bool {
         })
 }
 
+/// The last second a `SET timestamp=` can hold: MariaDB's (MySQL's ends in 2038).
+const LAST_TIMESTAMP_S: u64 = u32::MAX as u64;
+
 /// One entry, as read.
 #[derive(Debug, Default)]
 struct Entry {
@@ -132,11 +135,13 @@ struct Skipped {
     no_thread: u64,
     no_statement: u64,
     no_time: u64,
+    /// A `SET timestamp=` no server writes.
+    past_clock: u64,
 }
 
 impl Skipped {
     fn total(&self) -> u64 {
-        self.no_thread + self.no_statement + self.no_time
+        self.no_thread + self.no_statement + self.no_time + self.past_clock
     }
 
     /// The reasons, with their counts: `40 with no thread id (…)`.
@@ -153,6 +158,12 @@ impl Skipped {
             why.push(format!(
                 "{} with no time (`# Time:` or `SET timestamp=`)",
                 self.no_time
+            ));
+        }
+        if self.past_clock > 0 {
+            why.push(format!(
+                "{} with a `SET timestamp=` past any server's clock",
+                self.past_clock
             ));
         }
         if self.no_statement > 0 {
@@ -443,6 +454,17 @@ impl Reader<'_> {
         if entry.logged_s.is_some() {
             self.last_logged_s = entry.logged_s;
         }
+        // A second past the last a server can write is a corrupt line: the
+        // entry is skipped before it can teach a zone or move its thread.
+        if let Some(second) = entry.started_s.filter(|s| *s > LAST_TIMESTAMP_S) {
+            self.skipped.past_clock += 1;
+            warnings.warn(format!(
+                "{}:{}: `SET timestamp={second}` is past any server's clock (the last second \
+                 MariaDB can write is {LAST_TIMESTAMP_S}, in 2106); skipped",
+                self.path, entry.line
+            ));
+            return Ok(());
+        }
         // (A `# Time:` stands for the entries below it in its second.)
         if let (Some(local), Some(utc)) = (self.last_logged_s, entry.started_s) {
             // Logged at the statement's end: its start plus its query time,
@@ -576,7 +598,8 @@ impl Reader<'_> {
         let start_us = if entry.logged_us.is_some() {
             start_us
         } else {
-            start_us.max(thread.last_start_us + thread.last_query_us)
+            // Saturating: a corrupt Query_time (1e300 s) is saturated µs already.
+            start_us.max(thread.last_start_us.saturating_add(thread.last_query_us))
         };
         if schema != thread.schema && !schema.is_empty() {
             // A `USE` changes the schema itself (its entry shows the new one):

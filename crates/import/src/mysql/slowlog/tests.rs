@@ -396,3 +396,45 @@ fn a_zone_learnt_from_a_set_timestamp_moves_the_time_lines_after_it() {
         [1_241_453_244_000_000, 1_241_453_280_000_000 - 1_000_000]
     );
 }
+
+#[test]
+fn an_absurd_query_time_before_a_threads_next_statement_does_not_overflow() {
+    // The thread's next statement starts no earlier than the first's end:
+    // a Query_time past u64 µs (saturated) must not wrap that end.
+    let (requests, _, _) = imported(
+        "# User@Host: a[a] @ h []  Id: 5\n# Query_time: 1e300\nSET timestamp=1;\nselect 1;\n\
+         # User@Host: a[a] @ h []  Id: 5\n# Query_time: 0.1\nSET timestamp=2;\nselect 2;\n",
+    );
+    let got: Vec<u64> = requests
+        .iter()
+        .filter(|r| r.2 != "CONNECT")
+        .map(|r| r.0)
+        .collect();
+    assert_eq!(got, [1_000_000, u64::MAX]);
+}
+
+#[test]
+fn a_set_timestamp_past_any_clock_is_skipped_and_teaches_no_zone() {
+    for timestamp in ["4294967296", "9223372036854775807", "18446744073709551615"] {
+        let (requests, _, warnings) = imported(&format!(
+            "# Time: 090504  9:07:24\n# User@Host: c[c] @ h []\n# Thread_id: 3\n\
+             # Query_time: 1.0\nSET timestamp={timestamp};\nSELECT 3;\n\
+             # Time: 090504  9:08:00\n# User@Host: a[a] @ h []\n# Thread_id: 1\n\
+             # Query_time: 1.0\nSELECT 1;\n"
+        ));
+        let warned = warnings.join("\n");
+        assert!(
+            warned.contains(&format!(
+                ":1: `SET timestamp={timestamp}` is past any server's clock"
+            )),
+            "{warned}"
+        );
+        let got: Vec<u64> = requests
+            .iter()
+            .filter(|r| r.2 != "CONNECT")
+            .map(|r| r.0)
+            .collect();
+        // Only the second entry, its 09:08:00 read as UTC (no zone learnt), less 1 s.
+        assert_eq!(got, [1_241_428_080_000_000 - 1_000_000]);
+    }
+}
