@@ -13,7 +13,8 @@
 //!   `ammo_limit M` (tank writes M records, the reference M + 1: the reference output is cut
 //!   to M records), `expected` (compare with the committed `<queue>.expected`), `uniq` (the
 //!   same with 32-hex markers masked), `timeout` (the reference never finishes: tank must
-//!   fail with a message).
+//!   fail with a message), `refused TEXT` (the reference plans a load nobody wrote: tank must
+//!   fail with a message that contains TEXT).
 //!
 //! `case.txt` also records what the reference does (`ref = ok|error|timeout`), and the test
 //! checks that too, so the corpus README stays true.
@@ -132,6 +133,9 @@ enum Departure {
     Uniq,
     /// The reference never finishes; tank must fail with a message.
     Timeout,
+    /// The reference plans what the config does not say; tank must fail
+    /// with a message containing this text.
+    Refused(String),
 }
 
 fn load_cases(dir: &Path) -> Vec<Case> {
@@ -198,6 +202,9 @@ fn parse_case(dir: &Path, name: String) -> Case {
                     ["expected"] => Departure::Expected,
                     ["uniq"] => Departure::Uniq,
                     ["timeout"] => Departure::Timeout,
+                    ["refused", text @ ..] if !text.is_empty() => {
+                        Departure::Refused(text.join(" "))
+                    }
                     _ => panic!(
                         "{}:{}: unknown departure {value:?}",
                         meta_path.display(),
@@ -510,6 +517,17 @@ fn judge(run: &Run, case: &Case, reference: &RefOutcome, tank: &TankOutcome) -> 
             &mask_uuid_markers(&tank_bytes()?),
             "expected",
         ),
+        (Departure::Refused(text), _) => {
+            must_fail("the case is one tank refuses")?;
+            if tank.stderr.contains(text.as_str()) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "tank's message does not say {text:?}: {}",
+                    last_lines(&tank.stderr)
+                ))
+            }
+        }
         (_, "timeout") => must_fail(&format!(
             "the reference never finishes ({})",
             reference.message

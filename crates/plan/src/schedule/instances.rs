@@ -270,6 +270,9 @@ impl InstancesSchedule {
             let found = caps
                 .get(index)
                 .ok_or_else(|| PlanError::schedule(KEY, step, format!("expected `{usage}`")))?;
+            if let Some(cut) = super::cut_number(params, found.start(), found.end()) {
+                return Err(super::cut_number_error(KEY, step, cut, found.as_str()));
+            }
             if super::has_minus_before(params, found.start()) {
                 return Err(PlanError::schedule(
                     KEY,
@@ -416,9 +419,10 @@ mod tests {
     }
 
     #[test]
-    fn decimal_count_is_searched_past_the_dot_like_the_reference() {
-        // `(\d+),` searched in "1.5, 2s)" finds "5,".
-        assert_eq!(take("ramp(1.5, 2s)", 6), [0, 500, 1000, 1500, 2000, 0]);
+    fn a_decimal_count_is_an_error_where_the_reference_takes_its_last_digits() {
+        // `(\d+),` searched in "1.5, 2s)" finds "5,": 5 instances nobody wrote.
+        let message = rejected("ramp(1.5, 2s)", "ramp(1.5, 2s)");
+        assert!(message.starts_with("`1.5` is 1.5 as a number"), "{message}");
     }
 
     /// The error for `schedule`, which must name `step`.
@@ -494,6 +498,17 @@ mod tests {
         let message = rejected("wait(-5s)", "wait(-5s)");
         assert!(message.contains("negative"), "{message}");
         assert_eq!(take("wait(x5s) start(1)", 1), [5000]);
+    }
+
+    #[test]
+    fn a_number_the_stepper_reads_only_in_part_is_an_error() {
+        let message = rejected("const(1e2,10s)", "const(1e2,10s)");
+        assert_eq!(
+            message,
+            "`1e2` is 100 as a number, but yandex-tank's stepper, which plans the load, takes \
+             only `2` from it: write the number in digits, like 100"
+        );
+        rejected("line(1, 1_0, 1s)", "line(1, 1_0, 1s)");
     }
 
     proptest! {

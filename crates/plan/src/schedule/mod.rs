@@ -62,6 +62,67 @@ fn has_minus_before(params: &str, at: usize) -> bool {
     at > 0 && params.as_bytes().get(at - 1) == Some(&b'-')
 }
 
+/// A number found at bytes `at..end` of a step's arguments that is only the
+/// tail of a number written otherwise (`1.5e3`, `1_000`): the whole word, and
+/// what it is worth. The reference's patterns take digits and dots and are
+/// searched, not anchored, so its stepper plans `const(1.5e3, 10s)` as
+/// `const(3, 10s)` (and `ramp(1.5, 2s)` as 5 instances) while its validator,
+/// which reads the word with Python's `float`, took it for 1500; tank refuses
+/// the config rather than run a load nobody wrote.
+/// A word that is no number at all (`x2`) is read as the stepper reads it.
+fn cut_number(params: &str, at: usize, end: usize) -> Option<(&str, f64)> {
+    let before = params.get(..at)?;
+    let start = before
+        .char_indices()
+        .rev()
+        .find(|(_, c)| *c == ',' || c.is_whitespace())
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let word = params.get(start..end)?;
+    if start == at || before.get(start..) == Some("-") {
+        return None;
+    }
+    // Python's float takes `_` between digits (PEP 515): `1_000` is 1000.
+    let bytes = word.as_bytes();
+    let grouped = bytes.iter().enumerate().all(|(i, b)| {
+        *b != b'_'
+            || (i > 0
+                && bytes[i - 1].is_ascii_digit()
+                && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
+    });
+    let worth = crate::pynum::py_float(&word.replace('_', "")).filter(|_| grouped)?;
+    // `+5` is 5 to both.
+    let read = params.get(at..end).and_then(crate::pynum::py_float);
+    (read != Some(worth)).then_some((word, worth))
+}
+
+/// The error for a number [`cut_number`] found cut.
+fn cut_number_error(
+    key: &'static str,
+    step: &str,
+    (word, worth): (&str, f64),
+    read: &str,
+) -> PlanError {
+    // 1e300 in digits would be 301 of them.
+    let worth = if worth == 0.0 || (1e-6..1e15).contains(&worth.abs()) {
+        worth.to_string()
+    } else {
+        format!("{worth:e}")
+    };
+    PlanError::schedule(
+        key,
+        step,
+        format!(
+            "`{word}` is {worth} as a number, but yandex-tank's stepper, which plans the \
+             load, takes only `{read}` from it: write the number in digits{}",
+            if key == "instances_schedule" {
+                ", like 100"
+            } else {
+                " and dots, like 1500 or 2.5"
+            }
+        ),
+    )
+}
+
 /// A parsed schedule of either model.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Schedule {

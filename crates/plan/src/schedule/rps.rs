@@ -409,6 +409,9 @@ fn parse_step(step: &str, before: usize, seed: u64, out: &mut Vec<RpsStep>) -> R
             continue;
         };
         let text = found.as_str();
+        if let Some(cut) = super::cut_number(params, found.start(), found.end()) {
+            return Err(super::cut_number_error(KEY, step, cut, text));
+        }
         // The pattern has no sign, so the reference reads `-5` as 5: refuse it instead.
         if super::has_minus_before(params, found.start()) {
             return Err(PlanError::schedule(
@@ -629,6 +632,34 @@ mod tests {
         rejected("const(x-2,1s)", "const(x-2,1s)");
         // Other junk before a number is skipped, as the reference skips it.
         assert_eq!(parsed("const(x2,1s)").len(), 2);
+    }
+
+    #[test]
+    fn a_number_the_stepper_reads_only_in_part_is_an_error() {
+        let message = rejected("const(2,1s) const(1.5e3, 10s)", "const(1.5e3, 10s)");
+        assert_eq!(
+            message,
+            "`1.5e3` is 1500 as a number, but yandex-tank's stepper, which plans the load, \
+             takes only `3` from it: write the number in digits and dots, like 1500 or 2.5"
+        );
+        let message = rejected("const(1e300,1s)", "const(1e300,1s)");
+        assert!(
+            message.starts_with("`1e300` is 1e300 as a number"),
+            "{message}"
+        );
+        let message = rejected("const(1e-3,1s)", "const(1e-3,1s)");
+        assert!(
+            message.starts_with("`1e-3` is 0.001 as a number"),
+            "{message}"
+        );
+        let message = rejected("step(1_000,5,1,1s)", "step(1_000,5,1,1s)");
+        assert!(
+            message.starts_with("`1_000` is 1000 as a number"),
+            "{message}"
+        );
+        // What both read alike, or the validator does not read as a number, plans as before.
+        assert_eq!(parsed("const(+5,1s)").len(), 5);
+        assert_eq!(parsed("const(1__0,1s)").len(), 0);
     }
 
     #[test]
