@@ -15,6 +15,15 @@ pub fn parse_timeout(text: &str) -> Result<Duration, String> {
     if !text.bytes().any(|b| b.is_ascii_digit()) {
         return Err(expected());
     }
+    // The stepper's syntax sums the numbers it finds and skips what is
+    // between them: `1e3s` would be 1 s + 3 s. No one means that.
+    if has_exponent(text) {
+        return Err(format!(
+            "{}: exponents are not read (the stepper's syntax would add up the numbers \
+             on either side of the `e`)",
+            expected()
+        ));
+    }
     let ms = match text.strip_suffix("ms") {
         Some(millis)
             if !millis.is_empty() && millis.bytes().all(|b| b.is_ascii_digit() || b == b'.') =>
@@ -32,6 +41,23 @@ pub fn parse_timeout(text: &str) -> Result<Duration, String> {
         Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
         _ => Err(format!("`{text}`: expected a positive duration like 11s")),
     }
+}
+
+/// Whether `text` holds a number in exponent notation: a digit (or a dot),
+/// `e` or `E`, an optional sign, a digit.
+fn has_exponent(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().any(|(at, b)| {
+        let before = at
+            .checked_sub(1)
+            .and_then(|i| bytes.get(i))
+            .is_some_and(|c| c.is_ascii_digit() || *c == b'.');
+        let mut next = at + 1;
+        if matches!(bytes.get(next), Some(b'+' | b'-')) {
+            next += 1;
+        }
+        matches!(b, b'e' | b'E') && before && bytes.get(next).is_some_and(u8::is_ascii_digit)
+    })
 }
 
 /// phantom's sizes: `512`, `8K`, `8M`, `1G` (binary multiples,
@@ -72,6 +98,17 @@ mod tests {
         assert!(parse_timeout("xms").is_err());
         assert!(parse_timeout("0s").unwrap_err().contains("positive"));
         assert!(parse_timeout("0.1ms").is_err());
+    }
+
+    #[test]
+    fn a_timeout_in_exponent_notation_is_refused() {
+        for text in ["1e3s", "1.5e1", "2E-1s", "1e+2ms", "5.e1"] {
+            let error = parse_timeout(text).unwrap_err();
+            assert!(error.contains("exponents are not read"), "{text}: {error}");
+        }
+        // A space or a unit between numbers is the stepper's syntax, as before.
+        assert_eq!(parse_timeout("1m 30s"), Ok(Duration::from_millis(90_000)));
+        assert_eq!(parse_timeout("1d"), Ok(Duration::from_millis(86_400_000)));
     }
 
     #[test]
