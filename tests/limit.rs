@@ -699,6 +699,27 @@ fn bench_refuses_streams_per_connection_over_http1() {
 }
 
 #[test]
+fn a_thread_count_out_of_range_is_refused_before_anything_is_written() {
+    // Read as the flag it is, not as a generated config's `-o phantom.threads`.
+    let dir = tempfile::tempdir().unwrap();
+    for threads in ["0", "4097"] {
+        let out = run(
+            dir.path(),
+            &["bench", "http://127.0.0.1:9/", "-t", threads, "-d", "1s"],
+        );
+        assert_eq!(out.status.code(), Some(2));
+        let said = text(&out.stderr);
+        assert!(
+            said.contains(&format!(
+                "invalid value '{threads}' for '--threads <THREADS>'"
+            )),
+            "{said}"
+        );
+    }
+    assert!(!dir.path().join("logs").exists());
+}
+
+#[test]
 fn bench_shows_the_warnings_its_run_gives_before_the_first_shot() {
     // HTTP/2 drops a Connection header: said, not silently done (nothing
     // listens on port 9, so every shot fails, which is said too).

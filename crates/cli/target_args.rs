@@ -43,8 +43,12 @@ pub struct TargetArgs {
     /// (`tank_type = http2`; see docs/http2.md).
     #[arg(long)]
     pub http2: bool,
-    /// I/O threads [default: cores/2 + 1, as phantom].
-    #[arg(short = 't', long)]
+    /// I/O threads, 1 to 4,096 [default: cores/2 + 1, as phantom].
+    #[arg(
+        short = 't',
+        long,
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(tank_config::bounds::MAX_THREADS))
+    )]
     pub threads: Option<u32>,
     /// Where the runs' artifacts go (a new directory under it per command).
     #[arg(long, value_name = "DIR", default_value = "logs")]
