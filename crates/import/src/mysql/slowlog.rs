@@ -68,8 +68,9 @@ pub(crate) fn looks_like(head: &[u8]) -> bool {
         })
 }
 
-/// The last second a `SET timestamp=` can hold: MariaDB's (MySQL's ends in 2038).
-const LAST_TIMESTAMP_S: u64 = u32::MAX as u64;
+/// The last second a `SET timestamp=` can hold: MySQL's since 8.0.28 (3001),
+/// beyond MariaDB's (2106) and older servers' (2038).
+const LAST_TIMESTAMP_S: u64 = 32_536_771_199;
 
 /// One entry, as read.
 #[derive(Debug, Default)]
@@ -460,7 +461,7 @@ impl Reader<'_> {
             self.skipped.past_clock += 1;
             warnings.warn(format!(
                 "{}:{}: `SET timestamp={second}` is past any server's clock (the last second \
-                 MariaDB can write is {LAST_TIMESTAMP_S}, in 2106); skipped",
+                 MySQL can write is {LAST_TIMESTAMP_S}, in 3001); skipped",
                 self.path, entry.line
             ));
             return Ok(());
