@@ -114,8 +114,14 @@ pub fn parse_line(line: &[u8]) -> Result<Record<'_>, ParseError> {
             field: index + 1,
             name: column_name(index),
             problem: format!(
-                "`{}` is not a non-negative integer",
-                String::from_utf8_lossy(text)
+                "`{}` is not a non-negative integer{}",
+                String::from_utf8_lossy(text),
+                // All digits: then too large.
+                if !text.is_empty() && text.iter().all(u8::is_ascii_digit) {
+                    " up to 18446744073709551615"
+                } else {
+                    ""
+                }
             ),
         })?;
     }
@@ -144,11 +150,14 @@ pub fn send_ms(line: &[u8]) -> Option<u64> {
 }
 
 fn parse_u64(text: &[u8]) -> Option<u64> {
-    if text.is_empty() || text.len() > 19 {
+    if text.is_empty() {
         return None;
     }
+    // Checked: tank writes u64::MAX (20 digits), and reads it back.
     text.iter().try_fold(0u64, |n, b| {
-        b.is_ascii_digit().then(|| n * 10 + u64::from(b - b'0'))
+        b.is_ascii_digit()
+            .then(|| n.checked_mul(10)?.checked_add(u64::from(b - b'0')))
+            .flatten()
     })
 }
 
@@ -284,6 +293,23 @@ mod tests {
         let mut out = b"before\n".to_vec();
         push_line(&mut out, &s);
         assert_eq!(out, format!("before\n{}", formatted(&s)).into_bytes());
+        // And read back: a phout tank writes, tank reads.
+        let line = &out[b"before\n".len()..out.len() - 1];
+        let record = parse_line(line).unwrap();
+        assert_eq!(record.measured.size_in, u64::MAX);
+        // One more is too large, and said so.
+        let over = String::from_utf8_lossy(line).replacen(
+            "18446744073709551615",
+            "18446744073709551616",
+            2,
+        );
+        let error = parse_line(over.as_bytes()).unwrap_err();
+        assert_eq!(error.field, 3);
+        assert!(
+            error.problem.ends_with("up to 18446744073709551615"),
+            "{}",
+            error.problem
+        );
     }
 
     proptest! {
@@ -419,7 +445,11 @@ mod tests {
     fn first_bad_field(line: &[u8]) -> Option<usize> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let fields: Vec<&[u8]> = line.split(|b| *b == b'\t').collect();
-        let number = |f: &[u8]| (1..=19).contains(&f.len()) && f.iter().all(u8::is_ascii_digit);
+        let number = |f: &[u8]| {
+            !f.is_empty()
+                && f.iter().all(u8::is_ascii_digit)
+                && std::str::from_utf8(f).is_ok_and(|t| t.parse::<u64>().is_ok())
+        };
         let (whole, fraction) = match fields[0].iter().position(|b| *b == b'.') {
             Some(at) => (&fields[0][..at], &fields[0][at + 1..]),
             None => (fields[0], &b""[..]),
